@@ -1,0 +1,215 @@
+// Package model defines the contract between agentrt and a language model:
+// messages, requests, streamed chunks and assembled responses.
+//
+// A Model streams a reply as an iter.Seq2 of Chunks. Generate assembles a
+// whole Response from any Model; the Assembler does the same incrementally
+// for callers that also want the chunks.
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// The roles of a conversation.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// PartType says what a Part holds.
+type PartType string
+
+// PartText is the only part type today; images and files come later.
+const PartText PartType = "text"
+
+// Part is one piece of a message's content.
+type Part struct {
+	Type PartType `json:"type"`
+	Text string   `json:"text,omitempty"`
+}
+
+// ToolCall is a model's request to call a tool. Arguments is the raw JSON
+// object the model produced; it is validated before the tool runs.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Message is one entry of a conversation.
+//
+// An assistant message may carry ToolCalls; each must be answered by a tool
+// message whose ToolCallID names it, before the next assistant message.
+type Message struct {
+	Role       Role       `json:"role"`
+	Parts      []Part     `json:"parts,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool message.
+	Name string `json:"name,omitempty"`
+	// IsError marks a tool message that reports a failed call.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// Text returns the concatenated text parts of m.
+func (m Message) Text() string {
+	switch len(m.Parts) {
+	case 0:
+		return ""
+	case 1:
+		return m.Parts[0].Text
+	}
+	n := 0
+	for _, p := range m.Parts {
+		n += len(p.Text)
+	}
+	b := make([]byte, 0, n)
+	for _, p := range m.Parts {
+		b = append(b, p.Text...)
+	}
+	return string(b)
+}
+
+// TextMessage returns a message of role r holding one text part.
+func TextMessage(r Role, text string) Message {
+	return Message{Role: r, Parts: []Part{{Type: PartText, Text: text}}}
+}
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// ToolChoiceMode says whether and how the model must call tools.
+type ToolChoiceMode string
+
+// Tool choice modes. The zero value means auto.
+const (
+	ToolChoiceAuto     ToolChoiceMode = "auto"
+	ToolChoiceNone     ToolChoiceMode = "none"
+	ToolChoiceRequired ToolChoiceMode = "required"
+	ToolChoiceTool     ToolChoiceMode = "tool" // call the tool named in ToolChoice.Name
+)
+
+// ToolChoice constrains tool use for one request.
+type ToolChoice struct {
+	Mode ToolChoiceMode `json:"mode,omitempty"`
+	Name string         `json:"name,omitempty"`
+}
+
+// ResponseFormat asks for structured output.
+type ResponseFormat struct {
+	// Type is "text", "json_object" or "json_schema".
+	Type   string          `json:"type"`
+	Name   string          `json:"name,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+	Strict bool            `json:"strict,omitempty"`
+}
+
+// Request is one call to a model.
+type Request struct {
+	Model          string          `json:"model,omitempty"`
+	Messages       []Message       `json:"messages"`
+	Tools          []ToolSpec      `json:"tools,omitempty"`
+	ToolChoice     ToolChoice      `json:"tool_choice,omitzero"`
+	MaxTokens      int             `json:"max_tokens,omitempty"`
+	Temperature    *float64        `json:"temperature,omitempty"`
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+}
+
+// FinishReason says why a model stopped.
+type FinishReason string
+
+// Finish reasons, normalised across providers.
+const (
+	FinishStop          FinishReason = "stop"
+	FinishToolCalls     FinishReason = "tool_calls"
+	FinishLength        FinishReason = "length"
+	FinishContentFilter FinishReason = "content_filter"
+	FinishError         FinishReason = "error"
+)
+
+// Usage counts tokens and, when prices are known, cost.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CachedTokens int64   `json:"cached_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+}
+
+// Add accumulates o into u.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CachedTokens += o.CachedTokens
+	u.CostUSD += o.CostUSD
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+
+// ToolCallDelta is a fragment of a streamed tool call. Fragments with the
+// same Index belong to one call; ID and Name usually arrive in the first.
+type ToolCallDelta struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// Chunk is one piece of a streamed reply. Any of its fields may be set.
+type Chunk struct {
+	Text         string          `json:"text,omitempty"`
+	ToolCalls    []ToolCallDelta `json:"tool_calls,omitempty"`
+	Usage        *Usage          `json:"usage,omitempty"`
+	FinishReason FinishReason    `json:"finish_reason,omitempty"`
+}
+
+// Response is a whole reply.
+type Response struct {
+	Message      Message      `json:"message"`
+	Usage        Usage        `json:"usage"`
+	FinishReason FinishReason `json:"finish_reason"`
+}
+
+// Model is a language model.
+//
+// Stream sends req and yields the reply's chunks in order. A non-nil error
+// ends the stream: it is the last value yielded. Stream starts no work
+// before the caller ranges over the sequence, and stops when the caller
+// breaks out of the loop or ctx is done. Implementations must be safe for
+// concurrent use.
+type Model interface {
+	Name() string
+	Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error]
+}
+
+// Generator is implemented by models that can answer without streaming.
+// Generate uses it when present.
+type Generator interface {
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Generate returns m's whole reply to req.
+func Generate(ctx context.Context, m Model, req *Request) (*Response, error) {
+	if g, ok := m.(Generator); ok {
+		return g.Generate(ctx, req)
+	}
+	var a Assembler
+	for c, err := range m.Stream(ctx, req) {
+		if err != nil {
+			return nil, err
+		}
+		a.Add(c)
+	}
+	return a.Response()
+}

@@ -1,0 +1,250 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentrt/agentrt/model"
+)
+
+// SchemaVersion is the version of the event wire schema ("v").
+const SchemaVersion = 1
+
+// Type names an event. The names are the wire contract of docs/events.md.
+type Type string
+
+// Event types.
+const (
+	TypeRunStarted       Type = "run_started"
+	TypeRunFinished      Type = "run_finished"
+	TypeRoundStarted     Type = "round_started"
+	TypeModelStarted     Type = "model_started"
+	TypeToken            Type = "token"
+	TypeModelFinished    Type = "model_finished"
+	TypeToolCall         Type = "tool_call"
+	TypeToolResult       Type = "tool_result"
+	TypeApprovalRequired Type = "approval_required"
+	TypeApprovalResolved Type = "approval_resolved"
+	TypeFinal            Type = "final"
+	TypeError            Type = "error"
+)
+
+// Event is one entry of a session's log: the same object on every surface
+// (CLI --json, SSE, WebSocket, store).
+//
+// Seq is assigned when the event is committed: it starts at 1 and grows by
+// one per session with no gaps. Live-only events (token) have Seq 0 and are
+// never stored.
+type Event struct {
+	V         int       `json:"v"`
+	Seq       int64     `json:"seq,omitempty"`
+	SessionID string    `json:"session_id"`
+	RunID     string    `json:"run_id,omitempty"`
+	Turn      int       `json:"turn"`
+	Type      Type      `json:"type"`
+	Time      time.Time `json:"time"`
+	Agent     string    `json:"agent,omitempty"`
+	// Data is one of the typed payloads of this package (RunStarted,
+	// ToolResult, ...), or Raw for a type this version does not know.
+	Data Data `json:"data,omitempty"`
+}
+
+// Data is an event's typed payload.
+type Data interface {
+	EventType() Type
+}
+
+// Raw is the payload of an event type this package does not know, kept
+// as it was so that nothing is lost.
+type Raw struct {
+	T    Type            `json:"-"`
+	JSON json.RawMessage `json:"-"`
+}
+
+// EventType implements Data.
+func (r *Raw) EventType() Type { return r.T }
+
+// MarshalJSON implements json.Marshaler.
+func (r *Raw) MarshalJSON() ([]byte, error) {
+	if len(r.JSON) == 0 {
+		return []byte("null"), nil
+	}
+	return r.JSON, nil
+}
+
+// RunStarted begins a turn.
+type RunStarted struct {
+	Input  string `json:"input"`
+	Source string `json:"source,omitempty"`
+}
+
+// RunFinished ends a turn. Status is done, waiting, paused, failed,
+// canceled or interrupted.
+type RunFinished struct {
+	Status string      `json:"status"`
+	Usage  model.Usage `json:"usage"`
+}
+
+// RoundStarted begins one think-act round.
+type RoundStarted struct {
+	Round     int `json:"round"`
+	MaxRounds int `json:"max_rounds"`
+}
+
+// ModelStarted begins one model call attempt.
+type ModelStarted struct {
+	Model   string `json:"model"`
+	Attempt int    `json:"attempt"`
+}
+
+// Token is a streamed text delta, or a waiting pulse.
+type Token struct {
+	Text  string `json:"text"`
+	Pulse bool   `json:"pulse,omitempty"`
+}
+
+// ModelFinished is a model's whole reply.
+type ModelFinished struct {
+	Model        string             `json:"model,omitempty"`
+	Content      string             `json:"content"`
+	ToolCalls    []model.ToolCall   `json:"tool_calls,omitempty"`
+	Usage        model.Usage        `json:"usage"`
+	FinishReason model.FinishReason `json:"finish_reason"`
+	LatencyMS    int64              `json:"latency_ms"`
+}
+
+// ToolCall announces a tool call about to run.
+type ToolCall struct {
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolResult is a tool call's outcome; unknown tools and blocked calls get one too.
+type ToolResult struct {
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	OK        bool            `json:"ok"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	LatencyMS int64           `json:"latency_ms"`
+}
+
+// ApprovalRequired asks a human to approve tool calls.
+type ApprovalRequired struct {
+	RequestID string           `json:"request_id"`
+	Calls     []model.ToolCall `json:"calls"`
+	Question  string           `json:"question"`
+}
+
+// Decisions a human can give on an approval request.
+const (
+	DecisionApprove = "approve"
+	DecisionReject  = "reject"
+	DecisionEdit    = "edit"
+)
+
+// ApprovalResolved records a human's decision. Arguments, when set,
+// replace the call's arguments (decision edit).
+type ApprovalResolved struct {
+	RequestID string          `json:"request_id"`
+	Decision  string          `json:"decision"`
+	By        string          `json:"by,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Final is a turn's answer.
+type Final struct {
+	Text  string      `json:"text"`
+	Usage model.Usage `json:"usage"`
+}
+
+// Error reports a failure that ends or interrupts a run.
+type Error struct {
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	Recoverable bool   `json:"recoverable"`
+}
+
+func (*RunStarted) EventType() Type       { return TypeRunStarted }
+func (*RunFinished) EventType() Type      { return TypeRunFinished }
+func (*RoundStarted) EventType() Type     { return TypeRoundStarted }
+func (*ModelStarted) EventType() Type     { return TypeModelStarted }
+func (*Token) EventType() Type            { return TypeToken }
+func (*ModelFinished) EventType() Type    { return TypeModelFinished }
+func (*ToolCall) EventType() Type         { return TypeToolCall }
+func (*ToolResult) EventType() Type       { return TypeToolResult }
+func (*ApprovalRequired) EventType() Type { return TypeApprovalRequired }
+func (*ApprovalResolved) EventType() Type { return TypeApprovalResolved }
+func (*Final) EventType() Type            { return TypeFinal }
+func (*Error) EventType() Type            { return TypeError }
+
+// newData returns an empty payload for t, or nil for an unknown type.
+func newData(t Type) Data {
+	switch t {
+	case TypeRunStarted:
+		return new(RunStarted)
+	case TypeRunFinished:
+		return new(RunFinished)
+	case TypeRoundStarted:
+		return new(RoundStarted)
+	case TypeModelStarted:
+		return new(ModelStarted)
+	case TypeToken:
+		return new(Token)
+	case TypeModelFinished:
+		return new(ModelFinished)
+	case TypeToolCall:
+		return new(ToolCall)
+	case TypeToolResult:
+		return new(ToolResult)
+	case TypeApprovalRequired:
+		return new(ApprovalRequired)
+	case TypeApprovalResolved:
+		return new(ApprovalResolved)
+	case TypeFinal:
+		return new(Final)
+	case TypeError:
+		return new(Error)
+	}
+	return nil
+}
+
+// UnmarshalJSON decodes an event, giving Data the payload type that Type names.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	var w struct {
+		plain
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = Event(w.plain)
+	if w.V > SchemaVersion {
+		return fmt.Errorf("session: event schema v%d is newer than this build (v%d)", w.V, SchemaVersion)
+	}
+	d, err := DecodeData(e.Type, w.Data)
+	if err != nil {
+		return fmt.Errorf("session: event %d (%s): %w", e.Seq, e.Type, err)
+	}
+	e.Data = d
+	return nil
+}
+
+// DecodeData decodes the payload of an event of type t.
+func DecodeData(t Type, raw json.RawMessage) (Data, error) {
+	d := newData(t)
+	if d == nil {
+		return &Raw{T: t, JSON: append(json.RawMessage(nil), raw...)}, nil
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return d, nil
+	}
+	if err := json.Unmarshal(raw, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

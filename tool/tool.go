@@ -1,0 +1,69 @@
+// Package tool defines what a tool is to agentrt, turns plain Go functions
+// into tools with an inferred JSON Schema, and keeps tools in a Registry
+// that validates arguments and turns every failure into data the model can
+// read.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Definition describes a tool to a model and to people.
+type Definition struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Tool is something a model can call.
+//
+// Call receives the model's arguments as a raw JSON object and returns the
+// result as JSON. An error is a tool failure: the runtime hands its text to
+// the model as a failed tool result and the run goes on. Call must be safe
+// for concurrent use: the calls of one model reply run concurrently.
+type Tool interface {
+	Definition() Definition
+	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+}
+
+// Approval is a tool's approval policy.
+type Approval string
+
+// Approval policies. The zero value means auto.
+const (
+	ApprovalAuto Approval = "auto" // run without asking
+	ApprovalAsk  Approval = "ask"  // wait for a human to approve or reject
+	ApprovalDeny Approval = "deny" // never run; the model is told so
+)
+
+// Meta is per-tool policy the runtime applies around a call.
+type Meta struct {
+	Approval Approval      `json:"approval,omitempty"`
+	Timeout  time.Duration `json:"timeout,omitempty"` // zero means the runtime default
+}
+
+// MetaTool is implemented by tools that carry their own Meta.
+type MetaTool interface {
+	Tool
+	Meta() Meta
+}
+
+// MetaOf returns t's Meta, or the zero Meta.
+func MetaOf(t Tool) Meta {
+	if m, ok := t.(MetaTool); ok {
+		return m.Meta()
+	}
+	return Meta{}
+}
+
+// Result is the outcome of one call, success or failure, as the model sees it.
+type Result struct {
+	OK bool `json:"ok"`
+	// Output is the tool's JSON result when OK.
+	Output json.RawMessage `json:"result,omitempty"`
+	// Error says what went wrong when not OK, in words a model can act on.
+	Error   string        `json:"error,omitempty"`
+	Latency time.Duration `json:"-"`
+}
