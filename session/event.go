@@ -18,6 +18,7 @@ type Type string
 const (
 	TypeRunStarted       Type = "run_started"
 	TypeRunFinished      Type = "run_finished"
+	TypeRunResumed       Type = "run_resumed"
 	TypeRoundStarted     Type = "round_started"
 	TypeModelStarted     Type = "model_started"
 	TypeToken            Type = "token"
@@ -84,6 +85,16 @@ type RunStarted struct {
 type RunFinished struct {
 	Status string      `json:"status"`
 	Usage  model.Usage `json:"usage"`
+	// Reason says why a run stopped early (e.g. "max_rounds").
+	Reason string `json:"reason,omitempty"`
+}
+
+// RunResumed continues a run that stopped before it finished: after a
+// crash (reason "recovered"), a human's decision ("approval") or a pause
+// ("resume"). From is the status the run had.
+type RunResumed struct {
+	Reason string `json:"reason"`
+	From   Status `json:"from"`
 }
 
 // RoundStarted begins one think-act round.
@@ -170,6 +181,7 @@ type Error struct {
 
 func (*RunStarted) EventType() Type       { return TypeRunStarted }
 func (*RunFinished) EventType() Type      { return TypeRunFinished }
+func (*RunResumed) EventType() Type       { return TypeRunResumed }
 func (*RoundStarted) EventType() Type     { return TypeRoundStarted }
 func (*ModelStarted) EventType() Type     { return TypeModelStarted }
 func (*Token) EventType() Type            { return TypeToken }
@@ -188,6 +200,8 @@ func newData(t Type) Data {
 		return new(RunStarted)
 	case TypeRunFinished:
 		return new(RunFinished)
+	case TypeRunResumed:
+		return new(RunResumed)
 	case TypeRoundStarted:
 		return new(RoundStarted)
 	case TypeModelStarted:

@@ -95,6 +95,9 @@ type Store interface {
 	// DeleteSession removes a session, its events and its snapshot.
 	DeleteSession(ctx context.Context, id string) error
 	// Commit appends events and updates the session in one transaction.
+	// A store may keep the *Event pointers of c.Events (callers must not
+	// change a committed event) but must not keep the slice c.Events itself:
+	// callers reuse its backing array.
 	// It returns ErrConflict, and writes nothing, when c.ExpectSeq is stale
 	// or the events are not numbered consecutively from it.
 	Commit(ctx context.Context, c *Commit) error

@@ -1,0 +1,210 @@
+// Package app wires an agentrt.yaml into a running runtime: the store, the
+// models, the tools, the agents and the Runner. The CLI and the server use it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/agent"
+	"github.com/agentrt/agentrt/config"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/demo"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/sqlite"
+	"github.com/agentrt/agentrt/tool"
+	"github.com/agentrt/agentrt/tool/builtin"
+)
+
+// Options says where the configuration comes from.
+type Options struct {
+	// ConfigPath is the config file; "" means ./agentrt.yaml if present,
+	// else the built-in defaults.
+	ConfigPath string
+	// StoreDSN overrides the config's store.
+	StoreDSN string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// ExtraTools are added to the built-in tools (tests and embedders).
+	ExtraTools []tool.Tool
+	// Models override or add models by name (tests and embedders).
+	Models map[string]model.Model
+}
+
+// App is a configured runtime.
+type App struct {
+	Config *config.Config
+	Store  session.Store
+	Runner *runtime.Runner
+	Tools  *tool.Registry
+	// Notices are one-line messages for the user (e.g. which model was
+	// chosen by default).
+	Notices []string
+}
+
+// LoadConfig loads the config named by opts (or the defaults).
+func LoadConfig(opts Options) (*config.Config, error) {
+	path := opts.ConfigPath
+	if path == "" {
+		if _, err := os.Stat("agentrt.yaml"); err == nil {
+			path = "agentrt.yaml"
+		}
+	}
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
+}
+
+// Open loads the config, opens the store and builds the runner.
+func Open(ctx context.Context, opts Options) (*App, error) {
+	cfg, err := LoadConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return Build(ctx, cfg, opts)
+}
+
+// Tools returns the tools every agent can choose from.
+func Tools(opts Options) (*tool.Registry, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return tool.NewRegistry(append(builtin.All(now), opts.ExtraTools...)...)
+}
+
+// Check validates cfg beyond what parsing checks: every tool pattern
+// matches a tool.
+func Check(cfg *config.Config, opts Options) error {
+	reg, err := Tools(opts)
+	if err != nil {
+		return err
+	}
+	return cfg.CheckTools(func(p string) bool {
+		_, err := reg.Filter([]string{p})
+		return err == nil
+	})
+}
+
+// Build opens the store and builds the runner for cfg.
+func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
+	a := &App{Config: cfg}
+	reg, err := Tools(opts)
+	if err != nil {
+		return nil, err
+	}
+	a.Tools = reg
+	if err := Check(cfg, opts); err != nil {
+		return nil, err
+	}
+	models := map[string]model.Model{}
+	var agents []*runtime.Agent
+	for _, name := range cfg.AgentNames() {
+		ac := cfg.Agents[name]
+		m, err := a.model(cfg, ac.Model, models, opts)
+		if err != nil {
+			return nil, fmt.Errorf("agent %q: %w", name, err)
+		}
+		b := agent.New(name).
+			Profile(agent.Profile(ac.Profile)).
+			Instructions(ac.Instructions).
+			Model(m).
+			Registry(reg).
+			ToolFilter(ac.Tools...).
+			MaxRounds(ac.Limits.MaxRounds).
+			Approval(runtime.ApprovalPolicy{
+				Default: tool.Approval(ac.Approval.Default),
+				Ask:     ac.Approval.Ask,
+				Deny:    ac.Approval.Deny,
+			})
+		if len(ac.Tools) == 0 {
+			b.Registry(nil)
+		}
+		ra, err := b.Build()
+		if err != nil {
+			return nil, err
+		}
+		agents = append(agents, ra)
+	}
+	dsn := cfg.Store
+	if opts.StoreDSN != "" {
+		dsn = opts.StoreDSN
+	}
+	st, err := OpenStore(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	r, err := runtime.New(runtime.Config{Store: st, Agents: agents, Now: opts.Now})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	a.Store, a.Runner = st, r
+	return a, nil
+}
+
+func (a *App) model(cfg *config.Config, name string, cache map[string]model.Model, opts Options) (model.Model, error) {
+	if m, ok := opts.Models[name]; ok {
+		return m, nil
+	}
+	if m, ok := cache[name]; ok {
+		return m, nil
+	}
+	mc, ok := cfg.Models[name]
+	if !ok {
+		return nil, fmt.Errorf("model %q is not configured", name)
+	}
+	var m model.Model
+	switch mc.Provider {
+	case "demo":
+		m = demo.New()
+		a.Notices = append(a.Notices, "agentrt: no model configured; using the offline demo model (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add a model to agentrt.yaml)")
+	case "scripted":
+		path := mc.Script
+		if !filepath.IsAbs(path) && cfg.File() != "" {
+			path = filepath.Join(filepath.Dir(cfg.File()), path)
+		}
+		sm, err := scripted.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		m = sm
+	default:
+		return nil, fmt.Errorf("model %q: provider %q is not available in this build yet", name, mc.Provider)
+	}
+	cache[name] = m
+	return m, nil
+}
+
+// OpenStore opens a store from a DSN: sqlite:PATH, memory:, or a bare path
+// (SQLite).
+func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
+	switch {
+	case dsn == "memory:" || dsn == "memory":
+		return memstore.New(), nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return nil, errors.New("store: the Postgres store is not available in this build yet; use sqlite:PATH")
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+	case dsn == "":
+		return nil, errors.New("store: empty DSN")
+	}
+	return sqlite.Open(ctx, dsn)
+}
+
+// Close closes the store.
+func (a *App) Close() error {
+	if a.Store != nil {
+		return a.Store.Close()
+	}
+	return nil
+}

@@ -1,0 +1,389 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/session"
+)
+
+func newResumeCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var approve string
+	cmd := &cobra.Command{
+		Use:   "resume SESSION",
+		Short: "continue a session whose run stopped (crash, pause, approval)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			p := newPrinter(g.s, asJSON)
+			res := p.print(a.Runner.Resume(ctx, args[0]))
+			return finishRun(ctx, g, a, p, approve, args[0], res)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line")
+	cmd.Flags().StringVar(&approve, "approve", "ask", "tool calls that need approval: ask, auto or deny")
+	return cmd
+}
+
+func newApproveCmd(g *globals) *cobra.Command {
+	var reject, asJSON bool
+	var reason, args string
+	cmd := &cobra.Command{
+		Use:   "approve SESSION REQUEST [--reject] [--reason R] [--args JSON]",
+		Short: "approve (or reject) a pending tool call; the run resumes",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, a2 []string) error {
+			if reject && args != "" {
+				return usageErr("--args cannot be used with --reject")
+			}
+			ctx := cmd.Context()
+			a, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			res := runtime.Resolution{Decision: session.DecisionApprove, Reason: reason, By: "cli"}
+			if reject {
+				res.Decision = session.DecisionReject
+			}
+			if args != "" {
+				res.Decision = session.DecisionEdit
+				res.Arguments = []byte(args)
+			}
+			id := a2[0]
+			if _, err := a.Runner.Resolve(ctx, id, a2[1], res); err != nil {
+				return err
+			}
+			st, err := a.Runner.Load(ctx, id)
+			if err != nil {
+				return err
+			}
+			if len(st.Requests) > 0 {
+				fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
+				return outcome(g, id, runResult{status: session.StatusWaiting}, a)
+			}
+			p := newPrinter(g.s, asJSON)
+			return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
+		},
+	}
+	cmd.Flags().BoolVar(&reject, "reject", false, "reject the call; the model is told so")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (shown to the model on reject)")
+	cmd.Flags().StringVar(&args, "args", "", "replacement arguments (a JSON object)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line")
+	return cmd
+}
+
+func newSessionsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "sessions", Short: "inspect and manage sessions"}
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "list sessions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			a, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ss, err := a.Store.ListSessions(ctx, session.ListOptions{Limit: limit})
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(g.s.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTURN\tEVENTS\tUPDATED")
+			for _, s := range ss {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().IntVar(&limit, "limit", 50, "how many")
+	var showJSON bool
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "show a session: status, turn, usage, pending requests",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			s, err := a.Store.GetSession(ctx, args[0])
+			if err != nil {
+				return notFound(args[0], err)
+			}
+			st, err := a.Runner.Load(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if showJSON {
+				enc := json.NewEncoder(g.s.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"session": s, "pending": st.Requests, "final": st.Final})
+			}
+			out := g.s.Out
+			fmt.Fprintf(out, "session  %s\nagent    %s\nstatus   %s\nturn     %d\nevents   %d\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq)
+			fmt.Fprintf(out, "usage    %d input, %d output tokens", s.Usage.InputTokens, s.Usage.OutputTokens)
+			if s.Usage.CostUSD > 0 {
+				fmt.Fprintf(out, ", $%.6f", s.Usage.CostUSD)
+			}
+			fmt.Fprintf(out, "\ncreated  %s\nupdated  %s\n", s.CreatedAt.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+			for _, q := range st.Requests {
+				for _, c := range st.Calls {
+					if c.Call.ID == q.CallID {
+						fmt.Fprintf(out, "pending  %s: approve %s %s\n", q.ID, c.Call.Name, c.Call.Arguments)
+					}
+				}
+			}
+			if st.Final != "" {
+				fmt.Fprintf(out, "answer   %s\n", st.Final)
+			}
+			return nil
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
+	var after int64
+	events := &cobra.Command{
+		Use:   "events ID [--after N]",
+		Short: "print a session's events as JSON lines",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if after < 0 {
+				return usageErr("--after must not be negative")
+			}
+			ctx := cmd.Context()
+			a, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			enc := json.NewEncoder(g.s.Out)
+			for e, err := range a.Store.Events(ctx, args[0], after) {
+				if err != nil {
+					return notFound(args[0], err)
+				}
+				if err := enc.Encode(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	events.Flags().Int64Var(&after, "after", 0, "only events with seq greater than N")
+	del := &cobra.Command{
+		Use:   "delete ID",
+		Short: "delete a session and its log",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if err := a.Store.DeleteSession(ctx, args[0]); err != nil {
+				return notFound(args[0], err)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(list, show, events, del)
+	return cmd
+}
+
+func notFound(id string, err error) error {
+	if errors.Is(err, session.ErrNotFound) {
+		return usageErr("session %q not found", id)
+	}
+	return err
+}
+
+func newReplayCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "replay SESSION",
+		Short: "render a session's event log as a timeline",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			var start time.Time
+			for e, err := range a.Store.Events(ctx, args[0], 0) {
+				if err != nil {
+					return notFound(args[0], err)
+				}
+				if start.IsZero() {
+					start = e.Time
+				}
+				fmt.Fprintf(g.s.Out, "%4d  %8s  t%-2d %-18s %s\n", e.Seq, offset(e.Time.Sub(start)), e.Turn, e.Type, Summary(e))
+			}
+			return nil
+		},
+	}
+}
+
+func offset(d time.Duration) string {
+	if d < time.Second {
+		return "+" + strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	}
+	return "+" + d.Round(10*time.Millisecond).String()
+}
+
+// Summary is a one-line description of an event for timelines.
+func Summary(e *session.Event) string {
+	switch d := e.Data.(type) {
+	case *session.RunStarted:
+		return strconv.Quote(clip(d.Input, 120))
+	case *session.RunFinished:
+		s := d.Status
+		if d.Reason != "" {
+			s += " (" + d.Reason + ")"
+		}
+		return fmt.Sprintf("%s, %d in / %d out tokens", s, d.Usage.InputTokens, d.Usage.OutputTokens)
+	case *session.RunResumed:
+		return fmt.Sprintf("%s, from %s", d.Reason, d.From)
+	case *session.RoundStarted:
+		return fmt.Sprintf("round %d of %d", d.Round, d.MaxRounds)
+	case *session.ModelStarted:
+		return fmt.Sprintf("%s, attempt %d", d.Model, d.Attempt)
+	case *session.ModelFinished:
+		var parts []string
+		if d.Content != "" {
+			parts = append(parts, strconv.Quote(clip(d.Content, 100)))
+		}
+		for _, c := range d.ToolCalls {
+			parts = append(parts, "calls "+c.Name+" "+clip(string(c.Arguments), 80))
+		}
+		parts = append(parts, fmt.Sprintf("%s, %dms", d.FinishReason, d.LatencyMS))
+		return strings.Join(parts, "; ")
+	case *session.ToolCall:
+		return d.Name + " " + clip(string(d.Arguments), 100) + " [" + d.CallID + "]"
+	case *session.ToolResult:
+		if d.OK {
+			return fmt.Sprintf("%s ok %s (%dms)", d.Name, clip(string(d.Result), 100), d.LatencyMS)
+		}
+		return fmt.Sprintf("%s failed: %s", d.Name, clip(d.Error, 100))
+	case *session.ApprovalRequired:
+		return d.RequestID + ": " + clip(d.Question, 100)
+	case *session.ApprovalResolved:
+		s := d.RequestID + ": " + d.Decision
+		if d.By != "" {
+			s += " by " + d.By
+		}
+		if d.Reason != "" {
+			s += " (" + d.Reason + ")"
+		}
+		return s
+	case *session.Final:
+		return strconv.Quote(clip(d.Text, 120))
+	case *session.Error:
+		return d.Code + ": " + clip(d.Message, 120)
+	case *session.Raw:
+		return clip(string(d.JSON), 120)
+	}
+	return ""
+}
+
+func newToolsCmd(g *globals) *cobra.Command {
+	var agentName string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools [--agent A]",
+		Short: "list the tools an agent can see, with their schemas",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := app.LoadConfig(g.options())
+			if err != nil {
+				return err
+			}
+			opts := g.options()
+			opts.StoreDSN = "memory:"
+			a, err := app.Build(ctx, cfg, opts)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if agentName == "" {
+				agentName = "assistant"
+				if names := a.Runner.AgentNames(); !contains(names, agentName) && len(names) > 0 {
+					agentName = names[0]
+				}
+			}
+			ag, ok := a.Runner.Agent(agentName)
+			if !ok {
+				return usageErr("unknown agent %q (configured: %s)", agentName, strings.Join(a.Runner.AgentNames(), ", "))
+			}
+			specs := ag.ToolSpecs()
+			if asJSON {
+				enc := json.NewEncoder(g.s.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(specs)
+			}
+			if len(specs) == 0 {
+				fmt.Fprintf(g.s.Out, "agent %s has no tools\n", agentName)
+			}
+			for _, s := range specs {
+				fmt.Fprintf(g.s.Out, "%s\n  %s\n  schema: %s\n", s.Name, s.Description, s.InputSchema)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&agentName, "agent", "", "agent (default: assistant)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newConfigCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "work with agentrt.yaml"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "check",
+		Short: "validate the config and say precisely what is wrong and where",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := app.LoadConfig(g.options())
+			if err != nil {
+				return err
+			}
+			if err := app.Check(cfg, g.options()); err != nil {
+				return err
+			}
+			opts := g.options()
+			opts.StoreDSN = "memory:"
+			a, err := app.Build(cmd.Context(), cfg, opts)
+			if err != nil {
+				return err
+			}
+			a.Close()
+			name := cfg.File()
+			if name == "" {
+				name = "built-in defaults"
+			}
+			fmt.Fprintf(g.s.Out, "%s: ok (%d agents, %d models)\n", name, len(cfg.Agents), len(cfg.Models))
+			return nil
+		},
+	})
+	return cmd
+}

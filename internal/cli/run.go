@@ -1,0 +1,357 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/session"
+)
+
+type runFlags struct {
+	agent, session, approve string
+	json                    bool
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [--agent A] [--session ID] [--json] [--approve ask|auto|deny] TEXT",
+		Short: "run one turn and print its events",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch f.approve {
+			case "ask", "auto", "deny":
+			default:
+				return usageErr("--approve must be ask, auto or deny, not %q", f.approve)
+			}
+			text := strings.Join(args, " ")
+			if strings.TrimSpace(text) == "" {
+				return usageErr("the input text is empty")
+			}
+			ctx := cmd.Context()
+			a, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			id, err := ensureSession(ctx, a, f.agent, f.session)
+			if err != nil {
+				return err
+			}
+			p := newPrinter(g.s, f.json)
+			res := p.print(a.Runner.Run(ctx, id, runtime.Input{Text: text, Source: "cli"}))
+			return finishRun(ctx, g, a, p, f.approve, id, res)
+		},
+	}
+	cmd.Flags().StringVar(&f.agent, "agent", "", "agent to run (default: assistant, or the only agent)")
+	cmd.Flags().StringVar(&f.session, "session", "", "session id to continue or create (default: a new session)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON event per line")
+	cmd.Flags().StringVar(&f.approve, "approve", "ask", "tool calls that need approval: ask, auto or deny")
+	return cmd
+}
+
+func ensureSession(ctx context.Context, a *app.App, agentName, id string) (string, error) {
+	if id != "" {
+		if _, err := a.Store.GetSession(ctx, id); err == nil {
+			return id, nil
+		}
+	}
+	if agentName == "" {
+		names := a.Runner.AgentNames()
+		switch {
+		case contains(names, "assistant"):
+			agentName = "assistant"
+		case len(names) == 1:
+			agentName = names[0]
+		default:
+			return "", usageErr("choose an agent with --agent (configured: %s)", strings.Join(names, ", "))
+		}
+	}
+	s, err := a.Runner.CreateSession(ctx, agentName, id, nil)
+	if err != nil {
+		return "", err
+	}
+	return s.ID, nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// finishRun handles a run's outcome: approvals per mode, then the exit code.
+func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id string, res runResult) error {
+	for res.err == nil && res.status == session.StatusWaiting {
+		st, err := a.Runner.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		decision := ""
+		switch {
+		case mode == "auto":
+			decision = session.DecisionApprove
+		case mode == "deny":
+			decision = session.DecisionReject
+		case isTerminal(g.s.Err) && isInputTerminal(g.s.In):
+			decision = "ask"
+		}
+		if decision == "" {
+			break
+		}
+		for _, q := range st.Requests {
+			d := decision
+			var args []byte
+			if d == "ask" {
+				d, args = prompt(g.s, st, q)
+			}
+			if _, err := a.Runner.Resolve(ctx, id, q.ID, runtime.Resolution{Decision: d, Arguments: args, By: "cli"}); err != nil {
+				return err
+			}
+		}
+		res = p.print(a.Runner.Resume(ctx, id))
+	}
+	return outcome(g, id, res, a)
+}
+
+func isInputTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func prompt(s Streams, st *runtime.State, q runtime.HumanRequest) (string, []byte) {
+	in := bufio.NewReader(s.In)
+	for _, c := range st.Calls {
+		if c.Call.ID == q.CallID {
+			fmt.Fprintf(s.Err, "approve %s %s? [y]es / [n]o / [e]dit arguments: ", c.Call.Name, c.Call.Arguments)
+		}
+	}
+	line, _ := in.ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return session.DecisionApprove, nil
+	case "e", "edit":
+		fmt.Fprint(s.Err, "new arguments (JSON): ")
+		args, _ := in.ReadString('\n')
+		return session.DecisionEdit, []byte(strings.TrimSpace(args))
+	}
+	return session.DecisionReject, nil
+}
+
+func outcome(g *globals, id string, res runResult, a *app.App) error {
+	if res.err != nil {
+		return res.err
+	}
+	switch res.status {
+	case session.StatusDone:
+		if !res.json {
+			fmt.Fprintf(g.s.Err, "session %s (continue with: agentrt run --session %s TEXT)\n", id, id)
+		}
+		return nil
+	case session.StatusWaiting:
+		st, err := a.Runner.Load(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "session %s is waiting for approval; resolve with:", id)
+		for _, q := range st.Requests {
+			fmt.Fprintf(&b, "\n  agentrt approve %s %s    (or --reject)", id, q.ID)
+		}
+		return &exitError{code: ExitWaiting, msg: b.String()}
+	case session.StatusPaused:
+		return &exitError{code: ExitPaused, msg: fmt.Sprintf("session %s paused at its round limit; continue with: agentrt resume %s", id, id)}
+	case session.StatusCanceled:
+		return &exitError{code: ExitFailed, msg: fmt.Sprintf("session %s: run canceled; continue with: agentrt resume %s", id, id)}
+	}
+	msg := fmt.Sprintf("session %s: run %s", id, res.status)
+	if res.errEvent != nil {
+		msg += ": " + res.errEvent.Message
+	}
+	return &exitError{code: ExitFailed, msg: msg}
+}
+
+type runResult struct {
+	status   session.Status
+	errEvent *session.Error
+	err      error
+	json     bool
+}
+
+// printer renders events for a person, or as JSON lines.
+type printer struct {
+	s        Streams
+	json     bool
+	enc      *json.Encoder
+	midLine  bool // text was written without a trailing newline
+	streamed bool // the last model call streamed text
+	spin     *spinner
+}
+
+func newPrinter(s Streams, asJSON bool) *printer {
+	p := &printer{s: s, json: asJSON, enc: json.NewEncoder(s.Out)}
+	if !asJSON && isTerminal(s.Err) {
+		p.spin = &spinner{w: s.Err}
+	}
+	return p
+}
+
+func (p *printer) print(seq iter.Seq2[*session.Event, error]) runResult {
+	var res runResult
+	res.json = p.json
+	defer p.spin.stop()
+	for e, err := range seq {
+		if err != nil {
+			res.err = err
+			break
+		}
+		switch d := e.Data.(type) {
+		case *session.RunFinished:
+			res.status = session.Status(d.Status)
+		case *session.Error:
+			res.errEvent = d
+		}
+		if p.json {
+			if err := p.enc.Encode(e); err != nil {
+				res.err = err
+				break
+			}
+			continue
+		}
+		p.human(e)
+	}
+	p.spin.stop()
+	p.endLine()
+	return res
+}
+
+func (p *printer) endLine() {
+	if p.midLine {
+		fmt.Fprintln(p.s.Out)
+		p.midLine = false
+	}
+}
+
+func (p *printer) human(e *session.Event) {
+	out := p.s.Out
+	switch d := e.Data.(type) {
+	case *session.ModelStarted:
+		if d.Attempt > 1 {
+			p.endLine()
+			fmt.Fprintf(out, "[model] %s, attempt %d\n", d.Model, d.Attempt)
+		}
+		p.streamed = false
+		p.spin.start()
+	case *session.Token:
+		p.spin.stop()
+		if d.Pulse {
+			return
+		}
+		p.streamed = true
+		fmt.Fprint(out, d.Text)
+		p.midLine = !strings.HasSuffix(d.Text, "\n")
+	case *session.ModelFinished:
+		p.spin.stop()
+		p.endLine()
+	case *session.ToolCall:
+		p.endLine()
+		fmt.Fprintf(out, "[tool] %s %s\n", d.Name, d.Arguments)
+	case *session.ToolResult:
+		if d.OK {
+			fmt.Fprintf(out, "[tool] %s ok: %s\n", d.Name, clip(string(d.Result), 400))
+		} else {
+			fmt.Fprintf(out, "[tool] %s failed: %s\n", d.Name, clip(d.Error, 400))
+		}
+	case *session.ApprovalRequired:
+		p.endLine()
+		fmt.Fprintf(out, "[approval] %s (request %s)\n", d.Question, d.RequestID)
+	case *session.ApprovalResolved:
+		fmt.Fprintf(out, "[approval] %s: %s\n", d.RequestID, d.Decision)
+	case *session.RunResumed:
+		fmt.Fprintf(out, "[run] resumed (%s)\n", d.Reason)
+	case *session.Final:
+		// Streamed already as tokens; print it when nothing was streamed.
+		if !p.streamed {
+			fmt.Fprintln(out, d.Text)
+		}
+	case *session.Error:
+		p.endLine()
+		fmt.Fprintf(p.s.Err, "error (%s): %s\n", d.Code, d.Message)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// spinner shows that agentrt is waiting on the model. Only on a terminal.
+type spinner struct {
+	w    io.Writer
+	mu   sync.Mutex
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (s *spinner) start() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		return
+	}
+	s.done = make(chan struct{})
+	s.wg.Add(1)
+	go func(done chan struct{}) {
+		defer s.wg.Done()
+		frames := `|/-\`
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				fmt.Fprint(s.w, "\r \r")
+				return
+			case <-t.C:
+				fmt.Fprintf(s.w, "\r%c thinking", frames[i%len(frames)])
+			}
+		}
+	}(s.done)
+}
+
+func (s *spinner) stop() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	done := s.done
+	s.done = nil
+	s.mu.Unlock()
+	if done != nil {
+		close(done)
+		s.wg.Wait()
+	}
+}

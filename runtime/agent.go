@@ -1,0 +1,129 @@
+package runtime
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// Agent is everything the runner needs to run one kind of agent. Build it
+// directly or with the agent package's Builder.
+type Agent struct {
+	Name string
+	// SystemPrompt is sent first in every model request (the agent
+	// package renders a Profile and instructions into it).
+	SystemPrompt string
+	Model        model.Model
+	// Tools the agent may call. Nil means none.
+	Tools    *tool.Registry
+	Approval ApprovalPolicy
+	Limits   Limits
+	// Policy decides the next instruction; nil means React.
+	Policy Policy
+	// Executors override the runner's and the built-in executors.
+	Executors map[Kind]Executor
+	Hooks     Hooks
+
+	specs  []model.ToolSpec
+	system []model.Part
+}
+
+// Limits bound a run.
+type Limits struct {
+	// MaxRounds is the number of model calls in one run before it pauses;
+	// zero means 10.
+	MaxRounds int
+}
+
+// DefaultMaxRounds is the round limit when Limits.MaxRounds is zero.
+const DefaultMaxRounds = 10
+
+func (l Limits) maxRounds() int {
+	if l.MaxRounds <= 0 {
+		return DefaultMaxRounds
+	}
+	return l.MaxRounds
+}
+
+// ApprovalPolicy decides which tool calls need a human. Patterns are tool
+// names or globs ("fs.*"). Deny wins over Ask, Ask over the tool's own
+// Meta.Approval, which wins over Default.
+type ApprovalPolicy struct {
+	Default tool.Approval
+	Ask     []string
+	Deny    []string
+}
+
+// For returns the approval policy for a call of the named tool.
+func (p ApprovalPolicy) For(name string, t tool.Tool) tool.Approval {
+	if matchAny(p.Deny, name) {
+		return tool.ApprovalDeny
+	}
+	if matchAny(p.Ask, name) {
+		return tool.ApprovalAsk
+	}
+	if t != nil {
+		if a := tool.MetaOf(t).Approval; a != "" {
+			return a
+		}
+	}
+	if p.Default != "" {
+		return p.Default
+	}
+	return tool.ApprovalAuto
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if p == name {
+			return true
+		}
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Agent) init() error {
+	if a.Name == "" {
+		return fmt.Errorf("agent has no name")
+	}
+	if a.Model == nil {
+		return fmt.Errorf("agent %q has no model", a.Name)
+	}
+	for _, p := range append(append([]string(nil), a.Approval.Ask...), a.Approval.Deny...) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("agent %q: bad approval pattern %q: %w", a.Name, p, err)
+		}
+	}
+	switch a.Approval.Default {
+	case "", tool.ApprovalAuto, tool.ApprovalAsk, tool.ApprovalDeny:
+	default:
+		return fmt.Errorf("agent %q: approval default %q is not auto, ask or deny", a.Name, a.Approval.Default)
+	}
+	a.specs = a.specs[:0]
+	if a.Tools != nil {
+		for _, d := range a.Tools.Definitions() {
+			a.specs = append(a.specs, model.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+		}
+	}
+	a.Hooks.sort()
+	a.system = []model.Part{{Type: model.PartText, Text: a.SystemPrompt}}
+	return nil
+}
+
+func (a *Agent) systemParts() []model.Part { return a.system }
+
+// ToolSpecs returns the tool descriptions sent to the model.
+func (a *Agent) ToolSpecs() []model.ToolSpec { return a.specs }
+
+func (a *Agent) tool(name string) tool.Tool {
+	if a.Tools == nil {
+		return nil
+	}
+	t, _ := a.Tools.Get(name)
+	return t
+}

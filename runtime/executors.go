@@ -1,0 +1,244 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/tool"
+)
+
+func builtinExecutors() map[Kind]Executor {
+	return map[Kind]Executor{
+		KindCallModel:       CallModel,
+		KindCallTools:       CallTools,
+		KindRequestApproval: RequestApproval,
+		KindFinish:          Finish,
+		KindPause:           Pause,
+	}
+}
+
+// CallModel is the built-in call_model executor: one model call with the
+// sanitised history and the agent's tools, streamed as token events,
+// recorded as model_finished.
+func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
+	st, a := x.st, x.agent
+	attempt := 1
+	if st.InModel {
+		// The process stopped during this call; this is a new attempt.
+		attempt = st.Attempt + 1
+	} else {
+		x.Emit(&session.RoundStarted{Round: st.Round + 1, MaxRounds: st.RoundBase + a.Limits.maxRounds()})
+	}
+	x.Emit(&session.ModelStarted{Model: a.Model.Name(), Attempt: attempt})
+	if err := x.Commit(ctx); err != nil {
+		return err
+	}
+	req, err := x.hooks.beforeModel(ctx, x.info(), x.request())
+	if err != nil {
+		return err
+	}
+	start := x.r.now()
+	x.asm.Reset()
+	for c, err := range a.Model.Stream(ctx, req) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &Error{Kind: KindModel, Code: "model_error", Msg: "model " + a.Model.Name(), Err: err}
+		}
+		if c.Text != "" {
+			x.Live(&session.Token{Text: c.Text})
+		}
+		x.asm.Add(c)
+		if x.stopped {
+			return &Error{Kind: KindCanceled, Code: "canceled", Msg: "the caller stopped reading events"}
+		}
+	}
+	resp, err := x.asm.Response()
+	if err != nil {
+		return &Error{Kind: KindModel, Code: "model_error", Msg: "model " + a.Model.Name(), Err: err}
+	}
+	if resp, err = x.hooks.afterModel(ctx, x.info(), resp); err != nil {
+		return err
+	}
+	calls := normalizeCalls(resp.Message.ToolCalls, st.Seq+1)
+	x.Emit(&session.ModelFinished{
+		Model:        a.Model.Name(),
+		Content:      resp.Message.Text(),
+		ToolCalls:    calls,
+		Usage:        resp.Usage,
+		FinishReason: resp.FinishReason,
+		LatencyMS:    x.r.now().Sub(start).Milliseconds(),
+	})
+	return nil
+}
+
+// normalizeCalls drops calls without a usable name (seed 002: empty or
+// "None"), gives calls without an id a deterministic one, and keeps
+// arguments that are not valid JSON as a JSON string so the log stays
+// valid JSON and the tool step can tell the model what was wrong.
+func normalizeCalls(calls []model.ToolCall, seq int64) []model.ToolCall {
+	out := calls[:0]
+	for i, c := range calls {
+		name := strings.TrimSpace(c.Name)
+		if name == "" || strings.EqualFold(name, "none") || strings.EqualFold(name, "null") {
+			continue
+		}
+		c.Name = name
+		if c.ID == "" {
+			c.ID = "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
+		}
+		if !json.Valid(c.Arguments) {
+			b, _ := json.Marshal(string(c.Arguments))
+			c.Arguments = b
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// request builds the model request from the state, reusing buffers.
+func (x *Exec) request() *model.Request {
+	a := x.agent
+	msgs := x.msgs[:0]
+	if a.SystemPrompt != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleSystem, Parts: a.systemParts()})
+	}
+	msgs = AppendSanitized(msgs, x.st.Messages)
+	x.msgs = msgs
+	x.req = model.Request{Messages: msgs, Tools: a.specs}
+	return &x.req
+}
+
+// CallTools is the built-in call_tools executor. It announces each call
+// (tool_call, committed before any runs), runs the calls concurrently and
+// commits each tool_result as it completes, so a crash never runs a
+// completed call again. Denied, rejected and hook-blocked calls get a
+// failed result without running.
+func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
+	a := x.agent
+	type job struct {
+		call  model.ToolCall
+		block string // non-empty: do not run, fail with this
+	}
+	jobs := make([]job, 0, len(ins.Calls))
+	for _, call := range ins.Calls {
+		cs := x.st.call(call.ID)
+		if cs == nil || cs.Done {
+			continue
+		}
+		j := job{call: cs.Call}
+		switch {
+		case cs.Approval == CallRejected:
+			j.block = "the user rejected this call"
+			if cs.Reason != "" {
+				j.block += ": " + cs.Reason
+			}
+		case cs.Approval != CallApproved && a.Approval.For(call.Name, a.tool(call.Name)) == tool.ApprovalDeny:
+			j.block = "calls to " + call.Name + " are denied by policy"
+		}
+		if j.block == "" && !x.hooks.empty() {
+			d := x.hooks.beforeTool(ctx, x.info(), j.call)
+			if d.Arguments != nil {
+				j.call.Arguments = d.Arguments
+			}
+			if d.Block {
+				j.block = "blocked: " + d.Reason
+			}
+		}
+		if !cs.Started {
+			x.Emit(&session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments})
+		}
+		jobs = append(jobs, j)
+	}
+	if err := x.Commit(ctx); err != nil {
+		return err
+	}
+	run := func(j job) *session.ToolResult {
+		var res tool.Result
+		switch {
+		case j.block != "":
+			res = tool.Result{Error: j.block}
+		case len(j.call.Arguments) > 0 && j.call.Arguments[0] == '"':
+			var raw string
+			_ = json.Unmarshal(j.call.Arguments, &raw)
+			res = tool.Result{Error: "the arguments were not valid JSON: " + preview(raw) + "; send a JSON object that matches the tool's input schema"}
+		case a.Tools == nil:
+			res = tool.Result{Error: "unknown tool " + strconv.Quote(j.call.Name) + ": this agent has no tools"}
+		default:
+			res = a.Tools.Call(ctx, j.call.Name, j.call.Arguments)
+		}
+		if !x.hooks.empty() {
+			res = x.hooks.afterTool(ctx, x.info(), j.call, res)
+		}
+		return &session.ToolResult{CallID: j.call.ID, Name: j.call.Name, OK: res.OK, Result: res.Output, Error: res.Error, LatencyMS: res.Latency.Milliseconds()}
+	}
+	if len(jobs) == 1 {
+		r := run(jobs[0])
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		x.Emit(r)
+		return nil
+	}
+	results := make(chan *session.ToolResult, len(jobs))
+	for _, j := range jobs {
+		go func() { results <- run(j) }()
+	}
+	for range jobs {
+		r := <-results
+		if ctx.Err() != nil {
+			continue // drain: every goroutine sends exactly once
+		}
+		x.Emit(r)
+		if err := x.Commit(ctx); err != nil {
+			// The remaining calls finish into the buffered channel; their
+			// results are lost with the failed store and run again on resume.
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func preview(s string) string {
+	const n = 200
+	if len(s) > n {
+		return strconv.Quote(s[:n]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// RequestApproval is the built-in request_approval executor: one
+// approval_required event per call, then the run waits.
+func RequestApproval(_ context.Context, x *Exec, ins Instruction) error {
+	for _, c := range ins.Calls {
+		x.Emit(&session.ApprovalRequired{
+			RequestID: "req_" + x.r.newID(),
+			Calls:     []model.ToolCall{c},
+			Question:  fmt.Sprintf("Allow %s with arguments %s?", c.Name, string(c.Arguments)),
+		})
+	}
+	x.End(session.StatusWaiting, "approval")
+	return nil
+}
+
+// Finish is the built-in finish executor: the final answer ends the run.
+func Finish(_ context.Context, x *Exec, ins Instruction) error {
+	x.Emit(&session.Final{Text: ins.Text, Usage: x.st.RunUsage})
+	x.End(session.StatusDone, "")
+	return nil
+}
+
+// Pause is the built-in pause executor: the run stops, resumable.
+func Pause(_ context.Context, x *Exec, ins Instruction) error {
+	x.End(session.StatusPaused, ins.Text)
+	return nil
+}

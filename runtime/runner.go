@@ -1,0 +1,496 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Config configures a Runner. Zero values mean defaults.
+type Config struct {
+	// Store keeps sessions and their logs. Required.
+	Store session.Store
+	// Agents the runner can run, by name.
+	Agents []*Agent
+	// Executors override the built-in executors for every agent (an
+	// agent's own Executors win over these).
+	Executors map[Kind]Executor
+	// Hooks run for every agent, before the agent's own at equal priority.
+	Hooks Hooks
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// NewID makes run and request ids; nil means random 128-bit hex.
+	NewID func() string
+}
+
+// Runner runs agents over durable sessions. It is safe for concurrent use;
+// one session runs at most once at a time in a Runner (a second Run of a
+// busy session fails with a bad_state error), and commits from another
+// process on the same session fail with session.ErrConflict.
+type Runner struct {
+	store     session.Store
+	agents    map[string]*Agent
+	executors map[Kind]Executor
+	hooks     Hooks
+	now       func() time.Time
+	newID     func() string
+
+	mu   sync.Mutex
+	busy map[string]bool // sessions with a run in progress; guarded by mu
+}
+
+// New returns a Runner.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("runtime: Config.Store is required")
+	}
+	r := &Runner{
+		store:     cfg.Store,
+		agents:    make(map[string]*Agent, len(cfg.Agents)),
+		executors: builtinExecutors(),
+		hooks:     cfg.Hooks,
+		now:       cfg.Now,
+		newID:     cfg.NewID,
+		busy:      make(map[string]bool),
+	}
+	r.hooks.sort()
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.newID == nil {
+		r.newID = randomID
+	}
+	for k, e := range cfg.Executors {
+		if e == nil {
+			return nil, fmt.Errorf("runtime: nil executor for %q", k)
+		}
+		r.executors[k] = e
+	}
+	for _, a := range cfg.Agents {
+		if err := a.init(); err != nil {
+			return nil, fmt.Errorf("runtime: %w", err)
+		}
+		if _, dup := r.agents[a.Name]; dup {
+			return nil, fmt.Errorf("runtime: two agents named %q", a.Name)
+		}
+		r.agents[a.Name] = a
+	}
+	return r, nil
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Store returns the runner's store.
+func (r *Runner) Store() session.Store { return r.store }
+
+// Agent returns the named agent.
+func (r *Runner) Agent(name string) (*Agent, bool) {
+	a, ok := r.agents[name]
+	return a, ok
+}
+
+// AgentNames returns the agents' names, sorted.
+func (r *Runner) AgentNames() []string {
+	names := make([]string, 0, len(r.agents))
+	for n := range r.agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (r *Runner) agent(name string) (*Agent, error) {
+	if a, ok := r.agents[name]; ok {
+		return a, nil
+	}
+	return nil, &Error{Kind: KindInput, Code: "unknown_agent",
+		Msg: fmt.Sprintf("unknown agent %q (known: %s)", name, strings.Join(r.AgentNames(), ", "))}
+}
+
+// CreateSession creates a session for the named agent. An empty id gets a
+// fresh one.
+func (r *Runner) CreateSession(ctx context.Context, agent, id string, metadata map[string]string) (*session.Session, error) {
+	if _, err := r.agent(agent); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		id = r.newID()
+	}
+	now := r.now()
+	s := &session.Session{ID: id, Agent: agent, Status: session.StatusIdle, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
+	if err := r.store.CreateSession(ctx, s); err != nil {
+		if errors.Is(err, session.ErrExists) {
+			return nil, &Error{Kind: KindInput, Code: "session_exists", Msg: fmt.Sprintf("session %q already exists", id), Err: err}
+		}
+		return nil, &Error{Kind: KindStore, Msg: "create session", Err: err}
+	}
+	return s, nil
+}
+
+// Load rebuilds a session's state: its snapshot, then the events after it.
+func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
+	sess, err := r.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, notFound(id, err)
+	}
+	snap, err := r.store.LoadSnapshot(ctx, id)
+	if err != nil {
+		return nil, &Error{Kind: KindStore, Msg: "load snapshot of session " + id, Err: err}
+	}
+	var st *State
+	if snap != nil {
+		if st, err = UnmarshalState(snap.Data); err != nil {
+			return nil, &Error{Kind: KindStore, Msg: "session " + id, Err: err}
+		}
+		st.Seq = snap.Seq
+	} else {
+		st = NewState(id, sess.Agent)
+	}
+	for e, err := range r.store.Events(ctx, id, st.Seq) {
+		if err != nil {
+			return nil, &Error{Kind: KindStore, Msg: "read events of session " + id, Err: err}
+		}
+		if err := st.Apply(e); err != nil {
+			return nil, &Error{Kind: KindStore, Msg: "replay session " + id, Err: err}
+		}
+	}
+	return st, nil
+}
+
+func notFound(id string, err error) error {
+	if errors.Is(err, session.ErrNotFound) {
+		return &Error{Kind: KindInput, Code: "not_found", Msg: fmt.Sprintf("session %q not found", id), Err: err}
+	}
+	return &Error{Kind: KindStore, Msg: "get session " + id, Err: err}
+}
+
+func (r *Runner) acquire(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy[id] {
+		return &Error{Kind: KindState, Code: "busy", Msg: fmt.Sprintf("session %q is already running", id)}
+	}
+	r.busy[id] = true
+	return nil
+}
+
+func (r *Runner) release(id string) {
+	r.mu.Lock()
+	delete(r.busy, id)
+	r.mu.Unlock()
+}
+
+// Input is one user turn.
+type Input struct {
+	Text string
+	// Source names where the input came from (a channel, a user); optional.
+	Source string
+}
+
+// Run submits input to a session and runs the turn until it finishes,
+// waits for a human, pauses at a limit, fails or is canceled.
+//
+// Events are yielded after they are committed to the store, except live
+// token events (Seq 0), which are yielded as the model streams. A failure
+// of the run itself is recorded as an error event and a run_finished event
+// with status failed, not yielded as an error; the sequence yields a
+// non-nil error (its last value) only when the run could not start or its
+// events could not be stored. Breaking out of the loop cancels the run,
+// which is recorded with status canceled and can be resumed.
+func (r *Runner) Run(ctx context.Context, sessionID string, in Input) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		if strings.TrimSpace(in.Text) == "" {
+			yield(nil, &Error{Kind: KindInput, Code: "empty_input", Msg: "input is empty"})
+			return
+		}
+		x, err := r.begin(ctx, sessionID, yield)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer r.release(sessionID)
+		switch x.st.Status {
+		case session.StatusRunning:
+			yield(nil, &Error{Kind: KindState, Code: "unfinished_run",
+				Msg: fmt.Sprintf("session %q has an unfinished run (the process running it stopped); resume it first", sessionID)})
+			return
+		case session.StatusWaiting:
+			yield(nil, waitingErr(x.st))
+			return
+		}
+		runID := r.newID()
+		info := HookInfo{SessionID: sessionID, RunID: runID, Agent: x.agent.Name, Turn: x.st.Turn + 1}
+		if err := x.hooks.turnStart(ctx, info, in.Text); err != nil {
+			yield(nil, err)
+			return
+		}
+		x.emitStart(runID, &session.RunStarted{Input: in.Text, Source: in.Source})
+		if err := x.Commit(ctx); err != nil {
+			x.yieldErr(err)
+			return
+		}
+		r.loop(ctx, x)
+	}
+}
+
+func waitingErr(st *State) error {
+	ids := make([]string, len(st.Requests))
+	for i, q := range st.Requests {
+		ids[i] = q.ID
+	}
+	return &Error{Kind: KindState, Code: "waiting",
+		Msg: fmt.Sprintf("session %q is waiting for a human decision on request %s", st.SessionID, strings.Join(ids, ", "))}
+}
+
+// Resume continues a session whose run stopped before it finished: after a
+// crash (status running), once every pending request is resolved (status
+// waiting), after a pause at a limit, or after a failure or cancellation.
+// Completed tool calls are not run again. Its events are like Run's.
+func (r *Runner) Resume(ctx context.Context, sessionID string) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		x, err := r.begin(ctx, sessionID, yield)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer r.release(sessionID)
+		st := x.st
+		var reason string
+		switch st.Status {
+		case session.StatusRunning:
+			reason = "recovered"
+		case session.StatusWaiting:
+			if len(st.Requests) > 0 {
+				yield(nil, waitingErr(st))
+				return
+			}
+			reason = "approval"
+		case session.StatusPaused:
+			reason = "resume"
+		case session.StatusFailed, session.StatusCanceled, session.StatusInterrupted:
+			reason = "retry"
+		default:
+			yield(nil, &Error{Kind: KindState, Code: "nothing_to_resume",
+				Msg: fmt.Sprintf("session %q has nothing to resume (status %s)", sessionID, st.Status)})
+			return
+		}
+		info := x.info()
+		if err := x.hooks.turnStart(ctx, info, ""); err != nil {
+			yield(nil, err)
+			return
+		}
+		x.Emit(&session.RunResumed{Reason: reason, From: st.Status})
+		if err := x.Commit(ctx); err != nil {
+			x.yieldErr(err)
+			return
+		}
+		r.loop(ctx, x)
+	}
+}
+
+func (r *Runner) begin(ctx context.Context, id string, yield func(*session.Event, error) bool) (*Exec, error) {
+	if err := r.acquire(id); err != nil {
+		return nil, err
+	}
+	st, err := r.Load(ctx, id)
+	if err != nil {
+		r.release(id)
+		return nil, err
+	}
+	a, err := r.agent(st.Agent)
+	if err != nil {
+		r.release(id)
+		return nil, err
+	}
+	return r.newExec(a, st, yield), nil
+}
+
+// loop steps until the run stops.
+func (r *Runner) loop(ctx context.Context, x *Exec) {
+	for x.st.Status == session.StatusRunning {
+		if err := r.step(ctx, x); err != nil {
+			x.fail(ctx, err)
+			return
+		}
+		if x.stopped && x.st.Status == session.StatusRunning {
+			x.fail(ctx, &Error{Kind: KindCanceled, Code: "canceled", Msg: "the caller stopped reading events"})
+			return
+		}
+	}
+}
+
+// step decides and executes one instruction and commits its events.
+func (r *Runner) step(ctx context.Context, x *Exec) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := x.agent.Policy
+	if p == nil {
+		p = React
+	}
+	ins, err := p.Next(ctx, x.agent, x.st)
+	if err != nil {
+		return &Error{Kind: KindPolicy, Msg: "policy", Err: err}
+	}
+	if ins.Kind == KindWait {
+		x.End(session.StatusWaiting, "")
+		return x.Commit(ctx)
+	}
+	exec := r.executor(x.agent, ins.Kind)
+	if exec == nil {
+		return &Error{Kind: KindConfig, Code: "no_executor", Msg: fmt.Sprintf("no executor for instruction %q", ins.Kind)}
+	}
+	if err := exec(ctx, x, ins); err != nil {
+		return err
+	}
+	return x.Commit(ctx)
+}
+
+func (r *Runner) executor(a *Agent, k Kind) Executor {
+	if e := a.Executors[k]; e != nil {
+		return e
+	}
+	return r.executors[k]
+}
+
+// Step decides and executes one instruction on st, a state returned by
+// Load whose status is running, and returns the events it committed. It is
+// for callers that drive a run one step at a time; live token events are
+// not returned. After an error, reload the state.
+func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) {
+	if st.Status != session.StatusRunning {
+		return nil, &Error{Kind: KindState, Code: "not_running", Msg: fmt.Sprintf("session %q is %s, not running", st.SessionID, st.Status)}
+	}
+	a, err := r.agent(st.Agent)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.acquire(st.SessionID); err != nil {
+		return nil, err
+	}
+	defer r.release(st.SessionID)
+	var out []*session.Event
+	x := r.newExec(a, st, func(e *session.Event, err error) bool {
+		if e != nil && e.Seq != 0 {
+			out = append(out, e)
+		}
+		return true
+	})
+	x.live = false
+	if err := r.step(ctx, x); err != nil {
+		x.fail(ctx, err)
+	}
+	return out, nil
+}
+
+// Resolution is a human's answer to a pending approval request.
+type Resolution struct {
+	// Decision is approve, reject or edit.
+	Decision string
+	// Arguments replace the call's arguments (edit, or approve with changes).
+	Arguments []byte
+	Reason    string
+	By        string
+}
+
+// Resolve records a human's decision on a pending request. The session
+// stays waiting until every pending request is resolved; then Resume
+// continues the run. It works from any process, days later.
+func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res Resolution) (*session.Event, error) {
+	x, err := r.begin(ctx, sessionID, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.release(sessionID)
+	q := x.st.Pending(requestID)
+	if q == nil {
+		return nil, &Error{Kind: KindInput, Code: "unknown_request",
+			Msg: fmt.Sprintf("session %q has no pending request %q%s", sessionID, requestID, pendingList(x.st))}
+	}
+	d := &session.ApprovalResolved{RequestID: requestID, Decision: res.Decision, Reason: res.Reason, By: res.By}
+	switch res.Decision {
+	case session.DecisionApprove, session.DecisionEdit:
+		if len(res.Arguments) > 0 {
+			if err := checkArgs(res.Arguments); err != nil {
+				return nil, &Error{Kind: KindInput, Code: "bad_arguments", Msg: "edited arguments", Err: err}
+			}
+			if len(q.Calls) != 1 {
+				return nil, &Error{Kind: KindInput, Code: "bad_arguments", Msg: "arguments can be edited only on a request for one call"}
+			}
+			d.Arguments = append([]byte(nil), res.Arguments...)
+			d.Decision = session.DecisionEdit
+		} else if res.Decision == session.DecisionEdit {
+			return nil, &Error{Kind: KindInput, Code: "bad_arguments", Msg: "decision edit needs arguments"}
+		}
+	case session.DecisionReject:
+	default:
+		return nil, &Error{Kind: KindInput, Code: "bad_decision", Msg: fmt.Sprintf("decision %q is not approve, reject or edit", res.Decision)}
+	}
+	x.Emit(d)
+	if err := x.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return x.last, nil
+}
+
+func pendingList(st *State) string {
+	if len(st.Requests) == 0 {
+		return " (it has none)"
+	}
+	ids := make([]string, len(st.Requests))
+	for i, q := range st.Requests {
+		ids[i] = q.ID
+	}
+	return " (pending: " + strings.Join(ids, ", ") + ")"
+}
+
+// Result summarises a finished run.
+type Result struct {
+	SessionID string
+	Status    session.Status
+	Text      string
+	Usage     model.Usage
+	Events    []*session.Event
+	// Err is the run's error event, when it failed.
+	Err *session.Error
+}
+
+// Collect drains a Run or Resume sequence into a Result, keeping the
+// committed events.
+func Collect(seq iter.Seq2[*session.Event, error]) (*Result, error) {
+	res := &Result{}
+	for e, err := range seq {
+		if err != nil {
+			return res, err
+		}
+		if e.Seq == 0 {
+			continue
+		}
+		res.SessionID = e.SessionID
+		res.Events = append(res.Events, e)
+		switch d := e.Data.(type) {
+		case *session.Final:
+			res.Text = d.Text
+		case *session.Error:
+			res.Err = d
+		case *session.RunFinished:
+			res.Status = session.Status(d.Status)
+			res.Usage = d.Usage
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,258 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+// StateVersion is the version of the serialised State.
+const StateVersion = 1
+
+// State is a session's runtime state. It is a pure fold of the session's
+// event log (Apply), so it can be rebuilt from any prefix of the log; a
+// snapshot of it is stored when a run stops so loading is quick.
+//
+// A State belongs to one goroutine at a time: the Runner owns it while a
+// run is in progress.
+type State struct {
+	V         int            `json:"v"`
+	SessionID string         `json:"session_id"`
+	Agent     string         `json:"agent"`
+	Seq       int64          `json:"seq"`
+	Status    session.Status `json:"status"`
+	Turn      int            `json:"turn"`
+	RunID     string         `json:"run_id,omitempty"`
+	// Round is the number of model rounds in the current run; RoundBase
+	// is the round at which the run was last resumed from a pause, so the
+	// round limit applies per resume.
+	Round     int `json:"round"`
+	RoundBase int `json:"round_base,omitempty"`
+	// Attempt is the last model attempt in the current round; InModel is
+	// true between model_started and model_finished.
+	Attempt  int             `json:"attempt,omitempty"`
+	InModel  bool            `json:"in_model,omitempty"`
+	Messages []model.Message `json:"messages"`
+	// Calls are the tool calls of the last assistant message until all
+	// have results.
+	Calls    []CallState    `json:"calls,omitempty"`
+	Requests []HumanRequest `json:"requests,omitempty"`
+	Usage    model.Usage    `json:"usage"`
+	RunUsage model.Usage    `json:"run_usage"`
+	Final    string         `json:"final,omitempty"`
+	// LastError is the last error event of the current run.
+	LastError *session.Error `json:"last_error,omitempty"`
+}
+
+// Approval states of a call.
+const (
+	CallUndecided = ""
+	CallPending   = "pending"  // waiting for a human
+	CallApproved  = "approved" // approved (possibly with edited arguments)
+	CallRejected  = "rejected" // a human said no
+)
+
+// CallState tracks one tool call of the current batch.
+type CallState struct {
+	Call     model.ToolCall `json:"call"`
+	Approval string         `json:"approval,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+	// Started is true once its tool_call event is committed.
+	Started bool                `json:"started,omitempty"`
+	Done    bool                `json:"done,omitempty"`
+	Result  *session.ToolResult `json:"result,omitempty"`
+}
+
+// HumanRequest is a pending request for a human decision.
+type HumanRequest struct {
+	ID     string   `json:"id"`
+	Kind   string   `json:"kind"` // "approval"
+	CallID string   `json:"call_id,omitempty"`
+	Calls  []string `json:"calls,omitempty"`
+}
+
+// NewState returns the state of a new, empty session.
+func NewState(sessionID, agent string) *State {
+	return &State{V: StateVersion, SessionID: sessionID, Agent: agent, Status: session.StatusIdle}
+}
+
+// Pending returns the pending human request with the given id, or nil.
+func (s *State) Pending(id string) *HumanRequest {
+	for i := range s.Requests {
+		if s.Requests[i].ID == id {
+			return &s.Requests[i]
+		}
+	}
+	return nil
+}
+
+func (s *State) call(id string) *CallState {
+	for i := range s.Calls {
+		if s.Calls[i].Call.ID == id {
+			return &s.Calls[i]
+		}
+	}
+	return nil
+}
+
+// Apply folds one committed event into s. Events must come in seq order;
+// unknown event types are skipped (they may carry custom executors' data).
+func (s *State) Apply(e *session.Event) error {
+	if e.Seq != 0 {
+		if e.Seq != s.Seq+1 {
+			return fmt.Errorf("runtime: event seq %d applied to state at seq %d", e.Seq, s.Seq)
+		}
+		s.Seq = e.Seq
+	}
+	switch d := e.Data.(type) {
+	case *session.RunStarted:
+		s.Turn = e.Turn
+		s.RunID = e.RunID
+		s.Status = session.StatusRunning
+		s.Round, s.RoundBase, s.Attempt, s.InModel = 0, 0, 0, false
+		s.RunUsage = model.Usage{}
+		s.Final = ""
+		s.LastError = nil
+		s.Calls = nil
+		s.Messages = append(s.Messages, model.TextMessage(model.RoleUser, d.Input))
+	case *session.RunResumed:
+		if d.From == session.StatusPaused {
+			s.RoundBase = s.Round
+		}
+		s.Status = session.StatusRunning
+		s.LastError = nil
+	case *session.RoundStarted:
+		s.Round = d.Round
+		s.Attempt = 0
+	case *session.ModelStarted:
+		s.Attempt = d.Attempt
+		s.InModel = true
+	case *session.ModelFinished:
+		s.InModel = false
+		s.Usage.Add(d.Usage)
+		s.RunUsage.Add(d.Usage)
+		m := model.Message{Role: model.RoleAssistant, ToolCalls: d.ToolCalls}
+		if d.Content != "" {
+			m.Parts = []model.Part{{Type: model.PartText, Text: d.Content}}
+		}
+		s.Messages = append(s.Messages, m)
+		s.Calls = s.Calls[:0]
+		for _, c := range d.ToolCalls {
+			s.Calls = append(s.Calls, CallState{Call: c})
+		}
+	case *session.ToolCall:
+		if c := s.call(d.CallID); c != nil {
+			c.Started = true
+			c.Call.Arguments = d.Arguments
+		}
+	case *session.ToolResult:
+		c := s.call(d.CallID)
+		if c == nil {
+			return fmt.Errorf("runtime: tool_result for unknown call %q", d.CallID)
+		}
+		c.Done = true
+		c.Result = d
+		s.flushCalls()
+	case *session.ApprovalRequired:
+		ids := make([]string, len(d.Calls))
+		for i, call := range d.Calls {
+			ids[i] = call.ID
+			if c := s.call(call.ID); c != nil {
+				c.Approval = CallPending
+			}
+		}
+		r := HumanRequest{ID: d.RequestID, Kind: "approval", Calls: ids}
+		if len(ids) == 1 {
+			r.CallID = ids[0]
+		}
+		s.Requests = append(s.Requests, r)
+	case *session.ApprovalResolved:
+		r := s.Pending(d.RequestID)
+		if r == nil {
+			return fmt.Errorf("runtime: approval_resolved for unknown request %q", d.RequestID)
+		}
+		for _, id := range r.Calls {
+			c := s.call(id)
+			if c == nil {
+				continue
+			}
+			c.Reason = d.Reason
+			switch d.Decision {
+			case session.DecisionApprove, session.DecisionEdit:
+				c.Approval = CallApproved
+				if len(d.Arguments) > 0 {
+					c.Call.Arguments = d.Arguments
+				}
+			default:
+				c.Approval = CallRejected
+			}
+		}
+		s.removeRequest(d.RequestID)
+	case *session.Final:
+		s.Final = d.Text
+	case *session.Error:
+		s.LastError = d
+	case *session.RunFinished:
+		s.Status = session.Status(d.Status)
+		s.InModel = false
+	}
+	return nil
+}
+
+func (s *State) removeRequest(id string) {
+	for i := range s.Requests {
+		if s.Requests[i].ID == id {
+			s.Requests = append(s.Requests[:i], s.Requests[i+1:]...)
+			return
+		}
+	}
+}
+
+// flushCalls appends the batch's tool messages, in call order, once every
+// call of the batch has a result.
+func (s *State) flushCalls() {
+	for i := range s.Calls {
+		if !s.Calls[i].Done {
+			return
+		}
+	}
+	for _, c := range s.Calls {
+		r := c.Result
+		text := string(r.Result)
+		if !r.OK {
+			text = r.Error
+		}
+		s.Messages = append(s.Messages, model.Message{
+			Role: model.RoleTool, ToolCallID: r.CallID, Name: r.Name, IsError: !r.OK,
+			Parts: []model.Part{{Type: model.PartText, Text: text}},
+		})
+	}
+	s.Calls = s.Calls[:0]
+}
+
+// MarshalSnapshot serialises s for session.Snapshot.
+func (s *State) MarshalSnapshot() ([]byte, error) { return json.Marshal(s) }
+
+// UnmarshalState decodes a snapshot written by MarshalSnapshot.
+func UnmarshalState(b []byte) (*State, error) {
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("runtime: bad state snapshot: %w", err)
+	}
+	if s.V > StateVersion {
+		return nil, fmt.Errorf("runtime: state snapshot v%d is newer than this build (v%d)", s.V, StateVersion)
+	}
+	return &s, nil
+}
+
+// LastAssistant returns the last assistant message, if any.
+func (s *State) LastAssistant() (model.Message, bool) {
+	for i := len(s.Messages) - 1; i >= 0; i-- {
+		if s.Messages[i].Role == model.RoleAssistant {
+			return s.Messages[i], true
+		}
+	}
+	return model.Message{}, false
+}
