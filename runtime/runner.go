@@ -397,6 +397,30 @@ func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) 
 	return out, nil
 }
 
+// Start commits the start of a turn (run_started) and returns the state
+// without running it, for callers that drive the run with Step.
+func (r *Runner) Start(ctx context.Context, sessionID string, in Input) (*State, error) {
+	if strings.TrimSpace(in.Text) == "" {
+		return nil, &Error{Kind: KindInput, Code: "empty_input", Msg: "input is empty"}
+	}
+	x, err := r.begin(ctx, sessionID, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.release(sessionID)
+	switch x.st.Status {
+	case session.StatusRunning:
+		return nil, &Error{Kind: KindState, Code: "unfinished_run", Msg: fmt.Sprintf("session %q has an unfinished run; resume it first", sessionID)}
+	case session.StatusWaiting:
+		return nil, waitingErr(x.st)
+	}
+	x.emitStart(r.newID(), &session.RunStarted{Input: in.Text, Source: in.Source})
+	if err := x.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return x.st, nil
+}
+
 // Resolution is a human's answer to a pending approval request.
 type Resolution struct {
 	// Decision is approve, reject or edit.

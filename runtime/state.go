@@ -195,8 +195,9 @@ func (s *State) Apply(e *session.Event) error {
 	case *session.Error:
 		s.LastError = d
 	case *session.RunFinished:
+		// InModel stays: a run that stopped during a model call retries it
+		// as the next attempt of the same round.
 		s.Status = session.Status(d.Status)
-		s.InModel = false
 	}
 	return nil
 }

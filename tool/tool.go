@@ -1,7 +1,3 @@
-// Package tool defines what a tool is to agentrt, turns plain Go functions
-// into tools with an inferred JSON Schema, and keeps tools in a Registry
-// that validates arguments and turns every failure into data the model can
-// read.
 package tool
 
 import (
@@ -66,4 +62,9 @@ type Result struct {
 	// Error says what went wrong when not OK, in words a model can act on.
 	Error   string        `json:"error,omitempty"`
 	Latency time.Duration `json:"-"`
+	// Err is the failure as a Go value when not OK, for programs rather
+	// than models: test it with errors.Is (ErrUnknownTool, ErrTimeout,
+	// context.Canceled) or errors.As (*ArgumentError, *PanicError). Its
+	// text is Error.
+	Err error `json:"-"`
 }

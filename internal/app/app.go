@@ -89,10 +89,17 @@ func Check(cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	return cfg.CheckTools(func(p string) bool {
-		_, err := reg.Filter([]string{p})
-		return err == nil
-	})
+	var names []string
+	for _, n := range cfg.AgentNames() {
+		names = append(names, cfg.Agents[n].Models()...)
+	}
+	return errors.Join(
+		cfg.CheckTools(func(p string) bool {
+			_, err := reg.Filter([]string{p})
+			return err == nil
+		}),
+		cfg.CheckModels(names...),
+	)
 }
 
 // Build opens the store and builds the runner for cfg.

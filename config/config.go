@@ -1,0 +1,321 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// DefaultFile is the config file the CLI reads when --config is not given.
+const DefaultFile = "agentrt.yaml"
+
+// DefaultStore is the store used when the config names none.
+const DefaultStore = "sqlite:.agentrt/agentrt.db"
+
+// DefaultMaxRounds is the round limit of an agent whose limits.max_rounds is
+// unset or zero.
+const DefaultMaxRounds = 10
+
+// DefaultAgent is the name of the agent that exists when the config defines
+// no agents.
+const DefaultAgent = "assistant"
+
+// Strategies an agent may use. The empty strategy means StrategyReact.
+const (
+	StrategyReact       = "react"
+	StrategyPlanExecute = "plan_execute"
+)
+
+// Approval defaults an agent may name. The empty default lets each tool's
+// own policy decide, then auto.
+const (
+	ApprovalAuto = "auto"
+	ApprovalAsk  = "ask"
+	ApprovalDeny = "deny"
+)
+
+// Config is a parsed, validated agentrt.yaml.
+//
+// The yaml tags let a Config be written back out with yaml.Marshal; values
+// are written expanded, so secrets taken from the environment appear in the
+// output. Read a file with Load or Parse, never with yaml.Unmarshal, which
+// skips expansion and validation.
+//
+// No method modifies a Config, so one may be shared by goroutines as long
+// as none of them writes to it.
+type Config struct {
+	// Store is the session store's DSN: sqlite:PATH, postgres://…,
+	// postgresql://… or memory:. Parse also accepts a bare memory, since
+	// YAML wants memory: quoted, and stores it as memory:.
+	Store      string               `yaml:"store,omitempty"`
+	Models     map[string]Model     `yaml:"models,omitempty"`
+	MCPServers map[string]MCPServer `yaml:"mcp_servers,omitempty"`
+	Agents     map[string]Agent     `yaml:"agents,omitempty"`
+	Server     Server               `yaml:"server,omitempty"`
+
+	file  string              // name given to Parse; "" for Default
+	pos   map[string]Position // key path -> where it is written
+	unset map[string][]string // key path -> ${VARS} that were not set
+}
+
+// Model is one entry of models: a provider and how to reach it.
+type Model struct {
+	// Provider is one of Providers().
+	Provider string `yaml:"provider"`
+	// Model is the provider's model name, e.g. gpt-4o-mini.
+	Model   string `yaml:"model,omitempty"`
+	BaseURL string `yaml:"base_url,omitempty"`
+	APIKey  string `yaml:"api_key,omitempty"`
+	// Script is the script file of the scripted provider.
+	Script  string            `yaml:"script,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"`
+	// Price is nil when the model has no price; its cost is then unknown.
+	Price *Price `yaml:"price,omitempty"`
+}
+
+// Price is what a model costs, in USD per million tokens, written as
+// price: {input: 0.15, output: 0.6, cached: 0.075}.
+type Price struct {
+	InputPerMTok  float64 `yaml:"input"`
+	OutputPerMTok float64 `yaml:"output"`
+	// CachedPerMTok is the price of cached input tokens.
+	CachedPerMTok float64 `yaml:"cached,omitempty"`
+}
+
+// MCPServer is one entry of mcp_servers: either a command to start
+// (stdio) or the URL of a running server, never both.
+type MCPServer struct {
+	Command string            `yaml:"command,omitempty"`
+	Args    []string          `yaml:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty"`
+	URL     string            `yaml:"url,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"`
+}
+
+// Agent is one entry of agents.
+type Agent struct {
+	// Model names an entry of Config.Models.
+	Model string `yaml:"model"`
+	// FallbackModels are tried in order when Model fails.
+	FallbackModels []string `yaml:"fallback_models,omitempty"`
+	Profile        Profile  `yaml:"profile,omitempty"`
+	Instructions   string   `yaml:"instructions,omitempty"`
+	// Strategy is StrategyReact (also the empty string) or StrategyPlanExecute.
+	Strategy string `yaml:"strategy,omitempty"`
+	// Tools are tool names or globs ("fs.*"); the name of another agent makes
+	// that agent a tool.
+	Tools         []string      `yaml:"tools,omitempty"`
+	Approval      Approval      `yaml:"approval,omitempty"`
+	Limits        Limits        `yaml:"limits,omitempty"`
+	Timeouts      Timeouts      `yaml:"timeouts,omitempty"`
+	Compaction    Compaction    `yaml:"compaction,omitempty"`
+	LoopDetection LoopDetection `yaml:"loop_detection,omitempty"`
+}
+
+// Models returns the agent's model followed by its fallback models.
+func (a Agent) Models() []string {
+	return append([]string{a.Model}, a.FallbackModels...)
+}
+
+// Profile describes who the agent is; it is rendered into the system prompt.
+type Profile struct {
+	Name      string `yaml:"name,omitempty"`
+	Role      string `yaml:"role,omitempty"`
+	Goal      string `yaml:"goal,omitempty"`
+	Backstory string `yaml:"backstory,omitempty"`
+	Language  string `yaml:"language,omitempty"`
+	Tone      string `yaml:"tone,omitempty"`
+}
+
+// Approval says which tool calls wait for a human. Ask and Deny are tool
+// names or globs; deny wins over ask, ask over the tool's own policy, which
+// wins over Default.
+type Approval struct {
+	// Default is "", ApprovalAuto, ApprovalAsk or ApprovalDeny.
+	Default string   `yaml:"default,omitempty"`
+	Ask     []string `yaml:"ask,omitempty"`
+	Deny    []string `yaml:"deny,omitempty"`
+}
+
+// Limits bound a run. Zero means no limit, except MaxRounds, which Load and
+// Parse set to DefaultMaxRounds when it is zero.
+type Limits struct {
+	MaxRounds  int     `yaml:"max_rounds,omitempty"`
+	MaxSteps   int     `yaml:"max_steps,omitempty"`
+	MaxTokens  int64   `yaml:"max_tokens,omitempty"`
+	MaxCostUSD float64 `yaml:"max_cost_usd,omitempty"`
+}
+
+// Timeouts bound the waits of a run. Zero means the runtime's default.
+type Timeouts struct {
+	// FirstFeedback is how long a model may stay silent before the user
+	// sees a waiting pulse.
+	FirstFeedback Duration `yaml:"first_feedback,omitempty"`
+	FirstChunk    Duration `yaml:"first_chunk,omitempty"`
+	Idle          Duration `yaml:"idle,omitempty"`
+	Hard          Duration `yaml:"hard,omitempty"`
+	Tool          Duration `yaml:"tool,omitempty"`
+}
+
+// Compaction bounds the history sent to the model. Zero means the runtime's
+// default.
+type Compaction struct {
+	MaxMessages int `yaml:"max_messages,omitempty"`
+	MaxChars    int `yaml:"max_chars,omitempty"`
+	KeepRecent  int `yaml:"keep_recent,omitempty"`
+}
+
+// LoopDetection sets how many repeats of the same action warn and end a run.
+// Zero means the runtime's default.
+type LoopDetection struct {
+	Warning  int `yaml:"warning,omitempty"`
+	Critical int `yaml:"critical,omitempty"`
+}
+
+// Server configures agentrt serve.
+type Server struct {
+	Addr string `yaml:"addr,omitempty"`
+	// APIKeys map bearer keys to tenants. No keys means no authentication.
+	APIKeys []APIKey `yaml:"api_keys,omitempty"`
+}
+
+// APIKey is one accepted API key and the tenant its requests belong to.
+type APIKey struct {
+	Key    string `yaml:"key"`
+	Tenant string `yaml:"tenant"`
+}
+
+// Position is where something is written in a config file. Lines and
+// columns count from 1; zero means unknown.
+type Position struct {
+	File   string
+	Line   int
+	Column int
+}
+
+func (p Position) String() string {
+	s := p.File
+	if p.Line > 0 {
+		s += fmt.Sprintf(":%d", p.Line)
+		if p.Column > 0 {
+			s += fmt.Sprintf(":%d", p.Column)
+		}
+	}
+	return s
+}
+
+// Default returns the built-in config used when no file exists: a SQLite
+// store under .agentrt/, the offline demo model and an assistant with the
+// calculator and clock tools.
+func Default() *Config {
+	c := &Config{Store: DefaultStore}
+	c.applyDefaults()
+	return c
+}
+
+// applyDefaults fills what a file may leave out. It runs after validation,
+// so the defaults themselves are never reported as problems.
+func (c *Config) applyDefaults() {
+	if c.Store == "" {
+		c.Store = DefaultStore
+	}
+	if c.Models == nil {
+		c.Models = map[string]Model{}
+	}
+	if c.MCPServers == nil {
+		c.MCPServers = map[string]MCPServer{}
+	}
+	if len(c.Agents) == 0 {
+		// With exactly one model the user's intent is plain; otherwise the
+		// offline demo model is the only safe choice.
+		model := "demo"
+		if len(c.Models) == 1 {
+			for name := range c.Models {
+				model = name
+			}
+		}
+		if _, ok := c.Models[model]; !ok {
+			c.Models[model] = Model{Provider: "demo"}
+		}
+		c.Agents = map[string]Agent{DefaultAgent: {
+			Model: model,
+			Tools: []string{"calculator", "clock"},
+		}}
+	}
+	for name, a := range c.Agents {
+		if a.Limits.MaxRounds == 0 {
+			a.Limits.MaxRounds = DefaultMaxRounds
+			c.Agents[name] = a
+		}
+	}
+}
+
+// Load reads and parses the file at path, expanding ${VAR} from the
+// process environment. A missing file is an error that wraps
+// fs.ErrNotExist; callers wanting the built-in config then use Default.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data, os.LookupEnv)
+}
+
+// File returns the name the config was parsed under, or "" for Default.
+func (c *Config) File() string { return c.file }
+
+// AgentNames returns the names of the agents, sorted.
+func (c *Config) AgentNames() []string { return sortedKeys(c.Agents) }
+
+// ModelNames returns the names of the models, sorted.
+func (c *Config) ModelNames() []string { return sortedKeys(c.Models) }
+
+// MCPServerNames returns the names of the MCP servers, sorted.
+func (c *Config) MCPServerNames() []string { return sortedKeys(c.MCPServers) }
+
+// Pos returns where the key at path is written. A path joins keys with dots
+// and indexes sequences with [i]: "agents.assistant.limits.max_rounds",
+// "agents.assistant.tools[2]". Map entries are found at their key, sequence
+// items at the item. Pos reports false for anything not written in the file,
+// such as defaults.
+func (c *Config) Pos(path string) (Position, bool) {
+	p, ok := c.pos[path]
+	return p, ok
+}
+
+// Problemf returns a Problem at path, positioned at path or, when path is
+// not written in the file, at its closest written parent. Callers use it to
+// report problems found later, e.g. an MCP server that fails to start.
+func (c *Config) Problemf(path, format string, args ...any) Problem {
+	p := c.nearest(path)
+	return Problem{File: c.file, Line: p.Line, Column: p.Column, Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unset returns the variables in the value at path that expanded to ""
+// because they were not set and had no default.
+func (c *Config) Unset(path string) []string {
+	return slices.Clone(c.unset[path])
+}
+
+func (c *Config) nearest(path string) Position {
+	for {
+		if p, ok := c.pos[path]; ok {
+			return p
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return Position{File: c.file}
+		}
+		path = path[:i]
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,564 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Parse parses and validates a config. name is the file name used in
+// problems; env looks up ${VAR} references, and nil means os.LookupEnv.
+//
+// Every problem is reported, not just the first, as an *Error. Expansion
+// applies to scalar values after YAML parsing, so a variable's value can
+// never add keys or structure. An empty document is valid and gives the
+// defaults; see Default and the package documentation for what a file may
+// leave out.
+func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	d := &decoder{
+		file:   name,
+		env:    env,
+		pos:    map[string]Position{},
+		vpos:   map[string]Position{},
+		unset:  map[string][]string{},
+		merged: map[*yaml.Node][]entry{},
+		failed: map[string]bool{},
+	}
+	c := &Config{file: name, pos: d.pos, unset: d.unset}
+	if root := d.parse(data); root != nil {
+		d.config(root, c)
+	}
+	d.validate(c)
+	if err := errorOf(d.problems); err != nil {
+		return nil, err
+	}
+	c.applyDefaults()
+	return c, nil
+}
+
+// decoder walks the yaml.Node tree by hand rather than through
+// yaml.Unmarshal so that every problem carries a key path and position, and
+// so that all problems are collected instead of the first.
+type decoder struct {
+	file     string
+	env      func(string) (string, bool)
+	problems []Problem
+	pos      map[string]Position // where keys (and sequence items) are written
+	vpos     map[string]Position // where values are written
+	unset    map[string][]string
+	merged   map[*yaml.Node][]entry // memo: keeps nested merge keys linear
+	failed   map[string]bool        // paths with a reported problem
+}
+
+// A field decodes the value of one known key.
+type field struct {
+	key    string
+	decode func(n *yaml.Node, path string)
+}
+
+type entry struct{ key, value *yaml.Node }
+
+func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
+	p := Problem{File: d.file, Path: path, Message: fmt.Sprintf(format, args...)}
+	if n != nil {
+		p.Line, p.Column = n.Line, n.Column
+	}
+	d.problems = append(d.problems, p)
+	d.failed[path] = true
+}
+
+func (d *decoder) mark(path string, n *yaml.Node) {
+	d.pos[path] = Position{File: d.file, Line: n.Line, Column: n.Column}
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parse returns the root node, or nil for an empty file or a syntax error.
+func (d *decoder) parse(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if !errors.Is(err, io.EOF) {
+			d.syntaxError(err)
+		}
+		return nil
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		d.errorf(&extra, "", "a second YAML document; the config is a single mapping")
+	case !errors.Is(err, io.EOF):
+		d.syntaxError(err)
+	}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0]
+	}
+	return nil
+}
+
+// syntaxError reports a YAML syntax error. yaml.v3 gives no column and
+// its line may be one early (or missing, on the first line), so the line
+// is only a hint.
+func (d *decoder) syntaxError(err error) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	p := Problem{File: d.file}
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		p.Line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	if msg == "mapping values are not allowed in this context" {
+		msg += `; quote a value that holds ": " or ends in ":", e.g. store: "memory:"`
+	}
+	p.Message = "YAML syntax error: " + msg
+	d.problems = append(d.problems, p)
+}
+
+// resolve follows aliases to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+// describe names what n is, for "expected X, got Y".
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return strconv.Quote(n.Value)
+}
+
+// entries returns the key/value pairs of mapping n with merge keys (<<)
+// expanded: explicit keys win over merged ones, earlier merges over later.
+func (d *decoder) entries(n *yaml.Node, path string) []entry {
+	var own, merged []entry
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(k, path, "a key must be a string, got %s", describe(k))
+			continue
+		}
+		if k.Value == "<<" && k.ShortTag() == "!!merge" {
+			merged = append(merged, d.mergeEntries(k, v, path)...)
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			d.errorf(k, join(path, k.Value), "duplicate key; first written at line %d", first.Line)
+			continue
+		}
+		seen[k.Value] = k
+		own = append(own, entry{k, v})
+	}
+	for _, e := range merged {
+		if _, ok := seen[e.key.Value]; !ok {
+			seen[e.key.Value] = e.key
+			own = append(own, e)
+		}
+	}
+	return own
+}
+
+func (d *decoder) mergeEntries(k, v *yaml.Node, path string) []entry {
+	v = resolve(v)
+	var sources []*yaml.Node
+	switch v.Kind {
+	case yaml.MappingNode:
+		sources = []*yaml.Node{v}
+	case yaml.SequenceNode:
+		for _, s := range v.Content {
+			sources = append(sources, resolve(s))
+		}
+	default:
+		sources = []*yaml.Node{v}
+	}
+	var out []entry
+	for _, s := range sources {
+		if s.Kind != yaml.MappingNode {
+			d.errorf(k, path, "<< merges a mapping or a list of mappings, got %s", describe(s))
+			continue
+		}
+		es, ok := d.merged[s]
+		if !ok {
+			es = d.entries(s, path)
+			d.merged[s] = es
+		}
+		out = append(out, es...)
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// each calls fn for every entry of the mapping n, after recording where
+// its key is written. A null n is an empty mapping.
+func (d *decoder) each(n *yaml.Node, path string, fn func(key *yaml.Node, value *yaml.Node, path string)) {
+	n = resolve(n)
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	for _, e := range d.entries(n, path) {
+		p := join(path, e.key.Value)
+		d.mark(p, e.key)
+		d.vpos[p] = Position{File: d.file, Line: e.value.Line, Column: e.value.Column}
+		fn(e.key, e.value, p)
+	}
+}
+
+// mapping decodes a mapping with a fixed set of keys.
+func (d *decoder) mapping(n *yaml.Node, path string, fields ...field) {
+	d.each(n, path, func(k, v *yaml.Node, p string) {
+		for _, f := range fields {
+			if f.key == k.Value {
+				f.decode(v, p)
+				return
+			}
+		}
+		// Top-level x- keys hold anchors for reuse, as in Compose files.
+		if path == "" && strings.HasPrefix(k.Value, "x-") {
+			return
+		}
+		keys := make([]string, len(fields))
+		for i, f := range fields {
+			keys[i] = f.key
+		}
+		if s := suggest(k.Value, keys); s != "" {
+			d.errorf(k, p, "unknown key%s", s)
+		} else {
+			d.errorf(k, p, "unknown key (known keys: %s)", strings.Join(keys, ", "))
+		}
+	})
+}
+
+// scalar returns n as a scalar, or nil when n is null or not a scalar (the
+// latter reported as expecting want).
+func (d *decoder) scalar(n *yaml.Node, path, want string) *yaml.Node {
+	n = resolve(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		d.errorf(n, path, "expected %s, got %s", want, describe(n))
+		return nil
+	}
+	return n
+}
+
+// text returns the scalar's value with ${VAR} expanded; ok is false after
+// a reported expansion error.
+func (d *decoder) text(n *yaml.Node, path string) (s string, ok bool) {
+	if n.ShortTag() != "!!str" {
+		return n.Value, true
+	}
+	s, unset, err := expand(n.Value, d.env)
+	if err != nil {
+		d.errorf(n, path, "%v", err)
+		return "", false
+	}
+	if len(unset) > 0 {
+		d.unset[path] = append(d.unset[path], unset...)
+	}
+	return s, true
+}
+
+func (d *decoder) str(dst *string) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		if n = d.scalar(n, path, "a string"); n == nil {
+			return
+		}
+		if s, ok := d.text(n, path); ok {
+			*dst = s
+		}
+	}
+}
+
+func (d *decoder) list(dst *[]string) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		n = resolve(n)
+		if isNull(n) {
+			return
+		}
+		if n.Kind != yaml.SequenceNode {
+			d.errorf(n, path, "expected a list, got %s", describe(n))
+			return
+		}
+		*dst = []string{}
+		for i, item := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			d.mark(p, item)
+			var s string
+			d.str(&s)(item, p)
+			*dst = append(*dst, s)
+		}
+	}
+}
+
+func (d *decoder) stringMap(dst *map[string]string) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		m := map[string]string{}
+		d.each(n, path, func(k, v *yaml.Node, p string) {
+			var s string
+			d.str(&s)(v, p)
+			m[k.Value] = s
+		})
+		*dst = m
+	}
+}
+
+// number decodes a non-negative number. A quoted value is accepted only when
+// it comes from ${VAR}, so max_rounds: "${ROUNDS:-10}" works but a typo such
+// as max_rounds: ten does not.
+func number[T int | int64 | float64](d *decoder, dst *T) func(*yaml.Node, string) {
+	var zero T
+	_, isFloat := any(zero).(float64)
+	want := "an integer"
+	if isFloat {
+		want = "a number"
+	}
+	return func(n *yaml.Node, path string) {
+		if n = d.scalar(n, path, want); n == nil {
+			return
+		}
+		var v T
+		tag := n.ShortTag()
+		switch {
+		case tag == "!!int" || (isFloat && tag == "!!float"):
+			if err := n.Decode(&v); err != nil {
+				d.errorf(n, path, "%s is out of range", n.Value)
+				return
+			}
+		case tag == "!!str" && strings.Contains(n.Value, "$"):
+			s, ok := d.text(n, path)
+			if !ok {
+				return
+			}
+			var err error
+			v, err = parseNumber[T](s)
+			if err != nil {
+				d.errorf(n, path, "expected %s, got %q (from %s)", want, s, n.Value)
+				return
+			}
+		default:
+			d.errorf(n, path, "expected %s, got %q", want, n.Value)
+			return
+		}
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			d.errorf(n, path, "expected a finite number, got %s", n.Value)
+			return
+		}
+		if v < 0 {
+			d.errorf(n, path, "must not be negative, got %v", v)
+			return
+		}
+		*dst = v
+	}
+}
+
+func parseNumber[T int | int64 | float64](s string) (T, error) {
+	var zero T
+	if _, ok := any(zero).(float64); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		return T(f), err
+	}
+	i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err == nil && T(i) != zero && int64(T(i)) != i {
+		err = strconv.ErrRange
+	}
+	return T(i), err
+}
+
+func (d *decoder) duration(dst *Duration) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		if n = d.scalar(n, path, "a duration"); n == nil {
+			return
+		}
+		s, ok := d.text(n, path)
+		if !ok {
+			return
+		}
+		v, err := ParseDuration(s)
+		if err != nil {
+			d.errorf(n, path, "%v", err)
+			return
+		}
+		*dst = v
+	}
+}
+
+func (d *decoder) config(root *yaml.Node, c *Config) {
+	root = resolve(root)
+	if isNull(root) {
+		return
+	}
+	if root.Kind != yaml.MappingNode {
+		d.errorf(root, "", "the config must be a mapping with keys such as store, models and agents, got %s", describe(root))
+		return
+	}
+	d.mapping(root, "",
+		field{"store", d.str(&c.Store)},
+		field{"models", func(n *yaml.Node, path string) { c.Models = named(d, n, path, d.model) }},
+		field{"mcp_servers", func(n *yaml.Node, path string) { c.MCPServers = named(d, n, path, d.mcpServer) }},
+		field{"agents", func(n *yaml.Node, path string) { c.Agents = named(d, n, path, d.agent) }},
+		field{"server", func(n *yaml.Node, path string) { d.server(n, path, &c.Server) }},
+	)
+}
+
+// named decodes a mapping from user-chosen names to T.
+func named[T any](d *decoder, n *yaml.Node, path string, decode func(n *yaml.Node, path string, v *T)) map[string]T {
+	m := map[string]T{}
+	d.each(n, path, func(k, v *yaml.Node, p string) {
+		var t T
+		decode(v, p, &t)
+		m[k.Value] = t
+	})
+	return m
+}
+
+func (d *decoder) model(n *yaml.Node, path string, m *Model) {
+	d.mapping(n, path,
+		field{"provider", d.str(&m.Provider)},
+		field{"model", d.str(&m.Model)},
+		field{"base_url", d.str(&m.BaseURL)},
+		field{"api_key", d.str(&m.APIKey)},
+		field{"script", d.str(&m.Script)},
+		field{"headers", d.stringMap(&m.Headers)},
+		field{"price", func(n *yaml.Node, path string) {
+			if isNull(resolve(n)) {
+				return
+			}
+			m.Price = &Price{}
+			d.mapping(n, path,
+				field{"input", number(d, &m.Price.InputPerMTok)},
+				field{"output", number(d, &m.Price.OutputPerMTok)},
+				field{"cached", number(d, &m.Price.CachedPerMTok)},
+			)
+		}},
+	)
+}
+
+func (d *decoder) mcpServer(n *yaml.Node, path string, s *MCPServer) {
+	d.mapping(n, path,
+		field{"command", d.str(&s.Command)},
+		field{"args", d.list(&s.Args)},
+		field{"env", d.stringMap(&s.Env)},
+		field{"url", d.str(&s.URL)},
+		field{"headers", d.stringMap(&s.Headers)},
+	)
+}
+
+func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
+	d.mapping(n, path,
+		field{"model", d.str(&a.Model)},
+		field{"fallback_models", d.list(&a.FallbackModels)},
+		field{"profile", func(n *yaml.Node, path string) {
+			p := &a.Profile
+			d.mapping(n, path,
+				field{"name", d.str(&p.Name)},
+				field{"role", d.str(&p.Role)},
+				field{"goal", d.str(&p.Goal)},
+				field{"backstory", d.str(&p.Backstory)},
+				field{"language", d.str(&p.Language)},
+				field{"tone", d.str(&p.Tone)},
+			)
+		}},
+		field{"instructions", d.str(&a.Instructions)},
+		field{"strategy", d.str(&a.Strategy)},
+		field{"tools", d.list(&a.Tools)},
+		field{"approval", func(n *yaml.Node, path string) {
+			d.mapping(n, path,
+				field{"default", d.str(&a.Approval.Default)},
+				field{"ask", d.list(&a.Approval.Ask)},
+				field{"deny", d.list(&a.Approval.Deny)},
+			)
+		}},
+		field{"limits", func(n *yaml.Node, path string) {
+			l := &a.Limits
+			d.mapping(n, path,
+				field{"max_rounds", number(d, &l.MaxRounds)},
+				field{"max_steps", number(d, &l.MaxSteps)},
+				field{"max_tokens", number(d, &l.MaxTokens)},
+				field{"max_cost_usd", number(d, &l.MaxCostUSD)},
+			)
+		}},
+		field{"timeouts", func(n *yaml.Node, path string) {
+			t := &a.Timeouts
+			d.mapping(n, path,
+				field{"first_feedback", d.duration(&t.FirstFeedback)},
+				field{"first_chunk", d.duration(&t.FirstChunk)},
+				field{"idle", d.duration(&t.Idle)},
+				field{"hard", d.duration(&t.Hard)},
+				field{"tool", d.duration(&t.Tool)},
+			)
+		}},
+		field{"compaction", func(n *yaml.Node, path string) {
+			c := &a.Compaction
+			d.mapping(n, path,
+				field{"max_messages", number(d, &c.MaxMessages)},
+				field{"max_chars", number(d, &c.MaxChars)},
+				field{"keep_recent", number(d, &c.KeepRecent)},
+			)
+		}},
+		field{"loop_detection", func(n *yaml.Node, path string) {
+			l := &a.LoopDetection
+			d.mapping(n, path,
+				field{"warning", number(d, &l.Warning)},
+				field{"critical", number(d, &l.Critical)},
+			)
+		}},
+	)
+}
+
+func (d *decoder) server(n *yaml.Node, path string, s *Server) {
+	d.mapping(n, path,
+		field{"addr", d.str(&s.Addr)},
+		field{"api_keys", func(n *yaml.Node, path string) {
+			n = resolve(n)
+			if isNull(n) {
+				return
+			}
+			if n.Kind != yaml.SequenceNode {
+				d.errorf(n, path, "expected a list, got %s", describe(n))
+				return
+			}
+			s.APIKeys = []APIKey{}
+			for i, item := range n.Content {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				d.mark(p, item)
+				var k APIKey
+				d.mapping(item, p,
+					field{"key", d.str(&k.Key)},
+					field{"tenant", d.str(&k.Tenant)},
+				)
+				s.APIKeys = append(s.APIKeys, k)
+			}
+		}},
+	)
+}

@@ -1,0 +1,405 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// base is a valid config the problem cases below add to; its last line is 4.
+const base = `models:
+  m: {provider: demo}
+agents:
+  a: {model: m}
+`
+
+func TestProblems(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		src  string
+		env  map[string]string
+		want string
+	}{
+		{
+			name: "unknown key with suggestion",
+			src: base + `  b:
+    model: m
+    limits: {max_round: 3}
+`,
+			want: "agentrt.yaml:7:14: agents.b.limits.max_round: unknown key; did you mean max_rounds?",
+		},
+		{
+			name: "unknown key, other spelling",
+			src:  "store: \"memory:\"\nModels: {}\n",
+			want: "agentrt.yaml:2:1: Models: unknown key; did you mean models?",
+		},
+		{
+			name: "unknown key without a close one lists the known keys",
+			src:  base + "  b: {model: m, loop_detection: {zzz: 1}}\n",
+			want: "agentrt.yaml:5:34: agents.b.loop_detection.zzz: unknown key (known keys: warning, critical)",
+		},
+		{
+			name: "integer expected",
+			src: base + `  b:
+    model: m
+    limits:
+      max_rounds: ten
+`,
+			want: `agentrt.yaml:8:19: agents.b.limits.max_rounds: expected an integer, got "ten"`,
+		},
+		{
+			name: "quoted number is a string",
+			src:  base + "  b: {model: m, compaction: {keep_recent: \"8\"}}\n",
+			want: `agentrt.yaml:5:43: agents.b.compaction.keep_recent: expected an integer, got "8"`,
+		},
+		{
+			name: "float where an integer goes",
+			src:  base + "  b: {model: m, limits: {max_steps: 1.5}}\n",
+			want: `agentrt.yaml:5:37: agents.b.limits.max_steps: expected an integer, got "1.5"`,
+		},
+		{
+			name: "mapping where a string goes",
+			src:  base + "  b: {model: {name: m}}\n",
+			want: "agentrt.yaml:5:14: agents.b.model: expected a string, got a mapping",
+		},
+		{
+			name: "string where a list goes",
+			src:  base + "  b: {model: m, tools: calculator}\n",
+			want: `agentrt.yaml:5:24: agents.b.tools: expected a list, got "calculator"`,
+		},
+		{
+			name: "list where a mapping goes",
+			src:  "models: [m]\n",
+			want: "agentrt.yaml:1:9: models: expected a mapping, got a list",
+		},
+		{
+			name: "number from an unset variable",
+			src:  base + "  b: {model: m, limits: {max_tokens: \"${MAXTOK}\"}}\n",
+			want: `agentrt.yaml:5:38: agents.b.limits.max_tokens: expected an integer, got "" (from ${MAXTOK})`,
+		},
+		{
+			name: "bad duration",
+			src:  base + "  b: {model: m, timeouts: {idle: 8 seconds}}\n",
+			want: `agentrt.yaml:5:34: agents.b.timeouts.idle: bad duration "8 seconds": want a Go duration such as "8s" or "2m", or whole seconds`,
+		},
+		{
+			name: "negative duration",
+			src:  base + "  b: {model: m, timeouts: {hard: -5s}}\n",
+			want: `agentrt.yaml:5:34: agents.b.timeouts.hard: duration "-5s" is negative`,
+		},
+		{
+			name: "negative limit",
+			src:  base + "  b: {model: m, limits: {max_cost_usd: -0.5}}\n",
+			want: "agentrt.yaml:5:40: agents.b.limits.max_cost_usd: must not be negative, got -0.5",
+		},
+		{
+			name: "negative price",
+			src:  "models:\n  m: {provider: demo, price: {input: -1, output: 2}}\n",
+			want: "agentrt.yaml:2:38: models.m.price.input: must not be negative, got -1",
+		},
+		{
+			name: "unknown provider",
+			src:  "models:\n  m: {provider: antropic}\n",
+			want: `agentrt.yaml:2:17: models.m.provider: unknown provider "antropic"; did you mean anthropic? (known: openai, anthropic, scripted, demo)`,
+		},
+		{
+			name: "missing provider",
+			src:  "models:\n  m: {model: gpt-4o}\n",
+			want: "agentrt.yaml:2:3: models.m: provider is required (one of openai, anthropic, scripted, demo)",
+		},
+		{
+			name: "price written where a model goes",
+			src:  "models:\n  m: {provider: demo}\n  price:\n",
+			want: "agentrt.yaml:3:3: models.price: provider is required; if this was meant as prices, " +
+				"price goes inside a model entry: models.NAME.price: {input: 0.15, output: 0.6}",
+		},
+		{
+			name: "scripted model without script",
+			src:  "models:\n  test: {provider: scripted}\n",
+			want: "agentrt.yaml:2:3: models.test: script is required for provider scripted: the file of scripted replies",
+		},
+		{
+			name: "openai model without model name",
+			src:  "models:\n  main: {provider: openai, api_key: k}\n",
+			want: "agentrt.yaml:2:3: models.main: model is required for provider openai",
+		},
+		{
+			name: "agent model names no model",
+			src:  base + "  b:\n    model: mm\n",
+			want: `agentrt.yaml:6:12: agents.b.model: unknown model "mm"; did you mean m? (models: m)`,
+		},
+		{
+			name: "agent without model",
+			src:  base + "  b: {tools: [clock]}\n",
+			want: "agentrt.yaml:5:3: agents.b: model is required: name an entry of models",
+		},
+		{
+			name: "agent model from an unset variable",
+			src:  base + "  b: {model: \"${AGENT_MODEL}\"}\n",
+			want: "agentrt.yaml:5:3: agents.b: model is empty because ${AGENT_MODEL} is not set: name an entry of models",
+		},
+		{
+			name: "fallback model names no model",
+			src:  base + "  b:\n    model: m\n    fallback_models:\n      - m\n      - claude\n",
+			want: `agentrt.yaml:9:9: agents.b.fallback_models[1]: unknown model "claude" (models: m)`,
+		},
+		{
+			name: "unknown strategy",
+			src:  base + "  b: {model: m, strategy: plan-execute}\n",
+			want: `agentrt.yaml:5:27: agents.b.strategy: unknown strategy "plan-execute"; did you mean plan_execute? (known: react, plan_execute)`,
+		},
+		{
+			name: "unknown approval default",
+			src:  base + "  b: {model: m, approval: {default: never}}\n",
+			want: `agentrt.yaml:5:37: agents.b.approval.default: unknown approval "never": want auto, ask or deny`,
+		},
+		{
+			name: "bad tool pattern",
+			src:  base + "  b: {model: m, approval: {deny: [\"fs.[\"]}}\n",
+			want: `agentrt.yaml:5:35: agents.b.approval.deny[0]: bad pattern "fs.[": syntax error in pattern`,
+		},
+		{
+			name: "tool that is not a string is reported once",
+			src:  base + "  b: {model: m, tools: [{name: clock}]}\n",
+			want: `agentrt.yaml:5:25: agents.b.tools[0]: expected a string, got a mapping`,
+		},
+		{
+			name: "empty fallback model",
+			src:  base + "  b: {model: m, fallback_models: [\"\"]}\n",
+			want: `agentrt.yaml:5:35: agents.b.fallback_models[0]: model name is required`,
+		},
+		{
+			name: "empty tool name",
+			src:  base + "  b: {model: m, tools: [clock, \"\"]}\n",
+			want: `agentrt.yaml:5:32: agents.b.tools[1]: tool name is required`,
+		},
+		{
+			name: "bad agent name",
+			src:  base + "  my agent: {model: m}\n",
+			want: `agentrt.yaml:5:3: agents.my agent: bad agent name "my agent": agents can be tools of other agents, so use letters, digits, _ and - (at most 64)`,
+		},
+		{
+			name: "bad store scheme",
+			src:  "store: mysql://u:secret@h/db\n",
+			want: `agentrt.yaml:1:8: store: unknown store "mysql:": want sqlite:PATH, postgres://…, postgresql://… or memory:`,
+		},
+		{
+			name: "sqlite without path",
+			src:  "store: \"sqlite:\"\n",
+			want: "agentrt.yaml:1:8: store: sqlite: needs a file path, e.g. sqlite:.agentrt/agentrt.db",
+		},
+		{
+			name: "bad postgres URL does not repeat the password",
+			src:  "store: \"postgres://u:secret@h:port/db\"\n",
+			want: `agentrt.yaml:1:8: store: bad postgres URL: invalid port ":port" after host`,
+		},
+		{
+			name: "store from an unset variable",
+			src:  "store: ${DATABASE_URL}\n",
+			want: "agentrt.yaml:1:1: store: store is empty because ${DATABASE_URL} is not set",
+		},
+		{
+			name: "relative base_url",
+			src:  "models:\n  m: {provider: openai, model: x, base_url: 127.0.0.1:11434/v1}\n",
+			want: `agentrt.yaml:2:45: models.m.base_url: bad URL "127.0.0.1:11434/v1": first path segment in URL cannot contain colon`,
+		},
+		{
+			name: "base_url not http",
+			src:  "models:\n  m: {provider: openai, model: x, base_url: \"ftp://h/v1\"}\n",
+			want: `agentrt.yaml:2:45: models.m.base_url: bad URL "ftp://h/v1": want an absolute http:// or https:// URL`,
+		},
+		{
+			name: "mcp server with both command and url",
+			src:  "mcp_servers:\n  fs: {command: npx, url: \"http://h/mcp\"}\n",
+			want: "agentrt.yaml:2:3: mcp_servers.fs: has both command and url; keep one",
+		},
+		{
+			name: "mcp server with neither",
+			src:  "mcp_servers:\n  fs: {args: [x]}\n",
+			want: "agentrt.yaml:2:3: mcp_servers.fs: needs command (a program to start) or url (a running server)",
+		},
+		{
+			name: "mcp url from an unset variable",
+			src:  "mcp_servers:\n  fs: {url: \"${MCP_URL}\"}\n",
+			want: "agentrt.yaml:2:3: mcp_servers.fs: url is empty because ${MCP_URL} is not set",
+		},
+		{
+			name: "server addr without port",
+			src:  "server: {addr: localhost}\n",
+			want: `agentrt.yaml:1:16: server.addr: bad address "localhost": want host:port, e.g. 127.0.0.1:8080`,
+		},
+		{
+			name: "api key without tenant",
+			src:  "server:\n  api_keys:\n    - {key: k}\n",
+			want: "agentrt.yaml:3:7: server.api_keys[0]: tenant is required",
+		},
+		{
+			name: "duplicate key",
+			src:  base + "  b:\n    model: m\n    tools: [clock]\n    model: m\n",
+			want: "agentrt.yaml:8:5: agents.b.model: duplicate key; first written at line 6",
+		},
+		{
+			name: "duplicate name",
+			src:  base + "  a: {model: m}\n",
+			want: "agentrt.yaml:5:3: agents.a: duplicate key; first written at line 4",
+		},
+		{
+			name: "document is a list",
+			src:  "- models\n- agents\n",
+			want: "agentrt.yaml:1:1: the config must be a mapping with keys such as store, models and agents, got a list",
+		},
+		{
+			name: "document is a string",
+			src:  "hello\n",
+			want: `agentrt.yaml:1:1: the config must be a mapping with keys such as store, models and agents, got "hello"`,
+		},
+		{
+			name: "two documents",
+			src:  base + "---\nstore: sqlite:x.db\n",
+			want: "agentrt.yaml:5:1: a second YAML document; the config is a single mapping",
+		},
+		{
+			name: "YAML syntax error",
+			src:  "models:\n  m: {provider: demo\n",
+			want: "agentrt.yaml:1: YAML syntax error: did not find expected ',' or '}'",
+		},
+		{
+			name: "unquoted value ending in a colon",
+			src:  "store: memory:\n",
+			want: "agentrt.yaml: YAML syntax error: mapping values are not allowed in this context; " +
+				"quote a value that holds \": \" or ends in \":\", e.g. store: \"memory:\"",
+		},
+		{
+			name: "bad variable reference",
+			src:  "models:\n  m: {provider: openai, model: x, api_key: \"${OPENAI KEY}\"}\n",
+			want: `agentrt.yaml:2:44: models.m.api_key: bad variable reference "${OPENAI KEY}": want ${NAME} or ${NAME:-default}`,
+		},
+		{
+			name: "unterminated variable reference",
+			src:  "models:\n  m: {provider: openai, model: x, api_key: \"${OPENAI_KEY\"}\n",
+			want: `agentrt.yaml:2:44: models.m.api_key: unterminated "${OPENAI_KEY": close it with } or write $$ for a literal $`,
+		},
+		{
+			name: "non-string key",
+			src:  "models:\n  ? [a, b]\n  : {provider: demo}\n",
+			want: "agentrt.yaml:2:5: models: a key must be a string, got a list",
+		},
+		{
+			name: "merge of a scalar",
+			src:  "x-a: &a hello\nmodels:\n  m: {<<: *a, provider: demo}\n",
+			want: `agentrt.yaml:3:7: models.m: << merges a mapping or a list of mappings, got "hello"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := parseErr(t, tt.src, tt.env)
+			if got != tt.want {
+				t.Errorf("error:\n got: %s\nwant: %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestProblemsReportedTogether(t *testing.T) {
+	t.Parallel()
+	src := `store: redis://h
+models:
+  main: {provider: openia, model: gpt-4o-mini}
+agents:
+  assistant:
+    model: mian
+    strategy: reactive
+    limits: {max_rounds: ten, max_steps: -1}
+    timeouts: {idle: 1.5}
+  helper: {model: main, tols: [clock]}
+`
+	_, err := Parse("agentrt.yaml", []byte(src), envOf(nil))
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("Parse error = %v, want *Error", err)
+	}
+	want := []Problem{
+		{"agentrt.yaml", 1, 8, "store", `unknown store "redis:": want sqlite:PATH, postgres://…, postgresql://… or memory:`},
+		{"agentrt.yaml", 3, 20, "models.main.provider", `unknown provider "openia"; did you mean openai? (known: openai, anthropic, scripted, demo)`},
+		{"agentrt.yaml", 6, 12, "agents.assistant.model", `unknown model "mian"; did you mean main? (models: main)`},
+		{"agentrt.yaml", 7, 15, "agents.assistant.strategy", `unknown strategy "reactive" (known: react, plan_execute)`},
+		{"agentrt.yaml", 8, 26, "agents.assistant.limits.max_rounds", `expected an integer, got "ten"`},
+		{"agentrt.yaml", 8, 42, "agents.assistant.limits.max_steps", "must not be negative, got -1"},
+		{"agentrt.yaml", 9, 22, "agents.assistant.timeouts.idle", `bad duration "1.5": want a Go duration such as "8s" or "2m", or whole seconds`},
+		{"agentrt.yaml", 10, 25, "agents.helper.tols", "unknown key; did you mean tools?"},
+	}
+	if diff := cmp.Diff(want, e.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("Error() has %d lines, want %d:\n%s", len(lines), len(want), err)
+	}
+	if got, want := lines[4], `agentrt.yaml:8:26: agents.assistant.limits.max_rounds: expected an integer, got "ten"`; got != want {
+		t.Errorf("line 5 of Error():\n got: %s\nwant: %s", got, want)
+	}
+}
+
+func TestProblemString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		p    Problem
+		want string
+	}{
+		{Problem{File: "f.yaml", Line: 3, Column: 5, Path: "a.b", Message: "bad"}, "f.yaml:3:5: a.b: bad"},
+		{Problem{File: "f.yaml", Line: 3, Message: "bad"}, "f.yaml:3: bad"},
+		{Problem{File: "f.yaml", Path: "a", Message: "bad"}, "f.yaml: a: bad"},
+		{Problem{Path: "a", Message: "bad"}, "a: bad"},
+		{Problem{Message: "bad"}, "bad"},
+	}
+	for _, tt := range tests {
+		if got := tt.p.String(); got != tt.want {
+			t.Errorf("%#v.String() = %q, want %q", tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	t.Parallel()
+	keys := []string{"max_rounds", "max_steps", "max_tokens", "max_cost_usd"}
+	tests := []struct{ in, want string }{
+		{"max_round", "; did you mean max_rounds?"},
+		{"maxRounds", "; did you mean max_rounds?"},
+		{"max-steps", "; did you mean max_steps?"},
+		{"max_tokesn", "; did you mean max_tokens?"},
+		{"budget", ""},
+	}
+	for _, tt := range tests {
+		if got := suggest(tt.in, keys); got != tt.want {
+			t.Errorf("suggest(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestCheckStore(t *testing.T) {
+	t.Parallel()
+	for dsn, ok := range map[string]bool{
+		"sqlite:.agentrt/agentrt.db":         true,
+		"sqlite:/var/lib/agentrt.db":         true,
+		"memory:":                            true,
+		"postgres://u:p@localhost:5432/db":   true,
+		"postgresql://u:p@localhost:5432/db": true,
+		"memory":                             false,
+		"sqlite:":                            false,
+		"postgres:db":                        false,
+		"mysql://u:p@h/db":                   false,
+		"":                                   false,
+	} {
+		err := CheckStore(dsn)
+		if (err == nil) != ok {
+			t.Errorf("CheckStore(%q) = %v, want ok=%v", dsn, err, ok)
+		}
+		if err != nil && strings.Contains(err.Error(), ":p@") {
+			t.Errorf("CheckStore(%q) error repeats the password: %v", dsn, err)
+		}
+	}
+}

@@ -1,0 +1,366 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// provider is what a provider needs from its model entry. New providers
+// join the list in providers.
+type provider struct {
+	name        string
+	needsModel  bool
+	needsScript bool
+	// needsKey: api_key is required unless base_url points elsewhere
+	// (e.g. a local server that takes no key).
+	needsKey bool
+}
+
+var providers = []provider{
+	{name: "openai", needsModel: true, needsKey: true},
+	{name: "anthropic", needsModel: true, needsKey: true},
+	{name: "scripted", needsScript: true},
+	{name: "demo"},
+}
+
+// Providers returns the names of the providers a model may use.
+func Providers() []string {
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.name
+	}
+	return names
+}
+
+func lookupProvider(name string) (provider, bool) {
+	i := slices.IndexFunc(providers, func(p provider) bool { return p.name == name })
+	if i < 0 {
+		return provider{}, false
+	}
+	return providers[i], true
+}
+
+// toolName is what a model accepts as a function name; agents used as
+// tools and MCP servers (whose name prefixes their tools) must fit it.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// CheckStore reports whether dsn names a store agentrt knows: sqlite:PATH,
+// postgres://…, postgresql://… or memory:. The error never repeats the DSN,
+// which may hold a password.
+func CheckStore(dsn string) error {
+	scheme, rest, found := strings.Cut(dsn, ":")
+	const want = "want sqlite:PATH, postgres://…, postgresql://… or memory:"
+	if !found {
+		// Without a colon there is no password to hide.
+		return fmt.Errorf("bad store %q: %s", dsn, want)
+	}
+	switch scheme {
+	case "sqlite":
+		if rest == "" {
+			return fmt.Errorf("sqlite: needs a file path, e.g. sqlite:.agentrt/agentrt.db")
+		}
+	case "memory":
+	case "postgres", "postgresql":
+		if _, err := url.Parse(dsn); err != nil {
+			if ue, ok := err.(*url.Error); ok {
+				err = ue.Err
+			}
+			return fmt.Errorf("bad %s URL: %v", scheme, err)
+		}
+		if !strings.HasPrefix(rest, "//") {
+			return fmt.Errorf("bad %s URL: want %s://user:pass@host/db", scheme, scheme)
+		}
+	default:
+		return fmt.Errorf("unknown store %q: %s", scheme+":", want)
+	}
+	return nil
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
+		return fmt.Errorf("bad URL %q: %v", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("bad URL %q: want an absolute http:// or https:// URL", s)
+	}
+	return nil
+}
+
+func (d *decoder) at(c *Config, path, format string, args ...any) {
+	d.problems = append(d.problems, c.Problemf(path, format, args...))
+}
+
+// atValue reports a problem with the value at path, positioned at the
+// value rather than its key.
+func (d *decoder) atValue(c *Config, path, format string, args ...any) {
+	p := c.Problemf(path, format, args...)
+	if v, ok := d.vpos[path]; ok {
+		p.Line, p.Column = v.Line, v.Column
+	}
+	d.problems = append(d.problems, p)
+}
+
+// empty says why the value at path is empty: an unset variable, or nothing
+// written.
+func (c *Config) empty(path, key string) string {
+	if vars := c.unset[path]; len(vars) > 0 {
+		refs := make([]string, len(vars))
+		for i, v := range vars {
+			refs[i] = "${" + v + "}"
+		}
+		verb := "is"
+		if len(vars) > 1 {
+			verb = "are"
+		}
+		return fmt.Sprintf("%s is empty because %s %s not set", key, strings.Join(refs, ", "), verb)
+	}
+	return key + " is required"
+}
+
+// validate checks what the decoder cannot see field by field: required
+// keys, allowed values and references between entries.
+func (d *decoder) validate(c *Config) {
+	if c.Store == "memory" {
+		c.Store = "memory:" // YAML needs quotes around memory:, so accept it bare
+	}
+	if c.Store == "" {
+		if len(c.unset["store"]) > 0 && !d.failed["store"] {
+			d.at(c, "store", "%s", c.empty("store", "store"))
+		}
+	} else if err := CheckStore(c.Store); err != nil {
+		d.atValue(c, "store", "%v", err)
+	}
+	for _, name := range sortedKeys(c.Models) {
+		d.validateModel(c, name, c.Models[name])
+	}
+	for _, name := range sortedKeys(c.MCPServers) {
+		d.validateMCPServer(c, name, c.MCPServers[name])
+	}
+	for _, name := range sortedKeys(c.Agents) {
+		d.validateAgent(c, name, c.Agents[name])
+	}
+	d.validateServer(c)
+}
+
+func (d *decoder) validateModel(c *Config, name string, m Model) {
+	p := join("models", name)
+	if name == "" {
+		d.at(c, p, "a model needs a name")
+	}
+	spec, ok := lookupProvider(m.Provider)
+	switch {
+	case m.Provider == "" && name == "price":
+		d.at(c, p, "provider is required; if this was meant as prices, price goes inside a model entry: "+
+			"models.NAME.price: {input: 0.15, output: 0.6}")
+		return
+	case m.Provider == "" && d.failed[p+".provider"]:
+		return
+	case m.Provider == "":
+		d.at(c, p, "%s (one of %s)", c.empty(p+".provider", "provider"), strings.Join(Providers(), ", "))
+		return
+	case !ok:
+		d.atValue(c, p+".provider", "unknown provider %q%s (known: %s)", m.Provider,
+			suggest(m.Provider, Providers()), strings.Join(Providers(), ", "))
+		return
+	}
+	if spec.needsModel && m.Model == "" && !d.failed[p+".model"] {
+		d.at(c, p, "%s for provider %s", c.empty(p+".model", "model"), spec.name)
+	}
+	if spec.needsScript && m.Script == "" && !d.failed[p+".script"] {
+		d.at(c, p, "%s for provider %s: the file of scripted replies", c.empty(p+".script", "script"), spec.name)
+	}
+	if m.BaseURL != "" {
+		if err := checkHTTPURL(m.BaseURL); err != nil {
+			d.atValue(c, p+".base_url", "%v", err)
+		}
+	}
+}
+
+func (d *decoder) validateMCPServer(c *Config, name string, s MCPServer) {
+	p := join("mcp_servers", name)
+	if !toolName.MatchString(name) {
+		d.at(c, p, "bad server name %q: its tools are named %s.TOOL, so use letters, digits, _ and - (at most 64)", name, name)
+	}
+	switch {
+	case s.Command == "" && s.URL == "" && (d.failed[p+".command"] || d.failed[p+".url"]):
+	case s.Command == "" && s.URL == "":
+		if len(c.unset[p+".url"]) > 0 {
+			d.at(c, p, "%s", c.empty(p+".url", "url"))
+		} else {
+			d.at(c, p, "needs command (a program to start) or url (a running server)")
+		}
+	case s.Command != "" && s.URL != "":
+		d.at(c, p, "has both command and url; keep one")
+	}
+	if s.URL != "" {
+		if err := checkHTTPURL(s.URL); err != nil {
+			d.atValue(c, p+".url", "%v", err)
+		}
+	}
+}
+
+func (d *decoder) validateAgent(c *Config, name string, a Agent) {
+	p := join("agents", name)
+	if !toolName.MatchString(name) {
+		d.at(c, p, "bad agent name %q: agents can be tools of other agents, so use letters, digits, _ and - (at most 64)", name)
+	}
+	switch {
+	case a.Model == "" && d.failed[p+".model"]:
+	case a.Model == "":
+		d.at(c, p, "%s: name an entry of models", c.empty(p+".model", "model"))
+	default:
+		d.checkModelRef(c, p+".model", a.Model)
+	}
+	for i, m := range a.FallbackModels {
+		ip := fmt.Sprintf("%s.fallback_models[%d]", p, i)
+		switch {
+		case m == "" && d.failed[ip]:
+		case m == "":
+			d.at(c, ip, "%s", c.empty(ip, "model name"))
+		default:
+			d.checkModelRef(c, ip, m)
+		}
+	}
+	switch a.Strategy {
+	case "", StrategyReact, StrategyPlanExecute:
+	default:
+		strategies := []string{StrategyReact, StrategyPlanExecute}
+		d.atValue(c, p+".strategy", "unknown strategy %q%s (known: %s)", a.Strategy,
+			suggest(a.Strategy, strategies), strings.Join(strategies, ", "))
+	}
+	switch a.Approval.Default {
+	case "", ApprovalAuto, ApprovalAsk, ApprovalDeny:
+	default:
+		d.atValue(c, p+".approval.default", "unknown approval %q: want auto, ask or deny", a.Approval.Default)
+	}
+	d.checkPatterns(c, p+".tools", a.Tools)
+	d.checkPatterns(c, p+".approval.ask", a.Approval.Ask)
+	d.checkPatterns(c, p+".approval.deny", a.Approval.Deny)
+}
+
+func (d *decoder) checkModelRef(c *Config, p, ref string) {
+	if _, ok := c.Models[ref]; ok {
+		return
+	}
+	names := c.ModelNames()
+	if len(names) == 0 {
+		d.atValue(c, p, "unknown model %q: models defines none", ref)
+		return
+	}
+	d.atValue(c, p, "unknown model %q%s (models: %s)", ref, suggest(ref, names), strings.Join(names, ", "))
+}
+
+func (d *decoder) checkPatterns(c *Config, p string, patterns []string) {
+	for i, pat := range patterns {
+		ip := fmt.Sprintf("%s[%d]", p, i)
+		if pat == "" {
+			if !d.failed[ip] {
+				d.at(c, ip, "%s", c.empty(ip, "tool name"))
+			}
+			continue
+		}
+		if _, err := path.Match(pat, ""); err != nil {
+			d.at(c, ip, "bad pattern %q: %v", pat, err)
+		}
+	}
+}
+
+func (d *decoder) validateServer(c *Config) {
+	if addr := c.Server.Addr; addr != "" {
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+			d.atValue(c, "server.addr", "bad address %q: want host:port, e.g. 127.0.0.1:8080", addr)
+		}
+	}
+	for i, k := range c.Server.APIKeys {
+		p := fmt.Sprintf("server.api_keys[%d]", i)
+		if k.Tenant == "" && !d.failed[p+".tenant"] {
+			d.at(c, p, "%s", c.empty(p+".tenant", "tenant"))
+		}
+	}
+}
+
+// CheckTools reports each tool name or pattern of an agent's tools,
+// approval.ask and approval.deny that matches no tool, at the place it is
+// written. known reports whether a pattern matches at least one tool the
+// runtime has (built-in and MCP tools); the name of another agent always
+// counts as a tool. A pattern in approval that matches nothing is most
+// likely a typo that leaves a tool unguarded, hence reported too.
+func (c *Config) CheckTools(known func(pattern string) bool) error {
+	var problems []Problem
+	for _, name := range c.AgentNames() {
+		a := c.Agents[name]
+		for _, list := range []struct {
+			key      string
+			patterns []string
+		}{{"tools", a.Tools}, {"approval.ask", a.Approval.Ask}, {"approval.deny", a.Approval.Deny}} {
+			for i, pat := range list.patterns {
+				if _, ok := c.Agents[pat]; ok || known(pat) {
+					continue
+				}
+				p := fmt.Sprintf("agents.%s.%s[%d]", name, list.key, i)
+				problems = append(problems, c.Problemf(p, "%q matches no tool", pat))
+			}
+		}
+	}
+	return errorOf(problems)
+}
+
+// CheckModels reports what the named models (all models when none are
+// named) lack in this environment, such as "api_key is empty because
+// ${OPENAI_API_KEY} is not set". Parse does not report these: a model no
+// run uses need not work. Call it for the models of the agent about to run
+// (Agent.Models) and, in agentrt config check, for all.
+func (c *Config) CheckModels(names ...string) error {
+	if len(names) == 0 {
+		names = c.ModelNames()
+	}
+	var problems []Problem
+	for _, name := range names {
+		p := join("models", name)
+		m, ok := c.Models[name]
+		if !ok {
+			problems = append(problems, Problem{File: c.file, Path: p, Message: fmt.Sprintf("no model named %q", name)})
+			continue
+		}
+		spec, _ := lookupProvider(m.Provider)
+		if spec.needsKey && m.APIKey == "" && m.BaseURL == "" {
+			msg := c.empty(p+".api_key", "api_key")
+			if msg == "api_key is required" {
+				msg += " for provider " + spec.name
+			}
+			problems = append(problems, c.Problemf(p+".api_key", "%s", msg))
+		}
+	}
+	return errorOf(problems)
+}
+
+// CheckServer reports what agentrt serve needs and the environment lacks:
+// every API key must be non-empty ("key is empty because ${AGENTRT_KEY} is
+// not set") and different from the others. No keys at all is valid and
+// means no authentication. Messages never repeat a key.
+func (c *Config) CheckServer() error {
+	var problems []Problem
+	first := map[string]int{}
+	for i, k := range c.Server.APIKeys {
+		p := fmt.Sprintf("server.api_keys[%d]", i)
+		if k.Key == "" {
+			problems = append(problems, c.Problemf(p+".key", "%s", c.empty(p+".key", "key")))
+			continue
+		}
+		if j, dup := first[k.Key]; dup {
+			problems = append(problems, c.Problemf(p+".key", "same key as server.api_keys[%d]", j))
+			continue
+		}
+		first[k.Key] = i
+	}
+	return errorOf(problems)
+}

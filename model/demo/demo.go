@@ -1,0 +1,252 @@
+// Package demo is agentrt's offline default model, used when no real model
+// is configured. It is a handful of rules, and says so: it calls a
+// calculator tool for arithmetic, a clock tool for the date and time,
+// answers from their results, and otherwise explains how to configure a
+// real model (see Notice).
+//
+// It streams its text word by word and reports an estimated usage, so the
+// whole streaming path of an agent can be seen working without a network.
+// Its replies depend only on the request: the same request always gets the
+// same reply, tool call IDs included.
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/agentrt/agentrt/model"
+)
+
+// Name is the demo model's name.
+const Name = "demo"
+
+// Notice is the demo model's reply to anything it cannot handle.
+const Notice = "This is agentrt's offline demo model: no language model is configured, " +
+	"so it can only do arithmetic with a calculator tool and tell the date and time with a clock tool. " +
+	"To use a real model, set OPENAI_API_KEY (and OPENAI_BASE_URL for any OpenAI-compatible server) " +
+	"or ANTHROPIC_API_KEY, or add a models entry to agentrt.yaml."
+
+// The tools the demo model knows how to use.
+const (
+	calculatorTool = "calculator"
+	clockTool      = "clock"
+)
+
+// Model is the demo model. The zero value is ready to use, and it is safe
+// for concurrent use: it has no state.
+type Model struct{}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns the demo model.
+func New() *Model { return &Model{} }
+
+// Name returns "demo".
+func (*Model) Name() string { return Name }
+
+// Stream answers req. A tool call comes as one chunk with finish reason
+// tool_calls; text comes word by word, the last chunk carrying the usage
+// and finish reason stop. The only error is ctx's, when it is done before
+// the stream ends; it is the last value yielded.
+func (*Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
+		text, call := respond(req)
+		usage := &model.Usage{InputTokens: tokens(requestSize(req))}
+		if call != nil {
+			usage.OutputTokens = tokens(len(call.Name) + len(call.Arguments))
+			yield(model.Chunk{
+				ToolCalls: []model.ToolCallDelta{{
+					ID: call.ID, Name: call.Name, Arguments: string(call.Arguments),
+				}},
+				Usage:        usage,
+				FinishReason: model.FinishToolCalls,
+			}, nil)
+			return
+		}
+		usage.OutputTokens = tokens(len(text))
+		words := words(text)
+		for i, w := range words {
+			if err := ctx.Err(); err != nil {
+				yield(model.Chunk{}, err)
+				return
+			}
+			c := model.Chunk{Text: w}
+			if i == len(words)-1 {
+				c.Usage, c.FinishReason = usage, model.FinishStop
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// respond decides the reply to req: a text, or a tool call.
+func respond(req *model.Request) (string, *model.ToolCall) {
+	if req == nil || len(req.Messages) == 0 {
+		return Notice, nil
+	}
+	last := req.Messages[len(req.Messages)-1]
+	switch last.Role {
+	case model.RoleTool:
+		return answer(req.Messages), nil
+	case model.RoleUser:
+		text := last.Text()
+		if expr := expression(text); expr != "" && offers(req, calculatorTool) {
+			args, _ := json.Marshal(struct {
+				Expression string `json:"expression"`
+			}{expr})
+			return "", newCall(req, calculatorTool, args)
+		}
+		if asksTime(text) && offers(req, clockTool) {
+			return "", newCall(req, clockTool, json.RawMessage("{}"))
+		}
+	}
+	return Notice, nil
+}
+
+// newCall numbers the call after those already in the conversation, so IDs
+// are unique within it and the same for the same request.
+func newCall(req *model.Request, name string, args json.RawMessage) *model.ToolCall {
+	n := 1
+	for _, m := range req.Messages {
+		n += len(m.ToolCalls)
+	}
+	return &model.ToolCall{ID: fmt.Sprintf("demo_call_%d", n), Name: name, Arguments: args}
+}
+
+// offers reports whether req lets the model call the named tool.
+func offers(req *model.Request, name string) bool {
+	switch req.ToolChoice.Mode {
+	case model.ToolChoiceNone:
+		return false
+	case model.ToolChoiceTool:
+		if req.ToolChoice.Name != name {
+			return false
+		}
+	}
+	for _, t := range req.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// answer turns the tool results that end msgs into a reply.
+func answer(msgs []model.Message) string {
+	start := len(msgs)
+	for start > 0 && msgs[start-1].Role == model.RoleTool {
+		start--
+	}
+	var parts []string
+	for _, m := range msgs[start:] {
+		parts = append(parts, answerOne(m, toolName(msgs[:start], m)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// toolName is the name of the tool m answers: its own Name, or that of the
+// call it answers.
+func toolName(history []model.Message, m model.Message) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		for _, c := range history[i].ToolCalls {
+			if c.ID == m.ToolCallID {
+				return c.Name
+			}
+		}
+	}
+	return "tool"
+}
+
+func answerOne(m model.Message, name string) string {
+	text := strings.TrimSpace(m.Text())
+	if m.IsError {
+		return fmt.Sprintf("The %s tool failed: %q.", name, errorText(text))
+	}
+	switch name {
+	case calculatorTool:
+		var out struct {
+			Expression string      `json:"expression"`
+			Result     json.Number `json:"result"`
+		}
+		if decode(text, &out) && out.Result != "" {
+			if out.Expression == "" {
+				return fmt.Sprintf("The result is %s.", out.Result)
+			}
+			return fmt.Sprintf("%s = %s", out.Expression, out.Result)
+		}
+	case clockTool:
+		var out struct {
+			Time    string `json:"time"`
+			Weekday string `json:"weekday"`
+		}
+		if decode(text, &out) && out.Time != "" {
+			if out.Weekday == "" {
+				return fmt.Sprintf("It is %s.", out.Time)
+			}
+			return fmt.Sprintf("It is %s (%s).", out.Time, out.Weekday)
+		}
+	}
+	return fmt.Sprintf("The %s tool returned: %s", name, text)
+}
+
+// errorText is the error of a failed tool result: its "error" field when
+// it is a JSON object that has one, else its text.
+func errorText(text string) string {
+	var out struct {
+		Error string `json:"error"`
+	}
+	if decode(text, &out) && out.Error != "" {
+		return out.Error
+	}
+	return text
+}
+
+func decode(text string, v any) bool {
+	d := json.NewDecoder(strings.NewReader(text))
+	d.UseNumber()
+	return d.Decode(v) == nil
+}
+
+// words splits text after each space, so the pieces join back to text.
+func words(text string) []string {
+	var out []string
+	for w := range strings.SplitAfterSeq(text, " ") {
+		if strings.TrimSpace(w) == "" && len(out) > 0 {
+			out[len(out)-1] += w // keep runs of spaces with the word before
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func tokens(size int) int64 { return int64(size+3) / 4 }
+
+func requestSize(req *model.Request) int {
+	if req == nil {
+		return 0
+	}
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Text())
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	return n
+}

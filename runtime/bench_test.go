@@ -1,0 +1,255 @@
+package runtime_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/sqlite"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// The benchmark turn: 4 model calls and 3 tool calls, as the issue states:
+// the model calls "add" three times, one call per reply, then answers.
+
+type addIn struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+}
+
+type addOut struct {
+	Sum float64 `json:"sum"`
+}
+
+func add(_ context.Context, in addIn) (addOut, error) { return addOut{Sum: in.A + in.B}, nil }
+
+func benchScript() *scripted.Model {
+	call := func(a, b int) scripted.Reply {
+		return scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("add", fmt.Sprintf(`{"a":%d,"b":%d}`, a, b))}}
+	}
+	return scripted.New("bench", call(1, 2), call(3, 4), call(5, 6), scripted.Reply{Text: "The sums are 3, 7 and 11."})
+}
+
+func benchAgent(b *testing.B) (*runtime.Agent, *scripted.Model) {
+	m := benchScript()
+	reg, err := tool.NewRegistry(tool.Must(tool.New("add", "adds two numbers", add)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &runtime.Agent{Name: "bench", SystemPrompt: "You add numbers.", Model: m, Tools: reg}, m
+}
+
+// plainTurn is the floor: a hand-written loop doing the same work with no
+// runtime: build the request, stream and assemble each reply, decode the
+// arguments, call the function, encode the result, append the messages.
+func plainTurn(ctx context.Context, m model.Model, specs []model.ToolSpec, sys model.Message, input string) (string, error) {
+	msgs := []model.Message{sys, model.TextMessage(model.RoleUser, input)}
+	var asm model.Assembler
+	for range 10 {
+		asm.Reset()
+		req := model.Request{Messages: msgs, Tools: specs}
+		for c, err := range m.Stream(ctx, &req) {
+			if err != nil {
+				return "", err
+			}
+			asm.Add(c)
+		}
+		resp, err := asm.Response()
+		if err != nil {
+			return "", err
+		}
+		msgs = append(msgs, resp.Message)
+		if len(resp.Message.ToolCalls) == 0 {
+			return resp.Message.Text(), nil
+		}
+		for _, c := range resp.Message.ToolCalls {
+			var in addIn
+			if err := json.Unmarshal(c.Arguments, &in); err != nil {
+				return "", err
+			}
+			out, err := add(ctx, in)
+			if err != nil {
+				return "", err
+			}
+			b, err := json.Marshal(out)
+			if err != nil {
+				return "", err
+			}
+			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: c.ID, Name: c.Name,
+				Parts: []model.Part{{Type: model.PartText, Text: string(b)}}})
+		}
+	}
+	return "", fmt.Errorf("no answer")
+}
+
+func BenchmarkTurn(b *testing.B) {
+	ctx := context.Background()
+	b.Run("plain-loop", func(b *testing.B) {
+		a, m := benchAgent(b)
+		specs := []model.ToolSpec{}
+		for _, d := range a.Tools.Definitions() {
+			specs = append(specs, model.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+		}
+		sys := model.TextMessage(model.RoleSystem, a.SystemPrompt)
+		b.ReportAllocs()
+		for b.Loop() {
+			m.Reset()
+			text, err := plainTurn(ctx, m, specs, sys, "add 1+2, 3+4 and 5+6")
+			if err != nil || text == "" {
+				b.Fatal(text, err)
+			}
+		}
+	})
+	runTurns := func(b *testing.B, store session.Store) {
+		a, m := benchAgent(b)
+		r, err := runtime.New(runtime.Config{Store: store, Agents: []*runtime.Agent{a}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]string, 0, 1024)
+		n := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			if len(ids) == 0 {
+				for range cap(ids) {
+					n++
+					s, err := r.CreateSession(ctx, "bench", "s"+strconv.Itoa(n), nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ids = append(ids, s.ID)
+				}
+			}
+			id := ids[len(ids)-1]
+			ids = ids[:len(ids)-1]
+			m.Reset()
+			b.StartTimer()
+			for e, err := range r.Run(ctx, id, runtime.Input{Text: "add 1+2, 3+4 and 5+6"}) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d, ok := e.Data.(*session.RunFinished); ok && d.Status != "done" {
+					b.Fatalf("status %s", d.Status)
+				}
+			}
+		}
+	}
+	b.Run("runtime-memory", func(b *testing.B) { runTurns(b, memstore.New()) })
+	b.Run("runtime-sqlite", func(b *testing.B) {
+		st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		runTurns(b, st)
+	})
+	b.Run("sqlite-floor", func(b *testing.B) {
+		commits := recordTurnCommits(b)
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "floor.db")+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(1)
+		for _, q := range []string{
+			`CREATE TABLE events(session_id TEXT, seq INTEGER, json BLOB, PRIMARY KEY(session_id, seq)) WITHOUT ROWID`,
+			`CREATE TABLE sessions(id TEXT PRIMARY KEY, last_seq INTEGER)`,
+			`CREATE TABLE snapshots(session_id TEXT PRIMARY KEY, data BLOB)`,
+		} {
+			if _, err := db.Exec(q); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ins, _ := db.Prepare(`INSERT INTO events(session_id, seq, json) VALUES(?,?,?)`)
+		upd, _ := db.Prepare(`UPDATE sessions SET last_seq=? WHERE id=?`)
+		snap, _ := db.Prepare(`INSERT INTO snapshots(session_id, data) VALUES(?,?) ON CONFLICT(session_id) DO UPDATE SET data=excluded.data`)
+		n := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			n++
+			id := "s" + strconv.Itoa(n)
+			if _, err := db.Exec(`INSERT INTO sessions(id, last_seq) VALUES(?, 0)`, id); err != nil {
+				b.Fatal(err)
+			}
+			seq := int64(0)
+			for _, c := range commits {
+				tx, err := db.Begin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, ev := range c.events {
+					seq++
+					if _, err := tx.Stmt(ins).Exec(id, seq, ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := tx.Stmt(upd).Exec(seq, id); err != nil {
+					b.Fatal(err)
+				}
+				if c.snapshot != nil {
+					if _, err := tx.Stmt(snap).Exec(id, c.snapshot); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+type recordedCommit struct {
+	events   [][]byte
+	snapshot []byte
+}
+
+// recordingStore captures the bytes each commit writes, for the floor.
+type recordingStore struct {
+	session.Store
+	commits []recordedCommit
+}
+
+func (s *recordingStore) Commit(ctx context.Context, c *session.Commit) error {
+	var rc recordedCommit
+	for _, e := range c.Events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		rc.events = append(rc.events, b)
+	}
+	if c.Snapshot != nil {
+		rc.snapshot = append([]byte(nil), c.Snapshot.Data...)
+	}
+	s.commits = append(s.commits, rc)
+	return s.Store.Commit(ctx, c)
+}
+
+func recordTurnCommits(b *testing.B) []recordedCommit {
+	a, _ := benchAgent(b)
+	rs := &recordingStore{Store: memstore.New()}
+	r, err := runtime.New(runtime.Config{Store: rs, Agents: []*runtime.Agent{a}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := r.CreateSession(context.Background(), "bench", "", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := runtime.Collect(r.Run(context.Background(), s.ID, runtime.Input{Text: "add 1+2, 3+4 and 5+6"}))
+	if err != nil || res.Status != session.StatusDone {
+		b.Fatal(res, err)
+	}
+	return rs.commits
+}

@@ -1,0 +1,228 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// finishWith returns a finish executor that answers with text.
+func finishWith(text string) runtime.Executor {
+	return func(ctx context.Context, x *runtime.Exec, ins runtime.Instruction) error {
+		ins.Text = text
+		return runtime.Finish(ctx, x, ins)
+	}
+}
+
+func TestExecutorPriority(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		config, agent runtime.Executor
+		want          string
+	}{
+		{"built-in", nil, nil, "model says"},
+		{"config overrides built-in", finishWith("config"), nil, "config"},
+		{"agent overrides config", finishWith("config"), finishWith("agent"), "agent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := calcAgent(scripted.New("m", scripted.Reply{Text: "model says"}), nil)
+			cfg := runtime.Config{}
+			if tc.config != nil {
+				cfg.Executors = map[runtime.Kind]runtime.Executor{runtime.KindFinish: tc.config}
+			}
+			if tc.agent != nil {
+				a.Executors = map[runtime.Kind]runtime.Executor{runtime.KindFinish: tc.agent}
+			}
+			e := newEnv(t, nil, cfg, a)
+			res := e.run(t, e.session(t, "calc"), "hi")
+			if res.Text != tc.want {
+				t.Errorf("final %q, want %q", res.Text, tc.want)
+			}
+		})
+	}
+}
+
+// A custom instruction: a policy that greets first through its own
+// executor, then defers to React.
+func TestCustomInstruction(t *testing.T) {
+	const greet runtime.Kind = "greet"
+	a := calcAgent(scripted.New("m", scripted.Reply{Text: "hello back", Expect: &scripted.Expect{LastUserContains: "hi"}}), nil)
+	a.Policy = runtime.PolicyFunc(func(ctx context.Context, ag *runtime.Agent, s *runtime.State) (runtime.Instruction, error) {
+		if s.Round == 0 {
+			return runtime.Instruction{Kind: greet, Payload: json.RawMessage(`{"who":"you"}`)}, nil
+		}
+		return runtime.React.Next(ctx, ag, s)
+	})
+	var greeted int
+	a.Executors = map[runtime.Kind]runtime.Executor{greet: func(ctx context.Context, x *runtime.Exec, ins runtime.Instruction) error {
+		greeted++
+		// Record a custom event; the state folds unknown events as no-ops.
+		x.Emit(&session.Raw{T: "greeting", JSON: ins.Payload})
+		// Go on with the model on the next step: pretend round 0 is over.
+		return runtime.CallModel(ctx, x, ins)
+	}}
+	e := newEnv(t, nil, runtime.Config{}, a)
+	id := e.session(t, "calc")
+	res := e.run(t, id, "hi")
+	if res.Status != session.StatusDone || res.Text != "hello back" || greeted != 1 {
+		t.Fatalf("status %s text %q greeted %d err %+v", res.Status, res.Text, greeted, res.Err)
+	}
+	if res.Events[1].Type != "greeting" {
+		t.Errorf("second event %s, want greeting", res.Events[1].Type)
+	}
+	// The custom event survives the store round trip as Raw.
+	log := storedLog(t, e.store, id)
+	if raw, ok := log[1].Data.(*session.Raw); !ok || string(raw.JSON) != `{"who":"you"}` {
+		t.Errorf("stored custom event = %#v", log[1].Data)
+	}
+}
+
+func TestUnknownInstructionFails(t *testing.T) {
+	a := calcAgent(scripted.New("m"), nil)
+	a.Policy = runtime.PolicyFunc(func(context.Context, *runtime.Agent, *runtime.State) (runtime.Instruction, error) {
+		return runtime.Instruction{Kind: "teleport"}, nil
+	})
+	e := newEnv(t, nil, runtime.Config{}, a)
+	res := e.run(t, e.session(t, "calc"), "hi")
+	if res.Status != session.StatusFailed || res.Err == nil || res.Err.Code != "no_executor" || res.Err.Recoverable {
+		t.Fatalf("status %s err %+v", res.Status, res.Err)
+	}
+}
+
+func TestHooks(t *testing.T) {
+	var order []string
+	deploy := tool.Must(tool.New("echo", "echoes", func(_ context.Context, in struct {
+		S string `json:"s"`
+	}) (string, error) {
+		return in.S, nil
+	}))
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{
+			scripted.ToolCall("calculator", `{"expression":"1+1"}`),
+			scripted.ToolCall("echo", `{"s":"original"}`),
+		}},
+		scripted.Reply{Text: "done", Expect: &scripted.Expect{LastToolResultContains: "REWRITTEN"}},
+	).Record()
+	a := calcAgent(m, registry(t, deploy))
+	a.Hooks.BeforeModel(1, func(_ context.Context, info runtime.HookInfo, req *model.Request) (*model.Request, error) {
+		order = append(order, "agent-before-model-low")
+		return nil, nil
+	})
+	a.Hooks.BeforeModel(5, func(_ context.Context, info runtime.HookInfo, req *model.Request) (*model.Request, error) {
+		order = append(order, "agent-before-model-high")
+		r := *req
+		r.Messages = append(append([]model.Message(nil), req.Messages...), model.TextMessage(model.RoleUser, "(injected)"))
+		return &r, nil
+	})
+	a.Hooks.BeforeTool(0, func(_ context.Context, _ runtime.HookInfo, c model.ToolCall) runtime.ToolDecision {
+		switch c.Name {
+		case "calculator":
+			return runtime.ToolDecision{Block: true, Reason: "no maths today"}
+		case "echo":
+			return runtime.ToolDecision{Arguments: json.RawMessage(`{"s":"rewritten"}`)}
+		}
+		return runtime.ToolDecision{}
+	})
+	a.Hooks.AfterTool(0, func(_ context.Context, _ runtime.HookInfo, c model.ToolCall, r tool.Result) tool.Result {
+		if c.Name == "echo" {
+			r.Output = json.RawMessage(strings.ToUpper(string(r.Output)))
+		}
+		return r
+	})
+	var ended session.Status
+	a.Hooks.TurnEnd(0, func(_ context.Context, _ runtime.HookInfo, st session.Status, _ model.Usage) { ended = st })
+	cfg := runtime.Config{}
+	cfg.Hooks.BeforeModel(5, func(context.Context, runtime.HookInfo, *model.Request) (*model.Request, error) {
+		order = append(order, "runner-before-model")
+		return nil, nil
+	})
+	cfg.Hooks.TurnStart(0, func(_ context.Context, info runtime.HookInfo, input string) error {
+		order = append(order, "turn-start:"+input)
+		return nil
+	})
+	e := newEnv(t, nil, cfg, a)
+	id := e.session(t, "calc")
+	res := e.run(t, id, "go")
+	if res.Status != session.StatusDone {
+		t.Fatalf("status %s err %+v", res.Status, res.Err)
+	}
+	wantOrder := []string{"turn-start:go",
+		"runner-before-model", "agent-before-model-high", "agent-before-model-low",
+		"runner-before-model", "agent-before-model-high", "agent-before-model-low"}
+	if diff := cmp.Diff(wantOrder, order); diff != "" {
+		t.Errorf("hook order (-want +got):\n%s", diff)
+	}
+	if ended != session.StatusDone {
+		t.Errorf("turn end saw %s", ended)
+	}
+	reqs := m.Requests()
+	if last := reqs[0].Messages[len(reqs[0].Messages)-1]; last.Text() != "(injected)" {
+		t.Errorf("before-model hook did not replace the request: last message %+v", last)
+	}
+	rs := toolResults(res.Events)
+	for _, r := range rs {
+		switch r.Name {
+		case "calculator":
+			if r.OK || !strings.Contains(r.Error, "no maths today") {
+				t.Errorf("blocked call: %+v", r)
+			}
+		case "echo":
+			if !r.OK || string(r.Result) != `"REWRITTEN"` {
+				t.Errorf("rewritten call: %+v", r)
+			}
+		}
+	}
+	// The tool_call event records the arguments the tool really got.
+	for _, ev := range res.Events {
+		if d, ok := ev.Data.(*session.ToolCall); ok && d.Name == "echo" && string(d.Arguments) != `{"s":"rewritten"}` {
+			t.Errorf("tool_call arguments %s", d.Arguments)
+		}
+	}
+}
+
+func TestTurnStartHookCanRefuse(t *testing.T) {
+	a := calcAgent(scripted.New("m"), nil)
+	a.Hooks.TurnStart(0, func(context.Context, runtime.HookInfo, string) error { return errors.New("quota exhausted") })
+	e := newEnv(t, nil, runtime.Config{}, a)
+	id := e.session(t, "calc")
+	_, err := runtime.Collect(e.r.Run(context.Background(), id, runtime.Input{Text: "hi"}))
+	var re *runtime.Error
+	if !errors.As(err, &re) || re.Kind != runtime.KindHookBlocked || !strings.Contains(err.Error(), "quota exhausted") {
+		t.Fatalf("err = %v", err)
+	}
+	if log := storedLog(t, e.store, id); len(log) != 0 {
+		t.Errorf("refused turn wrote %d events", len(log))
+	}
+}
+
+func TestErrorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		kind runtime.ErrorKind
+		want bool
+	}{
+		{runtime.KindModel, true}, {runtime.KindStore, true}, {runtime.KindCanceled, true},
+		{runtime.KindConfig, false}, {runtime.KindInput, false}, {runtime.KindPolicy, false}, {runtime.KindHookBlocked, false},
+	} {
+		if got := (&runtime.Error{Kind: tc.kind}).IsRecoverable(); got != tc.want {
+			t.Errorf("%s recoverable = %v", tc.kind, got)
+		}
+	}
+	no := false
+	if (&runtime.Error{Kind: runtime.KindModel, Recoverable: &no}).IsRecoverable() {
+		t.Error("override ignored")
+	}
+	wrapped := errors.Join(errors.New("x"), &runtime.Error{Kind: runtime.KindModel})
+	if !runtime.IsRecoverable(wrapped) {
+		t.Error("IsRecoverable does not see through wrapping")
+	}
+}

@@ -1,0 +1,145 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/tool"
+	"github.com/agentrt/agentrt/tool/builtin"
+)
+
+// fixedClock returns a clock that advances one millisecond per reading.
+func fixedClock() func() time.Time {
+	var mu sync.Mutex
+	t := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(time.Millisecond)
+		return t
+	}
+}
+
+func seqIDs() func() string {
+	var mu sync.Mutex
+	n := 0
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("id%d", n)
+	}
+}
+
+func registry(t testing.TB, tools ...tool.Tool) *tool.Registry {
+	t.Helper()
+	r, err := tool.NewRegistry(append([]tool.Tool{builtin.Calculator()}, tools...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+type env struct {
+	r     *runtime.Runner
+	store session.Store
+}
+
+func newEnv(t testing.TB, store session.Store, cfg runtime.Config, agents ...*runtime.Agent) *env {
+	t.Helper()
+	if store == nil {
+		store = memstore.New()
+	}
+	cfg.Store = store
+	cfg.Agents = agents
+	if cfg.Now == nil {
+		cfg.Now = fixedClock()
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = seqIDs()
+	}
+	r, err := runtime.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{r: r, store: store}
+}
+
+func (e *env) session(t testing.TB, agent string) string {
+	t.Helper()
+	s, err := e.r.CreateSession(context.Background(), agent, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ID
+}
+
+func (e *env) run(t testing.TB, id, text string) *runtime.Result {
+	t.Helper()
+	res, err := runtime.Collect(e.r.Run(context.Background(), id, runtime.Input{Text: text}))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+func (e *env) resume(t testing.TB, id string) *runtime.Result {
+	t.Helper()
+	res, err := runtime.Collect(e.r.Resume(context.Background(), id))
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	return res
+}
+
+func types(events []*session.Event) []session.Type {
+	out := make([]session.Type, len(events))
+	for i, e := range events {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// storedLog reads the whole log and checks seq starts at 1 with no gap.
+func storedLog(t testing.TB, s session.Store, id string) []*session.Event {
+	t.Helper()
+	var out []*session.Event
+	for e, err := range s.Events(context.Background(), id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Seq != int64(len(out)+1) {
+			t.Fatalf("event %d has seq %d: gap or duplicate", len(out)+1, e.Seq)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func toolResults(events []*session.Event) []*session.ToolResult {
+	var out []*session.ToolResult
+	for _, e := range events {
+		if d, ok := e.Data.(*session.ToolResult); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+var _ = model.RoleUser

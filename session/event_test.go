@@ -1,0 +1,109 @@
+package session_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+func TestEventJSONRoundTrip(t *testing.T) {
+	usage := model.Usage{InputTokens: 120, OutputTokens: 34, CachedTokens: 8, CostUSD: 0.00125}
+	calls := []model.ToolCall{{ID: "call_1", Name: "search", Arguments: json.RawMessage(`{"q":"go iterators"}`)}}
+	tests := []session.Data{
+		&session.RunStarted{Input: "hello", Source: "cli"},
+		&session.RunFinished{Status: "done", Usage: usage},
+		&session.RoundStarted{Round: 2, MaxRounds: 8},
+		&session.ModelStarted{Model: "gpt-x", Attempt: 1},
+		&session.Token{Text: "hel", Pulse: true},
+		&session.ModelFinished{Model: "gpt-x", Content: "let me look", ToolCalls: calls, Usage: usage, FinishReason: model.FinishToolCalls, LatencyMS: 812},
+		&session.ToolCall{CallID: "call_1", Name: "search", Arguments: json.RawMessage(`{"q":"go iterators"}`)},
+		&session.ToolResult{CallID: "call_1", Name: "search", OK: true, Result: json.RawMessage(`{"hits":[1,2,3]}`), LatencyMS: 40},
+		&session.ToolResult{CallID: "call_2", Name: "rm", Error: "denied by policy"},
+		&session.ApprovalRequired{RequestID: "req_1", Calls: calls, Question: "run search?"},
+		&session.ApprovalResolved{RequestID: "req_1", Decision: session.DecisionEdit, By: "ana", Reason: "narrower", Arguments: json.RawMessage(`{"q":"iter.Seq2"}`)},
+		&session.Final{Text: "done", Usage: usage},
+		&session.Error{Code: "timeout", Message: "model timed out", Recoverable: true},
+		&session.Raw{T: "plan_created", JSON: json.RawMessage(`{"plan":[{"tool":"search"}],"n":1.5}`)},
+	}
+	for _, d := range tests {
+		t.Run(string(d.EventType()), func(t *testing.T) {
+			in := &session.Event{
+				V:         session.SchemaVersion,
+				Seq:       7,
+				SessionID: "s1",
+				RunID:     "r1",
+				Turn:      3,
+				Type:      d.EventType(),
+				Time:      time.Date(2026, 3, 1, 12, 30, 15, 123456789, time.UTC),
+				Agent:     "assistant",
+				Data:      d,
+			}
+			b, err := json.Marshal(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out session.Event
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatalf("Unmarshal(%s): %v", b, err)
+			}
+			if diff := cmp.Diff(in, &out); diff != "" {
+				t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEventUnknownTypeIsRaw(t *testing.T) {
+	const in = `{"v":1,"seq":3,"session_id":"s1","turn":1,"type":"loop_warning","time":"2026-03-01T12:00:00Z","data":{"detector":"repeat","detail":"same call 3x"}}`
+	var e session.Event
+	if err := json.Unmarshal([]byte(in), &e); err != nil {
+		t.Fatal(err)
+	}
+	raw, ok := e.Data.(*session.Raw)
+	if !ok {
+		t.Fatalf("Data is %T, want *session.Raw", e.Data)
+	}
+	want := &session.Raw{T: "loop_warning", JSON: json.RawMessage(`{"detector":"repeat","detail":"same call 3x"}`)}
+	if diff := cmp.Diff(want, raw); diff != "" {
+		t.Errorf("Raw mismatch (-want +got):\n%s", diff)
+	}
+	out, err := json.Marshal(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != in {
+		t.Errorf("re-marshaled event:\n got %s\nwant %s", out, in)
+	}
+}
+
+func TestEventNewerSchemaRejected(t *testing.T) {
+	in := `{"v":2,"seq":1,"session_id":"s1","turn":1,"type":"final","time":"2026-03-01T12:00:00Z","data":{"text":"x"}}`
+	var e session.Event
+	err := json.Unmarshal([]byte(in), &e)
+	if err == nil {
+		t.Fatal("Unmarshal of a v2 event succeeded, want an error")
+	}
+	if !strings.Contains(err.Error(), "v2") {
+		t.Errorf("error %q does not name the event's schema version", err)
+	}
+}
+
+func TestEventMalformedData(t *testing.T) {
+	in := `{"v":1,"seq":42,"session_id":"s1","turn":1,"type":"tool_result","time":"2026-03-01T12:00:00Z","data":{"ok":"yes"}}`
+	var e session.Event
+	err := json.Unmarshal([]byte(in), &e)
+	if err == nil {
+		t.Fatal("Unmarshal of malformed data succeeded, want an error")
+	}
+	for _, want := range []string{"42", "tool_result"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}

@@ -1,0 +1,285 @@
+// Package memstore is an in-memory session.Store, for tests and for runs
+// that need no durability. It passes the storetest suite.
+//
+// Everything is lost when the process exits. Commits are cheap: a commit
+// appends the caller's *Event pointers to the session's log and copies only
+// the snapshot bytes, into a buffer the session reuses.
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// defaultLimit is ListSessions' page size when the caller gives none.
+const defaultLimit = 50
+
+// Store is an in-memory session.Store. The zero value is not ready to use;
+// call New.
+//
+// All methods are safe for concurrent use. One mutex guards every session;
+// no method calls out to caller code while holding it (Events yields
+// without it).
+//
+// Ownership: Commit keeps the *Event values it is given and Events yields
+// those same pointers, so callers must not mutate an event after passing it
+// to Commit, nor an event Events yields. Sessions and snapshots are copied
+// in and out, Metadata maps and snapshot bytes included.
+type Store struct {
+	mu       sync.Mutex
+	sessions map[string]*entry // guarded by mu
+}
+
+// entry is one session. All its fields are guarded by Store.mu.
+type entry struct {
+	row session.Session
+	// log holds the events in seq order: log[i].Seq == i+1. It is only
+	// appended to, which is what lets Events read a prefix of it without
+	// the lock.
+	log []*session.Event
+	// snap is the latest snapshot; hasSnap says whether there is one. Its
+	// Data is the store's own buffer, overwritten in place by the next
+	// snapshot and copied out by LoadSnapshot.
+	snap    session.Snapshot
+	hasSnap bool
+}
+
+var _ session.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{sessions: make(map[string]*entry)}
+}
+
+// CreateSession stores a copy of s. LastSeq is ignored: a new session has
+// no events. A zero CreatedAt becomes the current time, and a zero
+// UpdatedAt becomes CreatedAt.
+func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.ID == "" {
+		return errors.New("memstore: create session: empty id")
+	}
+	row := *s
+	row.LastSeq = 0
+	row.Metadata = maps.Clone(s.Metadata)
+	if row.CreatedAt.IsZero() {
+		row.CreatedAt = time.Now()
+	}
+	if row.UpdatedAt.IsZero() {
+		row.UpdatedAt = row.CreatedAt
+	}
+
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.sessions[s.ID]; ok {
+		return fmt.Errorf("memstore: create session %q: %w", s.ID, session.ErrExists)
+	}
+	st.sessions[s.ID] = &entry{row: row}
+	return nil
+}
+
+// GetSession returns a copy of the session's row.
+func (st *Store) GetSession(ctx context.Context, id string) (*session.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.sessions[id]
+	if !ok {
+		return nil, notFound("get session", id)
+	}
+	return e.copyRow(), nil
+}
+
+// ListSessions returns copies of the sessions, newest first: by CreatedAt,
+// then by ID, both descending. It sorts every session on each call, which
+// is fine for the store's intended sizes.
+func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*session.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	limit := opt.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	all := make([]*entry, 0, len(st.sessions))
+	for _, e := range st.sessions {
+		all = append(all, e)
+	}
+	slices.SortFunc(all, func(a, b *entry) int { return newerFirst(&a.row, &b.row) })
+	if opt.After != "" {
+		cursor, ok := st.sessions[opt.After]
+		if !ok {
+			return nil, notFound("list sessions after", opt.After)
+		}
+		// The first session that sorts after the cursor.
+		i, _ := slices.BinarySearchFunc(all, &cursor.row, func(e *entry, c *session.Session) int {
+			if newerFirst(&e.row, c) <= 0 {
+				return -1
+			}
+			return 1
+		})
+		all = all[i:]
+	}
+	out := make([]*session.Session, 0, min(limit, len(all)))
+	for _, e := range all[:min(limit, len(all))] {
+		out = append(out, e.copyRow())
+	}
+	return out, nil
+}
+
+// newerFirst orders sessions by CreatedAt, then ID, both descending.
+func newerFirst(a, b *session.Session) int {
+	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.ID, a.ID)
+}
+
+// DeleteSession removes a session, its events and its snapshot. Iterations
+// of Events already under way finish with the events they started with.
+func (st *Store) DeleteSession(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.sessions[id]; !ok {
+		return notFound("delete session", id)
+	}
+	delete(st.sessions, id)
+	return nil
+}
+
+// Commit appends c.Events, keeping the pointers, and updates the session
+// row; a non-nil c.Snapshot's bytes are copied. A zero c.Time means now.
+// Nothing is changed unless every check passes.
+func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	last := c.ExpectSeq + int64(len(c.Events))
+	for i, ev := range c.Events {
+		if ev == nil {
+			return fmt.Errorf("memstore: commit to session %q: event at index %d is nil", c.SessionID, i)
+		}
+		if want := c.ExpectSeq + int64(i) + 1; ev.Seq != want {
+			return fmt.Errorf("memstore: commit to session %q: event at index %d has seq %d, want %d: %w",
+				c.SessionID, i, ev.Seq, want, session.ErrConflict)
+		}
+	}
+	if c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
+		return fmt.Errorf("memstore: commit to session %q: snapshot seq %d is outside 0..%d, the commit's last seq",
+			c.SessionID, c.Snapshot.Seq, last)
+	}
+	now := c.Time
+	if now.IsZero() {
+		now = time.Now()
+	}
+
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.sessions[c.SessionID]
+	if !ok {
+		return notFound("commit to session", c.SessionID)
+	}
+	if e.row.LastSeq != c.ExpectSeq {
+		return fmt.Errorf("memstore: commit to session %q: expected seq %d, session is at %d: %w",
+			c.SessionID, c.ExpectSeq, e.row.LastSeq, session.ErrConflict)
+	}
+	e.log = append(e.log, c.Events...)
+	e.row.Status = c.Status
+	e.row.Turn = c.Turn
+	e.row.Usage = c.Usage
+	e.row.LastSeq = last
+	e.row.UpdatedAt = now
+	if c.Snapshot != nil {
+		// Readers only ever see copies of e.snap.Data, so its buffer can
+		// be reused.
+		e.snap.Seq = c.Snapshot.Seq
+		e.snap.Data = append(e.snap.Data[:0], c.Snapshot.Data...)
+		e.hasSnap = true
+	}
+	return nil
+}
+
+// LoadSnapshot returns a copy of the session's latest snapshot, or nil if
+// it has none.
+func (st *Store) LoadSnapshot(ctx context.Context, id string) (*session.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.sessions[id]
+	if !ok {
+		return nil, notFound("load snapshot of", id)
+	}
+	if !e.hasSnap {
+		return nil, nil
+	}
+	return &session.Snapshot{Seq: e.snap.Seq, Data: slices.Clone(e.snap.Data)}, nil
+}
+
+// Events yields the session's events with seq > after, as they were when
+// the iteration began: the events committed while it runs are not
+// included. It yields the pointers given to Commit; do not mutate them.
+// The only errors are a canceled context and ErrNotFound, each yielded
+// alone.
+func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		st.mu.Lock()
+		e, ok := st.sessions[id]
+		var log []*session.Event
+		if ok {
+			// The log is append-only: elements below len never change, so
+			// this slice header stays valid without the lock.
+			log = e.log[min(max(after, 0), int64(len(e.log))):]
+		}
+		st.mu.Unlock()
+		if !ok {
+			yield(nil, notFound("events of", id))
+			return
+		}
+		for _, ev := range log {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Close does nothing: an in-memory store holds no resources. The store
+// stays usable.
+func (st *Store) Close() error { return nil }
+
+// copyRow returns a copy of e's row that shares no memory with the store.
+// The caller holds Store.mu.
+func (e *entry) copyRow() *session.Session {
+	s := e.row
+	s.Metadata = maps.Clone(e.row.Metadata)
+	return &s
+}
+
+func notFound(op, id string) error {
+	return fmt.Errorf("memstore: %s %q: %w", op, id, session.ErrNotFound)
+}

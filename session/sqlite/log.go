@@ -1,0 +1,208 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// Commit appends c.Events, updates the session row and replaces the
+// snapshot if c.Snapshot is set, in one transaction. A zero c.Time means
+// now.
+//
+// The events are encoded before the transaction begins, and the seq check
+// is the UPDATE of the session row itself (WHERE last_seq = ExpectSeq), so
+// the write lock is held for one UPDATE, one INSERT per maxInsert events
+// and at most one snapshot upsert, all prepared by Open.
+func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
+	last := c.ExpectSeq + int64(len(c.Events))
+	for i, ev := range c.Events {
+		if ev == nil {
+			return fmt.Errorf("sqlite: commit to session %q: event at index %d is nil", c.SessionID, i)
+		}
+		if want := c.ExpectSeq + int64(i) + 1; ev.Seq != want {
+			return fmt.Errorf("sqlite: commit to session %q: event at index %d has seq %d, want %d: %w",
+				c.SessionID, i, ev.Seq, want, session.ErrConflict)
+		}
+	}
+	if last > maxSeq {
+		return fmt.Errorf("sqlite: commit to session %q: seq %d is past this store's limit %d", c.SessionID, last, int64(maxSeq))
+	}
+	if c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
+		return fmt.Errorf("sqlite: commit to session %q: snapshot seq %d is outside 0..%d, the commit's last seq",
+			c.SessionID, c.Snapshot.Seq, last)
+	}
+	encoded := make([][]byte, len(c.Events))
+	for i, ev := range c.Events {
+		var err error
+		if encoded[i], err = json.Marshal(ev); err != nil {
+			return fmt.Errorf("sqlite: commit to session %q: encoding event %d: %w", c.SessionID, ev.Seq, err)
+		}
+	}
+	usage, err := json.Marshal(c.Usage)
+	if err != nil {
+		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
+	}
+	now := c.Time
+	if now.IsZero() {
+		now = time.Now()
+	}
+
+	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, st.updateSession).ExecContext(ctx,
+			string(c.Status), c.Turn, usage, last, now.UnixMicro(), c.SessionID, c.ExpectSeq)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return st.commitRefused(ctx, tx, c)
+		}
+		if err := st.insertEventRows(ctx, tx, c.SessionID, c.Events, encoded); err != nil {
+			return err
+		}
+		if c.Snapshot != nil {
+			if _, err := tx.StmtContext(ctx, st.upsertSnapshot).ExecContext(ctx, c.Snapshot.Seq, []byte(c.Snapshot.Data), c.SessionID); err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
+	}
+	return nil
+}
+
+// insertEventRows inserts evs from their encodings, maxInsert rows per
+// statement.
+func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, id string, evs []*session.Event, encoded [][]byte) error {
+	args := make([]any, 0, 4*min(len(evs), maxInsert)+1)
+	for len(evs) > 0 {
+		n := min(len(evs), maxInsert)
+		args = args[:0]
+		for i, ev := range evs[:n] {
+			args = append(args, ev.Seq, string(ev.Type), ev.Time.UnixMicro(), encoded[i])
+		}
+		args = append(args, id)
+		if _, err := tx.StmtContext(ctx, st.insertEvents[n]).ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("events %d to %d: %w", evs[0].Seq, evs[n-1].Seq, err)
+		}
+		evs, encoded = evs[n:], encoded[n:]
+	}
+	return nil
+}
+
+// commitRefused explains why the UPDATE of a commit matched no row: the
+// session is gone, or its last seq is not c.ExpectSeq. It always returns
+// an error.
+func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, c *session.Commit) error {
+	var last int64
+	err := tx.StmtContext(ctx, st.lastSeq).QueryRowContext(ctx, c.SessionID).Scan(&last)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return session.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
+}
+
+// LoadSnapshot returns the session's latest snapshot, or nil if it has
+// none.
+func (st *Store) LoadSnapshot(ctx context.Context, id string) (*session.Snapshot, error) {
+	var (
+		seq  sql.NullInt64
+		data []byte
+	)
+	err := st.loadSnapshot.QueryRowContext(ctx, id).Scan(&seq, &data)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, notFound("load snapshot of", id)
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: load snapshot of %q: %w", id, err)
+	case !seq.Valid:
+		return nil, nil // the session exists; it has no snapshot
+	}
+	return &session.Snapshot{Seq: seq.Int64, Data: data}, nil
+}
+
+// Events yields the session's events with seq > after, in order. It reads
+// them pageSize at a time and holds no connection while it yields; each
+// page sees the log as of its own query, so events committed during the
+// iteration may be included.
+//
+// An error ends the sequence: ErrNotFound for an unknown session, the
+// context's error, a database error, or a row that does not decode (the
+// error names the session and seq).
+func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		var sid int64
+		err := st.sid.QueryRowContext(ctx, id).Scan(&sid)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			yield(nil, notFound("events of", id))
+			return
+		case err != nil:
+			yield(nil, fmt.Errorf("sqlite: events of %q: %w", id, err))
+			return
+		}
+		lo, hi := keyRange(sid)
+		from := lo | min(max(after, 0), maxSeq)
+		var page []*session.Event
+		for {
+			page, err = st.readPage(ctx, id, from, hi, page[:0])
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, ev := range page {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if len(page) < pageSize {
+				return
+			}
+			from = lo | page[len(page)-1].Seq
+		}
+	}
+}
+
+// readPage appends to page the first pageSize events of session id with
+// keys in (from, hi).
+func (st *Store) readPage(ctx context.Context, id string, from, hi int64, page []*session.Event) ([]*session.Event, error) {
+	rows, err := st.eventsPage.QueryContext(ctx, from, hi, pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events of %q: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			seq int64
+			raw sql.RawBytes
+		)
+		if err := rows.Scan(&seq, &raw); err != nil {
+			return nil, fmt.Errorf("sqlite: events of %q: %w", id, err)
+		}
+		ev := new(session.Event)
+		if err := json.Unmarshal(raw, ev); err != nil {
+			return nil, fmt.Errorf("sqlite: session %q event %d: undecodable row: %w", id, seq, err)
+		}
+		if ev.Seq != seq {
+			return nil, fmt.Errorf("sqlite: session %q event %d: corrupt row: it holds seq %d", id, seq, ev.Seq)
+		}
+		page = append(page, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: events of %q: %w", id, err)
+	}
+	return page, nil
+}

@@ -1,0 +1,498 @@
+// Package sqlite is a session.Store on SQLite, through the pure-Go driver
+// modernc.org/sqlite. It is agentrt's embedded default and passes the
+// storetest suite.
+//
+// Open a store on a file; the directory is created if need be:
+//
+//	st, err := sqlite.Open(ctx, ".agentrt/agentrt.db")
+//	if err != nil {
+//		return err
+//	}
+//	defer st.Close()
+//
+// The database runs in WAL mode with synchronous=NORMAL: a commit is
+// atomic and survives a crash of the process; a power loss may lose the
+// last commits, never corrupt the log. Several processes may open the same
+// file: writes take SQLite's write lock up front (BEGIN IMMEDIATE) and wait
+// for it up to a busy timeout of 10s, so concurrent writers queue instead
+// of failing on a lock upgrade, and a stale commit still fails with
+// session.ErrConflict.
+//
+// A write waits for the write lock only as long as its context allows.
+// Once its transaction has begun it runs to completion without watching
+// the context: it is short, and the driver then starts no goroutine per
+// statement. Reads watch their context throughout.
+//
+// Times keep microsecond precision (event times, which live in the event
+// JSON, keep nanoseconds) and come back in UTC.
+//
+// The store needs a database file: an in-memory database would be a
+// different one for each of its connections.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	sqlitedrv "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/agentrt/agentrt/session"
+)
+
+const (
+	// defaultLimit is ListSessions' page size when the caller gives none.
+	defaultLimit = 50
+	// pageSize is how many events Events reads per query.
+	pageSize = 256
+	// busyTimeout is how long a write waits for another process's write
+	// transaction, and a read for a lock it needs (rare under WAL).
+	busyTimeout = 10 * time.Second
+	// busyStep is how long SQLite's own busy handler waits on the writer
+	// connection before Go code checks the context and tries again.
+	busyStep = 100 * time.Millisecond
+	// maxInsert is the most events one INSERT statement writes.
+	maxInsert = 8
+	// sqliteBusy is SQLITE_BUSY, the primary result code.
+	sqliteBusy = 5
+	// maxSeq is the largest seq an event may have: events are keyed by
+	// sid<<32 | seq.
+	maxSeq = 1<<32 - 1
+)
+
+// Store is a session.Store on one SQLite database file.
+//
+// All methods are safe for concurrent use. Writes (CreateSession, Commit,
+// DeleteSession) go through a pool of one connection, so a process's
+// writers queue in database/sql rather than in SQLite's busy handler;
+// other processes are kept out by SQLite's write lock. Reads use a pool of
+// several read-only connections and, under WAL, never wait for writers.
+// Events holds no connection while it yields.
+type Store struct {
+	w *sql.DB // writes: one connection, transactions BEGIN IMMEDIATE
+	r *sql.DB // reads: several query_only connections
+
+	// Statements, prepared once by Open. The w ones run inside
+	// transactions through tx.StmtContext, which reuses the preparation.
+	insertSession  *sql.Stmt                // w
+	updateSession  *sql.Stmt                // w
+	lastSeq        *sql.Stmt                // w
+	insertEvents   [maxInsert + 1]*sql.Stmt // w; [n] inserts n events
+	upsertSnapshot *sql.Stmt                // w
+	deleteSession  *sql.Stmt                // w
+	deleteEvents   *sql.Stmt                // w
+	deleteSnapshot *sql.Stmt                // w
+	getSession     *sql.Stmt                // r
+	listFirst      *sql.Stmt                // r
+	listAfter      *sql.Stmt                // r
+	createdAt      *sql.Stmt                // r
+	loadSnapshot   *sql.Stmt                // r
+	eventsPage     *sql.Stmt                // r
+	sid            *sql.Stmt                // r
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ session.Store = (*Store)(nil)
+
+// sessionColumns are the columns of a session.Session (not sid, which is
+// the store's own).
+const sessionColumns = `id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at`
+
+// Open opens the store in the SQLite database at dsnOrPath, creating the
+// file, its directory and the schema as needed, and migrating an older
+// schema forward. dsnOrPath is a file path, or a "file:" URI whose query
+// parameters go to the driver (see modernc.org/sqlite's Driver.Open); the
+// store adds its own pragmas after them, so a parameter given in the URI
+// wins. A database written by a newer build is refused.
+func Open(ctx context.Context, dsnOrPath string) (*Store, error) {
+	base, err := baseDSN(dsnOrPath)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", dsnOrPath, err)
+	}
+	st, err := open(ctx, base)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", dsnOrPath, err)
+	}
+	return st, nil
+}
+
+// baseDSN turns a path into a file: URI (so that no character of the path
+// can be taken for a query) and returns it, or a file: URI as it is.
+func baseDSN(dsnOrPath string) (string, error) {
+	if dsnOrPath == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.HasPrefix(dsnOrPath, "file:") {
+		return dsnOrPath, nil
+	}
+	abs, err := filepath.Abs(dsnOrPath)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return "", err
+	}
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows volume: file:///C:/...
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String(), nil
+}
+
+// withParams appends query parameters to a file: URI.
+func withParams(dsn string, params ...string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + strings.Join(params, "&")
+}
+
+func open(ctx context.Context, base string) (_ *Store, err error) {
+	common := []string{
+		"_journal_mode=WAL",
+		"_synchronous=NORMAL",
+		// No table references another today (DeleteSession deletes from
+		// each, which is cheaper than checking a key on every insert), but
+		// any that does later is checked.
+		"_foreign_keys=on",
+	}
+	st := &Store{}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+
+	st.w, err = sql.Open("sqlite", withParams(base, append(common,
+		fmt.Sprintf("_busy_timeout=%d", busyStep.Milliseconds()), "_txlock=immediate")...))
+	if err != nil {
+		return nil, err
+	}
+	// SQLite has one writer per database; a second connection in this
+	// process would only wait in the busy handler.
+	st.w.SetMaxOpenConns(1)
+	st.w.SetMaxIdleConns(1)
+	st.w.SetConnMaxLifetime(0)
+	st.w.SetConnMaxIdleTime(0)
+	// The schema, and the switch to WAL, before any reader connects.
+	if err := migrate(ctx, st.w); err != nil {
+		return nil, err
+	}
+
+	st.r, err = sql.Open("sqlite", withParams(base, append(common,
+		fmt.Sprintf("_busy_timeout=%d", busyTimeout.Milliseconds()), "_query_only=on")...))
+	if err != nil {
+		return nil, err
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	st.r.SetMaxOpenConns(readers)
+	st.r.SetMaxIdleConns(readers)
+	st.r.SetConnMaxLifetime(0)
+	st.r.SetConnMaxIdleTime(0)
+
+	stmts := []struct {
+		db    *sql.DB
+		dst   **sql.Stmt
+		query string
+	}{
+		{st.w, &st.insertSession, `INSERT INTO sessions (` + sessionColumns + `)
+			VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{st.w, &st.updateSession, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?
+			WHERE id = ? AND last_seq = ?`},
+		{st.w, &st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
+		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (sid, seq, data) SELECT sid, ?, ? FROM sessions WHERE id = ?
+			ON CONFLICT (sid) DO UPDATE SET seq = excluded.seq, data = excluded.data`},
+		{st.w, &st.deleteSession, `DELETE FROM sessions WHERE id = ? RETURNING sid`},
+		{st.w, &st.deleteEvents, `DELETE FROM events WHERE key >= ? AND key < ?`},
+		{st.w, &st.deleteSnapshot, `DELETE FROM snapshots WHERE sid = ?`},
+		{st.r, &st.getSession, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
+		{st.r, &st.listFirst, `SELECT ` + sessionColumns + ` FROM sessions
+			ORDER BY created_at DESC, id DESC LIMIT ?`},
+		{st.r, &st.listAfter, `SELECT ` + sessionColumns + ` FROM sessions
+			WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`},
+		{st.r, &st.createdAt, `SELECT created_at FROM sessions WHERE id = ?`},
+		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s LEFT JOIN snapshots sn ON sn.sid = s.sid
+			WHERE s.id = ?`},
+		{st.r, &st.eventsPage, `SELECT seq, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
+		{st.r, &st.sid, `SELECT sid FROM sessions WHERE id = ?`},
+	}
+	for n := 1; n <= maxInsert; n++ {
+		stmts = append(stmts, struct {
+			db    *sql.DB
+			dst   **sql.Stmt
+			query string
+		}{st.w, &st.insertEvents[n], insertEventsSQL(n)})
+	}
+	for _, s := range stmts {
+		if *s.dst, err = s.db.PrepareContext(ctx, s.query); err != nil {
+			return nil, fmt.Errorf("preparing %q: %w", s.query, err)
+		}
+	}
+	return st, nil
+}
+
+// insertEventsSQL returns an INSERT of n events of one session: for each,
+// (seq, type, time, json), then the session's id. The json goes in as
+// bytes and is stored as text. The session's sid comes from its row, in
+// the same statement.
+func insertEventsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events (key, session_id, seq, type, time, json)
+		SELECT (s.sid << 32) | v.column1, s.id, v.column1, v.column2, v.column3, CAST(v.column4 AS TEXT)
+		FROM sessions s, (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`(?, ?, ?, ?)`)
+	}
+	b.WriteString(`) v WHERE s.id = ?`)
+	return b.String()
+}
+
+// keyRange returns the bounds of the keys of session sid's events:
+// lo <= key < hi.
+func keyRange(sid int64) (lo, hi int64) { return sid << 32, (sid + 1) << 32 }
+
+// write runs fn in a write transaction (BEGIN IMMEDIATE) and commits it
+// if fn returns nil.
+//
+// ctx bounds the wait for the write lock: for this process's other writers
+// (the pool of one connection) and for other processes (SQLite's busy
+// handler, retried here every busyStep, up to busyTimeout). Once the
+// transaction has begun, fn and the commit run to completion under a
+// context without cancellation: the transaction is short, a commit is
+// never torn by a cancel, and the driver starts no watcher goroutines.
+func (st *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return write(ctx, st.w, fn)
+}
+
+func write(ctx context.Context, db *sql.DB, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	bg := context.WithoutCancel(ctx)
+	var tx *sql.Tx
+	for start := time.Now(); ; {
+		tx, err = conn.BeginTx(bg, nil)
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Since(start) >= busyTimeout {
+			return err
+		}
+		// SQLite has normally waited busyStep already; the pause only
+		// keeps a busy error that comes back at once from spinning.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the write lock: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err := fn(bg, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY: another connection
+// holds the lock.
+func isBusy(err error) bool {
+	var e *sqlitedrv.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqliteBusy
+}
+
+// Close closes the database. It is idempotent: later calls return nil.
+// Calls made after Close fail.
+func (st *Store) Close() error {
+	st.closeOnce.Do(func() {
+		var errs []error
+		for _, s := range append([]*sql.Stmt{
+			st.insertSession, st.updateSession, st.lastSeq, st.upsertSnapshot,
+			st.deleteSession, st.deleteEvents, st.deleteSnapshot,
+			st.getSession, st.listFirst, st.listAfter, st.createdAt, st.loadSnapshot, st.eventsPage, st.sid,
+		}, st.insertEvents[:]...) {
+			if s != nil {
+				errs = append(errs, s.Close())
+			}
+		}
+		for _, db := range []*sql.DB{st.r, st.w} {
+			if db != nil {
+				errs = append(errs, db.Close())
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			st.closeErr = fmt.Errorf("sqlite: close: %w", err)
+		}
+	})
+	return st.closeErr
+}
+
+// CreateSession stores s. LastSeq is ignored: a new session has no
+// events. A zero CreatedAt becomes the current time, and a zero UpdatedAt
+// becomes CreatedAt.
+func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
+	if s.ID == "" {
+		return errors.New("sqlite: create session: empty id")
+	}
+	usage, err := json.Marshal(s.Usage)
+	if err != nil {
+		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+	}
+	var metadata any // NULL when empty
+	if len(s.Metadata) > 0 {
+		b, err := json.Marshal(s.Metadata)
+		if err != nil {
+			return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+		}
+		metadata = string(b)
+	}
+	created, updated := s.CreatedAt, s.UpdatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	if updated.IsZero() {
+		updated = created
+	}
+	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, st.insertSession).ExecContext(ctx, s.ID, s.Agent, string(s.Status), s.Turn,
+			string(usage), metadata, created.UnixMicro(), updated.UnixMicro())
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return session.ErrExists
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+	}
+	return nil
+}
+
+// GetSession returns the session's row.
+func (st *Store) GetSession(ctx context.Context, id string) (*session.Session, error) {
+	s, err := scanSession(st.getSession.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("get session", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get session %q: %w", id, err)
+	}
+	return s, nil
+}
+
+// ListSessions returns sessions newest first: by CreatedAt, then by ID,
+// both descending.
+func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*session.Session, error) {
+	limit := opt.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	var rows *sql.Rows
+	var err error
+	if opt.After == "" {
+		rows, err = st.listFirst.QueryContext(ctx, limit)
+	} else {
+		var created int64
+		err = st.createdAt.QueryRowContext(ctx, opt.After).Scan(&created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, notFound("list sessions after", opt.After)
+		}
+		if err == nil {
+			rows, err = st.listAfter.QueryContext(ctx, created, opt.After, limit)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []*session.Session
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// scanSession reads a row of sessionColumns.
+func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) {
+	var (
+		s                session.Session
+		status           string
+		usage, metadata  []byte
+		created, updated int64
+	)
+	if err := row.Scan(&s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated); err != nil {
+		return nil, err
+	}
+	s.Status = session.Status(status)
+	if err := json.Unmarshal(usage, &s.Usage); err != nil {
+		return nil, fmt.Errorf("session %q: corrupt usage: %w", s.ID, err)
+	}
+	if metadata != nil {
+		if err := json.Unmarshal(metadata, &s.Metadata); err != nil {
+			return nil, fmt.Errorf("session %q: corrupt metadata: %w", s.ID, err)
+		}
+	}
+	s.CreatedAt = time.UnixMicro(created).UTC()
+	s.UpdatedAt = time.UnixMicro(updated).UTC()
+	return &s, nil
+}
+
+// DeleteSession removes a session, its events and its snapshot, in one
+// transaction.
+func (st *Store) DeleteSession(ctx context.Context, id string) error {
+	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var sid int64
+		err := tx.StmtContext(ctx, st.deleteSession).QueryRowContext(ctx, id).Scan(&sid)
+		if errors.Is(err, sql.ErrNoRows) {
+			return session.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		lo, hi := keyRange(sid)
+		if _, err := tx.StmtContext(ctx, st.deleteEvents).ExecContext(ctx, lo, hi); err != nil {
+			return err
+		}
+		_, err = tx.StmtContext(ctx, st.deleteSnapshot).ExecContext(ctx, sid)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: delete session %q: %w", id, err)
+	}
+	return nil
+}
+
+func notFound(op, id string) error {
+	return fmt.Errorf("sqlite: %s %q: %w", op, id, session.ErrNotFound)
+}

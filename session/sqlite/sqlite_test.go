@@ -1,0 +1,402 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/sqlite"
+	"github.com/agentrt/agentrt/session/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) session.Store {
+		return open(t, filepath.Join(t.TempDir(), "agentrt.db"))
+	})
+}
+
+func open(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st
+}
+
+var t0 = time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+
+func finalEvents(id string, from int64, n int) []*session.Event {
+	evs := make([]*session.Event, n)
+	for i := range evs {
+		seq := from + int64(i) + 1
+		evs[i] = &session.Event{
+			V: session.SchemaVersion, Seq: seq, SessionID: id, Turn: 1, Type: session.TypeFinal,
+			Time: t0.Add(time.Duration(seq) * time.Millisecond), Data: &session.Final{Text: fmt.Sprint("answer ", seq)},
+		}
+	}
+	return evs
+}
+
+func readAll(t *testing.T, st session.Store, id string) []*session.Event {
+	t.Helper()
+	return readAllAfter(t, st, id, 0)
+}
+
+func TestOpenCreatesDirectory(t *testing.T) {
+	// Characters that a URI would misread stay part of the file name.
+	path := filepath.Join(t.TempDir(), "a", "b c%20", "odd?name#1.db")
+	st := open(t, path)
+	if err := st.CreateSession(t.Context(), &session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at its path: %v", err)
+	}
+	if _, err := open(t, path).GetSession(t.Context(), "s1"); err != nil {
+		t.Fatalf("reopening %q: %v", path, err)
+	}
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &session.Session{ID: "s1", Agent: "assistant", Status: session.StatusIdle, Metadata: map[string]string{"tenant": "acme"}, CreatedAt: t0, UpdatedAt: t0}
+	if err := st.CreateSession(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	usage := model.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.5}
+	snap := &session.Snapshot{Seq: 3, Data: json.RawMessage(`{"state":1}`)}
+	evs := finalEvents("s1", 0, 3)
+	if err := st.Commit(ctx, &session.Commit{SessionID: "s1", Events: evs, Status: session.StatusDone, Turn: 1, Usage: usage, Time: t0.Add(time.Second), Snapshot: snap}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = open(t, path)
+	got, err := st.GetSession(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &session.Session{ID: "s1", Agent: "assistant", Status: session.StatusDone, Turn: 1, Usage: usage, LastSeq: 3,
+		Metadata: map[string]string{"tenant": "acme"}, CreatedAt: t0, UpdatedAt: t0.Add(time.Second)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("session after reopen (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(evs, readAll(t, st, "s1")); diff != "" {
+		t.Errorf("events after reopen (-want +got):\n%s", diff)
+	}
+	gotSnap, err := st.LoadSnapshot(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(snap, gotSnap); diff != "" {
+		t.Errorf("snapshot after reopen (-want +got):\n%s", diff)
+	}
+	// And it goes on from where it was.
+	if err := st.Commit(ctx, &session.Commit{SessionID: "s1", ExpectSeq: 3, Events: finalEvents("s1", 3, 1), Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTwoStoresOneFile opens the same file twice, as two processes would,
+// and commits through each in turn; each sees the other's writes, and a
+// stale commit through either is a conflict.
+func TestTwoStoresOneFile(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	a, b := open(t, path), open(t, path)
+	if err := a.CreateSession(ctx, &session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateSession(ctx, &session.Session{ID: "s1", CreatedAt: t0}); !errors.Is(err, session.ErrExists) {
+		t.Fatalf("CreateSession through the second store: got %v, want ErrExists", err)
+	}
+	stores := []*sqlite.Store{a, b}
+	const commits = 20
+	for i := range commits {
+		st := stores[i%2]
+		seq := int64(i * 2)
+		if err := st.Commit(ctx, &session.Commit{SessionID: "s1", ExpectSeq: seq, Events: finalEvents("s1", seq, 2), Turn: i, Time: t0}); err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+		// The other store sees it at once, and cannot commit on the old seq.
+		other := stores[(i+1)%2]
+		s, err := other.GetSession(ctx, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.LastSeq != seq+2 {
+			t.Fatalf("after commit %d the other store sees LastSeq %d, want %d", i, s.LastSeq, seq+2)
+		}
+		if err := other.Commit(ctx, &session.Commit{SessionID: "s1", ExpectSeq: seq, Events: finalEvents("s1", seq, 2), Time: t0}); !errors.Is(err, session.ErrConflict) {
+			t.Fatalf("stale commit through the other store: got %v, want ErrConflict", err)
+		}
+	}
+	for _, st := range stores {
+		got := readAll(t, st, "s1")
+		if diff := cmp.Diff(finalEvents("s1", 0, 2*commits), got); diff != "" {
+			t.Errorf("log (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// TestTwoStoresConcurrentWriters races writers of two stores on one file:
+// SQLite's write lock, not the in-process pool, decides who wins, and no
+// writer fails on a busy database.
+func TestTwoStoresConcurrentWriters(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	a, b := open(t, path), open(t, path)
+	if err := a.CreateSession(ctx, &session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 2)
+	for _, st := range []*sqlite.Store{a, b} {
+		go func() {
+			for done := 0; done < 25; {
+				s, err := st.GetSession(ctx, "s1")
+				if err != nil {
+					errc <- err
+					return
+				}
+				err = st.Commit(ctx, &session.Commit{SessionID: "s1", ExpectSeq: s.LastSeq, Events: finalEvents("s1", s.LastSeq, 2), Time: t0})
+				switch {
+				case err == nil:
+					done++
+				case !errors.Is(err, session.ErrConflict):
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := readAll(t, a, "s1")
+	if len(got) != 100 {
+		t.Fatalf("log has %d events, want 100", len(got))
+	}
+	for i, e := range got {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+}
+
+func TestCorruptEventRow(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	st := open(t, path)
+	if err := st.CreateSession(ctx, &session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(ctx, &session.Commit{SessionID: "s1", Events: finalEvents("s1", 0, 4), Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]string{
+		"not json":     `{"v":1,"seq":3,`,
+		"bad data":     `{"v":1,"seq":3,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":42}}`,
+		"newer schema": `{"v":99,"seq":3,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":"x"}}`,
+		"wrong seq":    `{"v":1,"seq":7,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":"x"}}`,
+	}
+	raw := rawDB(t, path)
+	for name, row := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := raw.ExecContext(ctx, `UPDATE events SET json = ? WHERE session_id = 's1' AND seq = 3`, row); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			for _, e2 := range st.Events(ctx, "s1", 0) {
+				if e2 != nil {
+					err = e2
+					break
+				}
+			}
+			if err == nil {
+				t.Fatalf("Events over a corrupt row succeeded")
+			}
+			for _, want := range []string{`"s1"`, "event 3"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+			// Events after the corrupt one are still readable.
+			if n := len(readAllAfter(t, st, "s1", 3)); n != 1 {
+				t.Errorf("Events(after 3): %d events, want 1", n)
+			}
+		})
+	}
+}
+
+func readAllAfter(t *testing.T, st session.Store, id string, after int64) []*session.Event {
+	t.Helper()
+	var out []*session.Event
+	for e, err := range st.Events(t.Context(), id, after) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// rawDB opens the store's file directly, as an operator's sqlite3 shell would.
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	st, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := rawDB(t, path).ExecContext(t.Context(), `UPDATE schema_version SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sqlite.Open(t.Context(), path)
+	if err == nil || !strings.Contains(err.Error(), "version 99") {
+		t.Fatalf("Open of a newer schema: got %v, want an error naming version 99", err)
+	}
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "agentrt.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.GetSession(t.Context(), "s1"); err == nil {
+		t.Error("GetSession after Close succeeded")
+	}
+}
+
+// TestStoredJSON checks that events.json is the event exactly as
+// json.Marshal writes it, and that it is text, readable with SQLite's JSON
+// functions.
+func TestStoredJSON(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	st := open(t, path)
+	if err := st.CreateSession(ctx, &session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	evs := finalEvents("s1", 0, 1)
+	if err := st.Commit(ctx, &session.Commit{SessionID: "s1", Events: evs, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(evs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, typ, text, usageType string
+	if err := rawDB(t, path).QueryRowContext(ctx, `SELECT e.json, typeof(e.json), json_extract(e.json, '$.data.text'), typeof(s.usage)
+		FROM events e JOIN sessions s ON s.id = e.session_id`).Scan(&got, &typ, &text, &usageType); err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) || typ != "text" || text != "answer 1" || usageType != "text" {
+		t.Errorf("stored %s (%s, data.text %q, usage %s); want %s as text", got, typ, text, usageType, want)
+	}
+}
+
+// holdWriteLock takes the database's write lock through a connection of
+// its own, as another process would, until the returned func is called.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	conn, err := rawDB(t, path).Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(t.Context(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			conn.ExecContext(context.Background(), `ROLLBACK`)
+			conn.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestCanceledWhileWaitingForWriteLock: a commit waiting for another
+// process's write transaction gives up when its context is done, well
+// before the busy timeout.
+func TestCanceledWhileWaitingForWriteLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	st := open(t, path)
+	if err := st.CreateSession(t.Context(), &session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	holdWriteLock(t, path)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := st.Commit(ctx, &session.Commit{SessionID: "s1", Events: finalEvents("s1", 0, 1), Time: t0})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Commit while the write lock is held elsewhere: got %v, want DeadlineExceeded", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("Commit gave up after %v, long after its context was done", waited)
+	}
+}
+
+// TestWaitsForWriteLock: a commit waits for another process's write
+// transaction, longer than one round of SQLite's busy handler, and then
+// succeeds.
+func TestWaitsForWriteLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	st := open(t, path)
+	if err := st.CreateSession(t.Context(), &session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriteLock(t, path)
+	// Real time: what is tested is SQLite's file locking.
+	timer := time.AfterFunc(300*time.Millisecond, release)
+	defer timer.Stop()
+	if err := st.Commit(t.Context(), &session.Commit{SessionID: "s1", Events: finalEvents("s1", 0, 1), Time: t0}); err != nil {
+		t.Fatalf("Commit after the write lock was released: %v", err)
+	}
+}

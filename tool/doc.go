@@ -1,0 +1,54 @@
+// Package tool defines what a tool is to agentrt, turns plain Go functions
+// into tools with an inferred JSON Schema, and keeps tools in a Registry
+// that validates arguments and turns every failure into data the model can
+// read.
+//
+// # Writing a tool
+//
+// A tool is a Go function from an input struct to an output value. New
+// infers the JSON Schema the model sees from the input struct: each field
+// is a property named by its json tag, required unless tagged omitempty or
+// omitzero, and described by its jsonschema tag.
+//
+//	type weatherIn struct {
+//		City string `json:"city" jsonschema:"city name, e.g. Paris"`
+//		Days int    `json:"days,omitempty" jsonschema:"days ahead, 1 to 7; default 1"`
+//	}
+//
+//	func weather(ctx context.Context, in weatherIn) (Forecast, error) { ... }
+//
+//	var weatherTool = tool.Must(tool.New("weather", "Forecast for a city.", weather))
+//
+// Pass a Meta to New to set the tool's policy, such as a timeout or the
+// need for a human's approval, and WithInputSchema to write the schema by
+// hand (to add enums or bounds, say). Tools that are not Go functions, such
+// as those of an MCP server, implement Tool directly; WithMeta gives any
+// Tool a Meta.
+//
+// # Calling tools
+//
+// A Registry holds the tools of an agent. Its Definitions go into the model
+// request, and Call runs what the model asked for:
+//
+//	reg, err := tool.NewRegistry(weatherTool, builtin.Calculator())
+//	...
+//	res := reg.Call(ctx, call.Name, call.Arguments)
+//
+// Call never fails and never panics: an unknown tool, arguments that do
+// not fit the schema, the tool's own error, a panic, a timeout, all come
+// back as a Result with OK false and an Error worded for the model, which
+// reads it and can try again. Result.Err keeps the failure as a Go error
+// for the program: errors.As(res.Err, new(*tool.ArgumentError)) tells bad
+// arguments from failed tools.
+//
+// Filter narrows a Registry to the tools one agent may use, by name or
+// glob ("fs.*").
+//
+// # Validation
+//
+// Arguments are checked against the schema before the tool runs, so a
+// tool's code only ever sees arguments of the right shape. The message of
+// an *ArgumentError names the property at fault, which is what a model
+// needs to correct its call. Tools that are not typed get the same check
+// from the Registry, with a Validator resolved once per tool.
+package tool

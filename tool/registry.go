@@ -1,0 +1,479 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultTimeout is the timeout of a call whose tool sets no Meta.Timeout,
+// unless Registry.SetDefaultTimeout changes it.
+const DefaultTimeout = 60 * time.Second
+
+// Registry holds the tools of an agent by name, in registration order. It
+// validates arguments and runs calls (see Call). The zero Registry is empty
+// and ready to use.
+//
+// A Registry is safe for concurrent use, including Add while other
+// goroutines Call: readers see the tools as of some moment, never a torn
+// state. Each tool's Definition and Meta are read once, when it is added,
+// and its input schema is resolved then too.
+type Registry struct {
+	mu             sync.Mutex                // serializes writers (Add); readers don't lock
+	tools          atomic.Pointer[toolTable] // replaced whole on every Add
+	defaultTimeout atomic.Int64              // a time.Duration; zero means DefaultTimeout
+}
+
+// toolTable is an immutable snapshot of a Registry's tools.
+type toolTable struct {
+	byName map[string]*entry
+	order  []*entry
+}
+
+// entry is one registered tool, with what the Registry derived from it
+// once. It is immutable, so registries made by Filter share entries.
+type entry struct {
+	tool    Tool
+	def     Definition
+	meta    Meta
+	v       *Validator
+	prepare func(args json.RawMessage) (invocation, error)
+	trusted bool // output is known to be valid JSON
+}
+
+// NewRegistry returns a Registry holding tools, in that order.
+func NewRegistry(tools ...Tool) (*Registry, error) {
+	r := new(Registry)
+	if err := r.Add(tools...); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Add registers tools after those already held. It fails, and adds none,
+// if a name is invalid or taken, or an input schema cannot be resolved.
+func (r *Registry) Add(tools ...Tool) error {
+	entries := make([]*entry, 0, len(tools))
+	for _, t := range tools {
+		e, err := newEntry(t)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.table()
+	next := &toolTable{
+		byName: make(map[string]*entry, len(old.order)+len(entries)),
+		order:  make([]*entry, 0, len(old.order)+len(entries)),
+	}
+	for _, e := range slices.Concat(old.order, entries) {
+		if _, dup := next.byName[e.def.Name]; dup {
+			return fmt.Errorf("duplicate tool name %q", e.def.Name)
+		}
+		next.byName[e.def.Name] = e
+		next.order = append(next.order, e)
+	}
+	r.tools.Store(next)
+	return nil
+}
+
+func newEntry(t Tool) (*entry, error) {
+	if t == nil {
+		return nil, errors.New("nil tool")
+	}
+	e := &entry{tool: t, def: t.Definition(), meta: MetaOf(t)}
+	if err := checkName(e.def.Name); err != nil {
+		return nil, err
+	}
+	if p, ok := t.(preparer); ok {
+		e.v, e.prepare, e.trusted = p.validator(), p.prepare, true
+		return e, nil
+	}
+	v, err := NewValidator(e.def)
+	if err != nil {
+		return nil, err
+	}
+	e.prepare = func(args json.RawMessage) (invocation, error) {
+		if err := v.Validate(args); err != nil {
+			return nil, err
+		}
+		return &rawCall{tool: t, args: args}, nil
+	}
+	e.v = v
+	return e, nil
+}
+
+var emptyTable = &toolTable{}
+
+func (r *Registry) table() *toolTable {
+	if t := r.tools.Load(); t != nil {
+		return t
+	}
+	return emptyTable
+}
+
+// SetDefaultTimeout sets the timeout of calls to tools that set no
+// Meta.Timeout. Zero or less restores DefaultTimeout.
+func (r *Registry) SetDefaultTimeout(d time.Duration) {
+	r.defaultTimeout.Store(int64(max(d, 0)))
+}
+
+// Get returns the tool called name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	e := r.table().byName[name]
+	if e == nil {
+		return nil, false
+	}
+	return e.tool, true
+}
+
+// Len returns the number of tools.
+func (r *Registry) Len() int { return len(r.table().order) }
+
+// Definitions returns the definitions of the tools, in registration order,
+// for a model request. The InputSchema bytes are shared: do not modify them.
+func (r *Registry) Definitions() []Definition {
+	order := r.table().order
+	defs := make([]Definition, len(order))
+	for i, e := range order {
+		defs[i] = e.def
+	}
+	return defs
+}
+
+// Names returns the names of the tools, in registration order.
+func (r *Registry) Names() []string {
+	order := r.table().order
+	names := make([]string, len(order))
+	for i, e := range order {
+		names[i] = e.def.Name
+	}
+	return names
+}
+
+// Filter returns a new Registry holding the tools whose names match one of
+// patterns, in registration order, with r's default timeout; later changes
+// to either registry do not affect the other. A pattern is a
+// name, or a glob in which '*' matches any run of characters: "fs.*",
+// "*_search", "*". A pattern that matches no tool is an error naming it,
+// since it is most likely a typo in a configuration.
+func (r *Registry) Filter(patterns []string) (*Registry, error) {
+	order := r.table().order
+	keep := make([]bool, len(order))
+	for _, p := range patterns {
+		if p == "" {
+			return nil, errors.New("empty tool name pattern")
+		}
+		matched := false
+		for i, e := range order {
+			if glob(p, e.def.Name) {
+				keep[i], matched = true, true
+			}
+		}
+		if !matched {
+			return nil, fmt.Errorf("tool pattern %q matches no tool (have %s)", p, quoteList(r.Names(), 20))
+		}
+	}
+	t := &toolTable{byName: make(map[string]*entry)}
+	for i, e := range order {
+		if keep[i] {
+			t.byName[e.def.Name] = e
+			t.order = append(t.order, e)
+		}
+	}
+	f := new(Registry)
+	f.tools.Store(t)
+	f.defaultTimeout.Store(r.defaultTimeout.Load())
+	return f, nil
+}
+
+// glob reports whether name matches pattern, in which '*' matches any run
+// of characters, including none.
+func glob(pattern, name string) bool {
+	// Iterative matching with backtracking to the last star: linear for one
+	// star, and never exponential.
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case p < len(pattern) && pattern[p] == name[n]:
+			p++
+			n++
+		case star >= 0:
+			mark++
+			p, n = star+1, mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// Validate checks args against the input schema of the tool called name,
+// resolved when the tool was added. The error is an *ArgumentError, or
+// wraps ErrUnknownTool.
+func (r *Registry) Validate(name string, args json.RawMessage) error {
+	e := r.table().byName[name]
+	if e == nil {
+		return r.unknown(name)
+	}
+	return e.v.Validate(args)
+}
+
+// Call runs the tool called name with args and reports the outcome as a
+// Result; every failure is data, never a panic or a returned error:
+//
+//   - an unknown name, with the close name the model probably meant or the
+//     names it can use (Err wraps ErrUnknownTool);
+//   - args that are not a JSON object or do not fit the input schema (the
+//     tool does not run; Err is an *ArgumentError);
+//   - the tool's error, as the tool worded it (Err is that error);
+//   - a panic in the tool, recovered (Err is a *PanicError);
+//   - a timeout (Err wraps ErrTimeout);
+//   - ctx canceled or past its deadline (Err wraps ctx.Err() and the
+//     cause, if any).
+//
+// Empty args count as {}. Call does not apply Meta.Approval: asking a human
+// is the runner's business, before Call.
+//
+// The tool runs on its own goroutine with a context whose deadline is the
+// tool's Meta.Timeout, else the Registry's default timeout (DefaultTimeout
+// unless SetDefaultTimeout changed it). Call returns at that deadline, or
+// when ctx is done, even if the tool ignores its context: the tool's
+// goroutine is then left to finish on its own and its result is dropped.
+// A tool that never returns leaks its goroutine; tools must honor ctx.
+func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) Result {
+	start := time.Now()
+	out, err := r.call(ctx, start, name, args)
+	res := Result{OK: err == nil, Output: out, Err: err, Latency: time.Since(start)}
+	if err != nil {
+		res.Output = nil
+		res.Error = err.Error()
+	}
+	return res
+}
+
+func (r *Registry) call(ctx context.Context, start time.Time, name string, args json.RawMessage) (json.RawMessage, error) {
+	e := r.table().byName[name]
+	if e == nil {
+		return nil, r.unknown(name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, canceled(name, ctx)
+	}
+	inv, err := e.prepare(normalize(args))
+	if err != nil {
+		return nil, err
+	}
+	timeout := e.meta.Timeout
+	if timeout <= 0 {
+		if timeout = time.Duration(r.defaultTimeout.Load()); timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+	}
+	out, err := run(ctx, name, inv, start.Add(timeout), timeout)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return json.RawMessage("null"), nil
+	}
+	if !e.trusted && !json.Valid(out) {
+		return nil, fmt.Errorf("tool %q returned invalid JSON: %q", name, preview(out))
+	}
+	return out, nil
+}
+
+// errTimeoutCause is the cause of a call context that hit its timeout, to
+// tell it from a deadline of the caller's context.
+var errTimeoutCause = errors.New("tool timeout")
+
+// invocation is one call of a tool, prepared on the caller's goroutine.
+type invocation interface {
+	// run runs the tool's own code, on the tool's goroutine.
+	run(ctx context.Context)
+	// result returns the outcome, on the caller's goroutine, after run.
+	result() (json.RawMessage, error)
+	state() *callState
+}
+
+// callState is what the Registry keeps about a running invocation. The
+// tool's goroutine owns the invocation until it sets finished; the caller
+// reads the rest only after it saw finished set, and never if it stopped
+// waiting.
+type callState struct {
+	finished atomic.Bool
+	returned bool  // run returned, rather than panicked or called runtime.Goexit
+	panicked error // a *PanicError
+}
+
+func (s *callState) state() *callState { return s }
+
+// rawCall is one call of a tool that is not typed: all of it, Call
+// included, runs on the tool's goroutine.
+type rawCall struct {
+	callState
+	tool Tool
+	args json.RawMessage
+	out  json.RawMessage
+	err  error
+}
+
+func (c *rawCall) run(ctx context.Context)          { c.out, c.err = c.tool.Call(ctx, c.args) }
+func (c *rawCall) result() (json.RawMessage, error) { return c.out, c.err }
+
+// run runs inv on a goroutine of its own with a context that ends at the
+// timeout, and waits for that context to end, which it does when the tool
+// finishes (runTool cancels it), at the timeout, or when ctx ends. Waiting
+// for the context alone, rather than for it or a channel of the
+// invocation's, spares an allocation.
+func run(ctx context.Context, name string, inv invocation, deadline time.Time, timeout time.Duration) (json.RawMessage, error) {
+	callCtx, cancel := context.WithDeadlineCause(ctx, deadline, errTimeoutCause)
+	defer cancel()
+	go runTool(callCtx, cancel, name, inv)
+	<-callCtx.Done()
+
+	st := inv.state()
+	if !st.finished.Load() {
+		return nil, ctxError(name, ctx, callCtx, timeout)
+	}
+	if st.panicked != nil {
+		return nil, st.panicked
+	}
+	if !st.returned {
+		return nil, fmt.Errorf("tool %q exited without returning", name)
+	}
+	out, err := inv.result()
+	if err != nil && (ctx.Err() != nil || context.Cause(callCtx) == errTimeoutCause) {
+		// The tool gave up because its context ended: say why.
+		return nil, ctxError(name, ctx, callCtx, timeout)
+	}
+	return out, err
+}
+
+// runTool runs inv on the tool's goroutine, then cancels its context to
+// wake the caller.
+func runTool(ctx context.Context, done context.CancelFunc, name string, inv invocation) {
+	st := inv.state()
+	defer func() {
+		if v := recover(); v != nil {
+			st.panicked = &PanicError{Tool: name, Value: v, Stack: debug.Stack()}
+		}
+		st.finished.Store(true)
+		done()
+	}()
+	inv.run(ctx)
+	st.returned = true
+}
+
+func ctxError(name string, parent, callCtx context.Context, timeout time.Duration) error {
+	if parent.Err() == nil && context.Cause(callCtx) == errTimeoutCause {
+		return fmt.Errorf("tool %q %w after %v", name, ErrTimeout, timeout)
+	}
+	return canceled(name, parent)
+}
+
+func canceled(name string, ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != ctx.Err() {
+		return fmt.Errorf("tool %q: call canceled: %w (%w)", name, ctx.Err(), cause)
+	}
+	return fmt.Errorf("tool %q: call canceled: %w", name, ctx.Err())
+}
+
+// unknown returns the error for a call of a tool r does not hold.
+func (r *Registry) unknown(name string) error {
+	names := r.Names()
+	if len(names) == 0 {
+		return fmt.Errorf("%w %q: no tools are available", ErrUnknownTool, name)
+	}
+	if best := closest(name, names); best != "" {
+		return fmt.Errorf("%w %q; did you mean %q?", ErrUnknownTool, name, best)
+	}
+	return fmt.Errorf("%w %q; available tools: %s", ErrUnknownTool, name, quoteList(names, 50))
+}
+
+// closest returns the name in names nearest to name, if one is near enough
+// to be a likely typo: the same but for case, a prefix of at least three
+// characters, or within an edit distance of about a third of its length.
+func closest(name string, names []string) string {
+	best, bestDist := "", len(name)/3+1
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			return n
+		}
+		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	if best == "" && len(name) >= 3 {
+		for _, n := range names {
+			if strings.HasPrefix(n, name) || strings.HasPrefix(name, n) {
+				return n
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b,
+// in bytes: the Levenshtein distance, with a swap of two adjacent
+// characters counting as one edit, as it does for typists.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1) // row i-2
+	prev := make([]int, len(b)+1)  // row i-1
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+// quoteList quotes up to max names and says how many more there are.
+func quoteList(names []string, max int) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	var sb strings.Builder
+	for i, n := range names {
+		if i == max {
+			sb.WriteString(", and " + strconv.Itoa(len(names)-max) + " more")
+			break
+		}
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(strconv.Quote(n))
+	}
+	return sb.String()
+}
