@@ -58,8 +58,14 @@ func (g *globals) options() app.Options {
 	return o
 }
 
+// open builds the app; notices (such as the demo model's) are printed
+// only by the commands that run a model.
 func (g *globals) open(ctx context.Context) (*app.App, error) {
-	a, err := app.Open(ctx, g.options())
+	return app.Open(ctx, g.options())
+}
+
+func (g *globals) openForRun(ctx context.Context) (*app.App, error) {
+	a, err := g.open(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,9 @@ func newResumeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
+			for _, n := range a.Notices {
+				fmt.Fprintln(g.s.Err, n)
+			}
 			p := newPrinter(g.s, asJSON)
 			res := p.print(a.Runner.Resume(ctx, args[0]))
 			return finishRun(ctx, g, a, p, approve, args[0], res)

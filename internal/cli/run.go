@@ -41,7 +41,7 @@ func newRunCmd(g *globals) *cobra.Command {
 				return usageErr("the input text is empty")
 			}
 			ctx := cmd.Context()
-			a, err := g.open(ctx)
+			a, err := g.openForRun(ctx)
 			if err != nil {
 				return err
 			}
