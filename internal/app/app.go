@@ -117,6 +117,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	var agents []*runtime.Agent
 	for _, name := range cfg.AgentNames() {
 		ac := cfg.Agents[name]
+		if ac.Strategy != "" && ac.Strategy != config.StrategyReact {
+			return nil, fmt.Errorf("agent %q: strategy %q is not available in this build yet (use react)", name, ac.Strategy)
+		}
 		m, err := a.model(cfg, ac.Model, models, opts)
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", name, err)
