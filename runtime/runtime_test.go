@@ -544,7 +544,9 @@ func TestStepByStep(t *testing.T) {
 
 func TestSanitize(t *testing.T) {
 	u := model.TextMessage(model.RoleUser, "q")
-	call := func(id string) model.ToolCall { return model.ToolCall{ID: id, Name: "t", Arguments: json.RawMessage(`{}`)} }
+	call := func(id string) model.ToolCall {
+		return model.ToolCall{ID: id, Name: "t", Arguments: json.RawMessage(`{}`)}
+	}
 	res := func(id string) model.Message { return model.Message{Role: model.RoleTool, ToolCallID: id} }
 	for _, tc := range []struct {
 		name    string
