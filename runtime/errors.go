@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 )
 
 // ErrorKind classifies runtime failures (seed 004's AgentError).
@@ -68,10 +67,6 @@ func (e *Error) IsRecoverable() bool {
 		return true
 	}
 	return false
-}
-
-func errorf(kind ErrorKind, err error, format string, args ...any) *Error {
-	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
 // AsError returns err as an *Error, wrapping unknown errors as internal.

@@ -134,12 +134,3 @@ func toolResults(events []*session.Event) []*session.ToolResult {
 	return out
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-var _ = model.RoleUser

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/agentrt/agentrt/model"
-	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/tool"
 )
 
@@ -102,9 +101,4 @@ func react(_ context.Context, a *Agent, s *State) (Instruction, error) {
 		return Instruction{Kind: KindPause, Text: "max_rounds"}, nil
 	}
 	return Instruction{Kind: KindCallModel}, nil
-}
-
-// runEnded reports whether status ends a run.
-func runEnded(st session.Status) bool {
-	return st != session.StatusRunning
 }
