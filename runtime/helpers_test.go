@@ -2,13 +2,11 @@ package runtime_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
