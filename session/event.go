@@ -125,7 +125,9 @@ type ModelFinished struct {
 	LatencyMS    int64              `json:"latency_ms"`
 }
 
-// ToolCall announces a tool call about to run.
+// ToolCall announces that a call is being processed: it runs next, or —
+// when denied, rejected or blocked by a hook — gets a failed tool_result
+// without running.
 type ToolCall struct {
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`

@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -155,7 +154,3 @@ func run(ctx context.Context) error {
 	}
 	return nil
 }
-
-// Keep the encoding/json import honest for readers who copy weatherOut
-// into code that marshals it themselves.
-var _ json.Marshaler = nil
