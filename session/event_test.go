@@ -18,6 +18,8 @@ func TestEventJSONRoundTrip(t *testing.T) {
 	tests := []session.Data{
 		&session.RunStarted{Input: "hello", Source: "cli"},
 		&session.RunFinished{Status: "done", Usage: usage},
+		&session.RunFinished{Status: "paused", Usage: usage, Reason: "max_rounds"},
+		&session.RunResumed{Reason: "approval", From: session.StatusWaiting},
 		&session.RoundStarted{Round: 2, MaxRounds: 8},
 		&session.ModelStarted{Model: "gpt-x", Attempt: 1},
 		&session.Token{Text: "hel", Pulse: true},

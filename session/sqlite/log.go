@@ -18,8 +18,9 @@ import (
 //
 // The events are encoded before the transaction begins, and the seq check
 // is the UPDATE of the session row itself (WHERE last_seq = ExpectSeq), so
-// the write lock is held for one UPDATE, one INSERT per maxInsert events
-// and at most one snapshot upsert, all prepared by Open.
+// the write lock is held for one UPDATE (two for a session's first events,
+// which also take a log number), one INSERT per maxInsert events and at
+// most one snapshot upsert, all prepared by Open.
 func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	last := c.ExpectSeq + int64(len(c.Events))
 	for i, ev := range c.Events {
@@ -55,7 +56,13 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	}
 
 	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, st.updateSession).ExecContext(ctx,
+		// The first events of a session give it its log number.
+		first := c.ExpectSeq == 0 && len(c.Events) > 0
+		update := st.updateSession
+		if first {
+			update = st.startLog
+		}
+		res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
 			string(c.Status), c.Turn, usage, last, now.UnixMicro(), c.SessionID, c.ExpectSeq)
 		if err != nil {
 			return err
@@ -65,11 +72,16 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		} else if n == 0 {
 			return st.commitRefused(ctx, tx, c)
 		}
+		if first {
+			if _, err := tx.StmtContext(ctx, st.bumpLog).ExecContext(ctx); err != nil {
+				return err
+			}
+		}
 		if err := st.insertEventRows(ctx, tx, c.SessionID, c.Events, encoded); err != nil {
 			return err
 		}
 		if c.Snapshot != nil {
-			if _, err := tx.StmtContext(ctx, st.upsertSnapshot).ExecContext(ctx, c.Snapshot.Seq, []byte(c.Snapshot.Data), c.SessionID); err != nil {
+			if _, err := tx.StmtContext(ctx, st.upsertSnapshot).ExecContext(ctx, c.SessionID, c.Snapshot.Seq, []byte(c.Snapshot.Data)); err != nil {
 				return fmt.Errorf("snapshot: %w", err)
 			}
 		}
@@ -92,8 +104,14 @@ func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, id string, evs
 			args = append(args, ev.Seq, string(ev.Type), ev.Time.UnixMicro(), encoded[i])
 		}
 		args = append(args, id)
-		if _, err := tx.StmtContext(ctx, st.insertEvents[n]).ExecContext(ctx, args...); err != nil {
+		res, err := tx.StmtContext(ctx, st.insertEvents[n]).ExecContext(ctx, args...)
+		if err != nil {
 			return fmt.Errorf("events %d to %d: %w", evs[0].Seq, evs[n-1].Seq, err)
+		}
+		if m, err := res.RowsAffected(); err != nil {
+			return err
+		} else if m != int64(n) {
+			return fmt.Errorf("events %d to %d: %d rows inserted: the session has no log number", evs[0].Seq, evs[n-1].Seq, m)
 		}
 		evs, encoded = evs[n:], encoded[n:]
 	}
@@ -144,8 +162,8 @@ func (st *Store) LoadSnapshot(ctx context.Context, id string) (*session.Snapshot
 // error names the session and seq).
 func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
-		var sid int64
-		err := st.sid.QueryRowContext(ctx, id).Scan(&sid)
+		var log sql.NullInt64
+		err := st.logOf.QueryRowContext(ctx, id).Scan(&log)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			yield(nil, notFound("events of", id))
@@ -153,8 +171,10 @@ func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*
 		case err != nil:
 			yield(nil, fmt.Errorf("sqlite: events of %q: %w", id, err))
 			return
+		case !log.Valid:
+			return // no events yet
 		}
-		lo, hi := keyRange(sid)
+		lo, hi := keyRange(log.Int64)
 		from := lo | min(max(after, 0), maxSeq)
 		var page []*session.Event
 		for {

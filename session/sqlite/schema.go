@@ -11,13 +11,16 @@ import (
 // len(migrations) is the version this build writes. Append to it; never
 // edit a migration that has shipped.
 //
-// A session has a text id and an integer sid, assigned once and never
-// reused (AUTOINCREMENT). An event's row is keyed by sid<<32 | seq: the log
-// of a session is one contiguous range of the events table's own b-tree,
-// so an append writes no secondary index and a read is a range scan. That
-// bounds seq below 2^32 and sid below 2^31. (A WITHOUT ROWID table keyed
-// by (session_id, seq) would do the same, but its rows spill into overflow
-// pages above ~1 KB, which events often are.)
+// Events are keyed by log<<32 | seq, where log is a number the session
+// gets from the logs counter at its first event and never gives back. A
+// session's log is thus one contiguous range of the events table's own
+// b-tree: an append writes no secondary index, a read is a range scan, and
+// the logs of sessions that start later sit after those of earlier ones,
+// so new sessions append at the end of the table whatever order they were
+// created in. That bounds seq below 2^32 and the number of logs below
+// 2^31. (A WITHOUT ROWID table keyed by (session_id, seq) would need no
+// log number, but its rows spill into overflow pages above ~1 KB, which
+// events often are.)
 //
 // Times are INTEGER unix microseconds, UTC. events.json is the whole event
 // as json.Marshal produces it; events.session_id, type and time copy some
@@ -26,8 +29,7 @@ import (
 var migrations = [][]string{
 	{
 		`CREATE TABLE sessions (
-			sid        INTEGER PRIMARY KEY AUTOINCREMENT,
-			id         TEXT    NOT NULL UNIQUE,
+			id         TEXT    NOT NULL PRIMARY KEY,
 			agent      TEXT    NOT NULL,
 			status     TEXT    NOT NULL,
 			turn       INTEGER NOT NULL,
@@ -35,11 +37,17 @@ var migrations = [][]string{
 			last_seq   INTEGER NOT NULL,
 			metadata   TEXT,
 			created_at INTEGER NOT NULL,
-			updated_at INTEGER NOT NULL
-		)`,
+			updated_at INTEGER NOT NULL,
+			log        INTEGER -- NULL until the first event
+		) WITHOUT ROWID`,
 		`CREATE INDEX sessions_newest ON sessions (created_at DESC, id DESC)`,
+		`CREATE TABLE logs (
+			id   INTEGER PRIMARY KEY CHECK (id = 1),
+			next INTEGER NOT NULL
+		)`,
+		`INSERT INTO logs (id, next) VALUES (1, 1)`,
 		`CREATE TABLE events (
-			key        INTEGER PRIMARY KEY, -- sid<<32 | seq
+			key        INTEGER PRIMARY KEY, -- log<<32 | seq
 			session_id TEXT    NOT NULL,
 			seq        INTEGER NOT NULL,
 			type       TEXT    NOT NULL,
@@ -47,9 +55,9 @@ var migrations = [][]string{
 			json       TEXT    NOT NULL
 		)`,
 		`CREATE TABLE snapshots (
-			sid  INTEGER PRIMARY KEY,
-			seq  INTEGER NOT NULL,
-			data BLOB
+			session_id TEXT    NOT NULL PRIMARY KEY,
+			seq        INTEGER NOT NULL,
+			data       BLOB
 		)`,
 	},
 }

@@ -65,7 +65,7 @@ const (
 	// sqliteBusy is SQLITE_BUSY, the primary result code.
 	sqliteBusy = 5
 	// maxSeq is the largest seq an event may have: events are keyed by
-	// sid<<32 | seq.
+	// log<<32 | seq.
 	maxSeq = 1<<32 - 1
 )
 
@@ -85,6 +85,8 @@ type Store struct {
 	// transactions through tx.StmtContext, which reuses the preparation.
 	insertSession  *sql.Stmt                // w
 	updateSession  *sql.Stmt                // w
+	startLog       *sql.Stmt                // w; updateSession, giving the session a log
+	bumpLog        *sql.Stmt                // w
 	lastSeq        *sql.Stmt                // w
 	insertEvents   [maxInsert + 1]*sql.Stmt // w; [n] inserts n events
 	upsertSnapshot *sql.Stmt                // w
@@ -97,7 +99,7 @@ type Store struct {
 	createdAt      *sql.Stmt                // r
 	loadSnapshot   *sql.Stmt                // r
 	eventsPage     *sql.Stmt                // r
-	sid            *sql.Stmt                // r
+	logOf          *sql.Stmt                // r
 
 	closeOnce sync.Once
 	closeErr  error
@@ -105,7 +107,7 @@ type Store struct {
 
 var _ session.Store = (*Store)(nil)
 
-// sessionColumns are the columns of a session.Session (not sid, which is
+// sessionColumns are the columns of a session.Session (not log, which is
 // the store's own).
 const sessionColumns = `id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at`
 
@@ -211,22 +213,26 @@ func open(ctx context.Context, base string) (_ *Store, err error) {
 			VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{st.w, &st.updateSession, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?
 			WHERE id = ? AND last_seq = ?`},
+		{st.w, &st.startLog, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
+			log = coalesce(log, (SELECT next FROM logs WHERE id = 1))
+			WHERE id = ? AND last_seq = ?`},
+		{st.w, &st.bumpLog, `UPDATE logs SET next = next + 1 WHERE id = 1`},
 		{st.w, &st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
-		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (sid, seq, data) SELECT sid, ?, ? FROM sessions WHERE id = ?
-			ON CONFLICT (sid) DO UPDATE SET seq = excluded.seq, data = excluded.data`},
-		{st.w, &st.deleteSession, `DELETE FROM sessions WHERE id = ? RETURNING sid`},
+		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (session_id, seq, data) VALUES (?, ?, ?)
+			ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, data = excluded.data`},
+		{st.w, &st.deleteSession, `DELETE FROM sessions WHERE id = ? RETURNING log`},
 		{st.w, &st.deleteEvents, `DELETE FROM events WHERE key >= ? AND key < ?`},
-		{st.w, &st.deleteSnapshot, `DELETE FROM snapshots WHERE sid = ?`},
+		{st.w, &st.deleteSnapshot, `DELETE FROM snapshots WHERE session_id = ?`},
 		{st.r, &st.getSession, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
 		{st.r, &st.listFirst, `SELECT ` + sessionColumns + ` FROM sessions
 			ORDER BY created_at DESC, id DESC LIMIT ?`},
 		{st.r, &st.listAfter, `SELECT ` + sessionColumns + ` FROM sessions
 			WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`},
 		{st.r, &st.createdAt, `SELECT created_at FROM sessions WHERE id = ?`},
-		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s LEFT JOIN snapshots sn ON sn.sid = s.sid
+		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s LEFT JOIN snapshots sn ON sn.session_id = s.id
 			WHERE s.id = ?`},
 		{st.r, &st.eventsPage, `SELECT seq, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
-		{st.r, &st.sid, `SELECT sid FROM sessions WHERE id = ?`},
+		{st.r, &st.logOf, `SELECT log FROM sessions WHERE id = ?`},
 	}
 	for n := 1; n <= maxInsert; n++ {
 		stmts = append(stmts, struct {
@@ -245,12 +251,13 @@ func open(ctx context.Context, base string) (_ *Store, err error) {
 
 // insertEventsSQL returns an INSERT of n events of one session: for each,
 // (seq, type, time, json), then the session's id. The json goes in as
-// bytes and is stored as text. The session's sid comes from its row, in
-// the same statement.
+// bytes and is stored as text. The session's log number comes from its
+// row, in the same statement; a session without one inserts nothing
+// (rather than letting a NULL key pick a rowid).
 func insertEventsSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO events (key, session_id, seq, type, time, json)
-		SELECT (s.sid << 32) | v.column1, s.id, v.column1, v.column2, v.column3, CAST(v.column4 AS TEXT)
+		SELECT (s.log << 32) | v.column1, s.id, v.column1, v.column2, v.column3, CAST(v.column4 AS TEXT)
 		FROM sessions s, (VALUES `)
 	for i := range n {
 		if i > 0 {
@@ -258,13 +265,13 @@ func insertEventsSQL(n int) string {
 		}
 		b.WriteString(`(?, ?, ?, ?)`)
 	}
-	b.WriteString(`) v WHERE s.id = ?`)
+	b.WriteString(`) v WHERE s.id = ? AND s.log IS NOT NULL`)
 	return b.String()
 }
 
-// keyRange returns the bounds of the keys of session sid's events:
+// keyRange returns the bounds of the keys of the events of log number log:
 // lo <= key < hi.
-func keyRange(sid int64) (lo, hi int64) { return sid << 32, (sid + 1) << 32 }
+func keyRange(log int64) (lo, hi int64) { return log << 32, (log + 1) << 32 }
 
 // write runs fn in a write transaction (BEGIN IMMEDIATE) and commits it
 // if fn returns nil.
@@ -327,9 +334,9 @@ func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
 		var errs []error
 		for _, s := range append([]*sql.Stmt{
-			st.insertSession, st.updateSession, st.lastSeq, st.upsertSnapshot,
+			st.insertSession, st.updateSession, st.startLog, st.bumpLog, st.lastSeq, st.upsertSnapshot,
 			st.deleteSession, st.deleteEvents, st.deleteSnapshot,
-			st.getSession, st.listFirst, st.listAfter, st.createdAt, st.loadSnapshot, st.eventsPage, st.sid,
+			st.getSession, st.listFirst, st.listAfter, st.createdAt, st.loadSnapshot, st.eventsPage, st.logOf,
 		}, st.insertEvents[:]...) {
 			if s != nil {
 				errs = append(errs, s.Close())
@@ -472,19 +479,21 @@ func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) 
 // transaction.
 func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var sid int64
-		err := tx.StmtContext(ctx, st.deleteSession).QueryRowContext(ctx, id).Scan(&sid)
+		var log sql.NullInt64
+		err := tx.StmtContext(ctx, st.deleteSession).QueryRowContext(ctx, id).Scan(&log)
 		if errors.Is(err, sql.ErrNoRows) {
 			return session.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		lo, hi := keyRange(sid)
-		if _, err := tx.StmtContext(ctx, st.deleteEvents).ExecContext(ctx, lo, hi); err != nil {
-			return err
+		if log.Valid {
+			lo, hi := keyRange(log.Int64)
+			if _, err := tx.StmtContext(ctx, st.deleteEvents).ExecContext(ctx, lo, hi); err != nil {
+				return err
+			}
 		}
-		_, err = tx.StmtContext(ctx, st.deleteSnapshot).ExecContext(ctx, sid)
+		_, err = tx.StmtContext(ctx, st.deleteSnapshot).ExecContext(ctx, id)
 		return err
 	})
 	if err != nil {

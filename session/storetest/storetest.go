@@ -788,6 +788,7 @@ func allData() []session.Data {
 	}
 	return []session.Data{
 		&session.RunStarted{Input: "What's new? ünïcødé ✓", Source: "cli"},
+		&session.RunResumed{Reason: "recovered", From: session.StatusInterrupted},
 		&session.RoundStarted{Round: 1, MaxRounds: 8},
 		&session.ModelStarted{Model: "gpt-test", Attempt: 2},
 		&session.Token{Text: "Hel", Pulse: true},
@@ -801,6 +802,7 @@ func allData() []session.Data {
 		&session.Final{Text: "Here is what's new.\n\n- a\n- b", Usage: usage},
 		&session.Error{Code: "budget_exceeded", Message: "cost limit reached", Recoverable: false},
 		&session.RunFinished{Status: string(session.StatusDone), Usage: usage},
+		&session.RunFinished{Status: string(session.StatusPaused), Usage: usage, Reason: "max_rounds"},
 		&session.Raw{T: "plan_created", JSON: json.RawMessage(`{"plan":[{"tool":"search","args":{"q":"x"}},{"reply":true}],"version":3}`)},
 		&session.Raw{T: "interrupted", JSON: json.RawMessage(`[1,"two",{"three":3}]`)},
 	}
