@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -49,6 +50,9 @@ type globals struct {
 	store  string
 	s      Streams
 	opts   app.Options
+	// started is set once flags and arguments are parsed and a command
+	// runs; errors before that are usage errors from cobra.
+	started bool
 }
 
 func (g *globals) options() app.Options {
@@ -58,21 +62,25 @@ func (g *globals) options() app.Options {
 	return o
 }
 
-// open builds the app; notices (such as the demo model's) are printed
-// only by the commands that run a model.
-func (g *globals) open(ctx context.Context) (*app.App, error) {
-	return app.Open(ctx, g.options())
+// loadConfig loads the config; a --config file that does not exist is a
+// usage error.
+func (g *globals) loadConfig() (*config.Config, error) {
+	cfg, err := app.LoadConfig(g.options())
+	if err != nil && g.config != "" && errors.Is(err, fs.ErrNotExist) {
+		return nil, usageErr("config file %s does not exist", g.config)
+	}
+	return cfg, err
 }
 
-func (g *globals) openForRun(ctx context.Context) (*app.App, error) {
-	a, err := g.open(ctx)
+// open builds the app. Its notices (such as the demo model's) are printed
+// by the printer of a run, once the run has started, so that a usage
+// error stays the only line on stderr.
+func (g *globals) open(ctx context.Context) (*app.App, error) {
+	cfg, err := g.loadConfig()
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range a.Notices {
-		fmt.Fprintln(g.s.Err, n)
-	}
-	return a, nil
+	return app.Build(ctx, cfg, g.options())
 }
 
 // Main runs the CLI with args and returns the exit code.
@@ -108,7 +116,9 @@ func MainWith(ctx context.Context, args []string, s Streams, opts app.Options) i
 		return ExitUsage
 	case errors.As(err, &re) && (re.Kind == runtime.KindInput || re.Kind == runtime.KindState):
 		return ExitUsage
-	case isCobraUsage(err):
+	case !g.started && isCobraUsage(err):
+		// Only before a command runs: a runtime error may well contain
+		// "invalid argument" (EINVAL) without being a usage error.
 		return ExitUsage
 	}
 	return ExitFailed
@@ -118,6 +128,10 @@ func oneLine(err error) string {
 	var ce *config.Error
 	if errors.As(err, &ce) {
 		return err.Error() // one problem per line, each self-contained
+	}
+	var re *runtime.Error
+	if errors.As(err, &re) && re.Code == "not_found" && re.Msg != "" {
+		return re.Msg // the wrapped store error only repeats it
 	}
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
@@ -138,6 +152,10 @@ func newRoot(g *globals) *cobra.Command {
 		Short:         "agentrt runs LLM agents over durable sessions",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			g.started = true
+			return nil
+		},
 	}
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default ./agentrt.yaml if present, else built-in defaults)")
 	root.PersistentFlags().StringVar(&g.store, "store", "", "store DSN, overriding the config (sqlite:PATH or memory:)")
@@ -176,6 +194,11 @@ func newVersionCmd(g *globals) *cobra.Command {
 		},
 	}
 }
+
+// groupRunE makes a command group print its help when called alone, and
+// (with cobra.NoArgs) reject an unknown subcommand as bad usage instead of
+// printing the help with exit 0.
+func groupRunE(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

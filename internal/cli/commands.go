@@ -30,10 +30,7 @@ func newResumeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			for _, n := range a.Notices {
-				fmt.Fprintln(g.s.Err, n)
-			}
-			p := newPrinter(g.s, asJSON)
+			p := newPrinter(g.s, asJSON, a.Notices)
 			res := p.print(a.Runner.Resume(ctx, args[0]))
 			return finishRun(ctx, g, a, p, approve, args[0], res)
 		},
@@ -80,7 +77,7 @@ func newApproveCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
 				return outcome(g, id, runResult{status: session.StatusWaiting}, a)
 			}
-			p := newPrinter(g.s, asJSON)
+			p := newPrinter(g.s, asJSON, a.Notices)
 			return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
 		},
 	}
@@ -92,7 +89,7 @@ func newApproveCmd(g *globals) *cobra.Command {
 }
 
 func newSessionsCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "sessions", Short: "inspect and manage sessions"}
+	cmd := &cobra.Command{Use: "sessions", Short: "inspect and manage sessions", Args: cobra.NoArgs, RunE: groupRunE}
 	var limit int
 	list := &cobra.Command{
 		Use:   "list",
@@ -318,7 +315,7 @@ func newToolsCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := app.LoadConfig(g.options())
+			cfg, err := g.loadConfig()
 			if err != nil {
 				return err
 			}
@@ -360,13 +357,13 @@ func newToolsCmd(g *globals) *cobra.Command {
 }
 
 func newConfigCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "config", Short: "work with agentrt.yaml"}
+	cmd := &cobra.Command{Use: "config", Short: "work with agentrt.yaml", Args: cobra.NoArgs, RunE: groupRunE}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "check",
 		Short: "validate the config and say precisely what is wrong and where",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := app.LoadConfig(g.options())
+			cfg, err := g.loadConfig()
 			if err != nil {
 				return err
 			}

@@ -41,7 +41,7 @@ func newRunCmd(g *globals) *cobra.Command {
 				return usageErr("the input text is empty")
 			}
 			ctx := cmd.Context()
-			a, err := g.openForRun(ctx)
+			a, err := g.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p := newPrinter(g.s, f.json)
+			p := newPrinter(g.s, f.json, a.Notices)
 			res := p.print(a.Runner.Run(ctx, id, runtime.Input{Text: text, Source: "cli"}))
 			return finishRun(ctx, g, a, p, f.approve, id, res)
 		},
@@ -205,10 +205,11 @@ type printer struct {
 	midLine  bool // text was written without a trailing newline
 	streamed bool // the last model call streamed text
 	spin     *spinner
+	notices  []string // printed to stderr at the first event, then nil
 }
 
-func newPrinter(s Streams, asJSON bool) *printer {
-	p := &printer{s: s, json: asJSON, enc: json.NewEncoder(s.Out)}
+func newPrinter(s Streams, asJSON bool, notices []string) *printer {
+	p := &printer{s: s, json: asJSON, enc: json.NewEncoder(s.Out), notices: notices}
 	if !asJSON && isTerminal(s.Err) {
 		p.spin = &spinner{w: s.Err}
 	}
@@ -224,6 +225,10 @@ func (p *printer) print(seq iter.Seq2[*session.Event, error]) runResult {
 			res.err = err
 			break
 		}
+		for _, n := range p.notices {
+			fmt.Fprintln(p.s.Err, n)
+		}
+		p.notices = nil
 		switch d := e.Data.(type) {
 		case *session.RunFinished:
 			res.status = session.Status(d.Status)

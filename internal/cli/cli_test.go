@@ -1,0 +1,696 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// These tests drive the CLI in-process through cli.MainWith. Each test has
+// its own directory (config, scripts, SQLite store); none changes the
+// working directory, which is process-wide.
+
+// result is what one CLI invocation left behind.
+type result struct {
+	code     int
+	out, err string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.out, r.err)
+}
+
+// agentrt runs the CLI in-process with args.
+func agentrt(t *testing.T, opts app.Options, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.MainWith(t.Context(), args, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, opts)
+	return result{code: code, out: out.String(), err: errb.String()}
+}
+
+// env is a directory with an agentrt.yaml whose store is a SQLite file in
+// the same directory.
+type env struct {
+	t      *testing.T
+	dir    string
+	config string
+	opts   app.Options
+}
+
+// newEnv writes config (without its store line, which newEnv adds) and
+// files (name -> content) into a fresh directory.
+func newEnv(t *testing.T, config string, files map[string]string) *env {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		writeFile(t, filepath.Join(dir, name), content)
+	}
+	path := filepath.Join(dir, "agentrt.yaml")
+	writeFile(t, path, "store: sqlite:"+filepath.Join(dir, "agentrt.db")+"\n"+config)
+	return &env{t: t, dir: dir, config: path}
+}
+
+// run runs the CLI with --config pointing at the env's config.
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	return agentrt(e.t, e.opts, append([]string{"--config", e.config}, args...)...)
+}
+
+// must runs the CLI and fails the test unless it exits with code.
+func (e *env) must(code int, args ...string) result {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != code {
+		e.t.Fatalf("agentrt %s: want exit %d, got %v", strings.Join(args, " "), code, r)
+	}
+	return r
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// demoConfig is an assistant (the default agent, with the calculator and
+// clock) on the offline demo model.
+const demoConfig = "models:\n  demo: {provider: demo}\n"
+
+// event is the part of an event line the tests look at.
+type event struct {
+	Seq       int64           `json:"seq"`
+	SessionID string          `json:"session_id"`
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// parseEvents parses one JSON event per line; every line must be one.
+func parseEvents(t *testing.T, out string) []event {
+	t.Helper()
+	var evs []event
+	for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var e event
+		if err := json.Unmarshal([]byte(line), &e); err != nil || !strings.HasPrefix(line, "{") {
+			t.Fatalf("line %d is not a JSON event: %q (%v)", i+1, line, err)
+		}
+		if e.Type == "" {
+			t.Fatalf("line %d has no type: %q", i+1, line)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// checkSeq checks that the events with a seq number run from first with
+// no gap and no repeat, and that only token events have none.
+func checkSeq(t *testing.T, evs []event, first int64) {
+	t.Helper()
+	want := first
+	for _, e := range evs {
+		if e.Seq == 0 {
+			if e.Type != "token" {
+				t.Errorf("%s event without seq", e.Type)
+			}
+			continue
+		}
+		if e.Seq != want {
+			t.Fatalf("event %s has seq %d, want %d (events: %v)", e.Type, e.Seq, want, types(evs))
+		}
+		want++
+	}
+	if want == first {
+		t.Fatal("no event with a seq")
+	}
+}
+
+func types(evs []event) []string {
+	var ts []string
+	for _, e := range evs {
+		ts = append(ts, e.Type)
+	}
+	return ts
+}
+
+func ofType(evs []event, typ string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// data decodes an event's data into a map.
+func data(t *testing.T, e event) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Data, &m); err != nil {
+		t.Fatalf("%s data: %v", e.Type, err)
+	}
+	return m
+}
+
+// approveCmd finds "agentrt approve SESSION REQUEST" in the message of a
+// run that waits for approval.
+var approveCmd = regexp.MustCompile(`agentrt approve (\S+) (\S+)`)
+
+func pendingApproval(t *testing.T, r result) (sessionID, requestID string) {
+	t.Helper()
+	m := approveCmd.FindStringSubmatch(r.err)
+	if m == nil {
+		t.Fatalf("stderr does not say how to approve: %v", r)
+	}
+	return m[1], m[2]
+}
+
+// counter is an extra tool, deploy, that counts its runs, so a test can
+// see that a rejected call never ran.
+func counter(n *atomic.Int32) tool.Tool {
+	return tool.Must(tool.New("deploy", "deploys the service to a target", func(_ context.Context, in struct {
+		Target string `json:"target"`
+	}) (string, error) {
+		n.Add(1)
+		return "deployed to " + in.Target, nil
+	}))
+}
+
+func TestRunDefaultsCalculator(t *testing.T) {
+	// No --config: the built-in defaults, read from the working directory,
+	// which is this package's and has no agentrt.yaml.
+	if _, err := os.Stat("agentrt.yaml"); err == nil {
+		t.Fatal("internal/cli/agentrt.yaml exists; this test needs the built-in defaults")
+	}
+	// The defaults must pick the offline demo model whatever the
+	// environment holds.
+	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	store := "sqlite:" + filepath.Join(t.TempDir(), "a.db")
+
+	t.Run("human", func(t *testing.T) {
+		r := agentrt(t, app.Options{}, "--store", store, "run", "what is 21*2+5")
+		if r.code != cli.ExitOK {
+			t.Fatalf("want exit 0, got %v", r)
+		}
+		for _, want := range []string{`[tool] calculator {"expression":"21*2+5"}`, `[tool] calculator ok: `, `"result":47`, "21*2+5 = 47\n"} {
+			if !strings.Contains(r.out, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, r.out)
+			}
+		}
+		if !strings.Contains(r.err, "offline demo model") || !strings.Contains(r.err, "agentrt run --session ") {
+			t.Errorf("stderr lacks the demo notice or how to continue:\n%s", r.err)
+		}
+	})
+
+	t.Run("json", func(t *testing.T) {
+		r := agentrt(t, app.Options{}, "--store", store, "run", "--json", "what is 21*2+5")
+		if r.code != cli.ExitOK {
+			t.Fatalf("want exit 0, got %v", r)
+		}
+		evs := parseEvents(t, r.out)
+		checkSeq(t, evs, 1)
+		for _, typ := range []string{"run_started", "tool_call", "tool_result", "final", "run_finished"} {
+			if len(ofType(evs, typ)) == 0 {
+				t.Errorf("no %s event in %v", typ, types(evs))
+			}
+		}
+		if got := evs[0].Type; got != "run_started" {
+			t.Errorf("first event is %s, want run_started", got)
+		}
+		if got := evs[len(evs)-1].Type; got != "run_finished" {
+			t.Errorf("last event is %s, want run_finished", got)
+		}
+		for _, e := range evs {
+			if e.SessionID != evs[0].SessionID {
+				t.Fatalf("events of two sessions: %q and %q", evs[0].SessionID, e.SessionID)
+			}
+		}
+		if res := ofType(evs, "tool_result"); len(res) == 1 {
+			d := data(t, res[0])
+			if d["ok"] != true || d["name"] != "calculator" || !strings.Contains(string(res[0].Data), `"result":47`) {
+				t.Errorf("tool_result: %s", res[0].Data)
+			}
+		}
+		if fin := ofType(evs, "final"); len(fin) == 1 && data(t, fin[0])["text"] != "21*2+5 = 47" {
+			t.Errorf("final: %s", fin[0].Data)
+		}
+		if fin := ofType(evs, "run_finished"); len(fin) == 1 && data(t, fin[0])["status"] != "done" {
+			t.Errorf("run_finished: %s", fin[0].Data)
+		}
+		if strings.Contains(r.err, "continue with") {
+			t.Errorf("--json prints the continue hint:\n%s", r.err)
+		}
+	})
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, demoConfig, nil)
+	e.must(cli.ExitOK, "run", "--session", "s1", "what is 1+1")
+	missing := filepath.Join(e.dir, "missing.yaml")
+
+	tests := []struct {
+		name string
+		args []string
+		want string // part of the message
+	}{
+		{"unknown flag", []string{"run", "--bogus", "hi"}, "unknown flag: --bogus"},
+		{"missing text", []string{"run"}, "requires at least 1 arg"},
+		{"empty text", []string{"run", "  "}, "the input text is empty"},
+		{"bad approve mode", []string{"run", "--approve", "bogus", "hi"}, `--approve must be ask, auto or deny, not "bogus"`},
+		{"unknown agent", []string{"run", "--agent", "nope", "hi"}, `unknown agent "nope"`},
+		{"resume unknown session", []string{"resume", "nosuch"}, `session "nosuch" not found`},
+		{"resume with --session", []string{"resume", "--session", "nosuch"}, "unknown flag: --session"},
+		{"resume without session", []string{"resume"}, "accepts 1 arg"},
+		{"resume finished session", []string{"resume", "s1"}, "nothing to resume"},
+		{"approve unknown request", []string{"approve", "s1", "req_nope"}, `no pending request "req_nope"`},
+		{"approve unknown session", []string{"approve", "nosuch", "req_nope"}, `session "nosuch" not found`},
+		{"approve args and reject", []string{"approve", "--reject", "--args", "{}", "s1", "r"}, "--args cannot be used with --reject"},
+		{"show unknown session", []string{"sessions", "show", "nosuch"}, `session "nosuch" not found`},
+		{"events unknown session", []string{"sessions", "events", "nosuch"}, `session "nosuch" not found`},
+		{"events negative after", []string{"sessions", "events", "s1", "--after", "-1"}, "--after must not be negative"},
+		{"events bad after", []string{"sessions", "events", "s1", "--after", "x"}, `invalid argument "x"`},
+		{"delete unknown session", []string{"sessions", "delete", "nosuch"}, `session "nosuch" not found`},
+		{"replay unknown session", []string{"replay", "nosuch"}, `session "nosuch" not found`},
+		{"tools unknown agent", []string{"tools", "--agent", "nope"}, `unknown agent "nope"`},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown sessions command", []string{"sessions", "frobnicate"}, `unknown command "frobnicate"`},
+		{"missing config file", []string{"--config", missing, "run", "hi"}, "config file " + missing + " does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.run(tt.args...)
+			if r.code != cli.ExitUsage {
+				t.Fatalf("want exit %d, got %v", cli.ExitUsage, r)
+			}
+			msg := strings.TrimSuffix(r.err, "\n")
+			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "agentrt: ") || !strings.Contains(msg, tt.want) {
+				t.Errorf("want one line on stderr starting %q and containing %q, got:\n%s", "agentrt: ", tt.want, r.err)
+			}
+		})
+	}
+}
+
+func TestModelErrorFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  s: {provider: scripted, script: broken.yaml}
+agents:
+  assistant: {model: s}
+`, map[string]string{"broken.yaml": "replies:\n  - error: upstream exploded\n"})
+	r := e.must(cli.ExitFailed, "run", "--session", "f1", "hi")
+	if !strings.Contains(r.err, "upstream exploded") {
+		t.Errorf("stderr does not say why the run failed:\n%s", r.err)
+	}
+	if last := lastLine(r.err); !strings.HasPrefix(last, "agentrt: ") || !strings.Contains(last, "run failed") {
+		t.Errorf("last stderr line: %q", last)
+	}
+	if r := e.must(cli.ExitOK, "sessions", "show", "f1"); !strings.Contains(r.out, "status   failed") {
+		t.Errorf("sessions show:\n%s", r.out)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestMaxRoundsPausesThenResumes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  s: {provider: demo}  # replaced by opts.Models
+agents:
+  looper:
+    model: s
+    tools: [calculator]
+    limits: {max_rounds: 1}
+`, nil)
+	// One model instance for every MainWith call, so that the script goes
+	// on where it stopped, as a real model's conversation would.
+	e.opts.Models = map[string]model.Model{"s": scripted.New("s",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}},
+		scripted.Reply{Text: "1+1 is 2", Expect: &scripted.Expect{LastToolResultContains: `"result":2`}},
+	)}
+	r := e.must(cli.ExitPaused, "run", "--session", "p1", "keep adding")
+	if !strings.Contains(r.err, "agentrt resume p1") {
+		t.Errorf("stderr does not say how to resume:\n%s", r.err)
+	}
+	if r := e.must(cli.ExitOK, "sessions", "show", "p1"); !strings.Contains(r.out, "status   paused") {
+		t.Errorf("sessions show:\n%s", r.out)
+	}
+	r = e.must(cli.ExitOK, "resume", "p1")
+	if !strings.Contains(r.out, "[run] resumed (resume)") || !strings.Contains(r.out, "1+1 is 2") {
+		t.Errorf("resume stdout:\n%s", r.out)
+	}
+}
+
+func TestApprovalAskThenApprove(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  s: {provider: demo}  # replaced by opts.Models
+agents:
+  deployer:
+    model: s
+    tools: [calculator]
+    approval: {ask: [calculator]}
+`, nil)
+	e.opts.Models = map[string]model.Model{"s": scripted.New("s",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"6*7"}`)}},
+		scripted.Reply{Text: "6*7 is 42", Expect: &scripted.Expect{LastToolResultContains: `"result":42`}},
+	)}
+	r := e.must(cli.ExitWaiting, "run", "--session", "a1", "deploy")
+	sid, req := pendingApproval(t, r)
+	if sid != "a1" {
+		t.Errorf("approve names session %q, want a1", sid)
+	}
+	if !strings.Contains(r.out, "[approval] ") || !strings.Contains(r.out, req) {
+		t.Errorf("stdout does not show the approval request:\n%s", r.out)
+	}
+	show := e.must(cli.ExitOK, "sessions", "show", "a1").out
+	for _, want := range []string{"status   waiting", "pending  " + req + `: approve calculator {"expression":"6*7"}`} {
+		if !strings.Contains(show, want) {
+			t.Errorf("sessions show lacks %q:\n%s", want, show)
+		}
+	}
+
+	r = e.must(cli.ExitOK, "approve", sid, req)
+	for _, want := range []string{`[tool] calculator ok: {"expression":"6*7","result":42}`, "6*7 is 42"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("approve stdout lacks %q:\n%s", want, r.out)
+		}
+	}
+	show = e.must(cli.ExitOK, "sessions", "show", "a1").out
+	for _, want := range []string{"status   done", "answer   6*7 is 42"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("sessions show lacks %q:\n%s", want, show)
+		}
+	}
+	// The request is resolved: approving it again is bad usage.
+	if r := e.run("approve", sid, req); r.code != cli.ExitUsage || !strings.Contains(r.err, "no pending request") {
+		t.Errorf("second approve: want exit 2 and no pending request, got %v", r)
+	}
+
+	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "a1").out)
+	checkSeq(t, evs, 1)
+	res := ofType(evs, "approval_resolved")
+	if len(res) != 1 {
+		t.Fatalf("want one approval_resolved, got %v", types(evs))
+	}
+	d := data(t, res[0])
+	if diff := cmp.Diff(map[string]any{"request_id": req, "decision": "approve", "by": "cli"}, d); diff != "" {
+		t.Errorf("approval_resolved data (-want +got):\n%s", diff)
+	}
+}
+
+func TestApproveReject(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  s: {provider: demo}  # replaced by opts.Models
+agents:
+  deployer:
+    model: s
+    tools: [deploy]
+    approval: {ask: [deploy]}
+`, nil)
+	var runs atomic.Int32
+	e.opts.ExtraTools = []tool.Tool{counter(&runs)}
+	e.opts.Models = map[string]model.Model{"s": scripted.New("s",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"target":"prod"}`)}},
+		// The model must be told that the user rejected the call, and why.
+		scripted.Reply{Text: "not deployed, as you wish", Expect: &scripted.Expect{LastToolResultContains: "rejected this call: no"}},
+	)}
+	sid, req := pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "r1", "deploy to prod"))
+	r := e.must(cli.ExitOK, "approve", "--reject", "--reason", "no", sid, req)
+	if !strings.Contains(r.out, "not deployed, as you wish") || !strings.Contains(r.out, "[tool] deploy failed: the user rejected this call: no") {
+		t.Errorf("approve --reject stdout:\n%s", r.out)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("the rejected tool ran %d times", n)
+	}
+	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", sid).out)
+	checkSeq(t, evs, 1)
+	if res := ofType(evs, "approval_resolved"); len(res) != 1 {
+		t.Errorf("want one approval_resolved, got %v", types(evs))
+	} else if d := data(t, res[0]); d["decision"] != "reject" || d["reason"] != "no" {
+		t.Errorf("approval_resolved: %s", res[0].Data)
+	}
+}
+
+func TestRunApproveModes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		mode   string
+		expect string // what the model must see in the tool result
+		runs   int32
+	}{
+		{mode: "auto", expect: "deployed to prod", runs: 1},
+		{mode: "deny", expect: "the user rejected this call", runs: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
+			script := fmt.Sprintf(`
+replies:
+  - tool_calls: [{name: deploy, arguments: {target: prod}}]
+  - text: "answered after %s"
+    expect: {last_tool_result_contains: %q}
+`, tt.mode, tt.expect)
+			e := newEnv(t, `
+models:
+  s: {provider: scripted, script: deploy.yaml}
+agents:
+  deployer:
+    model: s
+    tools: [deploy]
+    approval: {ask: [deploy]}
+`, map[string]string{"deploy.yaml": script})
+			var runs atomic.Int32
+			e.opts.ExtraTools = []tool.Tool{counter(&runs)}
+			r := e.must(cli.ExitOK, "run", "--approve", tt.mode, "--session", "m1", "deploy to prod")
+			if !strings.Contains(r.out, "answered after "+tt.mode) {
+				t.Errorf("stdout:\n%s", r.out)
+			}
+			if got := runs.Load(); got != tt.runs {
+				t.Errorf("deploy ran %d times, want %d", got, tt.runs)
+			}
+			evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "m1").out)
+			checkSeq(t, evs, 1)
+			want := map[string]string{"auto": "approve", "deny": "reject"}[tt.mode]
+			if res := ofType(evs, "approval_resolved"); len(res) != 1 || data(t, res[0])["decision"] != want {
+				t.Errorf("want one approval_resolved with decision %s, got %v", want, res)
+			}
+		})
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	check := func(t *testing.T, yaml string) (string, result) {
+		t.Helper()
+		path := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".yaml")
+		writeFile(t, path, yaml)
+		return path, agentrt(t, app.Options{}, "--config", path, "config", "check")
+	}
+
+	t.Run("valid", func(t *testing.T) {
+		path, r := check(t, "models:\n  m: {provider: demo}\nagents:\n  a:\n    model: m\n    tools: [calculator, clock]\n    timeouts: {idle: 60s}\n")
+		if r.code != cli.ExitOK || r.out != path+": ok (1 agents, 1 models)\n" {
+			t.Errorf("want exit 0 and %q, got %v", path+": ok (1 agents, 1 models)", r)
+		}
+	})
+
+	tests := []struct {
+		name string
+		yaml string
+		at   string // line:col: key path
+		want string // part of the message
+	}{
+		{
+			name: "unknown key",
+			yaml: "models:\n  m: {provider: demo}\nagents:\n  a:\n    model: m\n    tools: [calculator]\n    colour: red\n",
+			at:   "7:5: agents.a.colour", want: "unknown key",
+		},
+		{
+			name: "bad duration",
+			yaml: "models:\n  m: {provider: demo}\nagents:\n  a:\n    model: m\n    timeouts: {idle: 5 parsecs}\n",
+			at:   "6:22: agents.a.timeouts.idle", want: `bad duration "5 parsecs"`,
+		},
+		{
+			name: "missing model",
+			yaml: "models:\n  m: {provider: demo}\nagents:\n  a:\n    model: nosuch\n",
+			at:   "5:12: agents.a.model", want: `unknown model "nosuch"`,
+		},
+		{
+			name: "tool matches nothing",
+			yaml: "models:\n  m: {provider: demo}\nagents:\n  a:\n    model: m\n    tools: [calculator, calculater]\n",
+			at:   "6:25: agents.a.tools[1]", want: `"calculater" matches no tool`,
+		},
+		{
+			name: "approval matches nothing",
+			yaml: "models:\n  m: {provider: demo}\nagents:\n  a:\n    model: m\n    tools: [calculator]\n    approval: {ask: [deploy]}\n",
+			at:   "7:22: agents.a.approval.ask[0]", want: `"deploy" matches no tool`,
+		},
+		{
+			name: "unknown provider",
+			yaml: "models:\n  m: {provider: openia, model: x}\nagents:\n  a:\n    model: m\n",
+			at:   "2:17: models.m.provider", want: `unknown provider "openia"; did you mean openai?`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path, r := check(t, tt.yaml)
+			if r.code != cli.ExitUsage {
+				t.Fatalf("want exit 2, got %v", r)
+			}
+			if prefix := "agentrt: " + path + ":" + tt.at + ": "; !strings.HasPrefix(r.err, prefix) || !strings.Contains(r.err, tt.want) {
+				t.Errorf("want stderr starting %q and containing %q, got:\n%s", prefix, tt.want, r.err)
+			}
+		})
+	}
+}
+
+func TestSessionsCommands(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, demoConfig, nil)
+	e.must(cli.ExitOK, "run", "--session", "s1", "what is 21*2+5")
+	e.must(cli.ExitOK, "run", "--session", "s2", "what is 1+1")
+
+	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "s1").out)
+	checkSeq(t, evs, 1)
+	n := len(evs) // the demo model does not stream tool calls; its text tokens are not stored
+	if n < 8 {
+		t.Fatalf("only %d events: %v", n, types(evs))
+	}
+
+	t.Run("list", func(t *testing.T) {
+		out := e.must(cli.ExitOK, "sessions", "list").out
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") {
+			t.Fatalf("want a header and two sessions:\n%s", out)
+		}
+		var s1 []string
+		for _, l := range lines[1:] {
+			if f := strings.Fields(l); f[0] == "s1" {
+				s1 = f[:5]
+			}
+		}
+		if diff := cmp.Diff([]string{"s1", "assistant", "done", "1", strconv.Itoa(n)}, s1); diff != "" {
+			t.Errorf("s1 row (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("show", func(t *testing.T) {
+		out := e.must(cli.ExitOK, "sessions", "show", "s1").out
+		for _, want := range []string{"session  s1\n", "agent    assistant\n", "status   done\n", "turn     1\n", fmt.Sprintf("events   %d\n", n), "answer   21*2+5 = 47\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("sessions show lacks %q:\n%s", want, out)
+			}
+		}
+		m := regexp.MustCompile(`usage    (\d+) input, (\d+) output tokens`).FindStringSubmatch(out)
+		if m == nil || m[1] == "0" || m[2] == "0" {
+			t.Errorf("sessions show has no usage:\n%s", out)
+		}
+	})
+
+	t.Run("events after", func(t *testing.T) {
+		after := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "s1", "--after", "5").out)
+		checkSeq(t, after, 6)
+		if diff := cmp.Diff(types(evs[5:]), types(after)); diff != "" {
+			t.Errorf("events after 5 (-want +got):\n%s", diff)
+		}
+		if out := e.must(cli.ExitOK, "sessions", "events", "s1", "--after", strconv.Itoa(n)).out; out != "" {
+			t.Errorf("events after the last: %q", out)
+		}
+	})
+
+	t.Run("replay", func(t *testing.T) {
+		out := e.must(cli.ExitOK, "replay", "s1").out
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != n {
+			t.Fatalf("want %d timeline lines, got %d:\n%s", n, len(lines), out)
+		}
+		for i, l := range lines {
+			f := strings.Fields(l)
+			if len(f) < 4 || f[0] != strconv.Itoa(i+1) || f[3] != evs[i].Type {
+				t.Errorf("line %d: want seq %d and type %s, got %q", i+1, i+1, evs[i].Type, l)
+			}
+		}
+		if !strings.Contains(out, `calculator {"expression":"21*2+5"}`) || !strings.Contains(out, `"21*2+5 = 47"`) {
+			t.Errorf("the timeline does not summarise the events:\n%s", out)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		e.must(cli.ExitOK, "sessions", "delete", "s1")
+		if r := e.run("sessions", "show", "s1"); r.code != cli.ExitUsage || !strings.Contains(r.err, `session "s1" not found`) {
+			t.Errorf("show after delete: want exit 2 and not found, got %v", r)
+		}
+		if r := e.run("sessions", "events", "s1"); r.code != cli.ExitUsage {
+			t.Errorf("events after delete: want exit 2, got %v", r)
+		}
+		out := e.must(cli.ExitOK, "sessions", "list").out
+		if strings.Contains(out, "s1 ") || !strings.Contains(out, "s2 ") {
+			t.Errorf("list after deleting s1:\n%s", out)
+		}
+	})
+}
+
+func TestTools(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, demoConfig, nil)
+	out := e.must(cli.ExitOK, "tools").out
+	for _, name := range []string{"calculator", "clock"} {
+		if !regexp.MustCompile(`(?m)^` + name + `\n  .+\n  schema: \{"type":"object"`).MatchString(out) {
+			t.Errorf("tools does not list %s with its schema:\n%s", name, out)
+		}
+	}
+
+	var specs []model.ToolSpec
+	if err := json.Unmarshal([]byte(e.must(cli.ExitOK, "tools", "--json").out), &specs); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.Name)
+		var schema map[string]any
+		if err := json.Unmarshal(s.InputSchema, &schema); err != nil || schema["type"] != "object" {
+			t.Errorf("%s: bad schema %s", s.Name, s.InputSchema)
+		}
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"calculator", "clock"}, names); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	r := agentrt(t, app.Options{}, "version")
+	if r.code != cli.ExitOK || !strings.HasPrefix(r.out, "agentrt ") || r.err != "" {
+		t.Errorf("version: %v", r)
+	}
+}
