@@ -245,10 +245,11 @@ func TestCrashBetweenToolCalls(t *testing.T) {
 	for _, l := range journalLines(t, journal) {
 		counts[l]++
 	}
-	// a ran once; b ran in the killed child and again after the resume
-	// (it never completed, so running it again is right).
-	if counts["a"] != 1 || counts["b"] != 2 {
-		t.Errorf("executions = %v, want a:1 b:2", counts)
+	// a completed before the kill and must not run again. b never
+	// completed: it ran after the resume, and in the child too if the kill
+	// came after it started (running it again is right: at-least-once).
+	if counts["a"] != 1 || counts["b"] < 1 || counts["b"] > 2 {
+		t.Errorf("executions = %v, want a:1 b:1 or 2", counts)
 	}
 	var calls, results int
 	for _, e := range log {

@@ -21,7 +21,10 @@
 //
 // Pass a Meta to New to set the tool's policy, such as a timeout or the
 // need for a human's approval, and WithInputSchema to write the schema by
-// hand (to add enums or bounds, say). Tools that are not Go functions, such
+// hand (to add enums or bounds, say). A tool runs on the caller's
+// goroutine and must heed its context, which carries the call's deadline;
+// a tool that may block regardless should set Meta.Isolate, so that
+// Registry.Call returns at the deadline all the same. Tools that are not Go functions, such
 // as those of an MCP server, implement Tool directly; WithMeta gives any
 // Tool a Meta.
 //

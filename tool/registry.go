@@ -253,12 +253,19 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 // Empty args count as {}. Call does not apply Meta.Approval: asking a human
 // is the runner's business, before Call.
 //
-// The tool runs on its own goroutine with a context whose deadline is the
-// tool's Meta.Timeout, else the Registry's default timeout (DefaultTimeout
-// unless SetDefaultTimeout changed it). Call returns at that deadline, or
-// when ctx is done, even if the tool ignores its context: the tool's
-// goroutine is then left to finish on its own and its result is dropped.
-// A tool that never returns leaks its goroutine; tools must honor ctx.
+// Each call gets a context whose deadline is the tool's Meta.Timeout, else
+// the Registry's default timeout (DefaultTimeout unless SetDefaultTimeout
+// changed it). A tool that returns after its context ended has failed,
+// whatever it returned: the call timed out, or was canceled.
+//
+// A tool runs on the caller's goroutine, unless its Meta says Isolate.
+// Then it runs on a goroutine of its own and Call returns at the deadline,
+// or when ctx is done, even if the tool ignores its context: the tool's
+// goroutine is left to finish on its own and its result is dropped (a tool
+// that never returns leaks its goroutine). Without Isolate, a tool that
+// ignores its context holds Call until it returns. Isolation is not the
+// default because the hand-off between goroutines costs microseconds per
+// call, more than all the rest of Call.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) Result {
 	start := time.Now()
 	out, err := r.call(ctx, start, name, args)
@@ -288,7 +295,7 @@ func (r *Registry) call(ctx context.Context, start time.Time, name string, args 
 			timeout = DefaultTimeout
 		}
 	}
-	out, err := run(ctx, name, inv, start.Add(timeout), timeout)
+	out, err := run(ctx, name, inv, start.Add(timeout), timeout, e.meta.Isolate)
 	if err != nil {
 		return nil, err
 	}
@@ -307,17 +314,17 @@ var errTimeoutCause = errors.New("tool timeout")
 
 // invocation is one call of a tool, prepared on the caller's goroutine.
 type invocation interface {
-	// run runs the tool's own code, on the tool's goroutine.
+	// run runs the tool's own code, on the tool's goroutine if isolated.
 	run(ctx context.Context)
 	// result returns the outcome, on the caller's goroutine, after run.
 	result() (json.RawMessage, error)
 	state() *callState
 }
 
-// callState is what the Registry keeps about a running invocation. The
-// tool's goroutine owns the invocation until it sets finished; the caller
-// reads the rest only after it saw finished set, and never if it stopped
-// waiting.
+// callState is what the Registry keeps about a running invocation. An
+// isolated tool's goroutine owns the invocation until it sets finished;
+// the caller reads the rest only after it saw finished set, and never if
+// it stopped waiting.
 type callState struct {
 	finished atomic.Bool
 	returned bool  // run returned, rather than panicked or called runtime.Goexit
@@ -327,7 +334,7 @@ type callState struct {
 func (s *callState) state() *callState { return s }
 
 // rawCall is one call of a tool that is not typed: all of it, Call
-// included, runs on the tool's goroutine.
+// included, is the tool's own code.
 type rawCall struct {
 	callState
 	tool Tool
@@ -339,38 +346,40 @@ type rawCall struct {
 func (c *rawCall) run(ctx context.Context)          { c.out, c.err = c.tool.Call(ctx, c.args) }
 func (c *rawCall) result() (json.RawMessage, error) { return c.out, c.err }
 
-// run runs inv on a goroutine of its own with a context that ends at the
-// timeout, and waits for that context to end, which it does when the tool
-// finishes (runTool cancels it), at the timeout, or when ctx ends. Waiting
-// for the context alone, rather than for it or a channel of the
-// invocation's, spares an allocation.
-func run(ctx context.Context, name string, inv invocation, deadline time.Time, timeout time.Duration) (json.RawMessage, error) {
+// run runs inv with a context that ends at the deadline, on the caller's
+// goroutine or, if isolate, on a goroutine of its own.
+func run(ctx context.Context, name string, inv invocation, deadline time.Time, timeout time.Duration, isolate bool) (json.RawMessage, error) {
 	callCtx, cancel := context.WithDeadlineCause(ctx, deadline, errTimeoutCause)
 	defer cancel()
-	go runTool(callCtx, cancel, name, inv)
-	<-callCtx.Done()
-
 	st := inv.state()
-	if !st.finished.Load() {
-		return nil, ctxError(name, ctx, callCtx, timeout)
+	if isolate {
+		// Wait for callCtx alone: runTool cancels it when the tool
+		// finishes, so that no channel of the invocation's is needed.
+		go runTool(callCtx, cancel, name, inv)
+		<-callCtx.Done()
+		if !st.finished.Load() {
+			return nil, ctxError(name, ctx, callCtx, timeout)
+		}
+	} else {
+		runTool(callCtx, func() {}, name, inv)
 	}
+
 	if st.panicked != nil {
 		return nil, st.panicked
 	}
 	if !st.returned {
 		return nil, fmt.Errorf("tool %q exited without returning", name)
 	}
-	out, err := inv.result()
-	if err != nil && (ctx.Err() != nil || context.Cause(callCtx) == errTimeoutCause) {
-		// The tool gave up because its context ended: say why.
+	if ctx.Err() != nil || context.Cause(callCtx) == errTimeoutCause {
+		// The tool returned after its context ended, perhaps because it
+		// did: say why.
 		return nil, ctxError(name, ctx, callCtx, timeout)
 	}
-	return out, err
+	return inv.result()
 }
 
-// runTool runs inv on the tool's goroutine, then cancels its context to
-// wake the caller.
-func runTool(ctx context.Context, done context.CancelFunc, name string, inv invocation) {
+// runTool runs inv and recovers a panic, then calls done.
+func runTool(ctx context.Context, done func(), name string, inv invocation) {
 	st := inv.state()
 	defer func() {
 		if v := recover(); v != nil {

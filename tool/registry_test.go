@@ -208,7 +208,12 @@ func TestCallFailures(t *testing.T) {
 			func() (json.RawMessage, error) { return json.RawMessage(`["a","b"]`), nil }),
 		newTool(t, "boom", func(context.Context, struct{}) (int, error) { note("boom"); panic("kaboom") }),
 		newTool(t, "boom.err", func(context.Context, struct{}) (int, error) { note("boom.err"); panic(errSentinel) }),
-		newTool(t, "quits", func(context.Context, struct{}) (int, error) { note("quits"); runtime.Goexit(); return 0, nil }),
+		newTool(t, "boom.isolated", func(context.Context, struct{}) (int, error) { note("boom.isolated"); panic("kaboom") },
+			tool.Meta{Isolate: true}),
+		// runtime.Goexit on the caller's goroutine would end the test, so
+		// only an isolated tool can show that Call survives it.
+		newTool(t, "quits", func(context.Context, struct{}) (int, error) { note("quits"); runtime.Goexit(); return 0, nil },
+			tool.Meta{Isolate: true}),
 		raw("garbled", `{}`, func() (json.RawMessage, error) { return json.RawMessage(`{"a":`), nil }),
 		raw("nothing", `{}`, func() (json.RawMessage, error) { return nil, nil }),
 	)
@@ -239,7 +244,7 @@ func TestCallFailures(t *testing.T) {
 		{name: "prefix", tool: "files", args: `{}`,
 			errMsg: `unknown tool "files"; did you mean "files.list"?`, errIs: tool.ErrUnknownTool},
 		{name: "unknown", tool: "weather", args: `{}`,
-			errMsg: `unknown tool "weather"; available tools: "greet", "files.list", "boom", "boom.err", "quits", "garbled", "nothing"`, errIs: tool.ErrUnknownTool},
+			errMsg: `unknown tool "weather"; available tools: "greet", "files.list", "boom", "boom.err", "boom.isolated", "quits", "garbled", "nothing"`, errIs: tool.ErrUnknownTool},
 		{name: "not an object", tool: "greet", args: `"Ada"`,
 			errMsg: `tool "greet": invalid arguments: arguments must be a JSON object, got "\"Ada\""`, errAs: new(*tool.ArgumentError)},
 		{name: "not JSON", tool: "files.list", args: `{dir: "/"}`,
@@ -254,6 +259,8 @@ func TestCallFailures(t *testing.T) {
 			errMsg: `tool "boom" panicked: kaboom`, errAs: new(*tool.PanicError), ran: true},
 		{name: "panic with an error", tool: "boom.err", args: `{}`,
 			errMsg: `tool "boom.err" panicked: the printer is on fire`, errIs: errSentinel, ran: true},
+		{name: "panic isolated", tool: "boom.isolated", args: `{}`,
+			errMsg: `tool "boom.isolated" panicked: kaboom`, errAs: new(*tool.PanicError), ran: true},
 		{name: "goexit", tool: "quits", args: `{}`,
 			errMsg: `tool "quits" exited without returning`, ran: true},
 		{name: "invalid output", tool: "garbled", args: `{}`,
@@ -349,114 +356,173 @@ func TestCallTimeout(t *testing.T) {
 		{"meta longer than default", tool.Meta{Timeout: 90 * time.Second}, 5 * time.Second, 90 * time.Second},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			synctest.Test(t, func(t *testing.T) {
-				deadlines := make(chan time.Time, 1)
-				r, err := tool.NewRegistry(tool.WithMeta(blocker("slow", deadlines), tt.meta))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tt.setDefault != 0 {
-					r.SetDefaultTimeout(5 * time.Second)
-					if tt.setDefault < 0 {
-						r.SetDefaultTimeout(0)
+		for _, isolate := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/isolate=%v", tt.name, isolate), func(t *testing.T) {
+				t.Parallel()
+				synctest.Test(t, func(t *testing.T) {
+					deadlines := make(chan time.Time, 1)
+					meta := tt.meta
+					meta.Isolate = isolate
+					r, err := tool.NewRegistry(tool.WithMeta(blocker("slow", deadlines), meta))
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-				start := time.Now()
-				res := r.Call(context.Background(), "slow", nil)
-				if res.OK || !errors.Is(res.Err, tool.ErrTimeout) {
-					t.Fatalf("Call = %+v, want a timeout", res)
-				}
-				if want := fmt.Sprintf("tool %q timed out after %v", "slow", tt.wantTimeout); res.Error != want {
-					t.Errorf("Error = %q, want %q", res.Error, want)
-				}
-				if errors.Is(res.Err, context.DeadlineExceeded) || errors.Is(res.Err, context.Canceled) {
-					t.Errorf("Err = %v: a timeout must not look like the caller's context ending", res.Err)
-				}
-				if res.Latency != tt.wantTimeout {
-					t.Errorf("Latency = %v, want %v", res.Latency, tt.wantTimeout)
-				}
-				if d := <-deadlines; !d.Equal(start.Add(tt.wantTimeout)) {
-					t.Errorf("the tool's deadline = %v, want start + %v", d.Sub(start), tt.wantTimeout)
-				}
+					if tt.setDefault != 0 {
+						r.SetDefaultTimeout(5 * time.Second)
+						if tt.setDefault < 0 {
+							r.SetDefaultTimeout(0)
+						}
+					}
+					start := time.Now()
+					res := r.Call(context.Background(), "slow", nil)
+					if res.OK || !errors.Is(res.Err, tool.ErrTimeout) {
+						t.Fatalf("Call = %+v, want a timeout", res)
+					}
+					if want := fmt.Sprintf("tool %q timed out after %v", "slow", tt.wantTimeout); res.Error != want {
+						t.Errorf("Error = %q, want %q", res.Error, want)
+					}
+					if errors.Is(res.Err, context.DeadlineExceeded) || errors.Is(res.Err, context.Canceled) {
+						t.Errorf("Err = %v: a timeout must not look like the caller's context ending", res.Err)
+					}
+					if res.Latency != tt.wantTimeout {
+						t.Errorf("Latency = %v, want %v", res.Latency, tt.wantTimeout)
+					}
+					if d := <-deadlines; !d.Equal(start.Add(tt.wantTimeout)) {
+						t.Errorf("the tool's deadline = %v, want start + %v", d.Sub(start), tt.wantTimeout)
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
+// stubborn returns a tool that ignores its context: it returns "late" when
+// release is closed, and closes exited then.
+func stubborn(t *testing.T, meta tool.Meta, release <-chan struct{}, exited chan<- struct{}) tool.Tool {
+	return newTool(t, "stubborn", func(context.Context, struct{}) (string, error) {
+		defer close(exited)
+		<-release
+		return "late", nil
+	}, meta)
+}
+
 // TestCallTimeoutToolIgnoresContext checks that Call returns at the
-// deadline even if the tool does not: its goroutine is left to finish.
+// deadline even if an isolated tool does not: its goroutine is left to
+// finish. A tool that is not isolated holds Call until it returns, and the
+// call still counts as timed out.
 func TestCallTimeoutToolIgnoresContext(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		exited := make(chan struct{})
-		stubborn := newTool(t, "stubborn", func(context.Context, struct{}) (string, error) {
-			defer close(exited)
-			<-release // ignores its context
-			return "late", nil
-		}, tool.Meta{Timeout: time.Second})
-		r, err := tool.NewRegistry(stubborn)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		res := r.Call(context.Background(), "stubborn", nil)
-		if !errors.Is(res.Err, tool.ErrTimeout) || res.Latency != time.Second {
-			t.Errorf("Call = %+v, want a timeout after 1s", res)
-		}
-		select {
-		case <-exited:
-			t.Fatal("the tool finished before it was released")
-		default:
-		}
-
-		close(release)
-		<-exited // the abandoned goroutine finishes; synctest.Test would fail on a leak
+	t.Run("isolated", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			release, exited := make(chan struct{}), make(chan struct{})
+			r, err := tool.NewRegistry(stubborn(t, tool.Meta{Timeout: time.Second, Isolate: true}, release, exited))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := r.Call(context.Background(), "stubborn", nil)
+			if !errors.Is(res.Err, tool.ErrTimeout) || res.Latency != time.Second {
+				t.Errorf("Call = %+v, want a timeout after 1s", res)
+			}
+			select {
+			case <-exited:
+				t.Fatal("the tool finished before it was released")
+			default:
+			}
+			close(release)
+			<-exited // the abandoned goroutine finishes; synctest.Test would fail on a leak
+		})
+	})
+	t.Run("inline", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			release, exited := make(chan struct{}), make(chan struct{})
+			r, err := tool.NewRegistry(stubborn(t, tool.Meta{Timeout: time.Second}, release, exited))
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(3*time.Second, func() { close(release) })
+			res := r.Call(context.Background(), "stubborn", nil)
+			if !errors.Is(res.Err, tool.ErrTimeout) || res.Latency != 3*time.Second || res.Output != nil {
+				t.Errorf("Call = %+v, want a timeout after 3s, when the tool returned", res)
+			}
+		})
 	})
 }
 
 func TestCallCanceledDuringCall(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		defer close(release)
-		r, err := tool.NewRegistry(
-			blocker("polite", nil),
-			newTool(t, "stubborn", func(context.Context, struct{}) (string, error) { <-release; return "", nil }),
-		)
-		if err != nil {
-			t.Fatal(err)
+	check := func(t *testing.T, r *tool.Registry, name string, cancelAt, wantLatency time.Duration) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(cancelAt, cancel)
+		res := r.Call(ctx, name, nil)
+		if !errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, tool.ErrTimeout) {
+			t.Errorf("%s: Err = %v, want context.Canceled", name, res.Err)
 		}
-		for _, name := range []string{"polite", "stubborn"} {
-			ctx, cancel := context.WithCancel(context.Background())
-			stop := time.AfterFunc(3*time.Second, cancel)
-			res := r.Call(ctx, name, nil)
-			if !errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, tool.ErrTimeout) {
-				t.Errorf("%s: Err = %v, want context.Canceled", name, res.Err)
-			}
-			if want := fmt.Sprintf("tool %q: call canceled: context canceled", name); res.Error != want {
-				t.Errorf("%s: Error = %q, want %q", name, res.Error, want)
-			}
-			if res.Latency != 3*time.Second {
-				t.Errorf("%s: Latency = %v, want 3s", name, res.Latency)
-			}
-			stop.Stop()
-			cancel()
+		if want := fmt.Sprintf("tool %q: call canceled: context canceled", name); res.Error != want {
+			t.Errorf("%s: Error = %q, want %q", name, res.Error, want)
+		}
+		if res.Latency != wantLatency {
+			t.Errorf("%s: Latency = %v, want %v", name, res.Latency, wantLatency)
+		}
+	}
+	for _, isolate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("polite/isolate=%v", isolate), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				r, err := tool.NewRegistry(tool.WithMeta(blocker("polite", nil), tool.Meta{Isolate: isolate}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, r, "polite", 3*time.Second, 3*time.Second)
 
-			// The caller's own deadline, shorter than the tool's timeout,
-			// is not the tool timing out.
-			ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
-			res = r.Call(ctx, name, nil)
-			cancel()
-			if !errors.Is(res.Err, context.DeadlineExceeded) || errors.Is(res.Err, tool.ErrTimeout) {
-				t.Errorf("%s: Err = %v, want context.DeadlineExceeded", name, res.Err)
+				// The caller's own deadline, shorter than the tool's
+				// timeout, is not the tool timing out.
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				res := r.Call(ctx, "polite", nil)
+				if !errors.Is(res.Err, context.DeadlineExceeded) || errors.Is(res.Err, tool.ErrTimeout) {
+					t.Errorf("Err = %v, want context.DeadlineExceeded", res.Err)
+				}
+				if res.Latency != 2*time.Second {
+					t.Errorf("Latency = %v, want 2s", res.Latency)
+				}
+
+				// A cause is kept along with the context's error.
+				cctx, ccancel := context.WithCancelCause(context.Background())
+				time.AfterFunc(time.Second, func() { ccancel(errSentinel) })
+				res = r.Call(cctx, "polite", nil)
+				if !errors.Is(res.Err, context.Canceled) || !errors.Is(res.Err, errSentinel) {
+					t.Errorf("Err = %v, want context.Canceled and the cause", res.Err)
+				}
+			})
+		})
+	}
+	t.Run("stubborn/isolate=true", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			release, exited := make(chan struct{}), make(chan struct{})
+			defer func() { close(release); <-exited }()
+			r, err := tool.NewRegistry(stubborn(t, tool.Meta{Isolate: true}, release, exited))
+			if err != nil {
+				t.Fatal(err)
 			}
-			if res.Latency != 2*time.Second {
-				t.Errorf("%s: Latency = %v, want 2s", name, res.Latency)
+			check(t, r, "stubborn", 3*time.Second, 3*time.Second)
+		})
+	})
+	t.Run("stubborn/isolate=false", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			release, exited := make(chan struct{}), make(chan struct{})
+			r, err := tool.NewRegistry(stubborn(t, tool.Meta{}, release, exited))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			time.AfterFunc(5*time.Second, func() { close(release) })
+			check(t, r, "stubborn", 3*time.Second, 5*time.Second)
+		})
 	})
 }
 

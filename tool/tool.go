@@ -38,6 +38,13 @@ const (
 type Meta struct {
 	Approval Approval      `json:"approval,omitempty"`
 	Timeout  time.Duration `json:"timeout,omitempty"` // zero means the runtime default
+	// Isolate runs each call on a goroutine of its own, so that
+	// Registry.Call returns at the timeout, or when its context ends, even
+	// if the tool ignores its context. Set it for tools that may block
+	// without heeding their context (a library call that takes none, a
+	// blocking syscall). It costs a goroutine hand-off per call, a few
+	// microseconds; without it a tool runs on the caller's goroutine.
+	Isolate bool `json:"isolate,omitempty"`
 }
 
 // MetaTool is implemented by tools that carry their own Meta.

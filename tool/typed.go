@@ -210,11 +210,11 @@ func decodeError(tool string, err error) error {
 }
 
 // preparer is implemented by tools that the Registry may call in parts:
-// it checks the arguments with the tool's own Validator, prepares the call
-// (decoding the arguments) on the caller's goroutine, runs only the tool's
-// function on a goroutine of its own, and encodes the result back on the
-// caller's goroutine. Fresh goroutines start with a small stack, and
-// encoding/json would grow it on every call.
+// it checks the arguments with the tool's own Validator and prepares the
+// call (decoding the arguments) on the caller's goroutine, runs only the
+// tool's function on a goroutine of its own if the tool is isolated, and
+// encodes the result back on the caller's goroutine. Fresh goroutines
+// start with a small stack, and encoding/json would grow it on every call.
 type preparer interface {
 	validator() *Validator
 	prepare(args json.RawMessage) (invocation, error)

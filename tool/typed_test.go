@@ -306,7 +306,7 @@ func (r *rawTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 
 func TestMeta(t *testing.T) {
 	t.Parallel()
-	ask := tool.Meta{Approval: tool.ApprovalAsk, Timeout: time.Second}
+	ask := tool.Meta{Approval: tool.ApprovalAsk, Timeout: time.Second, Isolate: true}
 	typed := tool.Must(tool.New("t", "", search, ask))
 	if diff := cmp.Diff(ask, tool.MetaOf(typed)); diff != "" {
 		t.Errorf("Meta passed to New (-want +got):\n%s", diff)
