@@ -131,4 +131,3 @@ func toolResults(events []*session.Event) []*session.ToolResult {
 	}
 	return out
 }
-
