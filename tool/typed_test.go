@@ -28,6 +28,7 @@ type searchIn struct {
 	Home    address   `json:"home"`
 	Score   float64   `json:"score,omitempty"`
 	Since   time.Time `json:"since,omitzero"`
+	//lint:ignore U1000 an unexported field, to check that the schema leaves it out
 	ignored string
 	Skipped string `json:"-"`
 }
