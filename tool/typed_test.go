@@ -20,14 +20,14 @@ type address struct {
 }
 
 type searchIn struct {
-	Query   string    `json:"query" jsonschema:"what to look for"`
-	Limit   int       `json:"limit,omitempty" jsonschema:"at most this many results"`
-	Exact   bool      `json:"exact,omitzero"`
-	Tags    []string  `json:"tags,omitempty"`
-	Near    *address  `json:"near,omitempty"`
-	Home    address   `json:"home"`
-	Score   float64   `json:"score,omitempty"`
-	Since   time.Time `json:"since,omitzero"`
+	Query string    `json:"query" jsonschema:"what to look for"`
+	Limit int       `json:"limit,omitempty" jsonschema:"at most this many results"`
+	Exact bool      `json:"exact,omitzero"`
+	Tags  []string  `json:"tags,omitempty"`
+	Near  *address  `json:"near,omitempty"`
+	Home  address   `json:"home"`
+	Score float64   `json:"score,omitempty"`
+	Since time.Time `json:"since,omitzero"`
 	//lint:ignore U1000 an unexported field, to check that the schema leaves it out
 	ignored string
 	Skipped string `json:"-"`
