@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,14 +13,22 @@ import (
 	"github.com/agentrt/agentrt/tool"
 )
 
-func builtinExecutors() map[Kind]Executor {
-	return map[Kind]Executor{
-		KindCallModel:       CallModel,
-		KindCallTools:       CallTools,
-		KindRequestApproval: RequestApproval,
-		KindFinish:          Finish,
-		KindPause:           Pause,
+// builtinExecutor returns the built-in executor for k, or nil. (A switch
+// rather than a map: the runner looks one up at every step.)
+func builtinExecutor(k Kind) Executor {
+	switch k {
+	case KindCallModel:
+		return CallModel
+	case KindCallTools:
+		return CallTools
+	case KindRequestApproval:
+		return RequestApproval
+	case KindFinish:
+		return Finish
+	case KindPause:
+		return Pause
 	}
+	return nil
 }
 
 // CallModel is the built-in call_model executor: one model call with the
@@ -32,9 +41,9 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 		// The process stopped during this call; this is a new attempt.
 		attempt = st.Attempt + 1
 	} else {
-		x.Emit(&session.RoundStarted{Round: st.Round + 1, MaxRounds: st.RoundBase + a.Limits.maxRounds()})
+		emit(x, session.RoundStarted{Round: st.Round + 1, MaxRounds: st.RoundBase + a.Limits.maxRounds()})
 	}
-	x.Emit(&session.ModelStarted{Model: a.Model.Name(), Attempt: attempt})
+	emit(x, session.ModelStarted{Model: a.Model.Name(), Attempt: attempt})
 	if err := x.Commit(ctx); err != nil {
 		return err
 	}
@@ -43,21 +52,8 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 		return err
 	}
 	start := x.r.now()
-	x.asm.Reset()
-	for c, err := range a.Model.Stream(ctx, req) {
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return &Error{Kind: KindModel, Code: "model_error", Msg: "model " + a.Model.Name(), Err: err}
-		}
-		if c.Text != "" {
-			x.Live(&session.Token{Text: c.Text})
-		}
-		x.asm.Add(c)
-		if x.stopped {
-			return &Error{Kind: KindCanceled, Code: "canceled", Msg: "the caller stopped reading events"}
-		}
+	if err := x.stream(ctx, req); err != nil {
+		return err
 	}
 	resp, err := x.asm.Response()
 	if err != nil {
@@ -67,16 +63,54 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 		return err
 	}
 	calls := normalizeCalls(resp.Message.ToolCalls, st.Seq+1)
-	x.Emit(&session.ModelFinished{
+	end := x.r.now() // the event's time, and the end of the call's latency
+	x.add(newEvent(x, session.ModelFinished{
 		Model:        a.Model.Name(),
 		Content:      resp.Message.Text(),
 		ToolCalls:    calls,
 		Usage:        resp.Usage,
 		FinishReason: resp.FinishReason,
-		LatencyMS:    x.r.now().Sub(start).Milliseconds(),
-	})
+		LatencyMS:    end.Sub(start).Milliseconds(),
+	}, end))
 	return nil
 }
+
+// stream streams the model's reply to req into x.asm, yielding its text as
+// token events.
+func (x *Exec) stream(ctx context.Context, req *model.Request) error {
+	// The loop body only breaks, never returns, and keeps its error in x:
+	// a return from the body of a range over a function, or a local it
+	// assigns, would live on the heap, an allocation per model call each.
+	x.streamErr = nil
+	x.asm.Reset()
+	for c, err := range x.agent.Model.Stream(ctx, req) {
+		if err != nil {
+			x.streamErr = err
+			break
+		}
+		if c.Text != "" {
+			x.liveToken(c.Text)
+		}
+		x.asm.Add(c)
+		if x.stopped {
+			x.streamErr = errStopped
+			break
+		}
+	}
+	switch err := x.streamErr; {
+	case err == nil:
+		return nil
+	case err == errStopped:
+		return &Error{Kind: KindCanceled, Code: "canceled", Msg: "the caller stopped reading events"}
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		return &Error{Kind: KindModel, Code: "model_error", Msg: "model " + x.agent.Model.Name(), Err: err}
+	}
+}
+
+// errStopped ends a model stream whose events nobody reads any more.
+var errStopped = errors.New("the caller stopped reading events")
 
 // normalizeCalls drops calls without a usable name (seed 002: empty or
 // "None"), gives calls without an id a deterministic one, and keeps
@@ -108,6 +142,10 @@ func normalizeCalls(calls []model.ToolCall, seq int64) []model.ToolCall {
 // request builds the model request from the state, reusing buffers.
 func (x *Exec) request() *model.Request {
 	a := x.agent
+	if n := len(x.st.Messages) + 1; cap(x.msgs) < n {
+		// Room for the rounds to come, which add two messages each.
+		x.msgs = make([]model.Message, 0, n+8)
+	}
 	msgs := x.msgs[:0]
 	if a.SystemPrompt != "" {
 		msgs = append(msgs, model.Message{Role: model.RoleSystem, Parts: a.systemParts()})
@@ -125,17 +163,15 @@ func (x *Exec) request() *model.Request {
 // failed result without running.
 func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	a := x.agent
-	type job struct {
-		call  model.ToolCall
-		block string // non-empty: do not run, fail with this
-	}
-	jobs := make([]job, 0, len(ins.Calls))
+	// Models mostly call one tool at a time: a few jobs fit on the stack.
+	var buf [4]toolJob
+	jobs := buf[:0]
 	for _, call := range ins.Calls {
 		cs := x.st.call(call.ID)
 		if cs == nil || cs.Done {
 			continue
 		}
-		j := job{call: cs.Call}
+		j := toolJob{call: cs.Call}
 		switch {
 		case cs.Approval == CallRejected:
 			j.block = "the user rejected this call"
@@ -155,50 +191,31 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 			}
 		}
 		if !cs.Started {
-			x.Emit(&session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments})
+			emit(x, session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments})
 		}
 		jobs = append(jobs, j)
 	}
 	if err := x.Commit(ctx); err != nil {
 		return err
 	}
-	run := func(j job) *session.ToolResult {
-		var res tool.Result
-		switch {
-		case j.block != "":
-			res = tool.Result{Error: j.block}
-		case len(j.call.Arguments) > 0 && j.call.Arguments[0] == '"':
-			var raw string
-			_ = json.Unmarshal(j.call.Arguments, &raw)
-			res = tool.Result{Error: "the arguments were not valid JSON: " + preview(raw) + "; send a JSON object that matches the tool's input schema"}
-		case a.Tools == nil:
-			res = tool.Result{Error: "unknown tool " + strconv.Quote(j.call.Name) + ": this agent has no tools"}
-		default:
-			res = a.Tools.Call(ctx, j.call.Name, j.call.Arguments)
-		}
-		if !x.hooks.empty() {
-			res = x.hooks.afterTool(ctx, x.info(), j.call, res)
-		}
-		return &session.ToolResult{CallID: j.call.ID, Name: j.call.Name, OK: res.OK, Result: res.Output, Error: res.Error, LatencyMS: res.Latency.Milliseconds()}
-	}
 	if len(jobs) == 1 {
-		r := run(jobs[0])
+		r := x.runTool(ctx, jobs[0])
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		x.Emit(r)
+		emit(x, r)
 		return nil
 	}
-	results := make(chan *session.ToolResult, len(jobs))
+	results := make(chan session.ToolResult, len(jobs))
 	for _, j := range jobs {
-		go func() { results <- run(j) }()
+		go func() { results <- x.runTool(ctx, j) }()
 	}
 	for range jobs {
 		r := <-results
 		if ctx.Err() != nil {
 			continue // drain: every goroutine sends exactly once
 		}
-		x.Emit(r)
+		emit(x, r)
 		if err := x.Commit(ctx); err != nil {
 			// The remaining calls finish into the buffered channel; their
 			// results are lost with the failed store and run again on resume.
@@ -206,6 +223,35 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// toolJob is a call CallTools runs, or fails without running.
+type toolJob struct {
+	call  model.ToolCall
+	block string // non-empty: do not run, fail with this
+}
+
+// runTool runs one job of CallTools. Several run concurrently: it reads
+// only what the executor's goroutine does not change meanwhile.
+func (x *Exec) runTool(ctx context.Context, j toolJob) session.ToolResult {
+	a := x.agent
+	var res tool.Result
+	switch {
+	case j.block != "":
+		res = tool.Result{Error: j.block}
+	case len(j.call.Arguments) > 0 && j.call.Arguments[0] == '"':
+		var raw string
+		_ = json.Unmarshal(j.call.Arguments, &raw)
+		res = tool.Result{Error: "the arguments were not valid JSON: " + preview(raw) + "; send a JSON object that matches the tool's input schema"}
+	case a.Tools == nil:
+		res = tool.Result{Error: "unknown tool " + strconv.Quote(j.call.Name) + ": this agent has no tools"}
+	default:
+		res = a.Tools.Call(ctx, j.call.Name, j.call.Arguments)
+	}
+	if !x.hooks.empty() {
+		res = x.hooks.afterTool(ctx, x.info(), j.call, res)
+	}
+	return session.ToolResult{CallID: j.call.ID, Name: j.call.Name, OK: res.OK, Result: res.Output, Error: res.Error, LatencyMS: res.Latency.Milliseconds()}
 }
 
 func preview(s string) string {
@@ -220,7 +266,7 @@ func preview(s string) string {
 // approval_required event per call, then the run waits.
 func RequestApproval(_ context.Context, x *Exec, ins Instruction) error {
 	for _, c := range ins.Calls {
-		x.Emit(&session.ApprovalRequired{
+		emit(x, session.ApprovalRequired{
 			RequestID: "req_" + x.r.newID(),
 			Calls:     []model.ToolCall{c},
 			Question:  fmt.Sprintf("Allow %s with arguments %s?", c.Name, string(c.Arguments)),
@@ -232,7 +278,7 @@ func RequestApproval(_ context.Context, x *Exec, ins Instruction) error {
 
 // Finish is the built-in finish executor: the final answer ends the run.
 func Finish(_ context.Context, x *Exec, ins Instruction) error {
-	x.Emit(&session.Final{Text: ins.Text, Usage: x.st.RunUsage})
+	emit(x, session.Final{Text: ins.Text, Usage: x.st.RunUsage})
 	x.End(session.StatusDone, "")
 	return nil
 }

@@ -40,13 +40,36 @@ type Config struct {
 type Runner struct {
 	store     session.Store
 	agents    map[string]*Agent
-	executors map[Kind]Executor
+	executors map[Kind]Executor // Config.Executors
 	hooks     Hooks
 	now       func() time.Time
 	newID     func() string
 
+	// bufs holds *[]byte buffers for state snapshots: a store copies a
+	// snapshot's bytes before Commit returns, so one buffer serves every
+	// run that ends.
+	bufs sync.Pool
+
 	mu   sync.Mutex
 	busy map[string]bool // sessions with a run in progress; guarded by mu
+}
+
+// maxPooledBuf is the largest snapshot buffer kept for reuse: a session
+// with a huge history should not pin its buffer for good.
+const maxPooledBuf = 1 << 20
+
+func (r *Runner) getBuf() *[]byte {
+	if b, ok := r.bufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 4096)
+	return &b
+}
+
+func (r *Runner) putBuf(b *[]byte) {
+	if cap(*b) <= maxPooledBuf {
+		r.bufs.Put(b)
+	}
 }
 
 // New returns a Runner.
@@ -57,7 +80,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{
 		store:     cfg.Store,
 		agents:    make(map[string]*Agent, len(cfg.Agents)),
-		executors: builtinExecutors(),
+		executors: make(map[Kind]Executor, len(cfg.Executors)),
 		hooks:     cfg.Hooks,
 		now:       cfg.Now,
 		newID:     cfg.NewID,
@@ -238,7 +261,7 @@ func (r *Runner) Run(ctx context.Context, sessionID string, in Input) iter.Seq2[
 			yield(nil, err)
 			return
 		}
-		x.emitStart(runID, &session.RunStarted{Input: in.Text, Source: in.Source})
+		x.emitStart(runID, session.RunStarted{Input: in.Text, Source: in.Source})
 		if err := x.Commit(ctx); err != nil {
 			x.yieldErr(err)
 			return
@@ -293,7 +316,7 @@ func (r *Runner) Resume(ctx context.Context, sessionID string) iter.Seq2[*sessio
 			yield(nil, err)
 			return
 		}
-		x.Emit(&session.RunResumed{Reason: reason, From: st.Status})
+		emit(x, session.RunResumed{Reason: reason, From: st.Status})
 		if err := x.Commit(ctx); err != nil {
 			x.yieldErr(err)
 			return
@@ -364,7 +387,10 @@ func (r *Runner) executor(a *Agent, k Kind) Executor {
 	if e := a.Executors[k]; e != nil {
 		return e
 	}
-	return r.executors[k]
+	if e := r.executors[k]; e != nil {
+		return e
+	}
+	return builtinExecutor(k)
 }
 
 // Step decides and executes one instruction on st, a state returned by
@@ -414,7 +440,7 @@ func (r *Runner) Start(ctx context.Context, sessionID string, in Input) (*State,
 	case session.StatusWaiting:
 		return nil, waitingErr(x.st)
 	}
-	x.emitStart(r.newID(), &session.RunStarted{Input: in.Text, Source: in.Source})
+	x.emitStart(r.newID(), session.RunStarted{Input: in.Text, Source: in.Source})
 	if err := x.Commit(ctx); err != nil {
 		return nil, err
 	}
@@ -445,7 +471,7 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 		return nil, &Error{Kind: KindInput, Code: "unknown_request",
 			Msg: fmt.Sprintf("session %q has no pending request %q%s", sessionID, requestID, pendingList(x.st))}
 	}
-	d := &session.ApprovalResolved{RequestID: requestID, Decision: res.Decision, Reason: res.Reason, By: res.By}
+	d := session.ApprovalResolved{RequestID: requestID, Decision: res.Decision, Reason: res.Reason, By: res.By}
 	switch res.Decision {
 	case session.DecisionApprove, session.DecisionEdit:
 		if len(res.Arguments) > 0 {
@@ -464,7 +490,7 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 	default:
 		return nil, &Error{Kind: KindInput, Code: "bad_decision", Msg: fmt.Sprintf("decision %q is not approve, reject or edit", res.Decision)}
 	}
-	x.Emit(d)
+	emit(x, d)
 	if err := x.Commit(ctx); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
@@ -10,6 +11,10 @@ import (
 
 // StateVersion is the version of the serialised State.
 const StateVersion = 1
+
+// runMessages is the room State.Apply makes in Messages when a run starts:
+// the input, and the answer after three rounds of tool calls.
+const runMessages = 8
 
 // State is a session's runtime state. It is a pure fold of the session's
 // event log (Apply), so it can be rebuilt from any prefix of the log; a
@@ -116,6 +121,9 @@ func (s *State) Apply(e *session.Event) error {
 		s.Final = ""
 		s.LastError = nil
 		s.Calls = nil
+		// A run adds a few messages: make room for them at once rather
+		// than as the slice fills.
+		s.Messages = slices.Grow(s.Messages, runMessages)
 		s.Messages = append(s.Messages, model.TextMessage(model.RoleUser, d.Input))
 	case *session.RunResumed:
 		if d.From == session.StatusPaused {
@@ -233,8 +241,9 @@ func (s *State) flushCalls() {
 	s.Calls = s.Calls[:0]
 }
 
-// MarshalSnapshot serialises s for session.Snapshot.
-func (s *State) MarshalSnapshot() ([]byte, error) { return json.Marshal(s) }
+// MarshalSnapshot serialises s for session.Snapshot: the bytes of
+// json.Marshal(s), written without reflection.
+func (s *State) MarshalSnapshot() ([]byte, error) { return s.appendSnapshot(nil) }
 
 // UnmarshalState decodes a snapshot written by MarshalSnapshot.
 func UnmarshalState(b []byte) (*State, error) {

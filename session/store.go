@@ -96,8 +96,9 @@ type Store interface {
 	DeleteSession(ctx context.Context, id string) error
 	// Commit appends events and updates the session in one transaction.
 	// A store may keep the *Event pointers of c.Events (callers must not
-	// change a committed event) but must not keep the slice c.Events itself:
-	// callers reuse its backing array.
+	// change a committed event) but must not keep the slice c.Events itself,
+	// nor c, nor c.Snapshot.Data once Commit returns: callers reuse them
+	// (the runtime reuses one buffer for all its snapshots).
 	// It returns ErrConflict, and writes nothing, when c.ExpectSeq is stale
 	// or the events are not numbered consecutively from it.
 	Commit(ctx context.Context, c *Commit) error

@@ -20,8 +20,12 @@ import (
 	"github.com/agentrt/agentrt/session"
 )
 
-// defaultLimit is ListSessions' page size when the caller gives none.
-const defaultLimit = 50
+const (
+	// defaultLimit is ListSessions' page size when the caller gives none.
+	defaultLimit = 50
+	// minLogGrowth is the fewest events a session's log grows by when full.
+	minLogGrowth = 32
+)
 
 // Store is an in-memory session.Store. The zero value is not ready to use;
 // call New.
@@ -201,6 +205,12 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	if e.row.LastSeq != c.ExpectSeq {
 		return fmt.Errorf("memstore: commit to session %q: expected seq %d, session is at %d: %w",
 			c.SessionID, c.ExpectSeq, e.row.LastSeq, session.ErrConflict)
+	}
+	if len(e.log)+len(c.Events) > cap(e.log) {
+		// Grow by at least a turn's worth of events: a run commits a few
+		// events at a time, and appending them one commit at a time would
+		// reallocate the log at 1, 2, 4, 8 and 16 events.
+		e.log = slices.Grow(e.log, max(len(c.Events), minLogGrowth))
 	}
 	e.log = append(e.log, c.Events...)
 	e.row.Status = c.Status
