@@ -30,6 +30,8 @@ type Exec struct {
 	end     session.Status
 	reason  string
 	stopped bool // the consumer stopped reading
+	// snapSeq is the seq of the session's last stored snapshot.
+	snapSeq int64
 
 	// Buffers reused from one step to the next: a turn commits a dozen
 	// times and calls the model several times.
@@ -190,7 +192,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 		Usage:     x.st.Usage,
 		Time:      x.pending[len(x.pending)-1].Time,
 	}
-	if end != "" {
+	if x.st.Seq-x.snapSeq >= x.r.snapEvery {
 		buf := x.r.getBuf()
 		defer x.r.putBuf(buf)
 		b, err := x.st.appendSnapshot((*buf)[:0])
@@ -202,6 +204,9 @@ func (x *Exec) Commit(ctx context.Context) error {
 		c.Snapshot = &x.snapshot
 	}
 	err := x.r.store.Commit(ctx, c)
+	if err == nil && c.Snapshot != nil {
+		x.snapSeq = c.Snapshot.Seq
+	}
 	// The snapshot's buffer goes back to the pool: drop our references.
 	c.Snapshot, x.snapshot = nil, session.Snapshot{}
 	if err != nil {

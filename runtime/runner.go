@@ -31,7 +31,18 @@ type Config struct {
 	Now func() time.Time
 	// NewID makes run and request ids; nil means random 128-bit hex.
 	NewID func() string
+	// SnapshotEvery is how many events may be committed after a session's
+	// last state snapshot before a commit writes a new one; zero means
+	// DefaultSnapshotEvery. Loading a session replays at most about this
+	// many events after its snapshot.
+	SnapshotEvery int
 }
+
+// DefaultSnapshotEvery is the snapshot cadence when Config.SnapshotEvery
+// is zero. A snapshot holds the whole state, history included, so writing
+// one every step or every run would make a long conversation's writes grow
+// with the square of its length; replaying a few dozen events is cheap.
+const DefaultSnapshotEvery = 64
 
 // Runner runs agents over durable sessions. It is safe for concurrent use;
 // one session runs at most once at a time in a Runner (a second Run of a
@@ -44,6 +55,7 @@ type Runner struct {
 	hooks     Hooks
 	now       func() time.Time
 	newID     func() string
+	snapEvery int64
 
 	// bufs holds *[]byte buffers for state snapshots: a store copies a
 	// snapshot's bytes before Commit returns, so one buffer serves every
@@ -92,6 +104,14 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if r.newID == nil {
 		r.newID = randomID
+	}
+	switch {
+	case cfg.SnapshotEvery < 0:
+		return nil, fmt.Errorf("runtime: SnapshotEvery %d is negative", cfg.SnapshotEvery)
+	case cfg.SnapshotEvery == 0:
+		r.snapEvery = DefaultSnapshotEvery
+	default:
+		r.snapEvery = int64(cfg.SnapshotEvery)
 	}
 	for k, e := range cfg.Executors {
 		if e == nil {
@@ -166,32 +186,39 @@ func (r *Runner) CreateSession(ctx context.Context, agent, id string, metadata m
 
 // Load rebuilds a session's state: its snapshot, then the events after it.
 func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
+	st, _, err := r.load(ctx, id)
+	return st, err
+}
+
+// load is Load, also returning the seq of the snapshot it started from.
+func (r *Runner) load(ctx context.Context, id string) (*State, int64, error) {
 	sess, err := r.store.GetSession(ctx, id)
 	if err != nil {
-		return nil, notFound(id, err)
+		return nil, 0, notFound(id, err)
 	}
 	snap, err := r.store.LoadSnapshot(ctx, id)
 	if err != nil {
-		return nil, &Error{Kind: KindStore, Msg: "load snapshot of session " + id, Err: err}
+		return nil, 0, &Error{Kind: KindStore, Msg: "load snapshot of session " + id, Err: err}
 	}
 	var st *State
+	var snapSeq int64
 	if snap != nil {
 		if st, err = UnmarshalState(snap.Data); err != nil {
-			return nil, &Error{Kind: KindStore, Msg: "session " + id, Err: err}
+			return nil, 0, &Error{Kind: KindStore, Msg: "session " + id, Err: err}
 		}
-		st.Seq = snap.Seq
+		st.Seq, snapSeq = snap.Seq, snap.Seq
 	} else {
 		st = NewState(id, sess.Agent)
 	}
 	for e, err := range r.store.Events(ctx, id, st.Seq) {
 		if err != nil {
-			return nil, &Error{Kind: KindStore, Msg: "read events of session " + id, Err: err}
+			return nil, 0, &Error{Kind: KindStore, Msg: "read events of session " + id, Err: err}
 		}
 		if err := st.Apply(e); err != nil {
-			return nil, &Error{Kind: KindStore, Msg: "replay session " + id, Err: err}
+			return nil, 0, &Error{Kind: KindStore, Msg: "replay session " + id, Err: err}
 		}
 	}
-	return st, nil
+	return st, snapSeq, nil
 }
 
 func notFound(id string, err error) error {
@@ -329,7 +356,7 @@ func (r *Runner) begin(ctx context.Context, id string, yield func(*session.Event
 	if err := r.acquire(id); err != nil {
 		return nil, err
 	}
-	st, err := r.Load(ctx, id)
+	st, snapSeq, err := r.load(ctx, id)
 	if err != nil {
 		r.release(id)
 		return nil, err
@@ -339,7 +366,9 @@ func (r *Runner) begin(ctx context.Context, id string, yield func(*session.Event
 		r.release(id)
 		return nil, err
 	}
-	return r.newExec(a, st, yield), nil
+	x := r.newExec(a, st, yield)
+	x.snapSeq = snapSeq
+	return x, nil
 }
 
 // loop steps until the run stops.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -429,26 +430,48 @@ func TestTurnsAccumulateUsage(t *testing.T) {
 }
 
 func TestReplayEqualsSnapshot(t *testing.T) {
-	m := scripted.New("m",
-		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"2*3"}`)}},
-		scripted.Reply{Text: "6"},
-	)
-	store := memstore.New()
-	e := newEnv(t, store, runtime.Config{}, calcAgent(m, registry(t)))
-	id := e.session(t, "calc")
-	e.run(t, id, "2*3?")
-	fromSnap, err := e.r.Load(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
+	for _, every := range []int{1, 4, 0} {
+		t.Run(fmt.Sprintf("every=%d", every), func(t *testing.T) {
+			m := scripted.New("m",
+				scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"2*3"}`)}},
+				scripted.Reply{Text: "6"},
+				scripted.Reply{Text: "again"},
+			)
+			store := memstore.New()
+			e := newEnv(t, store, runtime.Config{SnapshotEvery: every}, calcAgent(m, registry(t)))
+			id := e.session(t, "calc")
+			e.run(t, id, "2*3?")
+			e.run(t, id, "once more")
+			log := storedLog(t, store, id)
+			snap, err := store.LoadSnapshot(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case every == 0 && snap != nil:
+				t.Errorf("default cadence: a snapshot after only %d events", len(log))
+			case every == 1 && (snap == nil || snap.Seq != int64(len(log))):
+				t.Errorf("every commit: snapshot %+v, want seq %d", snap, len(log))
+			case every == 4 && (snap == nil || int64(len(log))-snap.Seq >= 4):
+				t.Errorf("every 4: snapshot %+v with %d events", snap, len(log))
+			}
+			fromSnap, err := e.r.Load(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replayed := runtime.NewState(id, "calc")
+			for _, ev := range log {
+				if err := replayed.Apply(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(fromSnap, replayed, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("replayed state differs from snapshot (-snap +replay):\n%s", diff)
+			}
+		})
 	}
-	replayed := runtime.NewState(id, "calc")
-	for _, ev := range storedLog(t, store, id) {
-		if err := replayed.Apply(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if diff := cmp.Diff(fromSnap, replayed, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("replayed state differs from snapshot (-snap +replay):\n%s", diff)
+	if _, err := runtime.New(runtime.Config{Store: memstore.New(), SnapshotEvery: -1}); err == nil {
+		t.Error("negative SnapshotEvery accepted")
 	}
 }
 

@@ -326,6 +326,7 @@ type invocation interface {
 // the caller reads the rest only after it saw finished set, and never if
 // it stopped waiting.
 type callState struct {
+	ctx      callCtx // the context of a call on the caller's goroutine
 	finished atomic.Bool
 	returned bool  // run returned, rather than panicked or called runtime.Goexit
 	panicked error // a *PanicError
@@ -349,33 +350,49 @@ func (c *rawCall) result() (json.RawMessage, error) { return c.out, c.err }
 // run runs inv with a context that ends at the deadline, on the caller's
 // goroutine or, if isolate, on a goroutine of its own.
 func run(ctx context.Context, name string, inv invocation, deadline time.Time, timeout time.Duration, isolate bool) (json.RawMessage, error) {
+	st := inv.state()
+	if !isolate {
+		// On the caller's goroutine: a lazy context (see callCtx), since
+		// the call cannot outlive this function anyway.
+		st.ctx.init(ctx, deadline)
+		runTool(&st.ctx, st.ctx.release, name, inv)
+		if err := finish(name, st); err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil || st.ctx.timedOut(time.Now()) {
+			// The tool returned after its context ended, perhaps because
+			// it did: say why.
+			return nil, callError(name, ctx, ctx.Err() == nil, timeout)
+		}
+		return inv.result()
+	}
 	callCtx, cancel := context.WithDeadlineCause(ctx, deadline, errTimeoutCause)
 	defer cancel()
-	st := inv.state()
-	if isolate {
-		// Wait for callCtx alone: runTool cancels it when the tool
-		// finishes, so that no channel of the invocation's is needed.
-		go runTool(callCtx, cancel, name, inv)
-		<-callCtx.Done()
-		if !st.finished.Load() {
-			return nil, ctxError(name, ctx, callCtx, timeout)
-		}
-	} else {
-		runTool(callCtx, func() {}, name, inv)
+	// Wait for callCtx alone: runTool cancels it when the tool finishes,
+	// so that no channel of the invocation's is needed.
+	go runTool(callCtx, cancel, name, inv)
+	<-callCtx.Done()
+	if !st.finished.Load() {
+		return nil, ctxError(name, ctx, callCtx, timeout)
 	}
-
-	if st.panicked != nil {
-		return nil, st.panicked
-	}
-	if !st.returned {
-		return nil, fmt.Errorf("tool %q exited without returning", name)
+	if err := finish(name, st); err != nil {
+		return nil, err
 	}
 	if ctx.Err() != nil || context.Cause(callCtx) == errTimeoutCause {
-		// The tool returned after its context ended, perhaps because it
-		// did: say why.
 		return nil, ctxError(name, ctx, callCtx, timeout)
 	}
 	return inv.result()
+}
+
+// finish reports a tool that panicked or did not return.
+func finish(name string, st *callState) error {
+	if st.panicked != nil {
+		return st.panicked
+	}
+	if !st.returned {
+		return fmt.Errorf("tool %q exited without returning", name)
+	}
+	return nil
 }
 
 // runTool runs inv and recovers a panic, then calls done.
@@ -393,7 +410,11 @@ func runTool(ctx context.Context, done func(), name string, inv invocation) {
 }
 
 func ctxError(name string, parent, callCtx context.Context, timeout time.Duration) error {
-	if parent.Err() == nil && context.Cause(callCtx) == errTimeoutCause {
+	return callError(name, parent, parent.Err() == nil && context.Cause(callCtx) == errTimeoutCause, timeout)
+}
+
+func callError(name string, parent context.Context, timedOut bool, timeout time.Duration) error {
+	if timedOut {
 		return fmt.Errorf("tool %q %w after %v", name, ErrTimeout, timeout)
 	}
 	return canceled(name, parent)
