@@ -39,6 +39,7 @@ type Exec struct {
 	commit     session.Commit
 	snapshot   session.Snapshot
 	msgs       []model.Message
+	copied     int // how many of the state's messages msgs holds
 	req        model.Request
 	asm        model.Assembler
 	streamErr  error // the model's error, set in stream's loop body
@@ -108,14 +109,14 @@ func emit[T any, P interface {
 	*T
 	session.Data
 }](x *Exec, d T) {
-	x.add(newEvent[T, P](x, d, x.r.now()))
+	x.add(newEvent[T, P](x, d, time.Time{}))
 }
 
-// Emit records an event: it is applied to the state now and committed by
-// the next Commit.
+// Emit records an event: it is applied to the state now, and committed
+// (stamped with the commit's time) by the next Commit.
 func (x *Exec) Emit(d session.Data) {
 	e := new(session.Event)
-	x.initEvent(e, d, x.r.now())
+	x.initEvent(e, d, time.Time{})
 	x.add(e)
 }
 
@@ -130,7 +131,7 @@ func (x *Exec) add(e *session.Event) {
 }
 
 func (x *Exec) emitStart(runID string, d session.RunStarted) {
-	e := newEvent(x, d, x.r.now())
+	e := newEvent(x, d, time.Time{})
 	e.Seq = x.st.Seq + 1
 	e.RunID = runID
 	e.Turn = x.st.Turn + 1
@@ -182,6 +183,18 @@ func (x *Exec) Commit(ctx context.Context) error {
 	// x.commit is reused: stores must not keep a *Commit. The session's
 	// update time is that of its last event, which spares a clock reading
 	// per commit (the events were emitted moments ago).
+	// Events emitted since the last commit are stamped with one clock
+	// reading here (the clock is read some thirty times a turn otherwise);
+	// an event that carries its own time, like model_finished, keeps it.
+	var now time.Time
+	for _, e := range x.pending {
+		if e.Time.IsZero() {
+			if now.IsZero() {
+				now = x.r.now()
+			}
+			e.Time = now
+		}
+	}
 	c := &x.commit
 	*c = session.Commit{
 		SessionID: x.st.SessionID,

@@ -142,6 +142,15 @@ func normalizeCalls(calls []model.ToolCall, seq int64) []model.ToolCall {
 // request builds the model request from the state, reusing buffers.
 func (x *Exec) request() *model.Request {
 	a := x.agent
+	if x.copied > 0 && x.copied <= len(x.st.Messages) && !x.hooks.rewritesRequests() {
+		// Later rounds of a run: the history only grew since the last
+		// request, by messages this run added (consistent by
+		// construction), so append them rather than rebuild it all.
+		x.msgs = append(x.msgs, x.st.Messages[x.copied:]...)
+		x.copied = len(x.st.Messages)
+		x.req = model.Request{Messages: x.msgs, Tools: a.specs}
+		return &x.req
+	}
 	if n := len(x.st.Messages) + 1; cap(x.msgs) < n {
 		// Room for the rounds to come, which add two messages each.
 		x.msgs = make([]model.Message, 0, n+8)
@@ -152,6 +161,7 @@ func (x *Exec) request() *model.Request {
 	}
 	msgs = AppendSanitized(msgs, x.st.Messages)
 	x.msgs = msgs
+	x.copied = len(x.st.Messages)
 	x.req = model.Request{Messages: msgs, Tools: a.specs}
 	return &x.req
 }

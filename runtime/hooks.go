@@ -213,6 +213,12 @@ func (s hookSet) turnEnd(ctx context.Context, info HookInfo, st session.Status, 
 	}
 }
 
+// rewritesRequests reports whether a before-model hook could change the
+// request (and so the runner's reused message buffer).
+func (s hookSet) rewritesRequests() bool {
+	return len(s.runner.beforeModel)+len(s.agent.beforeModel) > 0
+}
+
 func (s hookSet) empty() bool {
 	return len(s.runner.beforeTool)+len(s.agent.beforeTool)+len(s.runner.afterTool)+len(s.agent.afterTool) == 0
 }

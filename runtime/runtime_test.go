@@ -28,7 +28,7 @@ func TestRunThinkActLoop(t *testing.T) {
 	m := scripted.New("m",
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"21*2+5"}`)}},
 		scripted.Reply{Text: "21*2+5 = 47", Chunks: 3, Expect: &scripted.Expect{LastToolResultContains: "47"}},
-	)
+	).Record()
 	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, registry(t)))
 	id := e.session(t, "calc")
 	var tokens []string
@@ -75,9 +75,29 @@ func TestRunThinkActLoop(t *testing.T) {
 	if s.Status != session.StatusDone || s.Turn != 1 || s.LastSeq != int64(len(stored)) || s.Usage.Total() == 0 {
 		t.Errorf("session row = %+v", s)
 	}
-	// The system prompt and tools reached the model.
-	if m.Calls() != 2 {
-		t.Errorf("model calls = %d", m.Calls())
+	// Each request held the system prompt, the whole history so far and
+	// the tools.
+	reqs := m.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model calls = %d", len(reqs))
+	}
+	var roles [][]model.Role
+	for _, r := range reqs {
+		var rs []model.Role
+		for _, msg := range r.Messages {
+			rs = append(rs, msg.Role)
+		}
+		roles = append(roles, rs)
+		if len(r.Tools) != 1 || r.Tools[0].Name != "calculator" {
+			t.Errorf("tools = %+v", r.Tools)
+		}
+	}
+	wantRoles := [][]model.Role{
+		{model.RoleSystem, model.RoleUser},
+		{model.RoleSystem, model.RoleUser, model.RoleAssistant, model.RoleTool},
+	}
+	if diff := cmp.Diff(wantRoles, roles); diff != "" {
+		t.Errorf("request histories (-want +got):\n%s", diff)
 	}
 }
 
