@@ -39,7 +39,8 @@ type Exec struct {
 	commit     session.Commit
 	snapshot   session.Snapshot
 	msgs       []model.Message
-	copied     int // how many of the state's messages msgs holds
+	copied     int       // how many of the state's messages msgs holds
+	stamp      time.Time // the clock reading of the last Commit, if it read one
 	req        model.Request
 	asm        model.Assembler
 	streamErr  error // the model's error, set in stream's loop body
@@ -195,6 +196,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 			e.Time = now
 		}
 	}
+	x.stamp = now
 	c := &x.commit
 	*c = session.Commit{
 		SessionID: x.st.SessionID,

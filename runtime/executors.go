@@ -51,7 +51,12 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 	if err != nil {
 		return err
 	}
-	start := x.r.now()
+	// The call starts now: model_started was stamped just above, so its
+	// commit's clock reading serves (one reading fewer per model call).
+	start := x.stamp
+	if start.IsZero() {
+		start = x.r.now()
+	}
 	if err := x.stream(ctx, req); err != nil {
 		return err
 	}
