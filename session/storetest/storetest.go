@@ -454,6 +454,12 @@ func testDelete(t *testing.T, s session.Store) {
 	if got := list(t, s, session.ListOptions{}); len(got) != 0 {
 		t.Errorf("ListSessions after delete: got %q, want none", got)
 	}
+	// A writer that still holds the session (a run in progress) cannot
+	// commit to it any more.
+	late := &session.Commit{SessionID: "s1", ExpectSeq: 3, Events: events("s1", 3, 1), Time: at(2 * time.Second)}
+	if err := s.Commit(ctx, late); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("Commit after delete: got %v, want ErrNotFound", err)
+	}
 
 	// A new session under the same id starts from nothing.
 	create(t, s, newSession("s1", at(time.Hour)))
