@@ -47,10 +47,30 @@ type Exec struct {
 }
 
 func (r *Runner) newExec(a *Agent, st *State, yield func(*session.Event, error) bool) *Exec {
-	x := &Exec{r: r, agent: a, st: st, yield: yield, live: yield != nil,
-		hooks: hookSet{runner: &r.hooks, agent: &a.Hooks}}
+	x, _ := r.execs.Get().(*Exec)
+	if x == nil {
+		x = new(Exec)
+	}
+	msgs := x.msgs
+	*x = Exec{r: r, agent: a, st: st, yield: yield, live: yield != nil,
+		hooks: hookSet{runner: &r.hooks, agent: &a.Hooks}, msgs: msgs}
 	x.pending = x.pendingBuf[:0]
 	return x
+}
+
+// maxPooledMsgs is the longest request buffer an Exec keeps in the pool.
+const maxPooledMsgs = 256
+
+// putExec returns x to the pool, keeping only its request buffer (cleared,
+// so that it holds on to no conversation). x must not be used afterwards.
+func (r *Runner) putExec(x *Exec) {
+	msgs := x.msgs
+	clear(msgs[:cap(msgs)])
+	*x = Exec{}
+	if cap(msgs) <= maxPooledMsgs {
+		x.msgs = msgs[:0]
+	}
+	r.execs.Put(x)
 }
 
 // State returns the state. Executors read it; they change it only through

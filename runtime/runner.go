@@ -61,6 +61,10 @@ type Runner struct {
 	// snapshot's bytes before Commit returns, so one buffer serves every
 	// run that ends.
 	bufs sync.Pool
+	// execs holds *Exec for reuse: an Exec carries a run's buffers, the
+	// request's message list among them, which would otherwise be
+	// allocated and grown again by every run.
+	execs sync.Pool
 
 	mu   sync.Mutex
 	busy map[string]bool // sessions with a run in progress; guarded by mu
@@ -238,6 +242,13 @@ func (r *Runner) acquire(id string) error {
 	return nil
 }
 
+// finish ends what begin started: the session is free again and x goes
+// back to the pool.
+func (r *Runner) finish(x *Exec) {
+	r.release(x.st.SessionID)
+	r.putExec(x)
+}
+
 func (r *Runner) release(id string) {
 	r.mu.Lock()
 	delete(r.busy, id)
@@ -272,7 +283,7 @@ func (r *Runner) Run(ctx context.Context, sessionID string, in Input) iter.Seq2[
 			yield(nil, err)
 			return
 		}
-		defer r.release(sessionID)
+		defer r.finish(x)
 		switch x.st.Status {
 		case session.StatusRunning:
 			yield(nil, &Error{Kind: KindState, Code: "unfinished_run",
@@ -317,7 +328,7 @@ func (r *Runner) Resume(ctx context.Context, sessionID string) iter.Seq2[*sessio
 			yield(nil, err)
 			return
 		}
-		defer r.release(sessionID)
+		defer r.finish(x)
 		st := x.st
 		var reason string
 		switch st.Status {
@@ -445,6 +456,7 @@ func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) 
 		}
 		return true
 	})
+	defer r.putExec(x)
 	x.live = false
 	if err := r.step(ctx, x); err != nil {
 		x.fail(ctx, err)
@@ -462,7 +474,7 @@ func (r *Runner) Start(ctx context.Context, sessionID string, in Input) (*State,
 	if err != nil {
 		return nil, err
 	}
-	defer r.release(sessionID)
+	defer r.finish(x)
 	switch x.st.Status {
 	case session.StatusRunning:
 		return nil, &Error{Kind: KindState, Code: "unfinished_run", Msg: fmt.Sprintf("session %q has an unfinished run; resume it first", sessionID)}
@@ -494,7 +506,7 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 	if err != nil {
 		return nil, err
 	}
-	defer r.release(sessionID)
+	defer r.finish(x)
 	q := x.st.Pending(requestID)
 	if q == nil {
 		return nil, &Error{Kind: KindInput, Code: "unknown_request",
