@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	mrand "math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -107,7 +108,7 @@ func New(cfg Config) (*Runner, error) {
 		r.now = time.Now
 	}
 	if r.newID == nil {
-		r.newID = randomID
+		r.newID = newIDSource()
 	}
 	switch {
 	case cfg.SnapshotEvery < 0:
@@ -135,9 +136,25 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-func randomID() string {
+// idSource makes random 128-bit ids from a ChaCha8 stream seeded from
+// crypto/rand: as unpredictable, without a system call per id.
+type idSource struct {
+	mu sync.Mutex
+	r  *mrand.ChaCha8 // guarded by mu
+}
+
+func newIDSource() func() string {
+	var seed [32]byte
+	_, _ = rand.Read(seed[:])
+	s := &idSource{r: mrand.NewChaCha8(seed)}
+	return s.next
+}
+
+func (s *idSource) next() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
+	s.mu.Lock()
+	_, _ = s.r.Read(b[:])
+	s.mu.Unlock()
 	return hex.EncodeToString(b[:])
 }
 
@@ -299,11 +316,10 @@ func (r *Runner) Run(ctx context.Context, sessionID string, in Input) iter.Seq2[
 			yield(nil, err)
 			return
 		}
+		// run_started is committed with the first step's events (one
+		// transaction fewer per turn); a crash before that commit loses a
+		// turn nobody has seen begin.
 		x.emitStart(runID, session.RunStarted{Input: in.Text, Source: in.Source})
-		if err := x.Commit(ctx); err != nil {
-			x.yieldErr(err)
-			return
-		}
 		r.loop(ctx, x)
 	}
 }
