@@ -63,31 +63,31 @@ var React Policy = PolicyFunc(react)
 
 func react(_ context.Context, a *Agent, s *State) (Instruction, error) {
 	if len(s.Calls) > 0 {
-		var ready, ask []model.ToolCall
+		// Classify each call not yet done: ready to run (auto, approved,
+		// rejected or denied — the last two get a failed result without
+		// running), needing a human, or waiting for one.
+		var nready, nask int
 		waiting := false
 		for i := range s.Calls {
-			c := &s.Calls[i]
-			if c.Done {
-				continue
-			}
-			switch c.Approval {
-			case CallApproved, CallRejected:
-				ready = append(ready, c.Call)
-			case CallPending:
+			switch callClass(a, &s.Calls[i]) {
+			case classReady:
+				nready++
+			case classAsk:
+				nask++
+			case classWaiting:
 				waiting = true
-			default:
-				if a.Approval.For(c.Call.Name, a.tool(c.Call.Name)) == tool.ApprovalAsk {
-					ask = append(ask, c.Call)
-				} else {
-					ready = append(ready, c.Call)
-				}
 			}
 		}
 		switch {
-		case len(ready) > 0:
-			return Instruction{Kind: KindCallTools, Calls: ready}, nil
-		case len(ask) > 0:
-			return Instruction{Kind: KindRequestApproval, Calls: ask}, nil
+		case nready > 0:
+			// When the whole batch is ready (the usual case), name it with
+			// the assistant message's own list rather than a new one.
+			if n := len(s.Messages); nready == len(s.Calls) && n > 0 && len(s.Messages[n-1].ToolCalls) == nready {
+				return Instruction{Kind: KindCallTools, Calls: s.Messages[n-1].ToolCalls}, nil
+			}
+			return Instruction{Kind: KindCallTools, Calls: callsOf(a, s, classReady, nready)}, nil
+		case nask > 0:
+			return Instruction{Kind: KindRequestApproval, Calls: callsOf(a, s, classAsk, nask)}, nil
 		case waiting:
 			return Instruction{Kind: KindWait}, nil
 		}
@@ -101,4 +101,39 @@ func react(_ context.Context, a *Agent, s *State) (Instruction, error) {
 		return Instruction{Kind: KindPause, Text: "max_rounds"}, nil
 	}
 	return Instruction{Kind: KindCallModel}, nil
+}
+
+type callClassKind int
+
+const (
+	classDone callClassKind = iota
+	classReady
+	classAsk
+	classWaiting
+)
+
+func callClass(a *Agent, c *CallState) callClassKind {
+	if c.Done {
+		return classDone
+	}
+	switch c.Approval {
+	case CallApproved, CallRejected:
+		return classReady
+	case CallPending:
+		return classWaiting
+	}
+	if a.Approval.For(c.Call.Name, a.tool(c.Call.Name)) == tool.ApprovalAsk {
+		return classAsk
+	}
+	return classReady
+}
+
+func callsOf(a *Agent, s *State, class callClassKind, n int) []model.ToolCall {
+	out := make([]model.ToolCall, 0, n)
+	for i := range s.Calls {
+		if callClass(a, &s.Calls[i]) == class {
+			out = append(out, s.Calls[i].Call)
+		}
+	}
+	return out
 }
