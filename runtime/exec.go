@@ -41,6 +41,7 @@ type Exec struct {
 	msgs       []model.Message
 	copied     int       // how many of the state's messages msgs holds
 	stamp      time.Time // the clock reading of the last Commit, if it read one
+	base       time.Time // the run's first wall-clock reading (see now)
 	req        model.Request
 	asm        model.Assembler
 	streamErr  error // the model's error, set in stream's loop body
@@ -81,7 +82,22 @@ func (x *Exec) State() *State { return x.st }
 func (x *Exec) Agent() *Agent { return x.agent }
 
 // Now returns the runner's clock reading.
-func (x *Exec) Now() time.Time { return x.r.now() }
+func (x *Exec) Now() time.Time { return x.now() }
+
+// now reads the runner's clock. With the default clock (time.Now), only
+// the first reading of a run reads the wall clock; later ones add the
+// monotonic time elapsed since, which costs half as much (one clock read
+// instead of two, some thirty times a turn) and cannot go backwards.
+func (x *Exec) now() time.Time {
+	if !x.r.wallClock {
+		return x.r.now()
+	}
+	if x.base.IsZero() {
+		x.base = time.Now()
+		return x.base
+	}
+	return x.base.Add(time.Since(x.base))
+}
 
 // NewID returns a fresh id from the runner's id source.
 func (x *Exec) NewID() string { return x.r.newID() }
@@ -166,7 +182,7 @@ func (x *Exec) Live(d session.Data) {
 		return
 	}
 	e := new(session.Event)
-	x.initEvent(e, d, x.r.now())
+	x.initEvent(e, d, x.now())
 	x.yieldLive(e)
 }
 
@@ -176,7 +192,7 @@ func (x *Exec) liveToken(text string) {
 	if !x.live || x.stopped {
 		return
 	}
-	x.yieldLive(newEvent(x, session.Token{Text: text}, x.r.now()))
+	x.yieldLive(newEvent(x, session.Token{Text: text}, x.now()))
 }
 
 func (x *Exec) yieldLive(e *session.Event) {
@@ -211,7 +227,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 	for _, e := range x.pending {
 		if e.Time.IsZero() {
 			if now.IsZero() {
-				now = x.r.now()
+				now = x.now()
 			}
 			e.Time = now
 		}

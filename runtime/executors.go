@@ -55,7 +55,7 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 	// commit's clock reading serves (one reading fewer per model call).
 	start := x.stamp
 	if start.IsZero() {
-		start = x.r.now()
+		start = x.now()
 	}
 	if err := x.stream(ctx, req); err != nil {
 		return err
@@ -68,7 +68,7 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 		return err
 	}
 	calls := normalizeCalls(resp.Message.ToolCalls, st.Seq+1)
-	end := x.r.now() // the event's time, and the end of the call's latency
+	end := x.now() // the event's time, and the end of the call's latency
 	x.add(newEvent(x, session.ModelFinished{
 		Model:        a.Model.Name(),
 		Content:      resp.Message.Text(),

@@ -57,6 +57,7 @@ type Runner struct {
 	now       func() time.Time
 	newID     func() string
 	snapEvery int64
+	wallClock bool // now is time.Now (see Exec.now)
 
 	// bufs holds *[]byte buffers for state snapshots: a store copies a
 	// snapshot's bytes before Commit returns, so one buffer serves every
@@ -105,7 +106,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.hooks.sort()
 	if r.now == nil {
-		r.now = time.Now
+		r.now, r.wallClock = time.Now, true
 	}
 	if r.newID == nil {
 		r.newID = newIDSource()

@@ -268,8 +268,11 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 // call, more than all the rest of Call.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) Result {
 	start := time.Now()
-	out, err := r.call(ctx, start, name, args)
-	res := Result{OK: err == nil, Output: out, Err: err, Latency: time.Since(start)}
+	out, end, err := r.call(ctx, start, name, args)
+	if end.IsZero() {
+		end = start.Add(time.Since(start))
+	}
+	res := Result{OK: err == nil, Output: out, Err: err, Latency: end.Sub(start)}
 	if err != nil {
 		res.Output = nil
 		res.Error = err.Error()
@@ -277,17 +280,19 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	return res
 }
 
-func (r *Registry) call(ctx context.Context, start time.Time, name string, args json.RawMessage) (json.RawMessage, error) {
+// call returns the tool's result and, when it read the clock after the
+// tool returned, that reading (else the zero time).
+func (r *Registry) call(ctx context.Context, start time.Time, name string, args json.RawMessage) (json.RawMessage, time.Time, error) {
 	e := r.table().byName[name]
 	if e == nil {
-		return nil, r.unknown(name)
+		return nil, time.Time{}, r.unknown(name)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, canceled(name, ctx)
+		return nil, time.Time{}, canceled(name, ctx)
 	}
 	inv, err := e.prepare(normalize(args))
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	timeout := e.meta.Timeout
 	if timeout <= 0 {
@@ -295,17 +300,17 @@ func (r *Registry) call(ctx context.Context, start time.Time, name string, args 
 			timeout = DefaultTimeout
 		}
 	}
-	out, err := run(ctx, name, inv, start.Add(timeout), timeout, e.meta.Isolate)
+	out, end, err := run(ctx, name, inv, start, timeout, e.meta.Isolate)
 	if err != nil {
-		return nil, err
+		return nil, end, err
 	}
 	if out == nil {
-		return json.RawMessage("null"), nil
+		return json.RawMessage("null"), end, nil
 	}
 	if !e.trusted && !json.Valid(out) {
-		return nil, fmt.Errorf("tool %q returned invalid JSON: %q", name, preview(out))
+		return nil, end, fmt.Errorf("tool %q returned invalid JSON: %q", name, preview(out))
 	}
-	return out, nil
+	return out, end, nil
 }
 
 // errTimeoutCause is the cause of a call context that hit its timeout, to
@@ -347,24 +352,28 @@ type rawCall struct {
 func (c *rawCall) run(ctx context.Context)          { c.out, c.err = c.tool.Call(ctx, c.args) }
 func (c *rawCall) result() (json.RawMessage, error) { return c.out, c.err }
 
-// run runs inv with a context that ends at the deadline, on the caller's
+// run runs inv with a context that ends timeout after start, on the caller's
 // goroutine or, if isolate, on a goroutine of its own.
-func run(ctx context.Context, name string, inv invocation, deadline time.Time, timeout time.Duration, isolate bool) (json.RawMessage, error) {
+func run(ctx context.Context, name string, inv invocation, start time.Time, timeout time.Duration, isolate bool) (json.RawMessage, time.Time, error) {
 	st := inv.state()
+	deadline := start.Add(timeout)
 	if !isolate {
 		// On the caller's goroutine: a lazy context (see callCtx), since
 		// the call cannot outlive this function anyway.
 		st.ctx.init(ctx, deadline)
 		runTool(&st.ctx, st.ctx.release, name, inv)
+		// start carries a monotonic reading: Since reads one clock, not two.
+		end := start.Add(time.Since(start))
 		if err := finish(name, st); err != nil {
-			return nil, err
+			return nil, end, err
 		}
-		if ctx.Err() != nil || st.ctx.timedOut(time.Now()) {
+		if ctx.Err() != nil || st.ctx.timedOut(end) {
 			// The tool returned after its context ended, perhaps because
 			// it did: say why.
-			return nil, callError(name, ctx, ctx.Err() == nil, timeout)
+			return nil, end, callError(name, ctx, ctx.Err() == nil, timeout)
 		}
-		return inv.result()
+		out, err := inv.result()
+		return out, end, err
 	}
 	callCtx, cancel := context.WithDeadlineCause(ctx, deadline, errTimeoutCause)
 	defer cancel()
@@ -373,15 +382,16 @@ func run(ctx context.Context, name string, inv invocation, deadline time.Time, t
 	go runTool(callCtx, cancel, name, inv)
 	<-callCtx.Done()
 	if !st.finished.Load() {
-		return nil, ctxError(name, ctx, callCtx, timeout)
+		return nil, time.Time{}, ctxError(name, ctx, callCtx, timeout)
 	}
 	if err := finish(name, st); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	if ctx.Err() != nil || context.Cause(callCtx) == errTimeoutCause {
-		return nil, ctxError(name, ctx, callCtx, timeout)
+		return nil, time.Time{}, ctxError(name, ctx, callCtx, timeout)
 	}
-	return inv.result()
+	out, err := inv.result()
+	return out, time.Time{}, err
 }
 
 // finish reports a tool that panicked or did not return.
