@@ -42,6 +42,7 @@ type Exec struct {
 	copied     int       // how many of the state's messages msgs holds
 	stamp      time.Time // the clock reading of the last Commit, if it read one
 	base       time.Time // the run's first wall-clock reading (see now)
+	slabs      slabs
 	req        model.Request
 	asm        model.Assembler
 	streamErr  error // the model's error, set in stream's loop body
@@ -52,9 +53,9 @@ func (r *Runner) newExec(a *Agent, st *State, yield func(*session.Event, error) 
 	if x == nil {
 		x = new(Exec)
 	}
-	msgs := x.msgs
+	msgs, sl := x.msgs, x.slabs
 	*x = Exec{r: r, agent: a, st: st, yield: yield, live: yield != nil,
-		hooks: hookSet{runner: &r.hooks, agent: &a.Hooks}, msgs: msgs}
+		hooks: hookSet{runner: &r.hooks, agent: &a.Hooks}, msgs: msgs, slabs: sl}
 	x.pending = x.pendingBuf[:0]
 	return x
 }
@@ -65,9 +66,9 @@ const maxPooledMsgs = 256
 // putExec returns x to the pool, keeping only its request buffer (cleared,
 // so that it holds on to no conversation). x must not be used afterwards.
 func (r *Runner) putExec(x *Exec) {
-	msgs := x.msgs
+	msgs, sl := x.msgs, x.slabs
 	clear(msgs[:cap(msgs)])
-	*x = Exec{}
+	*x = Exec{slabs: sl}
 	if cap(msgs) <= maxPooledMsgs {
 		x.msgs = msgs[:0]
 	}
@@ -130,15 +131,64 @@ func newEvent[T any, P interface {
 	*T
 	session.Data
 }](x *Exec, d T, t time.Time) *session.Event {
-	// One composite literal, so that the compiler initializes the new
-	// object without write barriers.
-	p := &eventWith[T]{ev: session.Event{
+	ev := session.Event{
 		V: session.SchemaVersion, SessionID: x.st.SessionID, RunID: x.st.RunID, Turn: x.st.Turn,
 		Time: t, Agent: x.agent.Name,
-	}, data: d}
+	}
+	var p *eventWith[T]
+	if sl := slabOf[T](&x.slabs); sl != nil {
+		if len(*sl) == 0 {
+			*sl = make([]eventWith[T], eventSlab)
+		}
+		p = &(*sl)[0]
+		*sl = (*sl)[1:]
+		p.ev, p.data = ev, d
+	} else {
+		// One composite literal, so that the compiler initializes the new
+		// object without write barriers.
+		p = &eventWith[T]{ev: ev, data: d}
+	}
 	p.ev.Data = P(&p.data)
 	p.ev.Type = p.ev.Data.EventType()
 	return &p.ev
+}
+
+// eventSlab is how many events of one hot type are allocated at once.
+const eventSlab = 8
+
+// slabs hold events allocated ahead for the payload types a turn emits
+// several times (a 4-round turn emits four of each of the first three).
+// Slots are handed out once each, so an event a store keeps is never
+// reused; a slab lives as long as any of its events, which costs at most
+// eventSlab-1 unused slots per type. The slabs go with a pooled Exec to
+// its next run.
+type slabs struct {
+	round    []eventWith[session.RoundStarted]
+	started  []eventWith[session.ModelStarted]
+	finished []eventWith[session.ModelFinished]
+	call     []eventWith[session.ToolCall]
+	result   []eventWith[session.ToolResult]
+	token    []eventWith[session.Token]
+}
+
+// slabOf returns the slab for payload type T, or nil if T has none.
+func slabOf[T any](s *slabs) *[]eventWith[T] {
+	var z *T
+	switch any(z).(type) {
+	case *session.RoundStarted:
+		return any(&s.round).(*[]eventWith[T])
+	case *session.ModelStarted:
+		return any(&s.started).(*[]eventWith[T])
+	case *session.ModelFinished:
+		return any(&s.finished).(*[]eventWith[T])
+	case *session.ToolCall:
+		return any(&s.call).(*[]eventWith[T])
+	case *session.ToolResult:
+		return any(&s.result).(*[]eventWith[T])
+	case *session.Token:
+		return any(&s.token).(*[]eventWith[T])
+	}
+	return nil
 }
 
 // emit is Emit for a built-in payload, stamped with the clock's reading.
