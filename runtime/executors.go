@@ -132,7 +132,7 @@ func normalizeCalls(calls []model.ToolCall, seq int64) []model.ToolCall {
 		if c.ID == "" {
 			c.ID = "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
 		}
-		if !json.Valid(c.Arguments) {
+		if !model.ValidJSON(c.Arguments) {
 			b, _ := json.Marshal(string(c.Arguments))
 			c.Arguments = b
 		}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/agentrt/agentrt/model"
@@ -86,7 +85,7 @@ func hasResult(results []model.Message, id string) bool {
 
 // checkArgs reports whether b is a JSON object.
 func checkArgs(b []byte) error {
-	if !json.Valid(b) {
+	if !model.ValidJSON(b) {
 		return fmt.Errorf("not valid JSON: %s", preview(string(b)))
 	}
 	for _, c := range b {
