@@ -218,6 +218,10 @@ func (r *Runner) load(ctx context.Context, id string) (*State, int64, error) {
 	if err != nil {
 		return nil, 0, notFound(id, err)
 	}
+	if sess.LastSeq == 0 {
+		// A new session: no snapshot, no events to read.
+		return NewState(id, sess.Agent), 0, nil
+	}
 	snap, err := r.store.LoadSnapshot(ctx, id)
 	if err != nil {
 		return nil, 0, &Error{Kind: KindStore, Msg: "load snapshot of session " + id, Err: err}
@@ -232,15 +236,25 @@ func (r *Runner) load(ctx context.Context, id string) (*State, int64, error) {
 	} else {
 		st = NewState(id, sess.Agent)
 	}
-	for e, err := range r.store.Events(ctx, id, st.Seq) {
-		if err != nil {
-			return nil, 0, &Error{Kind: KindStore, Msg: "read events of session " + id, Err: err}
-		}
-		if err := st.Apply(e); err != nil {
-			return nil, 0, &Error{Kind: KindStore, Msg: "replay session " + id, Err: err}
+	if st.Seq < sess.LastSeq {
+		if err := r.replay(ctx, st); err != nil {
+			return nil, 0, err
 		}
 	}
 	return st, snapSeq, nil
+}
+
+// replay applies the stored events after st.Seq.
+func (r *Runner) replay(ctx context.Context, st *State) error {
+	for e, err := range r.store.Events(ctx, st.SessionID, st.Seq) {
+		if err != nil {
+			return &Error{Kind: KindStore, Msg: "read events of session " + st.SessionID, Err: err}
+		}
+		if err := st.Apply(e); err != nil {
+			return &Error{Kind: KindStore, Msg: "replay session " + st.SessionID, Err: err}
+		}
+	}
+	return nil
 }
 
 func notFound(id string, err error) error {
