@@ -9,7 +9,9 @@ import (
 )
 
 // Agent is everything the runner needs to run one kind of agent. Build it
-// directly or with the agent package's Builder.
+// directly or with the agent package's Builder. Once given to New, an
+// Agent must not be changed: the runner reads it concurrently and derives
+// tables from it (the tools' specs and approval policies).
 type Agent struct {
 	Name string
 	// SystemPrompt is sent first in every model request (the agent
@@ -28,6 +30,17 @@ type Agent struct {
 
 	specs  []model.ToolSpec
 	system []model.Part
+	// approvals is the approval of each registered tool, worked out once
+	// by init (the policy and the tools do not change afterwards).
+	approvals map[string]tool.Approval
+}
+
+// approvalFor returns the approval policy for a call of the named tool.
+func (a *Agent) approvalFor(name string) tool.Approval {
+	if ap, ok := a.approvals[name]; ok {
+		return ap
+	}
+	return a.Approval.For(name, nil) // a tool the agent does not have
 }
 
 // Limits bound a run.
@@ -105,9 +118,11 @@ func (a *Agent) init() error {
 		return fmt.Errorf("agent %q: approval default %q is not auto, ask or deny", a.Name, a.Approval.Default)
 	}
 	a.specs = a.specs[:0]
+	a.approvals = make(map[string]tool.Approval)
 	if a.Tools != nil {
 		for _, d := range a.Tools.Definitions() {
 			a.specs = append(a.specs, model.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+			a.approvals[d.Name] = a.Approval.For(d.Name, a.tool(d.Name))
 		}
 	}
 	a.Hooks.sort()

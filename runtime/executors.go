@@ -193,7 +193,7 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 			if cs.Reason != "" {
 				j.block += ": " + cs.Reason
 			}
-		case cs.Approval != CallApproved && a.Approval.For(call.Name, a.tool(call.Name)) == tool.ApprovalDeny:
+		case cs.Approval != CallApproved && a.approvalFor(call.Name) == tool.ApprovalDeny:
 			j.block = "calls to " + call.Name + " are denied by policy"
 		}
 		if j.block == "" && !x.hooks.empty() {

@@ -122,7 +122,7 @@ func callClass(a *Agent, c *CallState) callClassKind {
 	case CallPending:
 		return classWaiting
 	}
-	if a.Approval.For(c.Call.Name, a.tool(c.Call.Name)) == tool.ApprovalAsk {
+	if a.approvalFor(c.Call.Name) == tool.ApprovalAsk {
 		return classAsk
 	}
 	return classReady
