@@ -96,7 +96,7 @@ func TestBuiltAgentRuns(t *testing.T) {
 	if err != nil || res.Text != "hello" {
 		t.Fatalf("res %+v err %v", res, err)
 	}
-	if sys := m.Requests()[0].Messages[0]; sys.Role != "system" || sys.Text() != "You are Ada." {
-		t.Errorf("system message = %+v", sys)
+	if sys := m.Requests()[0].System; sys != "You are Ada." {
+		t.Errorf("system prompt = %q", sys)
 	}
 }

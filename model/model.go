@@ -116,8 +116,17 @@ type ResponseFormat struct {
 }
 
 // Request is one call to a model.
+//
+// A Model must not modify a Request or anything it refers to (the runtime
+// hands its own history over without copying it), and must copy what it
+// wants to keep after Stream's sequence ends.
 type Request struct {
-	Model          string          `json:"model,omitempty"`
+	Model string `json:"model,omitempty"`
+	// System is the system prompt, sent before Messages: providers whose
+	// API has a system parameter use it, the others send it as a first
+	// system message. Messages may hold system messages of their own (a
+	// compaction summary, say).
+	System         string          `json:"system,omitempty"`
 	Messages       []Message       `json:"messages"`
 	Tools          []ToolSpec      `json:"tools,omitempty"`
 	ToolChoice     ToolChoice      `json:"tool_choice,omitzero"`

@@ -28,8 +28,7 @@ type Agent struct {
 	Executors map[Kind]Executor
 	Hooks     Hooks
 
-	specs  []model.ToolSpec
-	system []model.Part
+	specs []model.ToolSpec
 	// approvals is the approval of each registered tool, worked out once
 	// by init (the policy and the tools do not change afterwards).
 	approvals map[string]tool.Approval
@@ -126,11 +125,8 @@ func (a *Agent) init() error {
 		}
 	}
 	a.Hooks.sort()
-	a.system = []model.Part{{Type: model.PartText, Text: a.SystemPrompt}}
 	return nil
 }
-
-func (a *Agent) systemParts() []model.Part { return a.system }
 
 // ToolSpecs returns the tool descriptions sent to the model.
 func (a *Agent) ToolSpecs() []model.ToolSpec { return a.specs }

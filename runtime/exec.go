@@ -17,6 +17,23 @@ import (
 //
 // An Exec is used by one goroutine at a time.
 type Exec struct {
+	execRun
+
+	// Buffers reused from one step to the next and, through the Runner's
+	// pool, from one run to the next: a turn commits a dozen times and
+	// calls the model several times.
+	pendingBuf [8]*session.Event // pending's first backing array
+	commit     session.Commit
+	snapshot   session.Snapshot
+	msgs       []model.Message
+	req        model.Request
+	asm        model.Assembler
+}
+
+// execRun is the part of an Exec that belongs to one run. It is reset as
+// a whole when a pooled Exec starts a run: the buffers beside it are
+// larger, and copying them would cost write barriers for nothing.
+type execRun struct {
 	r      *Runner
 	agent  *Agent
 	st     *State
@@ -33,19 +50,10 @@ type Exec struct {
 	// snapSeq is the seq of the session's last stored snapshot.
 	snapSeq int64
 
-	// Buffers reused from one step to the next: a turn commits a dozen
-	// times and calls the model several times.
-	pendingBuf [8]*session.Event // pending's first backing array
-	commit     session.Commit
-	snapshot   session.Snapshot
-	msgs       []model.Message
-	copied     int       // how many of the state's messages msgs holds
-	stamp      time.Time // the clock reading of the last Commit, if it read one
-	base       time.Time // the run's first wall-clock reading (see now)
-	slabs      slabs
-	req        model.Request
-	asm        model.Assembler
-	streamErr  error // the model's error, set in stream's loop body
+	clean     bool      // the history was found consistent in this run
+	stamp     time.Time // the clock reading of the last Commit, if it read one
+	base      time.Time // the run's first wall-clock reading (see now)
+	streamErr error     // the model's error, set in stream's loop body
 }
 
 func (r *Runner) newExec(a *Agent, st *State, yield func(*session.Event, error) bool) *Exec {
@@ -53,9 +61,8 @@ func (r *Runner) newExec(a *Agent, st *State, yield func(*session.Event, error) 
 	if x == nil {
 		x = new(Exec)
 	}
-	msgs, sl := x.msgs, x.slabs
-	*x = Exec{r: r, agent: a, st: st, yield: yield, live: yield != nil,
-		hooks: hookSet{runner: &r.hooks, agent: &a.Hooks}, msgs: msgs, slabs: sl}
+	x.execRun = execRun{r: r, agent: a, st: st, yield: yield, live: yield != nil,
+		hooks: hookSet{runner: &r.hooks, agent: &a.Hooks}}
 	x.pending = x.pendingBuf[:0]
 	return x
 }
@@ -66,12 +73,15 @@ const maxPooledMsgs = 256
 // putExec returns x to the pool, keeping only its request buffer (cleared,
 // so that it holds on to no conversation). x must not be used afterwards.
 func (r *Runner) putExec(x *Exec) {
-	msgs, sl := x.msgs, x.slabs
+	msgs := x.msgs
 	clear(msgs[:cap(msgs)])
-	*x = Exec{slabs: sl}
+	x.msgs = nil
 	if cap(msgs) <= maxPooledMsgs {
 		x.msgs = msgs[:0]
 	}
+	clear(x.pendingBuf[:])
+	x.execRun = execRun{}
+	x.req = model.Request{}
 	r.execs.Put(x)
 }
 
@@ -135,60 +145,12 @@ func newEvent[T any, P interface {
 		V: session.SchemaVersion, SessionID: x.st.SessionID, RunID: x.st.RunID, Turn: x.st.Turn,
 		Time: t, Agent: x.agent.Name,
 	}
-	var p *eventWith[T]
-	if sl := slabOf[T](&x.slabs); sl != nil {
-		if len(*sl) == 0 {
-			*sl = make([]eventWith[T], eventSlab)
-		}
-		p = &(*sl)[0]
-		*sl = (*sl)[1:]
-		p.ev, p.data = ev, d
-	} else {
-		// One composite literal, so that the compiler initializes the new
-		// object without write barriers.
-		p = &eventWith[T]{ev: ev, data: d}
-	}
+	// One composite literal, so that the compiler initializes the new
+	// object without write barriers.
+	p := &eventWith[T]{ev: ev, data: d}
 	p.ev.Data = P(&p.data)
 	p.ev.Type = p.ev.Data.EventType()
 	return &p.ev
-}
-
-// eventSlab is how many events of one hot type are allocated at once.
-const eventSlab = 8
-
-// slabs hold events allocated ahead for the payload types a turn emits
-// several times (a 4-round turn emits four of each of the first three).
-// Slots are handed out once each, so an event a store keeps is never
-// reused; a slab lives as long as any of its events, which costs at most
-// eventSlab-1 unused slots per type. The slabs go with a pooled Exec to
-// its next run.
-type slabs struct {
-	round    []eventWith[session.RoundStarted]
-	started  []eventWith[session.ModelStarted]
-	finished []eventWith[session.ModelFinished]
-	call     []eventWith[session.ToolCall]
-	result   []eventWith[session.ToolResult]
-	token    []eventWith[session.Token]
-}
-
-// slabOf returns the slab for payload type T, or nil if T has none.
-func slabOf[T any](s *slabs) *[]eventWith[T] {
-	var z *T
-	switch any(z).(type) {
-	case *session.RoundStarted:
-		return any(&s.round).(*[]eventWith[T])
-	case *session.ModelStarted:
-		return any(&s.started).(*[]eventWith[T])
-	case *session.ModelFinished:
-		return any(&s.finished).(*[]eventWith[T])
-	case *session.ToolCall:
-		return any(&s.call).(*[]eventWith[T])
-	case *session.ToolResult:
-		return any(&s.result).(*[]eventWith[T])
-	case *session.Token:
-		return any(&s.token).(*[]eventWith[T])
-	}
-	return nil
 }
 
 // emit is Emit for a built-in payload, stamped with the clock's reading.
@@ -283,21 +245,19 @@ func (x *Exec) Commit(ctx context.Context) error {
 		}
 	}
 	x.stamp = now
+	// Field by field rather than a whole new Commit: x.commit lives in the
+	// heap, where copying a whole struct costs a write barrier per word.
 	c := &x.commit
-	*c = session.Commit{
-		SessionID: x.st.SessionID,
-		ExpectSeq: x.pending[0].Seq - 1,
-		Events:    x.pending,
-		Status:    x.st.Status,
-		Turn:      x.st.Turn,
-		Usage:     x.st.Usage,
-		Time:      x.pending[len(x.pending)-1].Time,
-	}
+	c.SessionID = x.st.SessionID
+	c.ExpectSeq = x.pending[0].Seq - 1
+	c.Events = x.pending
+	c.Status = x.st.Status
+	c.Turn = x.st.Turn
+	c.Usage = x.st.Usage
+	c.Time = x.pending[len(x.pending)-1].Time
+	c.Snapshot = nil
 	if x.st.Seq-x.snapSeq >= x.r.snapEvery {
-		buf := x.r.getBuf()
-		defer x.r.putBuf(buf)
-		b, err := x.st.appendSnapshot((*buf)[:0])
-		*buf = b
+		b, err := x.st.MarshalSnapshot()
 		if err != nil {
 			return &Error{Kind: KindInternal, Msg: "snapshot", Err: err}
 		}
@@ -308,7 +268,6 @@ func (x *Exec) Commit(ctx context.Context) error {
 	if err == nil && c.Snapshot != nil {
 		x.snapSeq = c.Snapshot.Seq
 	}
-	// The snapshot's buffer goes back to the pool: drop our references.
 	c.Snapshot, x.snapshot = nil, session.Snapshot{}
 	if err != nil {
 		x.pending = x.pending[:0]

@@ -146,28 +146,25 @@ func normalizeCalls(calls []model.ToolCall, seq int64) []model.ToolCall {
 
 // request builds the model request from the state, reusing buffers.
 func (x *Exec) request() *model.Request {
-	a := x.agent
-	if x.copied > 0 && x.copied <= len(x.st.Messages) && !x.hooks.rewritesRequests() {
-		// Later rounds of a run: the history only grew since the last
-		// request, by messages this run added (consistent by
-		// construction), so append them rather than rebuild it all.
-		x.msgs = append(x.msgs, x.st.Messages[x.copied:]...)
-		x.copied = len(x.st.Messages)
-		x.req = model.Request{Messages: x.msgs, Tools: a.specs}
-		return &x.req
+	msgs := x.st.Messages
+	switch {
+	case x.hooks.rewritesRequests():
+		// A before-model hook may change the request: it gets a copy of
+		// the history, never the state's own.
+		x.msgs = AppendSanitized(x.msgs[:0], x.st.Messages)
+		msgs = x.msgs
+	case x.clean:
+		// Checked earlier in this run; since then the run only added
+		// messages, consistent by construction.
+	case Consistent(x.st.Messages):
+		// The usual case: the model gets the state's history itself, not
+		// a copy (a Model must not modify its request).
+		x.clean = true
+	default:
+		x.msgs = AppendSanitized(x.msgs[:0], x.st.Messages)
+		msgs = x.msgs
 	}
-	if n := len(x.st.Messages) + 1; cap(x.msgs) < n {
-		// Room for the rounds to come, which add two messages each.
-		x.msgs = make([]model.Message, 0, n+8)
-	}
-	msgs := x.msgs[:0]
-	if a.SystemPrompt != "" {
-		msgs = append(msgs, model.Message{Role: model.RoleSystem, Parts: a.systemParts()})
-	}
-	msgs = AppendSanitized(msgs, x.st.Messages)
-	x.msgs = msgs
-	x.copied = len(x.st.Messages)
-	x.req = model.Request{Messages: msgs, Tools: a.specs}
+	x.req = model.Request{System: x.agent.SystemPrompt, Messages: msgs, Tools: x.agent.specs}
 	return &x.req
 }
 

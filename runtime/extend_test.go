@@ -226,3 +226,42 @@ func TestErrorKinds(t *testing.T) {
 		t.Error("IsRecoverable does not see through wrapping")
 	}
 }
+
+// A run that failed with tool calls unanswered leaves a history a provider
+// would reject; the next request is sanitised (seed 002).
+func TestNextRunSanitisesABrokenHistory(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}},
+		scripted.Reply{Text: "fresh start"},
+	).Record()
+	a := calcAgent(m, registry(t))
+	a.Executors = map[runtime.Kind]runtime.Executor{runtime.KindCallTools: func(context.Context, *runtime.Exec, runtime.Instruction) error {
+		return errors.New("tool host unreachable")
+	}}
+	e := newEnv(t, nil, runtime.Config{}, a)
+	id := e.session(t, "calc")
+	if res := e.run(t, id, "first"); res.Status != session.StatusFailed {
+		t.Fatalf("first run: %s", res.Status)
+	}
+	if res := e.run(t, id, "second"); res.Status != session.StatusDone || res.Text != "fresh start" {
+		t.Fatalf("second run: %s %q", res.Status, res.Text)
+	}
+	var roles []model.Role
+	for _, msg := range m.Requests()[1].Messages {
+		roles = append(roles, msg.Role)
+		if len(msg.ToolCalls) > 0 {
+			t.Errorf("a tool call without a result reached the model: %+v", msg)
+		}
+	}
+	if diff := cmp.Diff([]model.Role{model.RoleUser, model.RoleUser}, roles); diff != "" {
+		t.Errorf("request history (-want +got):\n%s", diff)
+	}
+	// The stored history itself is unchanged: sanitising is per request.
+	st, err := e.r.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.Consistent(st.Messages) {
+		t.Error("the state's history was rewritten")
+	}
+}

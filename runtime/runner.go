@@ -59,10 +59,6 @@ type Runner struct {
 	snapEvery int64
 	wallClock bool // now is time.Now (see Exec.now)
 
-	// bufs holds *[]byte buffers for state snapshots: a store copies a
-	// snapshot's bytes before Commit returns, so one buffer serves every
-	// run that ends.
-	bufs sync.Pool
 	// execs holds *Exec for reuse: an Exec carries a run's buffers, the
 	// request's message list among them, which would otherwise be
 	// allocated and grown again by every run.
@@ -70,24 +66,6 @@ type Runner struct {
 
 	mu   sync.Mutex
 	busy map[string]bool // sessions with a run in progress; guarded by mu
-}
-
-// maxPooledBuf is the largest snapshot buffer kept for reuse: a session
-// with a huge history should not pin its buffer for good.
-const maxPooledBuf = 1 << 20
-
-func (r *Runner) getBuf() *[]byte {
-	if b, ok := r.bufs.Get().(*[]byte); ok {
-		return b
-	}
-	b := make([]byte, 0, 4096)
-	return &b
-}
-
-func (r *Runner) putBuf(b *[]byte) {
-	if cap(*b) <= maxPooledBuf {
-		r.bufs.Put(b)
-	}
 }
 
 // New returns a Runner.

@@ -93,8 +93,13 @@ func TestRunThinkActLoop(t *testing.T) {
 		}
 	}
 	wantRoles := [][]model.Role{
-		{model.RoleSystem, model.RoleUser},
-		{model.RoleSystem, model.RoleUser, model.RoleAssistant, model.RoleTool},
+		{model.RoleUser},
+		{model.RoleUser, model.RoleAssistant, model.RoleTool},
+	}
+	for _, r := range reqs {
+		if r.System != "You calculate." {
+			t.Errorf("system prompt = %q", r.System)
+		}
 	}
 	if diff := cmp.Diff(wantRoles, roles); diff != "" {
 		t.Errorf("request histories (-want +got):\n%s", diff)
@@ -610,6 +615,9 @@ func TestSanitize(t *testing.T) {
 			got := runtime.AppendSanitized(nil, tc.in)
 			if diff := cmp.Diff(tc.out, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if c, same := runtime.Consistent(tc.in), cmp.Equal(tc.in, tc.out); c != same {
+				t.Errorf("Consistent = %v, but sanitising changes it: %v", c, !same)
 			}
 		})
 	}

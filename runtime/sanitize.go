@@ -62,6 +62,29 @@ func AppendSanitized(dst, msgs []model.Message) []model.Message {
 	return dst
 }
 
+// Consistent reports whether msgs needs no sanitising: AppendSanitized
+// would append it unchanged.
+func Consistent(msgs []model.Message) bool {
+	for i := 0; i < len(msgs); i++ {
+		m := &msgs[i]
+		switch {
+		case m.Role == model.RoleTool:
+			return false // a tool message no assistant message claims
+		case m.Role != model.RoleAssistant || len(m.ToolCalls) == 0:
+			continue
+		}
+		j := i + 1
+		for j < len(msgs) && msgs[j].Role == model.RoleTool {
+			j++
+		}
+		if !answersAll(m.ToolCalls, msgs[i+1:j]) {
+			return false
+		}
+		i = j - 1
+	}
+	return true
+}
+
 func answersAll(calls []model.ToolCall, results []model.Message) bool {
 	if len(results) != len(calls) {
 		return false

@@ -199,7 +199,7 @@ func requestSize(req *model.Request) int {
 	if req == nil {
 		return 0
 	}
-	n := 0
+	n := len(req.System)
 	for i := range req.Messages {
 		msg := &req.Messages[i]
 		for _, p := range msg.Parts {
