@@ -232,14 +232,11 @@ func TestToolCallsRunConcurrently(t *testing.T) {
 	if res.Status != session.StatusDone {
 		t.Fatalf("status %s: %+v", res.Status, res.Err)
 	}
-	// b finishes first, so its result is committed first; the messages
-	// the model sees are in call order.
-	rs := toolResults(res.Events)
-	if rs[0].Name != "b" || rs[1].Name != "a" {
-		t.Errorf("results committed as %s, %s; want b then a", rs[0].Name, rs[1].Name)
+	// Results are committed as the calls complete, in whatever order;
+	// the messages the model sees are in call order.
+	if rs := toolResults(res.Events); len(rs) != 2 || !rs[0].OK || !rs[1].OK {
+		t.Errorf("results = %+v", rs)
 	}
-	reqs := m.Requests()
-	_ = reqs
 	st, _ := e.r.Load(context.Background(), id)
 	var names []string
 	for _, msg := range st.Messages {
