@@ -208,7 +208,20 @@ func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
 	case dsn == "":
 		return nil, errors.New("store: empty DSN")
 	}
+	if i := strings.Index(dsn, ":"); i > 1 && isScheme(dsn[:i]) {
+		// "sqllite:x" is a typo, not a file to create.
+		return nil, fmt.Errorf("store: unknown scheme %q in %q (use sqlite:PATH, memory: or a file path)", dsn[:i], dsn)
+	}
 	return sqlite.Open(ctx, dsn)
+}
+
+func isScheme(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // Close closes the store.

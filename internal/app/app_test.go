@@ -1,0 +1,67 @@
+package app
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/config"
+)
+
+func TestOpenStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, dsn := range []string{"memory:", "memory", "sqlite:" + filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")} {
+		st, err := OpenStore(ctx, dsn)
+		if err != nil {
+			t.Errorf("OpenStore(%q): %v", dsn, err)
+			continue
+		}
+		st.Close()
+	}
+	for dsn, want := range map[string]string{
+		"":                          "empty DSN",
+		"sqllite:x.db":              `unknown scheme "sqllite"`,
+		"redis://127.0.0.1:6379/0":  `unknown scheme "redis"`,
+		"postgres://u@127.0.0.1/db": "Postgres store is not available",
+	} {
+		st, err := OpenStore(ctx, dsn)
+		if err == nil {
+			st.Close()
+			t.Errorf("OpenStore(%q): no error", dsn)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("OpenStore(%q) = %v, want it to mention %s", dsn, err, want)
+		}
+	}
+}
+
+func TestBuildRejectsWhatThisBuildLacks(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"plan_execute": {`
+models: {d: {provider: demo}}
+agents: {a: {model: d, strategy: plan_execute}}
+`, `strategy "plan_execute" is not available`},
+		"openai": {`
+models: {o: {provider: openai, model: gpt-4o-mini, api_key: k}}
+agents: {a: {model: o}}
+`, `provider "openai" is not available`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := config.Parse("agentrt.yaml", []byte(tc.yaml), func(string) (string, bool) { return "", false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:"})
+			if err == nil {
+				a.Close()
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to mention %s", err, tc.want)
+			}
+		})
+	}
+}
