@@ -39,7 +39,9 @@ func (a *Agent) approvalFor(name string) tool.Approval {
 	if ap, ok := a.approvals[name]; ok {
 		return ap
 	}
-	return a.Approval.For(name, nil) // a tool the agent does not have
+	// A tool added to the registry after init, or one it does not hold:
+	// the registry still runs the former, so its own policy applies.
+	return a.Approval.For(name, a.tool(name))
 }
 
 // Limits bound a run.

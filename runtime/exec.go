@@ -50,7 +50,7 @@ type execRun struct {
 	// snapSeq is the seq of the session's last stored snapshot.
 	snapSeq int64
 
-	clean     bool      // the history was found consistent in this run
+	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
 	base      time.Time // the run's first wall-clock reading (see now)
 	streamErr error     // the model's error, set in stream's loop body
@@ -82,6 +82,11 @@ func (r *Runner) putExec(x *Exec) {
 	clear(x.pendingBuf[:])
 	x.execRun = execRun{}
 	x.req = model.Request{}
+	// The last commit's events and the last reply are the conversation's
+	// too (pending's array, if it outgrew pendingBuf; the reply's text and
+	// tool calls).
+	x.commit = session.Commit{}
+	x.asm = model.Assembler{}
 	r.execs.Put(x)
 }
 

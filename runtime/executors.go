@@ -153,13 +153,13 @@ func (x *Exec) request() *model.Request {
 		// the history, never the state's own.
 		x.msgs = AppendSanitized(x.msgs[:0], x.st.Messages)
 		msgs = x.msgs
-	case x.clean:
-		// Checked earlier in this run; since then the run only added
-		// messages, consistent by construction.
-	case Consistent(x.st.Messages):
+	case x.checked <= len(msgs) && Consistent(msgs[x.checked:]):
 		// The usual case: the model gets the state's history itself, not
-		// a copy (a Model must not modify its request).
-		x.clean = true
+		// a copy (a Model must not modify its request). The messages up to
+		// x.checked were found consistent earlier in this run and end a
+		// complete group, so only those added since need checking (a
+		// policy may call the model with calls unanswered).
+		x.checked = len(msgs)
 	default:
 		x.msgs = AppendSanitized(x.msgs[:0], x.st.Messages)
 		msgs = x.msgs

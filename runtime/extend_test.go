@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -263,5 +264,91 @@ func TestNextRunSanitisesABrokenHistory(t *testing.T) {
 	}
 	if runtime.Consistent(st.Messages) {
 		t.Error("the state's history was rewritten")
+	}
+}
+
+// A policy may call the model again while tool calls are unanswered; the
+// request is then sanitised even though an earlier request of the same run
+// found the history consistent.
+func TestModelCallWithUnansweredCallsIsSanitised(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}},
+		scripted.Reply{Text: "never mind"},
+	).Record()
+	a := calcAgent(m, registry(t))
+	a.Policy = runtime.PolicyFunc(func(ctx context.Context, ag *runtime.Agent, s *runtime.State) (runtime.Instruction, error) {
+		if len(s.Calls) > 0 {
+			return runtime.Instruction{Kind: runtime.KindCallModel}, nil // skip the tools
+		}
+		return runtime.React.Next(ctx, ag, s)
+	})
+	e := newEnv(t, nil, runtime.Config{}, a)
+	res := e.run(t, e.session(t, "calc"), "hi")
+	if res.Status != session.StatusDone || res.Text != "never mind" {
+		t.Fatalf("status %s text %q err %+v", res.Status, res.Text, res.Err)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	if !runtime.Consistent(reqs[1].Messages) {
+		t.Errorf("the second request holds a tool call without a result: %+v", reqs[1].Messages)
+	}
+}
+
+// A call_tools executor gets the calls as the human approved them: with
+// the edited arguments, not the model's.
+func TestCallToolsInstructionCarriesEditedArguments(t *testing.T) {
+	var runs atomic.Int32
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+		scripted.Reply{Text: "ok", Expect: &scripted.Expect{LastToolResultContains: "deployed to staging"}},
+	)
+	a := calcAgent(m, registry(t, askTool(t, &runs)))
+	var seen []string
+	a.Executors = map[runtime.Kind]runtime.Executor{runtime.KindCallTools: func(ctx context.Context, x *runtime.Exec, ins runtime.Instruction) error {
+		for _, c := range ins.Calls {
+			seen = append(seen, string(c.Arguments))
+		}
+		return runtime.CallTools(ctx, x, ins)
+	}}
+	e := newEnv(t, nil, runtime.Config{}, a)
+	id := e.session(t, "calc")
+	res := e.run(t, id, "deploy")
+	if res.Status != session.StatusWaiting {
+		t.Fatalf("status %s, want waiting", res.Status)
+	}
+	st, err := e.r.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Resolve(context.Background(), id, st.Requests[0].ID, runtime.Resolution{Decision: "edit", Arguments: []byte(`{"env":"staging"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.resume(t, id); res.Status != session.StatusDone {
+		t.Fatalf("after edit: status %s err %+v", res.Status, res.Err)
+	}
+	if diff := cmp.Diff([]string{`{"env":"staging"}`}, seen); diff != "" {
+		t.Errorf("call_tools instruction arguments (-want +got):\n%s", diff)
+	}
+}
+
+// A tool added to the agent's registry after the runner was made still
+// gets its own approval policy: the registry runs it, so it must not run
+// unasked.
+func TestToolAddedLaterKeepsItsApproval(t *testing.T) {
+	var runs atomic.Int32
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+		scripted.Reply{Text: "ok"},
+	)
+	reg := registry(t)
+	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, reg))
+	if err := reg.Add(askTool(t, &runs)); err != nil {
+		t.Fatal(err)
+	}
+	res := e.run(t, e.session(t, "calc"), "deploy")
+	if res.Status != session.StatusWaiting || runs.Load() != 0 {
+		t.Fatalf("status %s, tool ran %d times; want waiting, not run", res.Status, runs.Load())
 	}
 }

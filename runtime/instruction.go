@@ -68,8 +68,15 @@ func react(_ context.Context, a *Agent, s *State) (Instruction, error) {
 		// running), needing a human, or waiting for one.
 		var nready, nask int
 		waiting := false
+		// pristine: no call's arguments changed since the model made it
+		// (an edit on approval, or a tool_call event's, change them).
+		pristine := true
 		for i := range s.Calls {
-			switch callClass(a, &s.Calls[i]) {
+			c := &s.Calls[i]
+			if c.Approval != CallUndecided || c.Started {
+				pristine = false
+			}
+			switch callClass(a, c) {
 			case classReady:
 				nready++
 			case classAsk:
@@ -80,9 +87,10 @@ func react(_ context.Context, a *Agent, s *State) (Instruction, error) {
 		}
 		switch {
 		case nready > 0:
-			// When the whole batch is ready (the usual case), name it with
-			// the assistant message's own list rather than a new one.
-			if n := len(s.Messages); nready == len(s.Calls) && n > 0 && len(s.Messages[n-1].ToolCalls) == nready {
+			// When the whole batch is ready and unchanged (the usual case),
+			// name it with the assistant message's own list rather than a
+			// new one.
+			if n := len(s.Messages); pristine && nready == len(s.Calls) && n > 0 && len(s.Messages[n-1].ToolCalls) == nready {
 				return Instruction{Kind: KindCallTools, Calls: s.Messages[n-1].ToolCalls}, nil
 			}
 			return Instruction{Kind: KindCallTools, Calls: callsOf(a, s, classReady, nready)}, nil

@@ -205,6 +205,8 @@ func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
 		return nil, errors.New("store: the Postgres store is not available in this build yet; use sqlite:PATH")
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+	case strings.HasPrefix(dsn, "file:"):
+		return sqlite.Open(ctx, dsn) // a SQLite URI, which sqlite.Open takes as it is
 	case dsn == "":
 		return nil, errors.New("store: empty DSN")
 	}

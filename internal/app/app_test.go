@@ -12,7 +12,9 @@ import (
 func TestOpenStore(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	for _, dsn := range []string{"memory:", "memory", "sqlite:" + filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")} {
+	for _, dsn := range []string{"memory:", "memory", "sqlite:" + filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db"),
+		// A file: URI is what sqlite.Open takes, bare or after sqlite:.
+		"file:" + filepath.Join(dir, "c.db") + "?_pragma=foreign_keys(1)"} {
 		st, err := OpenStore(ctx, dsn)
 		if err != nil {
 			t.Errorf("OpenStore(%q): %v", dsn, err)
