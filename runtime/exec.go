@@ -47,8 +47,6 @@ type execRun struct {
 	end     session.Status
 	reason  string
 	stopped bool // the consumer stopped reading
-	// snapSeq is the seq of the session's last stored snapshot.
-	snapSeq int64
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
@@ -261,7 +259,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 	c.Usage = x.st.Usage
 	c.Time = x.pending[len(x.pending)-1].Time
 	c.Snapshot = nil
-	if x.st.Seq-x.snapSeq >= x.r.snapEvery {
+	if x.st.Seq-x.st.SnapshotSeq >= x.r.snapEvery {
 		b, err := x.st.MarshalSnapshot()
 		if err != nil {
 			return &Error{Kind: KindInternal, Msg: "snapshot", Err: err}
@@ -271,7 +269,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 	}
 	err := x.r.store.Commit(ctx, c)
 	if err == nil && c.Snapshot != nil {
-		x.snapSeq = c.Snapshot.Seq
+		x.st.SnapshotSeq = c.Snapshot.Seq
 	}
 	c.Snapshot, x.snapshot = nil, session.Snapshot{}
 	if err != nil {

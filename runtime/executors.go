@@ -164,7 +164,9 @@ func (x *Exec) request() *model.Request {
 		x.msgs = AppendSanitized(x.msgs[:0], x.st.Messages)
 		msgs = x.msgs
 	}
-	x.req = model.Request{System: x.agent.SystemPrompt, Messages: msgs, Tools: x.agent.specs}
+	// Capacity capped at the length: a model that appends to its request's
+	// messages gets a new array instead of writing into the state's.
+	x.req = model.Request{System: x.agent.SystemPrompt, Messages: msgs[:len(msgs):len(msgs)], Tools: x.agent.specs}
 	return &x.req
 }
 

@@ -27,7 +27,9 @@ const (
 // Instruction is what a Policy decides to do next.
 type Instruction struct {
 	Kind Kind
-	// Calls are the tool calls of call_tools and request_approval.
+	// Calls are the tool calls of call_tools and request_approval. They
+	// may share memory with the state and the log: read them, never
+	// modify them.
 	Calls []model.ToolCall
 	// Text is the answer of finish, or the reason of pause.
 	Text string

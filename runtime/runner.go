@@ -186,40 +186,33 @@ func (r *Runner) CreateSession(ctx context.Context, agent, id string, metadata m
 
 // Load rebuilds a session's state: its snapshot, then the events after it.
 func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
-	st, _, err := r.load(ctx, id)
-	return st, err
-}
-
-// load is Load, also returning the seq of the snapshot it started from.
-func (r *Runner) load(ctx context.Context, id string) (*State, int64, error) {
 	sess, err := r.store.GetSession(ctx, id)
 	if err != nil {
-		return nil, 0, notFound(id, err)
+		return nil, notFound(id, err)
 	}
 	if sess.LastSeq == 0 {
 		// A new session: no snapshot, no events to read.
-		return NewState(id, sess.Agent), 0, nil
+		return NewState(id, sess.Agent), nil
 	}
 	snap, err := r.store.LoadSnapshot(ctx, id)
 	if err != nil {
-		return nil, 0, &Error{Kind: KindStore, Msg: "load snapshot of session " + id, Err: err}
+		return nil, &Error{Kind: KindStore, Msg: "load snapshot of session " + id, Err: err}
 	}
 	var st *State
-	var snapSeq int64
 	if snap != nil {
 		if st, err = UnmarshalState(snap.Data); err != nil {
-			return nil, 0, &Error{Kind: KindStore, Msg: "session " + id, Err: err}
+			return nil, &Error{Kind: KindStore, Msg: "session " + id, Err: err}
 		}
-		st.Seq, snapSeq = snap.Seq, snap.Seq
+		st.Seq, st.SnapshotSeq = snap.Seq, snap.Seq
 	} else {
 		st = NewState(id, sess.Agent)
 	}
 	if st.Seq < sess.LastSeq {
 		if err := r.replay(ctx, st); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
-	return st, snapSeq, nil
+	return st, nil
 }
 
 // replay applies the stored events after st.Seq.
@@ -376,7 +369,7 @@ func (r *Runner) begin(ctx context.Context, id string, yield func(*session.Event
 	if err := r.acquire(id); err != nil {
 		return nil, err
 	}
-	st, snapSeq, err := r.load(ctx, id)
+	st, err := r.Load(ctx, id)
 	if err != nil {
 		r.release(id)
 		return nil, err
@@ -386,9 +379,7 @@ func (r *Runner) begin(ctx context.Context, id string, yield func(*session.Event
 		r.release(id)
 		return nil, err
 	}
-	x := r.newExec(a, st, yield)
-	x.snapSeq = snapSeq
-	return x, nil
+	return r.newExec(a, st, yield), nil
 }
 
 // loop steps until the run stops.

@@ -49,6 +49,10 @@ type State struct {
 	Final    string         `json:"final,omitempty"`
 	// LastError is the last error event of the current run.
 	LastError *session.Error `json:"last_error,omitempty"`
+	// SnapshotSeq is the seq of the session's newest stored snapshot, as
+	// far as this state knows (Load sets it; commits that write one update
+	// it). It is bookkeeping, not part of the snapshot.
+	SnapshotSeq int64 `json:"-"`
 }
 
 // Approval states of a call.
