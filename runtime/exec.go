@@ -107,7 +107,7 @@ func (x *Exec) now() time.Time {
 		return x.r.now()
 	}
 	if x.base.IsZero() {
-		x.base = time.Now()
+		x.base = time.Now().UTC() // events are stamped in UTC
 		return x.base
 	}
 	return x.base.Add(time.Since(x.base))
