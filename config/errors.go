@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/agentrt/agentrt/internal/editdist"
 )
 
 // Problem is one thing wrong with a config, at the place it is written.
@@ -82,7 +84,7 @@ func suggest(s string, candidates []string) string {
 		if norm(c) == norm(s) {
 			return fmt.Sprintf("; did you mean %s?", c)
 		}
-		d := editDistance(s, c)
+		d := editdist.Distance(s, c)
 		if bestD < 0 || d < bestD {
 			best, bestD = c, d
 		}
@@ -91,31 +93,4 @@ func suggest(s string, candidates []string) string {
 		return fmt.Sprintf("; did you mean %s?", best)
 	}
 	return ""
-}
-
-// editDistance is the optimal string alignment distance: insertions,
-// deletions, substitutions and transpositions of neighbours each cost one.
-func editDistance(a, b string) int {
-	// Three rows suffice: the transposition looks two rows back.
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }

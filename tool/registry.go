@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/editdist"
 )
 
 // DefaultTimeout is the timeout of a call whose tool sets no Meta.Timeout,
@@ -458,7 +460,7 @@ func closest(name string, names []string) string {
 		if strings.EqualFold(n, name) {
 			return n
 		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestDist {
+		if d := editdist.Distance(strings.ToLower(name), strings.ToLower(n)); d < bestDist {
 			best, bestDist = n, d
 		}
 	}
@@ -470,33 +472,6 @@ func closest(name string, names []string) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the optimal string alignment distance between a and b,
-// in bytes: the Levenshtein distance, with a swap of two adjacent
-// characters counting as one edit, as it does for typists.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1) // row i-2
-	prev := make([]int, len(b)+1)  // row i-1
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // quoteList quotes up to max names and says how many more there are.
