@@ -83,6 +83,17 @@ func (g *globals) open(ctx context.Context) (*app.App, error) {
 	return app.Build(ctx, cfg, g.options())
 }
 
+// withApp opens the app for cmd, runs f with it and closes it.
+func (g *globals) withApp(cmd *cobra.Command, f func(ctx context.Context, a *app.App) error) error {
+	ctx := cmd.Context()
+	a, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return f(ctx, a)
+}
+
 // Main runs the CLI with args and returns the exit code.
 func Main(ctx context.Context, args []string, s Streams) int {
 	return MainWith(ctx, args, s, app.Options{})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,15 +25,11 @@ func newResumeCmd(g *globals) *cobra.Command {
 		Short: "continue a session whose run stopped (crash, pause, approval)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			a, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			p := newPrinter(g.s, asJSON, a.Notices)
-			res := p.print(a.Runner.Resume(ctx, args[0]))
-			return finishRun(ctx, g, a, p, approve, args[0], res)
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				p := newPrinter(g.s, asJSON, a.Notices)
+				res := p.print(a.Runner.Resume(ctx, args[0]))
+				return finishRun(ctx, g, a, p, approve, args[0], res)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line")
@@ -51,34 +48,30 @@ func newApproveCmd(g *globals) *cobra.Command {
 			if reject && args != "" {
 				return usageErr("--args cannot be used with --reject")
 			}
-			ctx := cmd.Context()
-			a, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			res := runtime.Resolution{Decision: session.DecisionApprove, Reason: reason, By: "cli"}
-			if reject {
-				res.Decision = session.DecisionReject
-			}
-			if args != "" {
-				res.Decision = session.DecisionEdit
-				res.Arguments = []byte(args)
-			}
-			id := a2[0]
-			if _, err := a.Runner.Resolve(ctx, id, a2[1], res); err != nil {
-				return err
-			}
-			st, err := a.Runner.Load(ctx, id)
-			if err != nil {
-				return err
-			}
-			if len(st.Requests) > 0 {
-				fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
-				return outcome(g, id, runResult{status: session.StatusWaiting}, a)
-			}
-			p := newPrinter(g.s, asJSON, a.Notices)
-			return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				res := runtime.Resolution{Decision: session.DecisionApprove, Reason: reason, By: "cli"}
+				if reject {
+					res.Decision = session.DecisionReject
+				}
+				if args != "" {
+					res.Decision = session.DecisionEdit
+					res.Arguments = []byte(args)
+				}
+				id := a2[0]
+				if _, err := a.Runner.Resolve(ctx, id, a2[1], res); err != nil {
+					return err
+				}
+				st, err := a.Runner.Load(ctx, id)
+				if err != nil {
+					return err
+				}
+				if len(st.Requests) > 0 {
+					fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
+					return outcome(g, id, runResult{status: session.StatusWaiting}, a)
+				}
+				p := newPrinter(g.s, asJSON, a.Notices)
+				return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&reject, "reject", false, "reject the call; the model is told so")
@@ -96,22 +89,18 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "list sessions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			a, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			ss, err := a.Store.ListSessions(ctx, session.ListOptions{Limit: limit})
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(g.s.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTURN\tEVENTS\tUPDATED")
-			for _, s := range ss {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				ss, err := a.Store.ListSessions(ctx, session.ListOptions{Limit: limit})
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(g.s.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTURN\tEVENTS\tUPDATED")
+				for _, s := range ss {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	list.Flags().IntVar(&limit, "limit", 50, "how many")
@@ -121,43 +110,39 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "show a session: status, turn, usage, pending requests",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			a, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			s, err := a.Store.GetSession(ctx, args[0])
-			if err != nil {
-				return notFound(args[0], err)
-			}
-			st, err := a.Runner.Load(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if showJSON {
-				enc := json.NewEncoder(g.s.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"session": s, "pending": st.Requests, "final": st.Final})
-			}
-			out := g.s.Out
-			fmt.Fprintf(out, "session  %s\nagent    %s\nstatus   %s\nturn     %d\nevents   %d\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq)
-			fmt.Fprintf(out, "usage    %d input, %d output tokens", s.Usage.InputTokens, s.Usage.OutputTokens)
-			if s.Usage.CostUSD > 0 {
-				fmt.Fprintf(out, ", $%.6f", s.Usage.CostUSD)
-			}
-			fmt.Fprintf(out, "\ncreated  %s\nupdated  %s\n", s.CreatedAt.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
-			for _, q := range st.Requests {
-				for _, c := range st.Calls {
-					if c.Call.ID == q.CallID {
-						fmt.Fprintf(out, "pending  %s: approve %s %s\n", q.ID, c.Call.Name, c.Call.Arguments)
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				s, err := a.Store.GetSession(ctx, args[0])
+				if err != nil {
+					return notFound(args[0], err)
+				}
+				st, err := a.Runner.Load(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if showJSON {
+					enc := json.NewEncoder(g.s.Out)
+					enc.SetIndent("", "  ")
+					return enc.Encode(map[string]any{"session": s, "pending": st.Requests, "final": st.Final})
+				}
+				out := g.s.Out
+				fmt.Fprintf(out, "session  %s\nagent    %s\nstatus   %s\nturn     %d\nevents   %d\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq)
+				fmt.Fprintf(out, "usage    %d input, %d output tokens", s.Usage.InputTokens, s.Usage.OutputTokens)
+				if s.Usage.CostUSD > 0 {
+					fmt.Fprintf(out, ", $%.6f", s.Usage.CostUSD)
+				}
+				fmt.Fprintf(out, "\ncreated  %s\nupdated  %s\n", s.CreatedAt.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+				for _, q := range st.Requests {
+					for _, c := range st.Calls {
+						if c.Call.ID == q.CallID {
+							fmt.Fprintf(out, "pending  %s: approve %s %s\n", q.ID, c.Call.Name, c.Call.Arguments)
+						}
 					}
 				}
-			}
-			if st.Final != "" {
-				fmt.Fprintf(out, "answer   %s\n", st.Final)
-			}
-			return nil
+				if st.Final != "" {
+					fmt.Fprintf(out, "answer   %s\n", st.Final)
+				}
+				return nil
+			})
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
@@ -170,22 +155,18 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			if after < 0 {
 				return usageErr("--after must not be negative")
 			}
-			ctx := cmd.Context()
-			a, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			enc := json.NewEncoder(g.s.Out)
-			for e, err := range a.Store.Events(ctx, args[0], after) {
-				if err != nil {
-					return notFound(args[0], err)
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				enc := json.NewEncoder(g.s.Out)
+				for e, err := range a.Store.Events(ctx, args[0], after) {
+					if err != nil {
+						return notFound(args[0], err)
+					}
+					if err := enc.Encode(e); err != nil {
+						return err
+					}
 				}
-				if err := enc.Encode(e); err != nil {
-					return err
-				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	events.Flags().Int64Var(&after, "after", 0, "only events with seq greater than N")
@@ -194,16 +175,12 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "delete a session and its log",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			a, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			if err := a.Store.DeleteSession(ctx, args[0]); err != nil {
-				return notFound(args[0], err)
-			}
-			return nil
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				if err := a.Store.DeleteSession(ctx, args[0]); err != nil {
+					return notFound(args[0], err)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(list, show, events, del)
@@ -223,23 +200,19 @@ func newReplayCmd(g *globals) *cobra.Command {
 		Short: "render a session's event log as a timeline",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			a, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			var start time.Time
-			for e, err := range a.Store.Events(ctx, args[0], 0) {
-				if err != nil {
-					return notFound(args[0], err)
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				var start time.Time
+				for e, err := range a.Store.Events(ctx, args[0], 0) {
+					if err != nil {
+						return notFound(args[0], err)
+					}
+					if start.IsZero() {
+						start = e.Time
+					}
+					fmt.Fprintf(g.s.Out, "%4d  %8s  t%-2d %-18s %s\n", e.Seq, offset(e.Time.Sub(start)), e.Turn, e.Type, Summary(e))
 				}
-				if start.IsZero() {
-					start = e.Time
-				}
-				fmt.Fprintf(g.s.Out, "%4d  %8s  t%-2d %-18s %s\n", e.Seq, offset(e.Time.Sub(start)), e.Turn, e.Type, Summary(e))
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 }

@@ -40,19 +40,15 @@ func newRunCmd(g *globals) *cobra.Command {
 			if strings.TrimSpace(text) == "" {
 				return usageErr("the input text is empty")
 			}
-			ctx := cmd.Context()
-			a, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			id, err := ensureSession(ctx, a, f.agent, f.session)
-			if err != nil {
-				return err
-			}
-			p := newPrinter(g.s, f.json, a.Notices)
-			res := p.print(a.Runner.Run(ctx, id, runtime.Input{Text: text, Source: "cli"}))
-			return finishRun(ctx, g, a, p, f.approve, id, res)
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				id, err := ensureSession(ctx, a, f.agent, f.session)
+				if err != nil {
+					return err
+				}
+				p := newPrinter(g.s, f.json, a.Notices)
+				res := p.print(a.Runner.Run(ctx, id, runtime.Input{Text: text, Source: "cli"}))
+				return finishRun(ctx, g, a, p, f.approve, id, res)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&f.agent, "agent", "", "agent to run (default: assistant, or the only agent)")
