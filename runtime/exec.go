@@ -50,7 +50,8 @@ type execRun struct {
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
-	base      time.Time // the run's first wall-clock reading (see now)
+	base      time.Time // the run's first clock reading, with its monotonic part (see now)
+	baseUTC   time.Time // base in UTC, without it
 	streamErr error     // the model's error, set in stream's loop body
 }
 
@@ -102,15 +103,18 @@ func (x *Exec) Now() time.Time { return x.now() }
 // the first reading of a run reads the wall clock; later ones add the
 // monotonic time elapsed since, which costs half as much (one clock read
 // instead of two, some thirty times a turn) and cannot go backwards.
+// base keeps its monotonic reading for time.Since, which otherwise reads
+// both clocks; UTC drops it, hence the two fields.
 func (x *Exec) now() time.Time {
 	if !x.r.wallClock {
 		return x.r.now()
 	}
 	if x.base.IsZero() {
-		x.base = time.Now().UTC() // events are stamped in UTC
-		return x.base
+		x.base = time.Now()
+		x.baseUTC = x.base.UTC() // events are stamped in UTC
+		return x.baseUTC
 	}
-	return x.base.Add(time.Since(x.base))
+	return x.baseUTC.Add(time.Since(x.base))
 }
 
 // NewID returns a fresh id from the runner's id source.

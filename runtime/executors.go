@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
@@ -213,16 +214,27 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		return err
 	}
 	if len(jobs) == 1 {
-		r := x.runTool(ctx, jobs[0])
+		start := x.stamp // the tool_call commit's clock reading, if any
+		r, latency := x.runTool(ctx, jobs[0])
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		emit(x, r)
+		if start.IsZero() || !x.r.wallClock {
+			emit(x, r)
+			return nil
+		}
+		// The call began just after the commit that announced it, so the
+		// result's time is that reading plus the call's latency: a clock
+		// reading fewer per call, and never before the tool_call's time.
+		x.add(newEvent(x, r, start.Add(latency)))
 		return nil
 	}
 	results := make(chan session.ToolResult, len(jobs))
 	for _, j := range jobs {
-		go func() { results <- x.runTool(ctx, j) }()
+		go func() {
+			r, _ := x.runTool(ctx, j)
+			results <- r
+		}()
 	}
 	for range jobs {
 		r := <-results
@@ -247,7 +259,7 @@ type toolJob struct {
 
 // runTool runs one job of CallTools. Several run concurrently: it reads
 // only what the executor's goroutine does not change meanwhile.
-func (x *Exec) runTool(ctx context.Context, j toolJob) session.ToolResult {
+func (x *Exec) runTool(ctx context.Context, j toolJob) (session.ToolResult, time.Duration) {
 	a := x.agent
 	var res tool.Result
 	switch {
@@ -265,7 +277,7 @@ func (x *Exec) runTool(ctx context.Context, j toolJob) session.ToolResult {
 	if !x.hooks.empty() {
 		res = x.hooks.afterTool(ctx, x.info(), j.call, res)
 	}
-	return session.ToolResult{CallID: j.call.ID, Name: j.call.Name, OK: res.OK, Result: res.Output, Error: res.Error, LatencyMS: res.Latency.Milliseconds()}
+	return session.ToolResult{CallID: j.call.ID, Name: j.call.Name, OK: res.OK, Result: res.Output, Error: res.Error, LatencyMS: res.Latency.Milliseconds()}, res.Latency
 }
 
 func preview(s string) string {

@@ -32,6 +32,9 @@ type Registry struct {
 	mu             sync.Mutex                // serializes writers (Add); readers don't lock
 	tools          atomic.Pointer[toolTable] // replaced whole on every Add
 	defaultTimeout atomic.Int64              // a time.Duration; zero means DefaultTimeout
+	// epoch is a clock reading taken when the registry was made; calls
+	// read the time as epoch plus the monotonic time since (see now).
+	epoch time.Time
 }
 
 // toolTable is an immutable snapshot of a Registry's tools.
@@ -53,7 +56,7 @@ type entry struct {
 
 // NewRegistry returns a Registry holding tools, in that order.
 func NewRegistry(tools ...Tool) (*Registry, error) {
-	r := new(Registry)
+	r := &Registry{epoch: time.Now()}
 	if err := r.Add(tools...); err != nil {
 		return nil, err
 	}
@@ -194,7 +197,7 @@ func (r *Registry) Filter(patterns []string) (*Registry, error) {
 			t.order = append(t.order, e)
 		}
 	}
-	f := new(Registry)
+	f := &Registry{epoch: r.epoch}
 	f.tools.Store(t)
 	f.defaultTimeout.Store(r.defaultTimeout.Load())
 	return f, nil
@@ -269,7 +272,7 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 // default because the hand-off between goroutines costs microseconds per
 // call, more than all the rest of Call.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) Result {
-	start := time.Now()
+	start := r.now()
 	out, end, err := r.call(ctx, start, name, args)
 	if end.IsZero() {
 		end = start.Add(time.Since(start))
@@ -280,6 +283,17 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		res.Error = err.Error()
 	}
 	return res
+}
+
+// now reads the clock: the epoch plus the monotonic time elapsed since,
+// one clock read where time.Now makes two (wall and monotonic). The
+// reading carries a monotonic part, so deadlines and latencies computed
+// from it ignore changes to the wall clock.
+func (r *Registry) now() time.Time {
+	if r.epoch.IsZero() {
+		return time.Now()
+	}
+	return r.epoch.Add(time.Since(r.epoch))
 }
 
 // call returns the tool's result and, when it read the clock after the
