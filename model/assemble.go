@@ -34,6 +34,9 @@ func (a *Assembler) Reset() {
 
 // Add folds one chunk into the response.
 func (a *Assembler) Add(c Chunk) {
+	if c.Pulse {
+		return // news of waiting, not part of the reply
+	}
 	a.chunks++
 	if c.Text != "" {
 		if a.text.Len() == 0 && len(c.Text) > 0 {

@@ -176,11 +176,19 @@ type ToolCallDelta struct {
 }
 
 // Chunk is one piece of a streamed reply. Any of its fields may be set.
+//
+// A Chunk may share memory with the stream that yields it: its ToolCalls
+// slice and the Usage it points to are valid until the next value is
+// yielded (providers reuse them rather than allocate per chunk). Copy them
+// to keep them; strings are immutable and can be kept as they are.
 type Chunk struct {
 	Text         string          `json:"text,omitempty"`
 	ToolCalls    []ToolCallDelta `json:"tool_calls,omitempty"`
 	Usage        *Usage          `json:"usage,omitempty"`
 	FinishReason FinishReason    `json:"finish_reason,omitempty"`
+	// Pulse marks a chunk that carries nothing but the news that the model
+	// is still being waited for (see Timeouts.FirstFeedback).
+	Pulse bool `json:"pulse,omitempty"`
 }
 
 // Response is a whole reply.
