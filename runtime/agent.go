@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/tool"
@@ -18,6 +19,11 @@ type Agent struct {
 	// package renders a Profile and instructions into it).
 	SystemPrompt string
 	Model        model.Model
+	// Fallbacks are tried in order, each with its own retries, when Model
+	// fails for good (PRODUCT's fallback_models).
+	Fallbacks []model.Model
+	// Retry says how failed model calls are retried.
+	Retry RetryPolicy
 	// Tools the agent may call. Nil means none.
 	Tools    *tool.Registry
 	Approval ApprovalPolicy
@@ -59,6 +65,29 @@ func (l Limits) maxRounds() int {
 		return DefaultMaxRounds
 	}
 	return l.MaxRounds
+}
+
+// RetryPolicy says how a failed model call is retried. Only failures a
+// provider classified as recoverable (a *model.Error: rate limits,
+// timeouts, server errors, cut streams) are retried; bad requests, auth
+// failures and requests too large go straight to the next fallback model.
+// A stream that breaks after it began is first retried once without
+// streaming, when the model can (model.Generator), as seed 002 does.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts per model, the first one
+	// included; 0 means 3, 1 means no retries.
+	MaxAttempts int
+	// InitialDelay (0: 1 s) and MaxDelay (0: 30 s) bound the exponential
+	// backoff between attempts (factor 2, ±50% jitter). A longer wait asked
+	// for by the provider (retry-after) wins, up to MaxDelay.
+	InitialDelay, MaxDelay time.Duration
+}
+
+func (p RetryPolicy) maxAttempts() int {
+	if p.MaxAttempts <= 0 {
+		return 3
+	}
+	return p.MaxAttempts
 }
 
 // ApprovalPolicy decides which tool calls need a human. Patterns are tool
@@ -107,6 +136,14 @@ func (a *Agent) init() error {
 	}
 	if a.Model == nil {
 		return fmt.Errorf("agent %q has no model", a.Name)
+	}
+	for i, m := range a.Fallbacks {
+		if m == nil {
+			return fmt.Errorf("agent %q: fallback model %d is nil", a.Name, i+1)
+		}
+	}
+	if a.Retry.MaxAttempts < 0 || a.Retry.InitialDelay < 0 || a.Retry.MaxDelay < 0 {
+		return fmt.Errorf("agent %q: negative retry policy %+v", a.Name, a.Retry)
 	}
 	for _, p := range append(append([]string(nil), a.Approval.Ask...), a.Approval.Deny...) {
 		if _, err := path.Match(p, ""); err != nil {

@@ -214,6 +214,14 @@ func (x *Exec) liveToken(text string) {
 	x.yieldLive(newEvent(x, session.Token{Text: text}, x.now()))
 }
 
+// livePulse is Live for a waiting pulse.
+func (x *Exec) livePulse() {
+	if !x.live || x.stopped {
+		return
+	}
+	x.yieldLive(newEvent(x, session.Token{Pulse: true}, x.now()))
+}
+
 func (x *Exec) yieldLive(e *session.Event) {
 	if !x.yield(e, nil) {
 		x.stopped = true

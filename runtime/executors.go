@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/tool"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // builtinExecutor returns the built-in executor for k, or nil. (A switch
@@ -34,7 +36,9 @@ func builtinExecutor(k Kind) Executor {
 
 // CallModel is the built-in call_model executor: one model call with the
 // sanitised history and the agent's tools, streamed as token events,
-// recorded as model_finished.
+// recorded as model_finished. A failed call is retried and then handed to
+// the agent's fallback models as its RetryPolicy says; each attempt has its
+// model_started event, and each failure its error event.
 func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 	st, a := x.st, x.agent
 	attempt := 1
@@ -58,20 +62,20 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 	if start.IsZero() {
 		start = x.now()
 	}
-	if err := x.stream(ctx, req); err != nil {
-		return err
-	}
-	resp, err := x.asm.Response()
+	m := a.Model
+	resp, err := x.callModel(ctx, m, req, false)
 	if err != nil {
-		return &Error{Kind: KindModel, Code: "model_error", Msg: "model " + a.Model.Name(), Err: err}
+		if m, resp, start, err = x.retryModel(ctx, req, attempt, err); err != nil {
+			return err
+		}
 	}
 	if resp, err = x.hooks.afterModel(ctx, x.info(), resp); err != nil {
 		return err
 	}
-	calls := normalizeCalls(resp.Message.ToolCalls, st.Seq+1)
+	calls := normalizeCalls(resp.Message.ToolCalls, st.Seq+1, resp.FinishReason)
 	end := x.now() // the event's time, and the end of the call's latency
 	x.add(newEvent(x, session.ModelFinished{
-		Model:        a.Model.Name(),
+		Model:        m.Name(),
 		Content:      resp.Message.Text(),
 		ToolCalls:    calls,
 		Usage:        resp.Usage,
@@ -81,38 +85,144 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 	return nil
 }
 
-// stream streams the model's reply to req into x.asm, yielding its text as
-// token events.
-func (x *Exec) stream(ctx context.Context, req *model.Request) error {
+// callModel makes one attempt at a model call: streamed, or with Generate.
+func (x *Exec) callModel(ctx context.Context, m model.Model, req *model.Request, generate bool) (*model.Response, error) {
+	if generate {
+		resp, err := m.(model.Generator).Generate(ctx, req)
+		if err != nil {
+			return nil, x.modelError(ctx, m, err)
+		}
+		if text := resp.Message.Text(); text != "" {
+			x.liveToken(text) // the reply's text, in one token
+		}
+		return resp, nil
+	}
+	if err := x.stream(ctx, m, req); err != nil {
+		return nil, err
+	}
+	resp, err := x.asm.Response()
+	if err != nil {
+		return nil, &Error{Kind: KindModel, Code: string(model.CodeServer), Err: &model.Error{
+			Code: model.CodeServer, Model: m.Name(), Message: "the model sent an empty reply", Err: err}}
+	}
+	return resp, nil
+}
+
+// retryModel carries on after a failed model call: it retries the model,
+// once without streaming if its stream broke half way, then with backoff;
+// then each fallback model in turn. It returns the model that answered,
+// its reply and when its attempt began, or the last error.
+func (x *Exec) retryModel(ctx context.Context, req *model.Request, attempt int, err error) (model.Model, *model.Response, time.Time, error) {
+	a := x.agent
+	models := append([]model.Model{a.Model}, a.Fallbacks...)
+	p := a.Retry
+	bo := &backoff.ExponentialBackOff{InitialInterval: cmp.Or(p.InitialDelay, time.Second), RandomizationFactor: 0.5,
+		Multiplier: 2, MaxInterval: cmp.Or(p.MaxDelay, 30*time.Second)}
+	bo.Reset()
+	mi, tries, generated := 0, 1, false
+	for {
+		re := AsError(err)
+		if re.Kind == KindCanceled || ctx.Err() != nil || x.stopped {
+			return nil, nil, time.Time{}, err
+		}
+		m := models[mi]
+		me, classified := model.AsError(err)
+		var wait time.Duration
+		next, generate := mi, false
+		_, canGenerate := m.(model.Generator)
+		switch {
+		case classified && me.Streamed && me.Recoverable() && canGenerate && !generated:
+			generate, generated = true, true
+		case classified && me.Recoverable() && tries < p.maxAttempts():
+			tries++
+			wait = min(max(me.RetryAfter, bo.NextBackOff()), bo.MaxInterval)
+		case mi+1 < len(models):
+			next, tries, generated = mi+1, 1, false
+			bo.Reset()
+		default:
+			return nil, nil, time.Time{}, err
+		}
+		emit(x, session.Error{Code: re.ErrorCode(), Message: re.Error(), Recoverable: re.IsRecoverable(),
+			Model: m.Name(), Attempt: attempt, RetryInMS: wait.Milliseconds()})
+		if cerr := x.Commit(ctx); cerr != nil {
+			return nil, nil, time.Time{}, cerr
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil, time.Time{}, ctx.Err()
+			}
+		}
+		mi, m = next, models[next]
+		attempt++
+		mode := ""
+		if generate {
+			mode = "generate"
+		}
+		emit(x, session.ModelStarted{Model: m.Name(), Attempt: attempt, Mode: mode})
+		if cerr := x.Commit(ctx); cerr != nil {
+			return nil, nil, time.Time{}, cerr
+		}
+		start := x.stamp
+		if start.IsZero() {
+			start = x.now()
+		}
+		var resp *model.Response
+		if resp, err = x.callModel(ctx, m, req, generate); err == nil {
+			return m, resp, start, nil
+		}
+	}
+}
+
+// modelError wraps a model's failure. A provider's *model.Error gives its
+// code and verdict; the caller's cancellation and ctx's end are kept.
+func (x *Exec) modelError(ctx context.Context, m model.Model, err error) error {
+	switch {
+	case err == errStopped:
+		return &Error{Kind: KindCanceled, Code: "canceled", Msg: "the caller stopped reading events"}
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	if me, ok := model.AsError(err); ok {
+		r := me.Recoverable()
+		return &Error{Kind: KindModel, Code: string(me.Code), Err: err, Recoverable: &r}
+	}
+	return &Error{Kind: KindModel, Code: "model_error", Msg: "model " + m.Name(), Err: err}
+}
+
+// stream streams m's reply to req into x.asm, yielding its text as token
+// events and its pulses as pulse tokens.
+func (x *Exec) stream(ctx context.Context, m model.Model, req *model.Request) error {
 	// The loop body only breaks, never returns, and keeps its error in x:
 	// a return from the body of a range over a function, or a local it
 	// assigns, would live on the heap, an allocation per model call each.
 	x.streamErr = nil
 	x.asm.Reset()
-	for c, err := range x.agent.Model.Stream(ctx, req) {
+	for c, err := range m.Stream(ctx, req) {
 		if err != nil {
 			x.streamErr = err
 			break
 		}
-		if c.Text != "" {
-			x.liveToken(c.Text)
+		if c.Pulse {
+			x.livePulse()
+		} else {
+			if c.Text != "" {
+				x.liveToken(c.Text)
+			}
+			x.asm.Add(c)
 		}
-		x.asm.Add(c)
 		if x.stopped {
 			x.streamErr = errStopped
 			break
 		}
 	}
-	switch err := x.streamErr; {
-	case err == nil:
+	if x.streamErr == nil {
 		return nil
-	case err == errStopped:
-		return &Error{Kind: KindCanceled, Code: "canceled", Msg: "the caller stopped reading events"}
-	case ctx.Err() != nil:
-		return ctx.Err()
-	default:
-		return &Error{Kind: KindModel, Code: "model_error", Msg: "model " + x.agent.Model.Name(), Err: err}
 	}
+	return x.modelError(ctx, m, x.streamErr)
 }
 
 // errStopped ends a model stream whose events nobody reads any more.
@@ -122,7 +232,7 @@ var errStopped = errors.New("the caller stopped reading events")
 // "None"), gives calls without an id a deterministic one, and keeps
 // arguments that are not valid JSON as a JSON string so the log stays
 // valid JSON and the tool step can tell the model what was wrong.
-func normalizeCalls(calls []model.ToolCall, seq int64) []model.ToolCall {
+func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason) []model.ToolCall {
 	out := calls[:0]
 	for i, c := range calls {
 		name := strings.TrimSpace(c.Name)
@@ -134,8 +244,12 @@ func normalizeCalls(calls []model.ToolCall, seq int64) []model.ToolCall {
 			c.ID = "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
 		}
 		if !model.ValidJSON(c.Arguments) {
-			b, _ := json.Marshal(string(c.Arguments))
-			c.Arguments = b
+			if fixed, ok := model.RepairArguments(c.Arguments, finish); ok {
+				c.Arguments = fixed
+			} else {
+				b, _ := json.Marshal(string(c.Arguments))
+				c.Arguments = b
+			}
 		}
 		out = append(out, c)
 	}

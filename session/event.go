@@ -107,6 +107,9 @@ type RoundStarted struct {
 type ModelStarted struct {
 	Model   string `json:"model"`
 	Attempt int    `json:"attempt"`
+	// Mode is "generate" for an attempt that does not stream (after a
+	// stream broke); empty for a streamed one.
+	Mode string `json:"mode,omitempty"`
 }
 
 // Token is a streamed text delta, or a waiting pulse.
@@ -179,6 +182,12 @@ type Error struct {
 	Code        string `json:"code"`
 	Message     string `json:"message"`
 	Recoverable bool   `json:"recoverable"`
+	// Model and Attempt name the failed model call, for an error the run
+	// goes on after (a retry or a fallback follows); RetryInMS is the wait
+	// before the next attempt.
+	Model     string `json:"model,omitempty"`
+	Attempt   int    `json:"attempt,omitempty"`
+	RetryInMS int64  `json:"retry_in_ms,omitempty"`
 }
 
 func (*RunStarted) EventType() Type       { return TypeRunStarted }

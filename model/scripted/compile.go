@@ -12,6 +12,12 @@ import (
 	"github.com/agentrt/agentrt/model"
 )
 
+// errorCodes are the codes a scripted failure may have.
+func errorCodes() []model.ErrorCode {
+	return []model.ErrorCode{model.CodeRateLimited, model.CodeTimeout, model.CodeContextLength,
+		model.CodeAuth, model.CodeBadRequest, model.CodeServer, model.CodeStreamIncomplete}
+}
+
 // reply is a Reply turned into what Stream yields.
 type reply struct {
 	// chunks are yielded in order. Unless err is set, the last one carries
@@ -68,8 +74,18 @@ func compile(i int, r Reply) (reply, error) {
 	} else {
 		out.chunks = splitChunks(r.Text, calls, r.Chunks)
 	}
+	if r.ErrorCode != "" && !slices.Contains(errorCodes(), r.ErrorCode) {
+		return reply{}, fmt.Errorf("unknown error code %q, want one of %v", r.ErrorCode, errorCodes())
+	}
+	if r.ErrorCode != "" && r.Error == "" {
+		r.Error = "scripted " + string(r.ErrorCode) + " failure"
+	}
 	if r.Error != "" {
 		out.err = errors.New(r.Error)
+		if r.ErrorCode != "" {
+			out.err = &model.Error{Code: r.ErrorCode, Provider: "scripted", Message: r.Error, RetryAfter: r.RetryAfter,
+				Streamed: r.Text != "" || len(calls) > 0}
+		}
 		if len(out.chunks) == 1 && out.chunks[0].Text == "" && out.chunks[0].ToolCalls == nil {
 			out.chunks = nil // nothing to stream before the failure
 		}

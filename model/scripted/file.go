@@ -49,6 +49,10 @@ func Load(path string) (*Model, error) {
 //	    usage: {input_tokens: 10, output_tokens: 5, cached_tokens: 0, cost_usd: 0.001}
 //	    finish_reason: tool_calls    # stop, tool_calls, length, content_filter, error
 //	    error: "upstream timeout"    # the call fails with this error
+//	    error_code: rate_limited     # ... classified as a provider's would be (rate_limited,
+//	                                 #     timeout, context_length, auth, bad_request, server,
+//	                                 #     stream_incomplete); the message defaults to one naming it
+//	    retry_after: 2s              # the wait a rate-limited "provider" asks for
 //	    expect:
 //	      last_user_contains: "2+2"
 //	      last_tool_result_contains: '"result":4'
@@ -169,7 +173,7 @@ func (d *decoder) script(doc *yaml.Node) (name string, replies []Reply) {
 
 func (d *decoder) reply(n *yaml.Node, path string) Reply {
 	var r Reply
-	keys := []string{"text", "tool_calls", "chunks", "delay", "usage", "finish_reason", "error", "expect"}
+	keys := []string{"text", "tool_calls", "chunks", "delay", "usage", "finish_reason", "error", "error_code", "retry_after", "expect"}
 	d.fields(n, path, keys, func(key string, v *yaml.Node, path string) {
 		switch key {
 		case "text":
@@ -189,6 +193,13 @@ func (d *decoder) reply(n *yaml.Node, path string) Reply {
 			if r.Error == "" && v.Kind == yaml.ScalarNode {
 				d.errorf(v, path, "empty; remove the key for a reply that succeeds")
 			}
+		case "error_code":
+			r.ErrorCode = model.ErrorCode(d.str(v, path))
+			if v.Kind == yaml.ScalarNode && !slices.Contains(errorCodes(), r.ErrorCode) {
+				d.errorf(v, path, "unknown error code %q, want one of %v", r.ErrorCode, errorCodes())
+			}
+		case "retry_after":
+			r.RetryAfter = d.duration(v, path)
 		case "expect":
 			r.Expect = d.expect(v, path)
 		}

@@ -140,7 +140,7 @@ func TestParseErrors(t *testing.T) {
 			name: "misspelt reply key",
 			data: "replies:\n  - text: hi\n  - txt: hello\n",
 			want: []string{`bad:3:5: replies[1]: unknown key "txt", ` +
-				`want one of text, tool_calls, chunks, delay, usage, finish_reason, error, expect`},
+				`want one of text, tool_calls, chunks, delay, usage, finish_reason, error, error_code, retry_after, expect`},
 		},
 		{
 			name: "bad scalars",
@@ -266,7 +266,7 @@ func TestLoadErrorNamesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := scripted.Load(path)
-	want := path + `:3:5: replies[0]: unknown key "chunk", want one of text, tool_calls, chunks, delay, usage, finish_reason, error, expect`
+	want := path + `:3:5: replies[0]: unknown key "chunk", want one of text, tool_calls, chunks, delay, usage, finish_reason, error, error_code, retry_after, expect`
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n got %v\nwant %s", err, want)
 	}

@@ -82,6 +82,12 @@ type Reply struct {
 	// tool calls, if any, are streamed first (without usage or finish
 	// reason), which simulates a stream that breaks half way.
 	Error string
+	// ErrorCode, when set, makes the failure a *model.Error with this code
+	// (and so recoverable or not as a provider's would be), to test how an
+	// agent copes with rate limits, outages and cut streams. RetryAfter is
+	// the wait the "provider" asks for.
+	ErrorCode  model.ErrorCode
+	RetryAfter time.Duration
 	// Expect, when set, is checked against the request before anything is
 	// streamed.
 	Expect *Expect
