@@ -113,6 +113,12 @@ func (b *Builder) Instructions(s string) *Builder { b.instr = s; return b }
 // Model sets the model.
 func (b *Builder) Model(m model.Model) *Builder { b.a.Model = m; return b }
 
+// Fallbacks sets the models tried, in order, when the model fails for good.
+func (b *Builder) Fallbacks(ms ...model.Model) *Builder { b.a.Fallbacks = ms; return b }
+
+// Retry sets how failed model calls are retried.
+func (b *Builder) Retry(p runtime.RetryPolicy) *Builder { b.a.Retry = p; return b }
+
 // Tools adds tools.
 func (b *Builder) Tools(ts ...tool.Tool) *Builder { b.tools = append(b.tools, ts...); return b }
 

@@ -228,15 +228,16 @@ func (c *Config) applyDefaults() {
 	}
 	if len(c.Agents) == 0 {
 		// With exactly one model the user's intent is plain; otherwise the
-		// offline demo model is the only safe choice.
-		model := "demo"
+		// first model agentrt can find (provider auto), which is the offline
+		// demo model when there is none.
+		model := "auto"
 		if len(c.Models) == 1 {
 			for name := range c.Models {
 				model = name
 			}
 		}
 		if _, ok := c.Models[model]; !ok {
-			c.Models[model] = Model{Provider: "demo"}
+			c.Models[model] = Model{Provider: "auto"}
 		}
 		c.Agents = map[string]Agent{DefaultAgent: {
 			Model: model,

@@ -206,7 +206,7 @@ func TestPositions(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	t.Parallel()
-	demoAgent := Agent{Model: "demo", Tools: []string{"calculator", "clock"}, Limits: Limits{MaxRounds: 10}}
+	demoAgent := Agent{Model: "auto", Tools: []string{"calculator", "clock"}, Limits: Limits{MaxRounds: 10}}
 	tests := []struct {
 		name string
 		src  string
@@ -217,7 +217,7 @@ func TestDefaults(t *testing.T) {
 		{"null document", "~\n", Default()},
 		{"store only; memory is memory:", "store: memory\n", &Config{
 			Store:  "memory:",
-			Models: map[string]Model{"demo": {Provider: "demo"}},
+			Models: map[string]Model{"auto": {Provider: "auto"}},
 			Agents: map[string]Agent{"assistant": demoAgent},
 		}},
 		{"one model, no agents: the assistant uses it", "models: {main: {provider: openai, model: m}}\n", &Config{
@@ -227,7 +227,7 @@ func TestDefaults(t *testing.T) {
 		}},
 		{"two models, no agents: the assistant uses demo", "models: {a: {provider: demo}, b: {provider: demo}}\n", &Config{
 			Store:  DefaultStore,
-			Models: map[string]Model{"a": {Provider: "demo"}, "b": {Provider: "demo"}, "demo": {Provider: "demo"}},
+			Models: map[string]Model{"a": {Provider: "demo"}, "b": {Provider: "demo"}, "auto": {Provider: "auto"}},
 			Agents: map[string]Agent{"assistant": demoAgent},
 		}},
 		{"agent without max_rounds, zero max_rounds", `
@@ -262,10 +262,10 @@ func TestDefault(t *testing.T) {
 	c := Default()
 	want := &Config{
 		Store:      "sqlite:.agentrt/agentrt.db",
-		Models:     map[string]Model{"demo": {Provider: "demo"}},
+		Models:     map[string]Model{"auto": {Provider: "auto"}},
 		MCPServers: map[string]MCPServer{},
 		Agents: map[string]Agent{"assistant": {
-			Model: "demo", Tools: []string{"calculator", "clock"}, Limits: Limits{MaxRounds: 10},
+			Model: "auto", Tools: []string{"calculator", "clock"}, Limits: Limits{MaxRounds: 10},
 		}},
 	}
 	if diff := cmp.Diff(want, c, ignoreUnexported); diff != "" {
@@ -273,7 +273,7 @@ func TestDefault(t *testing.T) {
 	}
 	// Each call returns its own config.
 	c.Agents["assistant"] = Agent{}
-	if Default().Agents["assistant"].Model != "demo" {
+	if Default().Agents["assistant"].Model != "auto" {
 		t.Error("Default shares state between calls")
 	}
 	if err := c.CheckModels(); err != nil {
@@ -301,7 +301,7 @@ agents: {writer: {model: z}, critic: {model: a}, boss: {model: a}}
 	if diff := cmp.Diff([]string{"m", "f1", "f2"}, a.Models()); diff != "" {
 		t.Errorf("Agent.Models (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"openai", "anthropic", "scripted", "demo"}, Providers()); diff != "" {
+	if diff := cmp.Diff([]string{"openai", "anthropic", "scripted", "demo", "auto"}, Providers()); diff != "" {
 		t.Errorf("Providers (-want +got):\n%s", diff)
 	}
 }

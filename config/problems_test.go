@@ -103,12 +103,12 @@ func TestProblems(t *testing.T) {
 		{
 			name: "unknown provider",
 			src:  "models:\n  m: {provider: antropic}\n",
-			want: `agentrt.yaml:2:17: models.m.provider: unknown provider "antropic"; did you mean anthropic? (known: openai, anthropic, scripted, demo)`,
+			want: `agentrt.yaml:2:17: models.m.provider: unknown provider "antropic"; did you mean anthropic? (known: openai, anthropic, scripted, demo, auto)`,
 		},
 		{
 			name: "missing provider",
 			src:  "models:\n  m: {model: gpt-4o}\n",
-			want: "agentrt.yaml:2:3: models.m: provider is required (one of openai, anthropic, scripted, demo)",
+			want: "agentrt.yaml:2:3: models.m: provider is required (one of openai, anthropic, scripted, demo, auto)",
 		},
 		{
 			name: "price written where a model goes",
@@ -324,7 +324,7 @@ agents:
 	}
 	want := []Problem{
 		{"agentrt.yaml", 1, 8, "store", `unknown store "redis:": want sqlite:PATH, postgres://…, postgresql://… or memory:`},
-		{"agentrt.yaml", 3, 20, "models.main.provider", `unknown provider "openia"; did you mean openai? (known: openai, anthropic, scripted, demo)`},
+		{"agentrt.yaml", 3, 20, "models.main.provider", `unknown provider "openia"; did you mean openai? (known: openai, anthropic, scripted, demo, auto)`},
 		{"agentrt.yaml", 6, 12, "agents.assistant.model", `unknown model "mian"; did you mean main? (models: main)`},
 		{"agentrt.yaml", 7, 15, "agents.assistant.strategy", `unknown strategy "reactive" (known: react, plan_execute)`},
 		{"agentrt.yaml", 8, 26, "agents.assistant.limits.max_rounds", `expected an integer, got "ten"`},

@@ -26,6 +26,9 @@ var providers = []provider{
 	{name: "anthropic", needsModel: true, needsKey: true},
 	{name: "scripted", needsScript: true},
 	{name: "demo"},
+	// auto: the first model agentrt finds (OPENAI_API_KEY, ANTHROPIC_API_KEY,
+	// a local Ollama), else demo.
+	{name: "auto"},
 }
 
 // Providers returns the names of the providers a model may use.

@@ -6,16 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt/agent"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/model"
-	"github.com/agentrt/agentrt/model/demo"
-	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
@@ -37,6 +35,14 @@ type Options struct {
 	ExtraTools []tool.Tool
 	// Models override or add models by name (tests and embedders).
 	Models map[string]model.Model
+	// Getenv reads the environment (model selection, timeouts); nil means
+	// os.Getenv.
+	Getenv func(string) string
+	// OllamaURL is where to look for a local Ollama; "" means OLLAMA_HOST,
+	// else DefaultOllamaURL.
+	OllamaURL string
+	// HTTPClient, when set, sends the providers' requests (tests, proxies).
+	HTTPClient *http.Client
 }
 
 // App is a configured runtime.
@@ -113,21 +119,34 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	if err := Check(cfg, opts); err != nil {
 		return nil, err
 	}
-	models := map[string]model.Model{}
+	models := map[modelKey]model.Model{}
 	var agents []*runtime.Agent
 	for _, name := range cfg.AgentNames() {
 		ac := cfg.Agents[name]
 		if ac.Strategy != "" && ac.Strategy != config.StrategyReact {
 			return nil, fmt.Errorf("agent %q: strategy %q is not available in this build yet (use react)", name, ac.Strategy)
 		}
-		m, err := a.model(cfg, ac.Model, models, opts)
+		t, err := timeouts(ac, opts)
+		if err != nil {
+			return nil, err
+		}
+		m, err := a.buildModel(ctx, cfg, ac.Model, t, models, opts)
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", name, err)
+		}
+		var fallbacks []model.Model
+		for _, fname := range ac.FallbackModels {
+			fm, err := a.buildModel(ctx, cfg, fname, t, models, opts)
+			if err != nil {
+				return nil, fmt.Errorf("agent %q: fallback %w", name, err)
+			}
+			fallbacks = append(fallbacks, fm)
 		}
 		b := agent.New(name).
 			Profile(agent.Profile(ac.Profile)).
 			Instructions(ac.Instructions).
 			Model(m).
+			Fallbacks(fallbacks...).
 			Registry(reg).
 			ToolFilter(ac.Tools...).
 			MaxRounds(ac.Limits.MaxRounds).
@@ -160,39 +179,6 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	}
 	a.Store, a.Runner = st, r
 	return a, nil
-}
-
-func (a *App) model(cfg *config.Config, name string, cache map[string]model.Model, opts Options) (model.Model, error) {
-	if m, ok := opts.Models[name]; ok {
-		return m, nil
-	}
-	if m, ok := cache[name]; ok {
-		return m, nil
-	}
-	mc, ok := cfg.Models[name]
-	if !ok {
-		return nil, fmt.Errorf("model %q is not configured", name)
-	}
-	var m model.Model
-	switch mc.Provider {
-	case "demo":
-		m = demo.New()
-		a.Notices = append(a.Notices, "agentrt: no model configured; using the offline demo model (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add a model to agentrt.yaml)")
-	case "scripted":
-		path := mc.Script
-		if !filepath.IsAbs(path) && cfg.File() != "" {
-			path = filepath.Join(filepath.Dir(cfg.File()), path)
-		}
-		sm, err := scripted.Load(path)
-		if err != nil {
-			return nil, err
-		}
-		m = sm
-	default:
-		return nil, fmt.Errorf("model %q: provider %q is not available in this build yet", name, mc.Provider)
-	}
-	cache[name] = m
-	return m, nil
 }
 
 // OpenStore opens a store from a DSN: sqlite:PATH, memory:, or a bare path

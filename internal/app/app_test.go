@@ -46,17 +46,21 @@ func TestBuildRejectsWhatThisBuildLacks(t *testing.T) {
 models: {d: {provider: demo}}
 agents: {a: {model: d, strategy: plan_execute}}
 `, `strategy "plan_execute" is not available`},
-		"openai": {`
-models: {o: {provider: openai, model: gpt-4o-mini, api_key: k}}
-agents: {a: {model: o}}
-`, `provider "openai" is not available`},
+		"bad timeout env": {`
+models: {d: {provider: demo}}
+agents: {a: {model: d}}
+`, `AGENTRT_LLM_HARD_TIMEOUT_SECONDS="soon": want a positive number of seconds`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg, err := config.Parse("agentrt.yaml", []byte(tc.yaml), func(string) (string, bool) { return "", false })
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:"})
+			env := map[string]string{"AGENTRT_LLM_HARD_TIMEOUT_SECONDS": "soon"}
+			if name != "bad timeout env" {
+				env = nil
+			}
+			a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(k string) string { return env[k] }})
 			if err == nil {
 				a.Close()
 				t.Fatal("no error")

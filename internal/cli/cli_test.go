@@ -204,6 +204,7 @@ func TestRunDefaultsCalculator(t *testing.T) {
 	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"} {
 		t.Setenv(k, "")
 	}
+	t.Setenv("OLLAMA_HOST", "127.0.0.1:1") // nothing listens there
 	store := "sqlite:" + filepath.Join(t.TempDir(), "a.db")
 
 	t.Run("human", func(t *testing.T) {

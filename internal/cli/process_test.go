@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/fakellm"
 )
 
 // These tests run the real agentrt binary, built once for the package, as
@@ -88,17 +89,20 @@ func newProc(t *testing.T, dir string, env ...string) *proc {
 }
 
 // command returns an agentrt command. The environment leaves out the
-// provider keys, so the defaults always pick the offline demo model.
+// provider keys and points OLLAMA_HOST nowhere, so the defaults pick the
+// offline demo model unless p.env says otherwise.
 func (p *proc) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binary(p.t), args...)
 	cmd.Dir = p.dir
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "AGENTRT_") {
+		if strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "AGENTRT_") || strings.HasPrefix(k, "OLLAMA_") {
 			continue
 		}
 		cmd.Env = append(cmd.Env, kv)
 	}
+	// Nothing listens on port 1: no local Ollama is found either.
+	cmd.Env = append(cmd.Env, "OLLAMA_HOST=127.0.0.1:1")
 	cmd.Env = append(cmd.Env, p.env...)
 	return cmd
 }
@@ -151,6 +155,36 @@ func TestProcessDefaults(t *testing.T) {
 	out := p.must(cli.ExitOK, "sessions", "list").out
 	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); len(lines) != 2 || !strings.Contains(lines[1], " done ") {
 		t.Errorf("sessions list:\n%s", out)
+	}
+}
+
+// TestProcessOpenAICompatible runs the real binary with only
+// OPENAI_BASE_URL set, against a local OpenAI-compatible server: the
+// defaults pick it, and the turn goes through the wire format end to end.
+func TestProcessOpenAICompatible(t *testing.T) {
+	t.Parallel()
+	srv := fakellm.Start(t)
+	p := newProc(t, t.TempDir(), "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_MODEL=qwen3")
+	r := p.must(cli.ExitOK, "run", "what is 21*2+5")
+	if !strings.Contains(r.out, "[tool] calculator") || !strings.Contains(r.out, "The answer is 47.") {
+		t.Errorf("stdout:\n%s", r.out)
+	}
+	if !strings.Contains(r.err, "OpenAI-compatible model qwen3 (OPENAI_BASE_URL is "+srv.URL+"/v1") {
+		t.Errorf("stderr does not say which model was chosen:\n%s", r.err)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2", n)
+	}
+	// --json carries the usage of both calls.
+	r = p.must(cli.ExitOK, "run", "--json", "what is 1+1")
+	var last map[string]any
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatal(err)
+	}
+	usage := last["data"].(map[string]any)["usage"].(map[string]any)
+	if usage["input_tokens"] != 40.0 || usage["output_tokens"] != 20.0 {
+		t.Errorf("run_finished usage %v", usage)
 	}
 }
 

@@ -105,7 +105,7 @@ func (rd *Reader) readLine() ([]byte, error) {
 		}
 		line = rd.line
 	}
-	if len(line) > rd.maxLine {
+	if len(bytes.TrimSuffix(line, []byte("\n"))) > rd.maxLine { // the limit is on the line, not its end
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrLineTooLong, rd.maxLine)
 	}
 	if err != nil {

@@ -1,0 +1,192 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/config"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/anthropic"
+	"github.com/agentrt/agentrt/model/demo"
+	"github.com/agentrt/agentrt/model/openai"
+	"github.com/agentrt/agentrt/model/scripted"
+)
+
+// Default model names when the environment gives a key but no model.
+const (
+	DefaultOpenAIModel    = "gpt-4o-mini"
+	DefaultAnthropicModel = "claude-sonnet-4-5"
+	// DefaultOllamaURL is where a local Ollama listens.
+	DefaultOllamaURL = "http://127.0.0.1:11434"
+)
+
+func (o Options) getenv(k string) string {
+	if o.Getenv != nil {
+		return o.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+// modelKey names a built model: the same entry with other timeouts is
+// another client.
+type modelKey struct {
+	name     string
+	timeouts model.Timeouts
+}
+
+// buildModel returns the model called name, built for timeouts t.
+func (a *App) buildModel(ctx context.Context, cfg *config.Config, name string, t model.Timeouts, cache map[modelKey]model.Model, opts Options) (model.Model, error) {
+	if m, ok := opts.Models[name]; ok {
+		return m, nil
+	}
+	key := modelKey{name, t}
+	if m, ok := cache[key]; ok {
+		return m, nil
+	}
+	mc, ok := cfg.Models[name]
+	if !ok {
+		return nil, fmt.Errorf("model %q is not configured", name)
+	}
+	var m model.Model
+	var err error
+	switch mc.Provider {
+	case "auto":
+		m, err = a.autoModel(ctx, t, opts)
+	case "demo":
+		m = demo.New()
+		a.Notices = append(a.Notices, "agentrt: using the offline demo model (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add a model to agentrt.yaml)")
+	case "scripted":
+		path := mc.Script
+		if !filepath.IsAbs(path) && cfg.File() != "" {
+			path = filepath.Join(filepath.Dir(cfg.File()), path)
+		}
+		m, err = scripted.Load(path)
+	case "openai":
+		m, err = openai.New(openai.Config{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Headers: mc.Headers,
+			Timeouts: t, HTTPClient: opts.HTTPClient})
+	case "anthropic":
+		m, err = anthropic.New(anthropic.Config{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Headers: mc.Headers,
+			Timeouts: t, HTTPClient: opts.HTTPClient})
+	default:
+		err = fmt.Errorf("provider %q is not available in this build", mc.Provider)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	if p := mc.Price; p != nil {
+		m = model.Priced(m, model.Price{Input: p.InputPerMTok, Output: p.OutputPerMTok, Cached: p.CachedPerMTok})
+	}
+	cache[key] = m
+	return m, nil
+}
+
+// timeouts returns an agent's model timeouts: its config, then the
+// AGENTRT_LLM_* environment variables, then the defaults.
+func timeouts(ac config.Agent, opts Options) (model.Timeouts, error) {
+	ct := ac.Timeouts
+	t := model.Timeouts{FirstFeedback: time.Duration(ct.FirstFeedback), FirstChunk: time.Duration(ct.FirstChunk),
+		Idle: time.Duration(ct.Idle), Hard: time.Duration(ct.Hard)}
+	t, err := model.TimeoutsFromEnv(t, opts.getenv)
+	if err != nil {
+		return t, err
+	}
+	return t.WithDefaults(), nil
+}
+
+// autoModel picks the first model it can find (PRODUCT §1):
+// OPENAI_API_KEY or OPENAI_BASE_URL, then ANTHROPIC_API_KEY, then a local
+// Ollama that answers, else the offline demo model. It says which in a
+// notice.
+func (a *App) autoModel(ctx context.Context, t model.Timeouts, opts Options) (model.Model, error) {
+	env := opts.getenv
+	if key, base := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL"); key != "" || base != "" {
+		name := orDefault(env("OPENAI_MODEL"), DefaultOpenAIModel)
+		why := "OPENAI_API_KEY is set"
+		if base != "" {
+			why = "OPENAI_BASE_URL is " + base
+		}
+		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using OpenAI-compatible model %s (%s; OPENAI_MODEL picks another)", name, why))
+		return openai.New(openai.Config{Model: name, BaseURL: base, APIKey: key, Timeouts: t, HTTPClient: opts.HTTPClient})
+	}
+	if key := env("ANTHROPIC_API_KEY"); key != "" {
+		name := orDefault(env("ANTHROPIC_MODEL"), DefaultAnthropicModel)
+		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using Anthropic model %s (ANTHROPIC_API_KEY is set; ANTHROPIC_MODEL picks another)", name))
+		return anthropic.New(anthropic.Config{Model: name, BaseURL: env("ANTHROPIC_BASE_URL"), APIKey: key, Timeouts: t, HTTPClient: opts.HTTPClient})
+	}
+	ollama := ollamaURL(opts)
+	if name, err := probeOllama(ctx, ollama, env("OLLAMA_MODEL")); err == nil {
+		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using %s from the local Ollama at %s (OLLAMA_MODEL picks another)", name, ollama))
+		return openai.New(openai.Config{Model: name, BaseURL: ollama + "/v1", Timeouts: t, HTTPClient: opts.HTTPClient})
+	} else if err != errNoOllama {
+		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: the local Ollama at %s is of no use: %v", ollama, err))
+	}
+	a.Notices = append(a.Notices, "agentrt: no model found; using the offline demo model (set OPENAI_API_KEY or ANTHROPIC_API_KEY, run Ollama, or add a model to agentrt.yaml)")
+	return demo.New(), nil
+}
+
+func orDefault(s, def string) string {
+	if s = strings.TrimSpace(s); s != "" {
+		return s
+	}
+	return def
+}
+
+// ollamaURL is Options.OllamaURL, else OLLAMA_HOST (Ollama's own
+// variable, with or without a scheme), else DefaultOllamaURL.
+func ollamaURL(opts Options) string {
+	if opts.OllamaURL != "" {
+		return strings.TrimRight(opts.OllamaURL, "/")
+	}
+	h := strings.TrimSpace(opts.getenv("OLLAMA_HOST"))
+	if h == "" {
+		return DefaultOllamaURL
+	}
+	if !strings.Contains(h, "://") {
+		h = "http://" + h
+	}
+	return strings.TrimRight(h, "/")
+}
+
+var errNoOllama = fmt.Errorf("no Ollama answers")
+
+// probeOllama asks the Ollama at base for its models, briefly. It returns
+// want if Ollama has it (or want is empty and Ollama has any: the first).
+func probeOllama(ctx context.Context, base, want string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/tags", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", errNoOllama
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /api/tags: HTTP %d", resp.StatusCode)
+	}
+	var tags struct {
+		Models []struct {
+			Name string `json:"name"`
+		} `json:"models"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&tags); err != nil {
+		return "", fmt.Errorf("GET /api/tags: %v", err)
+	}
+	if len(tags.Models) == 0 {
+		return "", fmt.Errorf("it has no models (ollama pull qwen3)")
+	}
+	for _, m := range tags.Models {
+		if want == "" || m.Name == want || strings.TrimSuffix(m.Name, ":latest") == want {
+			return m.Name, nil
+		}
+	}
+	return want, fmt.Errorf("it has no model %q", want)
+}

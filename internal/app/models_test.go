@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/config"
+	"github.com/agentrt/agentrt/internal/fakellm"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/session"
+)
+
+// closedURL is an http URL on 127.0.0.1 where nothing listens.
+func closedURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + l.Addr().String()
+	l.Close()
+	return u
+}
+
+func ollama(t *testing.T, body string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/tags" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestAutoModel(t *testing.T) {
+	up := ollama(t, `{"models":[{"name":"qwen3:latest"},{"name":"llama3.2:latest"}]}`)
+	empty := ollama(t, `{"models":[]}`)
+	down := closedURL(t)
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		ollama     string
+		wantModel  string
+		wantNotice string
+	}{
+		{"openai key", map[string]string{"OPENAI_API_KEY": "sk-x", "ANTHROPIC_API_KEY": "a"}, up, "gpt-4o-mini", "OPENAI_API_KEY is set"},
+		{"openai model", map[string]string{"OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "gpt-4.1"}, up, "gpt-4.1", "OpenAI-compatible model gpt-4.1"},
+		{"openai base url", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}, up, "gpt-4o-mini", "OPENAI_BASE_URL is http://127.0.0.1:8000/v1"},
+		{"anthropic", map[string]string{"ANTHROPIC_API_KEY": "a"}, up, "claude-sonnet-4-5", "Anthropic model claude-sonnet-4-5"},
+		{"ollama", nil, up, "qwen3:latest", "local Ollama"},
+		{"ollama chosen model", map[string]string{"OLLAMA_MODEL": "llama3.2"}, up, "llama3.2:latest", "llama3.2:latest from the local Ollama"},
+		{"ollama lacks the model", map[string]string{"OLLAMA_MODEL": "mistral"}, up, "demo", `no model "mistral"`},
+		{"ollama without models", nil, empty, "demo", "ollama pull"},
+		{"nothing", nil, down, "demo", "using the offline demo model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", OllamaURL: tc.ollama,
+				Getenv: func(k string) string { return tc.env[k] }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			ag, _ := a.Runner.Agent(config.DefaultAgent)
+			if got := ag.Model.Name(); got != tc.wantModel {
+				t.Errorf("model %q, want %q", got, tc.wantModel)
+			}
+			notices := strings.Join(a.Notices, "\n")
+			if !strings.Contains(notices, tc.wantNotice) {
+				t.Errorf("notices %q, want one saying %q", notices, tc.wantNotice)
+			}
+		})
+	}
+}
+
+func TestOllamaHost(t *testing.T) {
+	for host, want := range map[string]string{
+		"":                     DefaultOllamaURL,
+		"127.0.0.1:9999":       "http://127.0.0.1:9999",
+		"https://gpu.local/":   "https://gpu.local",
+		" http://10.0.0.2:80 ": "http://10.0.0.2:80",
+	} {
+		if got := ollamaURL(Options{Getenv: func(string) string { return host }}); got != want {
+			t.Errorf("OLLAMA_HOST=%q: %q, want %q", host, got, want)
+		}
+	}
+}
+
+// TestOpenAICompatibleEndToEnd runs an agent configured with a base URL
+// against a local OpenAI-compatible server: tool call, tool result,
+// answer, usage and cost.
+func TestOpenAICompatibleEndToEnd(t *testing.T) {
+	srv := fakellm.Start(t)
+	yaml := `
+models:
+  local:
+    provider: openai
+    model: qwen3
+    base_url: ` + srv.URL + `/v1
+    price: {input: 1, output: 2}
+agents:
+  a: {model: local, tools: [calculator]}
+`
+	cfg, err := config.Parse("agentrt.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	s, err := a.Runner.CreateSession(context.Background(), "a", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runtime.Collect(a.Runner.Run(context.Background(), s.ID, runtime.Input{Text: "what is 21*2+5"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != session.StatusDone || res.Text != "The answer is 47." {
+		t.Fatalf("status %s, text %q", res.Status, res.Text)
+	}
+	want := model.Usage{InputTokens: 40, OutputTokens: 20, CostUSD: (40*1 + 20*2) / 1e6}
+	if res.Usage != want {
+		t.Errorf("usage %+v, want %+v", res.Usage, want)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0]["model"] != "qwen3" || reqs[0]["stream"] != true {
+		t.Errorf("requests %v", reqs)
+	}
+}
+
+func TestFallbackModelsAreBuilt(t *testing.T) {
+	srv := fakellm.Start(t)
+	yaml := `
+models:
+  broken: {provider: openai, model: x, base_url: "` + closedURL(t) + `/v1"}
+  local: {provider: openai, model: qwen3, base_url: "` + srv.URL + `/v1"}
+agents:
+  a: {model: broken, fallback_models: [local]}
+`
+	cfg, err := config.Parse("agentrt.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ag, _ := a.Runner.Agent("a")
+	if len(ag.Fallbacks) != 1 || ag.Fallbacks[0].Name() != "qwen3" {
+		t.Fatalf("fallbacks %v", ag.Fallbacks)
+	}
+}

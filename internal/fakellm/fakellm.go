@@ -1,0 +1,149 @@
+// Package fakellm is a local stand-in for an OpenAI-compatible server, for
+// tests of what sits above the provider clients (the app, the CLI). It
+// speaks the real Chat Completions wire format, streamed or not, and
+// answers like the demo model: an arithmetic question gets a calculator
+// call, then the tool's result gets a sentence quoting it.
+package fakellm
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Server is a fake OpenAI-compatible server.
+type Server struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []map[string]any // guarded by mu
+}
+
+// Start starts a server on 127.0.0.1, closed when the test ends. Its base
+// URL for clients is URL + "/v1".
+func Start(t testing.TB) *Server {
+	s := &Server{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	s.Server = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Requests returns the decoded request bodies received so far.
+func (s *Server) Requests() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.requests...)
+}
+
+var arithmetic = regexp.MustCompile(`[0-9][0-9+\-*/(). ]*[0-9)]`)
+
+type message struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model    string    `json:"model"`
+		Messages []message `json:"messages"`
+		Stream   bool      `json:"stream"`
+	}
+	var raw map[string]any
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&raw); err != nil {
+		http.Error(w, `{"error":{"message":"bad JSON","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	b, _ := json.Marshal(raw)
+	_ = json.Unmarshal(b, &req)
+	s.mu.Lock()
+	s.requests = append(s.requests, raw)
+	s.mu.Unlock()
+	if len(req.Messages) == 0 {
+		http.Error(w, `{"error":{"message":"messages is empty","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	last := req.Messages[len(req.Messages)-1]
+	text := ""
+	if last.Content != nil {
+		text = *last.Content
+	}
+	var content, callName, callArgs string
+	switch {
+	case last.Role == "tool":
+		content = "The answer is " + strings.Trim(extractResult(text), `"`) + "."
+	case arithmetic.MatchString(text):
+		callName = "calculator"
+		args, _ := json.Marshal(map[string]string{"expression": strings.TrimSpace(arithmetic.FindString(text))})
+		callArgs = string(args)
+	default:
+		content = "You said: " + text
+	}
+	if !req.Stream {
+		writeCompletion(w, req.Model, content, callName, callArgs)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher := w.(http.Flusher)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		flusher.Flush()
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	finish := "stop"
+	if callName != "" {
+		finish = "tool_calls"
+		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_fake1", "type": "function",
+			"function": map[string]any{"name": callName, "arguments": ""}}}}, nil))
+		half := len(callArgs) / 2
+		for _, part := range []string{callArgs[:half], callArgs[half:]} {
+			send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": part}}}}, nil))
+		}
+	} else {
+		for _, word := range strings.SplitAfter(content, " ") {
+			send(chunk(map[string]any{"content": word}, nil))
+		}
+	}
+	send(chunk(map[string]any{}, finish))
+	send(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": []any{},
+		"usage": map[string]any{"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// extractResult returns the "result" of a calculator's tool result, or
+// the whole text.
+func extractResult(text string) string {
+	var v struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal([]byte(text), &v) == nil && len(v.Result) > 0 {
+		return string(v.Result)
+	}
+	return text
+}
+
+func writeCompletion(w http.ResponseWriter, modelName, content, callName, callArgs string) {
+	msg := map[string]any{"role": "assistant", "content": content}
+	finish := "stop"
+	if callName != "" {
+		finish = "tool_calls"
+		msg["content"] = nil
+		msg["tool_calls"] = []any{map[string]any{"id": "call_fake1", "type": "function",
+			"function": map[string]any{"name": callName, "arguments": callArgs}}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "model": modelName,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}})
+}
