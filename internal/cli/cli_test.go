@@ -331,6 +331,35 @@ agents:
 	}
 }
 
+func TestModelFallbackShown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  primary: {provider: scripted, script: primary.yaml}
+  backup: {provider: scripted, script: backup.yaml, price: {input: 1000, output: 2000}}
+agents:
+  assistant: {model: primary, fallback_models: [backup]}
+`, map[string]string{
+		"primary.yaml": "replies:\n  - {error: key revoked, error_code: auth}\n",
+		"backup.yaml":  "replies:\n  - {text: from the backup, usage: {input_tokens: 10, output_tokens: 5}}\n",
+	})
+	r := e.must(cli.ExitOK, "run", "--session", "fb", "hi")
+	if !strings.Contains(r.err, "[model] primary attempt 1 failed (auth): ") || !strings.Contains(r.err, "key revoked") {
+		t.Errorf("stderr does not show the failed attempt:\n%s", r.err)
+	}
+	if !strings.Contains(r.out, "[model] backup, attempt 2") || !strings.Contains(r.out, "from the backup") {
+		t.Errorf("stdout:\n%s", r.out)
+	}
+	show := e.must(cli.ExitOK, "sessions", "show", "fb").out
+	if !strings.Contains(show, "$0.020000") {
+		t.Errorf("sessions show lacks the cost (10*1000+5*2000)/1e6:\n%s", show)
+	}
+	replay := e.must(cli.ExitOK, "replay", "fb").out
+	if !strings.Contains(replay, "primary attempt 1: auth: ") {
+		t.Errorf("replay lacks the failed attempt:\n%s", replay)
+	}
+}
+
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	return lines[len(lines)-1]

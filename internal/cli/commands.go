@@ -240,6 +240,9 @@ func Summary(e *session.Event) string {
 	case *session.RoundStarted:
 		return fmt.Sprintf("round %d of %d", d.Round, d.MaxRounds)
 	case *session.ModelStarted:
+		if d.Mode != "" {
+			return fmt.Sprintf("%s, attempt %d (%s)", d.Model, d.Attempt, d.Mode)
+		}
 		return fmt.Sprintf("%s, attempt %d", d.Model, d.Attempt)
 	case *session.ModelFinished:
 		var parts []string
@@ -272,7 +275,14 @@ func Summary(e *session.Event) string {
 	case *session.Final:
 		return strconv.Quote(clip(d.Text, 120))
 	case *session.Error:
-		return d.Code + ": " + clip(d.Message, 120)
+		s := d.Code + ": " + clip(d.Message, 120)
+		if d.Model != "" {
+			s = fmt.Sprintf("%s attempt %d: %s", d.Model, d.Attempt, s)
+		}
+		if d.RetryInMS > 0 {
+			s += fmt.Sprintf(" (retry in %s)", time.Duration(d.RetryInMS)*time.Millisecond)
+		}
+		return s
 	case *session.Raw:
 		return clip(string(d.JSON), 120)
 	}

@@ -263,10 +263,10 @@ func (p *printer) human(e *session.Event) {
 		p.streamed = false
 		p.spin.start()
 	case *session.Token:
-		p.spin.stop()
 		if d.Pulse {
-			return
+			return // still waiting: the spinner says so
 		}
+		p.spin.stop()
 		p.streamed = true
 		fmt.Fprint(out, d.Text)
 		p.midLine = !strings.HasSuffix(d.Text, "\n")
@@ -295,8 +295,17 @@ func (p *printer) human(e *session.Event) {
 			fmt.Fprintln(out, d.Text)
 		}
 	case *session.Error:
+		p.spin.stop()
 		p.endLine()
-		fmt.Fprintf(p.s.Err, "error (%s): %s\n", d.Code, d.Message)
+		switch {
+		case d.Model != "" && d.RetryInMS > 0:
+			fmt.Fprintf(p.s.Err, "[model] %s attempt %d failed (%s): %s; retrying in %s\n", d.Model, d.Attempt, d.Code, d.Message,
+				time.Duration(d.RetryInMS)*time.Millisecond)
+		case d.Model != "":
+			fmt.Fprintf(p.s.Err, "[model] %s attempt %d failed (%s): %s\n", d.Model, d.Attempt, d.Code, d.Message)
+		default:
+			fmt.Fprintf(p.s.Err, "error (%s): %s\n", d.Code, d.Message)
+		}
 	}
 }
 
