@@ -678,3 +678,29 @@ func walkValue(s *Scanner) {
 		}
 	}
 }
+
+// TestPlainASCII checks the eight-bytes-at-a-time search against the
+// byte-wise definition, for every byte value at every position of a word,
+// behind another special byte too.
+func TestPlainASCII(t *testing.T) {
+	t.Parallel()
+	isPlain := func(c byte) bool { return c < 0x80 && plain[c] }
+	for _, first := range []byte{'a', '"', 0x00, 0xff} {
+		for c := range 256 {
+			for pos := range 12 {
+				d := []byte(strings.Repeat("a", 16))
+				d[pos] = byte(c)
+				if pos+1 < len(d) {
+					d[pos+1] = first
+				}
+				want := 0
+				for want < len(d) && isPlain(d[want]) {
+					want++
+				}
+				if got := plainASCII(d, 0); got != want {
+					t.Fatalf("plainASCII(%q) = %d, want %d", d, got, want)
+				}
+			}
+		}
+	}
+}
