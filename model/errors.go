@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -165,7 +166,10 @@ func ParseRetryAfter(ms, after string, now time.Time) time.Duration {
 	const most = time.Hour
 	if ms != "" {
 		if f, err := strconv.ParseFloat(strings.TrimSpace(ms), 64); err == nil && f > 0 {
-			return min(time.Duration(f*float64(time.Millisecond)), most)
+			if f >= float64(most/time.Millisecond) {
+				return most
+			}
+			return time.Duration(f * float64(time.Millisecond))
 		}
 	}
 	after = strings.TrimSpace(after)
@@ -173,12 +177,15 @@ func ParseRetryAfter(ms, after string, now time.Time) time.Duration {
 		return 0
 	}
 	if f, err := strconv.ParseFloat(after, 64); err == nil {
-		if f <= 0 {
+		switch {
+		case !(f > 0): // also NaN
 			return 0
+		case f >= most.Seconds():
+			return most
 		}
-		return min(time.Duration(f*float64(time.Second)), most)
+		return time.Duration(f * float64(time.Second))
 	}
-	if t, err := time.Parse(time.RFC1123, after); err == nil {
+	if t, err := http.ParseTime(after); err == nil {
 		if d := t.Sub(now); d > 0 {
 			return min(d, most)
 		}
@@ -257,7 +264,7 @@ func TimeoutsFromEnv(t Timeouts, getenv func(string) string) (Timeouts, error) {
 			continue
 		}
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f <= 0 || f > 7*24*3600 {
+		if err != nil || !(f > 0) || f > 7*24*3600 { // !(f > 0) also rejects NaN
 			return t, fmt.Errorf("%s=%q: want a positive number of seconds", v.name, s)
 		}
 		*v.dst = time.Duration(f * float64(time.Second))

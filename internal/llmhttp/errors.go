@@ -108,7 +108,7 @@ func explain(h http.Header, body []byte) (msg, typ, code string) {
 					c = ""
 				}
 				return clip(inner.Message), inner.Type, c
-			case len(v.Error) > 0 && json.Unmarshal(v.Error, &s) == nil:
+			case len(v.Error) > 0 && json.Unmarshal(v.Error, &s) == nil && s != "": // not "error": null
 				return clip(s), v.Type, ""
 			case v.Message != "":
 				return clip(v.Message), v.Type, ""

@@ -56,8 +56,12 @@ type Stream struct {
 
 	start time.Time
 	timer *time.Timer
-	first atomic.Bool  // the first event has arrived
-	last  atomic.Int64 // when the last event arrived, in ns since start
+	first atomic.Bool // the first event has arrived
+	// waiting: a read is under way, begun at waitStart (ns since start).
+	// The idle watchdog counts only that time: a consumer slow to ask for
+	// the next event is not a stalled stream.
+	waiting   atomic.Bool
+	waitStart atomic.Int64
 	done  sync.Once
 	// complete: the terminator arrived; closing: Close is draining.
 	complete bool
@@ -174,7 +178,10 @@ func (s *Stream) Next() (event, data []byte, err error) {
 }
 
 func (s *Stream) next() (event, data []byte, err error) {
+	s.waitStart.Store(int64(time.Since(s.start)))
+	s.waiting.Store(true)
 	event, data, err = s.rd.Next()
+	s.waiting.Store(false)
 	if err != nil {
 		if err == io.EOF {
 			if cause := context.Cause(s.ctx); cause != nil {
@@ -187,9 +194,8 @@ func (s *Stream) next() (event, data []byte, err error) {
 		}
 		return nil, nil, s.c.TransportError(s.ctx, err, s.first.Load())
 	}
-	el := time.Since(s.start)
-	s.last.Store(int64(el))
 	if !s.first.Load() {
+		el := time.Since(s.start)
 		s.first.Store(true)
 		// The timer was set for the first-chunk bound; the idle bound
 		// may come sooner.
@@ -220,13 +226,15 @@ func (s *Stream) check() {
 			return
 		}
 		next = min(next, t.FirstChunk-el)
-	} else {
-		idle := el - time.Duration(s.last.Load())
+	} else if s.waiting.Load() {
+		idle := el - time.Duration(s.waitStart.Load())
 		if idle >= t.Idle {
 			s.cancel(s.timeout(fmt.Sprintf("the stream stalled: nothing for %s (idle timeout)", t.Idle)))
 			return
 		}
 		next = min(next, t.Idle-idle)
+	} else {
+		next = min(next, t.Idle) // the consumer is busy; look again later
 	}
 	s.timer.Reset(next)
 }

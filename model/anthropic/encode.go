@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/agentrt/agentrt/internal/llmhttp"
 	"github.com/agentrt/agentrt/model"
@@ -42,6 +43,9 @@ func (m *Model) encode(req *model.Request, stream bool) ([]byte, error) {
 		if b, err = appendTools(b, req); err != nil {
 			return nil, err
 		}
+	}
+	if req.Temperature != nil && (math.IsNaN(*req.Temperature) || math.IsInf(*req.Temperature, 0)) {
+		return nil, fmt.Errorf("anthropic: temperature %v is not a number", *req.Temperature)
 	}
 	if req.Temperature != nil {
 		b = llmhttp.AppendKey(b, "temperature")

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/agentrt/agentrt/internal/llmhttp"
 	"github.com/agentrt/agentrt/model"
@@ -57,6 +58,9 @@ func (m *Model) encode(req *model.Request, stream bool) ([]byte, error) {
 			b = llmhttp.AppendKey(b, "tool_choice")
 			switch tc.Mode {
 			case model.ToolChoiceTool:
+				if tc.Name == "" {
+					return nil, fmt.Errorf("openai: tool choice %q without a tool name", tc.Mode)
+				}
 				b = append(b, `{"type":"function","function":{"name":`...)
 				b = llmhttp.AppendString(b, tc.Name)
 				b = append(b, '}', '}')
@@ -76,6 +80,9 @@ func (m *Model) encode(req *model.Request, stream bool) ([]byte, error) {
 		b = llmhttp.AppendInt(b, int64(req.MaxTokens))
 	}
 	if req.Temperature != nil {
+		if t := *req.Temperature; math.IsNaN(t) || math.IsInf(t, 0) {
+			return nil, fmt.Errorf("openai: temperature %v is not a number", t)
+		}
 		b = llmhttp.AppendKey(b, "temperature")
 		b = llmhttp.AppendFloat(b, *req.Temperature)
 	}

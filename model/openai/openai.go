@@ -93,7 +93,11 @@ func New(cfg Config) (*Model, error) {
 	if client == nil {
 		client = llmhttp.NewClient(t)
 	}
-	m := &Model{cfg: cfg, name: cfg.Model, endpoint: strings.TrimRight(base, "/") + "/chat/completions"}
+	// The path is joined, the query kept (?api-version=... on Azure).
+	ep := *u
+	ep.Path = strings.TrimRight(u.Path, "/") + "/chat/completions"
+	ep.RawPath = ""
+	m := &Model{cfg: cfg, name: cfg.Model, endpoint: ep.String()}
 	if cfg.Name != "" {
 		m.name = cfg.Name
 	}
