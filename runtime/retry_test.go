@@ -2,9 +2,9 @@ package runtime_test
 
 import (
 	"context"
+	"iter"
 	"strconv"
 	"strings"
-	"iter"
 	"testing"
 	"testing/synctest"
 	"time"

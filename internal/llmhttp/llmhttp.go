@@ -62,7 +62,7 @@ type Stream struct {
 	// the next event is not a stalled stream.
 	waiting   atomic.Bool
 	waitStart atomic.Int64
-	done  sync.Once
+	done      sync.Once
 	// complete: the terminator arrived; closing: Close is draining.
 	complete bool
 	closing  atomic.Bool
