@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/agent"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/record"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
@@ -54,6 +55,8 @@ type App struct {
 	// Notices are one-line messages for the user (e.g. which model was
 	// chosen by default).
 	Notices []string
+
+	recorder *record.Transport // AGENTRT_RECORD / AGENTRT_REPLAY, if set
 }
 
 // LoadConfig loads the config named by opts (or the defaults).
@@ -117,6 +120,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	}
 	a.Tools = reg
 	if err := Check(cfg, opts); err != nil {
+		return nil, err
+	}
+	if err := a.recordTraffic(&opts); err != nil {
 		return nil, err
 	}
 	models := map[modelKey]model.Model{}
@@ -214,8 +220,13 @@ func isScheme(s string) bool {
 
 // Close closes the store.
 func (a *App) Close() error {
+	var errs []error
 	if a.Store != nil {
-		return a.Store.Close()
+		errs = append(errs, a.Store.Close())
 	}
-	return nil
+	if a.recorder != nil {
+		// A recording is written when its transport closes.
+		errs = append(errs, a.recorder.Close())
+	}
+	return errors.Join(errs...)
 }

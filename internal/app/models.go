@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/model/anthropic"
 	"github.com/agentrt/agentrt/model/demo"
 	"github.com/agentrt/agentrt/model/openai"
+	"github.com/agentrt/agentrt/model/record"
 	"github.com/agentrt/agentrt/model/scripted"
 )
 
@@ -189,4 +190,43 @@ func probeOllama(ctx context.Context, base, want string) (string, error) {
 		}
 	}
 	return want, fmt.Errorf("it has no model %q", want)
+}
+
+// Environment variables naming a file of recorded provider traffic (see
+// model/record): AGENTRT_RECORD writes every exchange with the providers
+// to it, AGENTRT_REPLAY answers from it without a network.
+const (
+	EnvRecord = "AGENTRT_RECORD"
+	EnvReplay = "AGENTRT_REPLAY"
+)
+
+// recordTraffic sets opts.HTTPClient to record or replay provider
+// traffic when the environment asks for it.
+func (a *App) recordTraffic(opts *Options) error {
+	rec, rep := opts.getenv(EnvRecord), opts.getenv(EnvReplay)
+	if rec == "" && rep == "" {
+		return nil
+	}
+	if rec != "" && rep != "" {
+		return fmt.Errorf("%s and %s are both set; set one", EnvRecord, EnvReplay)
+	}
+	if opts.HTTPClient != nil {
+		return fmt.Errorf("%s/%s: the app already has an HTTP client", EnvRecord, EnvReplay)
+	}
+	path, mode := rec, record.Record
+	if rep != "" {
+		path, mode = rep, record.Replay
+	}
+	tr, err := record.Open(path, mode, nil)
+	if err != nil {
+		return err
+	}
+	a.recorder = tr
+	opts.HTTPClient = &http.Client{Transport: tr, Timeout: model.DefaultTimeouts().RequestTimeout()}
+	verb := "recording provider traffic to"
+	if mode == record.Replay {
+		verb = "replaying provider traffic from"
+	}
+	a.Notices = append(a.Notices, "agentrt: "+verb+" "+path)
+	return nil
 }

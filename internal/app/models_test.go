@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -159,5 +160,55 @@ agents:
 	ag, _ := a.Runner.Agent("a")
 	if len(ag.Fallbacks) != 1 || ag.Fallbacks[0].Name() != "qwen3" {
 		t.Fatalf("fallbacks %v", ag.Fallbacks)
+	}
+}
+
+// TestRecordThenReplay records a run's provider traffic with
+// AGENTRT_RECORD, then replays it with AGENTRT_REPLAY after the server is
+// gone: same answer, and the key is not in the file.
+func TestRecordThenReplay(t *testing.T) {
+	srv := fakellm.Start(t)
+	file := t.TempDir() + "/traffic.txt"
+	run := func(env map[string]string) (*runtime.Result, []string) {
+		t.Helper()
+		a, err := Build(context.Background(), config.Default(), Options{StoreDSN: "memory:", Getenv: func(k string) string { return env[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := a.Runner.CreateSession(context.Background(), config.DefaultAgent, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runtime.Collect(a.Runner.Run(context.Background(), s.ID, runtime.Input{Text: "what is 6*7"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return res, a.Notices
+	}
+	env := map[string]string{"OPENAI_API_KEY": "sk-secret-123", "OPENAI_BASE_URL": srv.URL + "/v1", "AGENTRT_RECORD": file}
+	res, notices := run(env)
+	if res.Text != "The answer is 42." || !strings.Contains(strings.Join(notices, "\n"), "recording provider traffic to "+file) {
+		t.Fatalf("recording run: %q, notices %q", res.Text, notices)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "sk-secret-123") {
+		t.Error("the recording holds the API key")
+	}
+	srv.Close()
+	delete(env, "AGENTRT_RECORD")
+	env["AGENTRT_REPLAY"] = file
+	env["OPENAI_API_KEY"] = "another-key"
+	if res, _ := run(env); res.Text != "The answer is 42." {
+		t.Errorf("replayed run: %q", res.Text)
+	}
+	env["AGENTRT_RECORD"] = file
+	if _, err := Build(context.Background(), config.Default(), Options{StoreDSN: "memory:", Getenv: func(k string) string { return env[k] }}); err == nil {
+		t.Error("both AGENTRT_RECORD and AGENTRT_REPLAY accepted")
 	}
 }
