@@ -25,7 +25,8 @@
 // DefaultStore, an agent without limits.max_rounds (or with 0) gets
 // DefaultMaxRounds, and with no agents at all the default assistant exists,
 // with the calculator and clock tools, using the file's only model or else
-// the offline demo model. Other zero values (strategy, approval default,
+// the model "auto" (provider auto: the first model agentrt finds in the
+// environment, else the offline demo model). Other zero values (strategy, approval default,
 // timeouts, compaction, loop detection) mean the runtime's defaults.
 //
 // The store is sqlite:PATH, postgres://…, postgresql://… or memory: (write

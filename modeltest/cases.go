@@ -90,9 +90,9 @@ func openAICases() []Case {
 		{Name: "stream-utf8-escapes-crlf", Format: OpenAI, File: "synthetic-openai-stream-utf8-crlf.sse",
 			Want: text("café \ufffd\ufffd é😀 \ufffd", model.FinishStop, model.Usage{})},
 		{Name: "stream-malformed-json", Format: OpenAI, File: "synthetic-openai-stream-malformed-json.sse",
-			WantErr: model.CodeServer, WantRecoverable: true, WantErrText: "malformed"},
+			WantErr: model.CodeServer, WantErrText: "malformed"},
 		{Name: "stream-absurdly-long-line", Format: OpenAI, File: "synthetic-openai-stream-long-line.sse", Data: long,
-			WantErr: model.CodeServer, WantRecoverable: true, WantErrText: "line too long"},
+			WantErr: model.CodeServer, WantErrText: "line too long"},
 		{Name: "error-400-context-length", Format: OpenAI, File: "synthetic-openai-error-400-context-length.json",
 			WantErr: model.CodeContextLength, WantErrText: "maximum context length"},
 		{Name: "error-400-bad-tool-history", Format: OpenAI, File: "synthetic-openai-error-400-bad-tool-history.json",
@@ -111,6 +111,8 @@ func openAICases() []Case {
 			WantErr: model.CodeServer, WantErrText: "is the base URL right"},
 		{Name: "generate-error-200-with-error-body", Format: OpenAI, File: "synthetic-openai-error-200-error-body.json", Generate: true,
 			WantErr: model.CodeServer, WantRecoverable: true, WantErrText: "upstream model is overloaded"},
+		{Name: "generate-error-200-html", Format: OpenAI, File: "synthetic-openai-error-200-html.json", Generate: true,
+			WantErr: model.CodeServer, WantErrText: "is the base URL right"},
 	}
 }
 

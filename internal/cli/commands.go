@@ -350,7 +350,9 @@ func newConfigCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := app.Check(cfg, g.options()); err != nil {
+			// Every model, not only those the agents use: a model kept for
+			// later must work too.
+			if err := errors.Join(app.Check(cfg, g.options()), cfg.CheckModels()); err != nil {
 				return err
 			}
 			opts := g.options()

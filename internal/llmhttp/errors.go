@@ -181,8 +181,10 @@ func (c *Call) Incomplete(terminator string) *model.Error {
 }
 
 // Malformed is the error for a stream or body that is not what the API
-// sends.
+// sends. It is not worth retrying: the same request mostly gets the same
+// answer back (a proxy in the way, a server that is not the API).
 func (c *Call) Malformed(what string, err error, streamed bool) *model.Error {
+	no := false
 	return &model.Error{Code: model.CodeServer, Provider: c.Provider, Model: c.Model, Streamed: streamed,
-		Message: "malformed " + what, Err: err}
+		Message: "malformed " + what, Err: err, Retryable: &no}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -293,6 +294,16 @@ func (c *Call) Do(ctx context.Context, newReq func(context.Context) (*http.Reque
 		return nil, c.StatusError(resp)
 	}
 	defer resp.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "" && mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		e := c.BodyError(http.StatusOK, resp.Header, body)
+		if !bytes.Contains(body, []byte(`"error"`)) {
+			no := false
+			e.Code, e.Retryable = model.CodeServer, &no
+			e.Message = fmt.Sprintf("expected JSON, got %q (is the base URL right?): %s", resp.Header.Get("Content-Type"), e.Message)
+		}
+		return nil, e
+	}
 	maxBody := c.MaxBody
 	if maxBody <= 0 {
 		maxBody = 32 << 20

@@ -42,11 +42,11 @@ func TestStreamOddities(t *testing.T) {
 		{Name: "malformed event", File: "x.sse", Data: []byte(
 			"event: message_start\ndata: " + start + "\n\n" +
 				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"o\n\n"),
-			WantErr: model.CodeServer, WantRecoverable: true, WantErrText: "malformed stream event"},
+			WantErr: model.CodeServer, WantErrText: "malformed stream event"},
 		{Name: "input for a block that did not start", File: "x.sse", Data: []byte(
 			"event: message_start\ndata: " + start + "\n\n" +
 				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n"),
-			WantErr: model.CodeServer, WantRecoverable: true, WantErrText: "content block 3"},
+			WantErr: model.CodeServer, WantErrText: "content block 3"},
 		{Name: "rate limit error event", File: "x.sse", Data: []byte(
 			"event: message_start\ndata: " + start + "\n\n" +
 				"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down\"}}\n\n"),
