@@ -589,6 +589,16 @@ func TestConfigCheck(t *testing.T) {
 			yaml: "models:\n  m: {provider: openia, model: x}\nagents:\n  a:\n    model: m\n",
 			at:   "2:17: models.m.provider", want: `unknown provider "openia"; did you mean openai?`,
 		},
+		{
+			name: "missing key",
+			yaml: "models:\n  m: {provider: anthropic, model: claude-sonnet-4-5, api_key: \"${AGENTRT_TEST_UNSET_KEY}\"}\n  d: {provider: demo}\nagents:\n  a:\n    model: d\n",
+			at:   "2:54: models.m.api_key", want: "${AGENTRT_TEST_UNSET_KEY} is not set",
+		},
+		{
+			name: "bad url",
+			yaml: "models:\n  m: {provider: openai, model: x, base_url: \"ftp://127.0.0.1/v1\"}\nagents:\n  a:\n    model: m\n",
+			at:   "2:45: models.m.base_url", want: "ftp",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
