@@ -116,7 +116,10 @@ func New(cfg Config) (*Model, error) {
 	if client == nil {
 		client = llmhttp.NewClient(t)
 	}
-	m := &Model{cfg: cfg, name: cfg.Model, endpoint: strings.TrimRight(base, "/") + "/messages",
+	// The path is joined, a query kept (as the OpenAI client does).
+	ep := *u
+	ep.Path, ep.RawPath = strings.TrimRight(u.Path, "/")+"/messages", ""
+	m := &Model{cfg: cfg, name: cfg.Model, endpoint: ep.String(),
 		version: cfg.Version, maxTokens: cfg.DefaultMaxTokens}
 	if cfg.Name != "" {
 		m.name = cfg.Name
