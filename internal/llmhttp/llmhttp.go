@@ -317,3 +317,54 @@ func (c *Call) Do(ctx context.Context, newReq func(context.Context) (*http.Reque
 	}
 	return body, nil
 }
+
+// StreamChunks sends the streamed request newReq builds and yields, in
+// order, a pulse chunk every Timeouts.FirstFeedback until the first event,
+// then what decode makes of each event; an empty chunk is not yielded.
+// decode reports the stream's terminator with done; a stream that ends
+// before it fails with Incomplete(terminator). The first error (of the
+// call, of decode) is yielded last. It is the loop of every provider's
+// Stream.
+func (c *Call) StreamChunks(ctx context.Context, newReq func(context.Context) (*http.Request, error), terminator string,
+	decode func(event, data []byte) (chunk model.Chunk, done bool, err error), yield func(model.Chunk, error) bool) {
+	stopped := false
+	s, err := c.Open(ctx, newReq, func() bool {
+		if !yield(model.Chunk{Pulse: true}, nil) {
+			stopped = true
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		if !stopped {
+			yield(model.Chunk{}, err)
+		}
+		return
+	}
+	defer s.Close()
+	for {
+		ev, data, err := s.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = c.Incomplete(terminator)
+			}
+			yield(model.Chunk{}, err)
+			return
+		}
+		ch, done, err := decode(ev, data)
+		if err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
+		if done {
+			s.Complete()
+		}
+		empty := ch.Text == "" && len(ch.ToolCalls) == 0 && ch.Usage == nil && ch.FinishReason == ""
+		if !empty && !yield(ch, nil) {
+			return
+		}
+		if done {
+			return
+		}
+	}
+}

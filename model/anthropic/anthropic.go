@@ -34,7 +34,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -173,46 +172,11 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			yield(model.Chunk{}, err)
 			return
 		}
-		stopped := false
-		s, err := m.call.Open(ctx, m.newRequest(body, true), func() bool {
-			if !yield(model.Chunk{Pulse: true}, nil) {
-				stopped = true
-				return false
-			}
-			return true
-		})
-		if err != nil {
-			if !stopped {
-				yield(model.Chunk{}, err)
-			}
-			return
-		}
-		defer s.Close()
 		d := decoders.Get().(*decoder)
 		defer d.release()
-		for {
-			ev, data, err := s.Next()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = m.call.Incomplete("message_stop")
-				}
-				yield(model.Chunk{}, err)
-				return
-			}
+		m.call.StreamChunks(ctx, m.newRequest(body, true), "message_stop", func(ev, data []byte) (model.Chunk, bool, error) {
 			c, done, err := d.event(&m.call, ev, data)
-			if err != nil {
-				yield(model.Chunk{}, err)
-				return
-			}
-			if done {
-				s.Complete()
-			}
-			if !c.empty() && !yield(c.Chunk, nil) {
-				return
-			}
-			if done {
-				return
-			}
-		}
+			return c.Chunk, done, err
+		}, yield)
 	}
 }

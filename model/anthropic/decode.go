@@ -60,10 +60,6 @@ func (d *decoder) reset() {
 
 type chunk struct{ model.Chunk }
 
-func (c *chunk) empty() bool {
-	return c.Text == "" && len(c.ToolCalls) == 0 && c.Usage == nil && c.FinishReason == ""
-}
-
 // event decodes one event of the stream; done reports message_stop, the
 // stream's terminator.
 func (d *decoder) event(call *llmhttp.Call, event, data []byte) (c chunk, done bool, err error) {

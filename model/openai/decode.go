@@ -42,10 +42,6 @@ func (d *decoder) release() {
 
 type chunk struct{ model.Chunk }
 
-func (c *chunk) empty() bool {
-	return c.Text == "" && len(c.ToolCalls) == 0 && c.Usage == nil && c.FinishReason == ""
-}
-
 // chunk decodes one event of the stream.
 func (d *decoder) chunk(call *llmhttp.Call, event, data []byte) (chunk, error) {
 	var c chunk

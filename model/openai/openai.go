@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -153,48 +152,15 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			yield(model.Chunk{}, err)
 			return
 		}
-		stopped := false
-		s, err := m.call.Open(ctx, m.newRequest(body, true), func() bool {
-			if !yield(model.Chunk{Pulse: true}, nil) {
-				stopped = true
-				return false
-			}
-			return true
-		})
-		if err != nil {
-			if !stopped {
-				yield(model.Chunk{}, err)
-			}
-			return
-		}
-		defer s.Close()
 		d := decoders.Get().(*decoder)
 		defer d.release()
-		for {
-			ev, data, err := s.Next()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = m.call.Incomplete("data: [DONE]")
-				}
-				yield(model.Chunk{}, err)
-				return
-			}
+		m.call.StreamChunks(ctx, m.newRequest(body, true), "data: [DONE]", func(ev, data []byte) (model.Chunk, bool, error) {
 			if bytes.Equal(data, doneMarker) {
-				s.Complete()
-				return
+				return model.Chunk{}, true, nil
 			}
 			c, err := d.chunk(&m.call, ev, data)
-			if err != nil {
-				yield(model.Chunk{}, err)
-				return
-			}
-			if c.empty() {
-				continue
-			}
-			if !yield(c.Chunk, nil) {
-				return
-			}
-		}
+			return c.Chunk, false, err
+		}, yield)
 	}
 }
 
