@@ -1,45 +1,50 @@
 package modeltest_test
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/modeltest"
 )
 
 // TestRecordedTranscriptsUnchanged checks that the recorded transcripts
-// in testdata are byte for byte those of ../shared/transcripts, where the
-// team keeps the originals (present beside every CI checkout).
+// in testdata are byte for byte the originals: against the SHA-256 sums
+// taken from ../shared/transcripts when they were copied
+// (testdata/recorded.sha256), and against the originals themselves when a
+// checkout has them beside it, as CI's does.
 func TestRecordedTranscriptsUnchanged(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "transcripts")
-	entries, err := os.ReadDir(dir)
+	sums, err := fs.ReadFile(modeltest.Files(), "recorded.sha256")
 	if err != nil {
-		t.Skipf("no shared transcripts beside this checkout: %v", err)
+		t.Fatal(err)
 	}
 	n := 0
-	for _, e := range entries {
-		ext := filepath.Ext(e.Name())
-		if e.IsDir() || (ext != ".sse" && ext != ".json") {
+	sc := bufio.NewScanner(bytes.NewReader(sums))
+	for sc.Scan() {
+		want, name, ok := strings.Cut(sc.Text(), "  ")
+		if !ok {
+			t.Fatalf("recorded.sha256: bad line %q", sc.Text())
+		}
+		got, err := fs.ReadFile(modeltest.Files(), name)
+		if err != nil {
+			t.Errorf("%s is not in modeltest/testdata: %v", name, err)
 			continue
 		}
-		want, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
+		if sum := sha256.Sum256(got); hex.EncodeToString(sum[:]) != want {
+			t.Errorf("modeltest/testdata/%s is not the recording it was copied from", name)
 		}
-		got, err := fs.ReadFile(modeltest.Files(), e.Name())
-		if err != nil {
-			t.Errorf("%s is not in modeltest/testdata: %v", e.Name(), err)
-			continue
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("modeltest/testdata/%s differs from the shared recording", e.Name())
+		if orig, err := os.ReadFile(filepath.Join("..", "..", "shared", "transcripts", name)); err == nil && !bytes.Equal(orig, got) {
+			t.Errorf("modeltest/testdata/%s differs from ../shared/transcripts/%s", name, name)
 		}
 		n++
 	}
-	if n == 0 {
-		t.Error("no transcripts compared")
+	if n != 8 {
+		t.Errorf("%d transcripts checked, want 8", n)
 	}
 }
