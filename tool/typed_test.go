@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -342,5 +343,90 @@ func TestMeta(t *testing.T) {
 	}
 	if wr.Definition().Name != "r" {
 		t.Errorf("wrapped definition = %+v", wr.Definition())
+	}
+}
+
+// fastIn is on the typed tools' fast path (internal/jsonfast): flat and
+// nested fields, slices, no pointers.
+type fastIn struct {
+	Name  string   `json:"name"`
+	N     int8     `json:"n"`
+	F     float32  `json:"f"`
+	Tags  []string `json:"tags"`
+	Inner struct {
+		X int  `json:"x"`
+		Y bool `json:"y"`
+	} `json:"inner"`
+}
+
+type fastOut struct {
+	Text string    `json:"text"`
+	F    float64   `json:"f,omitempty"`
+	L    []float32 `json:"l"`
+}
+
+// TestTypedFastPath checks that a typed tool whose types are on the fast
+// path decodes and encodes exactly as encoding/json, on inputs the fast
+// path takes and on those it hands back to encoding/json (a key in another
+// case, a repeated key, null, an integer written 1.0, an overflow).
+func TestTypedFastPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A schema that accepts any object, so that what encoding/json does
+	// with odd keys is what the function sees.
+	anyObject := &jsonschema.Schema{Type: "object"}
+	var got fastIn
+	echo := tool.Must(tool.New("echo", "", func(_ context.Context, in fastIn) (fastIn, error) {
+		got = in
+		return in, nil
+	}, tool.WithInputSchema(anyObject)))
+	for _, args := range []string{
+		`{}`,
+		`{"name":"Ada","n":-128,"f":1.5,"tags":["a","b"],"inner":{"x":3,"y":true}}`,
+		`{"tags":[]}`,
+		`{"name":"\u00e9\ud83d\ude00 <&>","f":3.4028235e38}`,
+		`{"NAME":"folded","Inner":{"X":1}}`,      // declined: keys in another case
+		`{"name":"a","name":"b"}`,                // declined: a repeated key
+		`{"name":null,"tags":null,"inner":null}`, // declined: null
+		`{"inner":{"x":1},"inner":{"y":true}}`,   // declined: merged by encoding/json
+		`{"extra":[1,{"z":null}],"n":7}`,         // declined: an unknown key
+		`{"n":1.0}`,                              // declined, then an error
+		`{"n":128}`,                              // declined, then an error
+		`{"f":1e39}`,                             // declined, then an error
+		`{"tags":[1]}`,                           // declined, then an error
+	} {
+		var want fastIn
+		wantErr := json.Unmarshal([]byte(args), &want)
+		got = fastIn{}
+		out, err := echo.Call(ctx, json.RawMessage(args))
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("Call(%s) error = %v, encoding/json's = %v", args, err, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Call(%s): the function got, compared with encoding/json (-want +got):\n%s", args, diff)
+		}
+		if wantOut, _ := json.Marshal(want); string(out) != string(wantOut) {
+			t.Errorf("Call(%s) = %s, want json.Marshal's %s", args, out, wantOut)
+		}
+	}
+
+	var res fastOut
+	gen := tool.Must(tool.New("gen", "", func(context.Context, struct{}) (fastOut, error) { return res, nil }))
+	for _, res = range []fastOut{
+		{},
+		{Text: "<b>\"quoted\"</b> & \u2028 \x01 \xff", F: 1e21, L: []float32{0.1, 1e-7, -0}},
+		{F: 1e-7, L: []float32{}},
+		{F: math.NaN()},                      // json.Marshal refuses it
+		{L: []float32{float32(math.Inf(1))}}, // so does the fast path
+	} {
+		want, wantErr := json.Marshal(res)
+		out, err := gen.Call(ctx, json.RawMessage(`{}`))
+		if (err != nil) != (wantErr != nil) || string(out) != string(want) {
+			t.Errorf("output of %+v = %s, %v; json.Marshal gives %s, %v", res, out, err, want, wantErr)
+		}
 	}
 }
