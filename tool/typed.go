@@ -71,11 +71,16 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 		}
 	}
 	s := o.schema
+	// With the schema inferred from In, a fast decode is a schema check
+	// too (see jsonfast.NewSchemaDecoder); with one supplied, the schema
+	// is checked after the decode.
+	dec, checked := jsonfast.NewDecoder[In](), false
 	if s == nil {
 		var err error
 		if s, err = inferSchema[In](); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", name, err)
 		}
+		dec, checked = jsonfast.NewSchemaDecoder[In](), true
 	}
 	v, err := newValidator(name, s)
 	if err != nil {
@@ -90,7 +95,8 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 		meta: o.meta,
 		v:    v,
 		fn:   fn,
-		dec:  jsonfast.NewDecoder[In](),
+		dec:  dec,
+		fast: checked,
 		enc:  jsonfast.NewEncoder[Out](),
 		bufs: new(sync.Pool),
 	}, nil
@@ -146,6 +152,7 @@ type typed[In, Out any] struct {
 	// several times faster, and decline anything else, which then goes to
 	// encoding/json.
 	dec  *jsonfast.Decoder[In]
+	fast bool // what dec takes fits the schema: no need to check it
 	enc  *jsonfast.Encoder[Out]
 	bufs *sync.Pool // of *[]byte, enc's buffers; shared by copies (withMeta)
 }
@@ -172,13 +179,18 @@ func (t *typed[In, Out]) validator() *Validator { return t.v }
 //
 // It decodes first: json.Unmarshal checks the syntax anyway, and once it
 // has, the schema check need not check it again. When decoding fails, the
-// Validator explains why if it can, in terms of the schema.
+// Validator explains why if it can, in terms of the schema. Simple types
+// take a fast path (internal/jsonfast) that, with the schema inferred from
+// In, also stands for the schema check; what it declines, missing required
+// fields and every invalid argument among them, goes the way just said.
 func (t *typed[In, Out]) prepare(args json.RawMessage) (invocation, error) {
 	c := &typedCall[In, Out]{t: t}
 	if t.dec.Decode(args, &c.in) {
-		// Decoded as encoding/json would have; the schema check remains.
-		if err := t.v.validateJSON(args); err != nil {
-			return nil, err
+		// Decoded as encoding/json would have.
+		if !t.fast {
+			if err := t.v.validateJSON(args); err != nil {
+				return nil, err
+			}
 		}
 		return c, nil
 	}

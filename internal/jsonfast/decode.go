@@ -16,7 +16,9 @@ func decodeStruct(s *jsonscan.Scanner, n *node, p unsafe.Pointer) bool {
 	for {
 		key, ok := s.NextKey()
 		if !ok {
-			return s.Err() == nil // '}', or an error
+			// '}', or an error; or a required field is missing (see
+			// NewSchemaDecoder).
+			return s.Err() == nil && seen&n.required == n.required
 		}
 		i := n.lookup(key)
 		if i < 0 || seen&(1<<i) != 0 {

@@ -292,3 +292,52 @@ func TestNilDecoder(t *testing.T) {
 		t.Error("a nil Decoder accepted input")
 	}
 }
+
+// Optional has required fields and optional ones, at two depths.
+type Optional struct {
+	Name  string   `json:"name"`
+	Limit int      `json:"limit,omitempty"`
+	Since string   `json:"since,omitzero"`
+	Items []Search `json:"items,omitempty"`
+	At    Point    `json:"at"`
+}
+
+// TestSchemaDecoder checks that a schema decoder declines an object,
+// at any depth, that lacks a field without omitempty or omitzero, and
+// otherwise decodes as NewDecoder does.
+func TestSchemaDecoder(t *testing.T) {
+	t.Parallel()
+	d, plain := NewSchemaDecoder[Optional](), NewDecoder[Optional]()
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{`{"name":"a","at":{"X":1,"Y":2}}`, true},
+		{`{"name":"a","limit":3,"since":"x","items":[],"at":{"X":1,"Y":2}}`, true},
+		{`{"at":{"X":1,"Y":2},"name":"a","items":[{"query":"q","limit":1,"tags":[]}]}`, true},
+		{`{"at":{"X":1,"Y":2}}`, false},                                              // no name
+		{`{"name":"a"}`, false},                                                      // no at
+		{`{"name":"a","at":{"X":1}}`, false},                                         // at lacks Y
+		{`{"name":"a","at":{"X":1,"Y":2},"items":[{}]}`, false},                      // an item lacks all three
+		{`{"name":"a","at":{"X":1,"Y":2},"items":[{"query":"q","limit":1}]}`, false}, // no tags
+	}
+	for _, tt := range tests {
+		var got Optional
+		if ok := d.Decode([]byte(tt.in), &got); ok != tt.want {
+			t.Errorf("schema Decode(%s) = %v, want %v", tt.in, ok, tt.want)
+			continue
+		}
+		var want Optional
+		if !plain.Decode([]byte(tt.in), &want) {
+			t.Errorf("Decode(%s) declined", tt.in)
+		}
+		if tt.want {
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("schema Decode(%s) differs from Decode (-want +got):\n%s", tt.in, diff)
+			}
+		}
+	}
+	if NewSchemaDecoder[[]int]() != nil || NewSchemaDecoder[struct{ P *int }]() != nil {
+		t.Error("NewSchemaDecoder accepts a type off the fast path")
+	}
+}

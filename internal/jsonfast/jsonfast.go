@@ -80,11 +80,30 @@ type Decoder[T any] struct {
 // fast path (see the package documentation). It compiles a plan for T;
 // call it once per type and keep the result.
 func NewDecoder[T any]() *Decoder[T] {
+	return newDecoder[T](false)
+}
+
+// NewSchemaDecoder is NewDecoder for a caller that checks arguments
+// against the JSON Schema that jsonschema-go infers from T (jsonschema.For):
+// its Decode also declines an object, at any depth, that lacks a field
+// tagged neither omitempty nor omitzero, which encoding/json would leave
+// zero but the inferred schema requires. Then whatever Decode takes fits
+// the inferred schema: in every other respect Decode is as strict as the
+// schema or stricter (exact keys, as the schema forbids other
+// properties; no null; integers in the range of their Go type, as the
+// schema's bounds say; numbers that are integer literals for integer
+// fields), so such a caller need not check what Decode took. The tool
+// package's tests hold the two to that.
+func NewSchemaDecoder[T any]() *Decoder[T] {
+	return newDecoder[T](true)
+}
+
+func newDecoder[T any](require bool) *Decoder[T] {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Struct {
 		return nil
 	}
-	n, ok := compile(t, forDecode)
+	n, ok := compile(t, forDecode, require)
 	if !ok {
 		return nil
 	}
@@ -104,7 +123,8 @@ var scanners = sync.Pool{New: func() any { return new(jsonscan.Scanner) }}
 // exactly (encoding/json folds case and ignores unknown keys), a key
 // repeated in one object, a null, a value of another kind than its field,
 // or a number its field cannot hold (out of range, or not an integer
-// literal for an integer field).
+// literal for an integer field). A Decoder made by NewSchemaDecoder also
+// declines an object that lacks a required field.
 //
 // Decode does not retain data: strings in *v are copies.
 func (d *Decoder[T]) Decode(data []byte, v *T) bool {
@@ -129,7 +149,7 @@ type Encoder[T any] struct {
 // (see the package documentation). It compiles a plan for T; call it once
 // per type and keep the result.
 func NewEncoder[T any]() *Encoder[T] {
-	n, ok := compile(reflect.TypeFor[T](), forEncode)
+	n, ok := compile(reflect.TypeFor[T](), forEncode, false)
 	if !ok {
 		return nil
 	}

@@ -45,8 +45,9 @@ type node struct {
 	sliceType reflect.Type // for growing slices of structs
 
 	// Structs.
-	fields []field
-	byName map[string]int // index into fields, for structs with many fields
+	fields   []field
+	byName   map[string]int // index into fields, for structs with many fields
+	required uint64         // bit i: fields[i] must be present (see NewSchemaDecoder)
 }
 
 // A field is one member of a struct's JSON object.
@@ -84,13 +85,16 @@ var (
 )
 
 // compile returns the plan for t, or false if t is off the fast path.
-func compile(t reflect.Type, m mode) (*node, bool) {
-	c := compiler{mode: m, active: make(map[reflect.Type]bool), done: make(map[reflect.Type]*node)}
+// With require, a decode plan requires the fields that have neither
+// omitempty nor omitzero.
+func compile(t reflect.Type, m mode, require bool) (*node, bool) {
+	c := compiler{mode: m, require: require, active: make(map[reflect.Type]bool), done: make(map[reflect.Type]*node)}
 	return c.compile(t)
 }
 
 type compiler struct {
-	mode   mode
+	mode    mode
+	require bool
 	active map[reflect.Type]bool  // the struct types being compiled, to decline recursion
 	done   map[reflect.Type]*node // the struct types compiled, to share their plans
 }
@@ -182,12 +186,13 @@ func (c *compiler) structure(t reflect.Type) (*node, bool) {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		omitEmpty := false
+		omitEmpty, omitZero := false, false
 		for opt := range strings.SplitSeq(opts, ",") {
 			switch opt {
 			case "string":
 				return nil, false
 			case "omitzero":
+				omitZero = true
 				if c.mode == forEncode {
 					// omitzero calls IsZero methods, and reflect's
 					// IsZero compares a struct with == (so a -0 field
@@ -212,6 +217,9 @@ func (c *compiler) structure(t reflect.Type) (*node, bool) {
 		fn, ok := c.compile(sf.Type)
 		if !ok {
 			return nil, false
+		}
+		if c.require && !omitEmpty && !omitZero && len(n.fields) < maxFields {
+			n.required |= 1 << len(n.fields)
 		}
 		n.fields = append(n.fields, field{
 			name:      name,

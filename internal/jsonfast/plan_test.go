@@ -180,7 +180,7 @@ func TestTags(t *testing.T) {
 	for _, tt := range tests {
 		typ := reflect.StructOf(tt.fields)
 		for _, m := range []mode{forDecode, forEncode} {
-			if _, ok := compile(typ, m); ok != tt.ok {
+			if _, ok := compile(typ, m, false); ok != tt.ok {
 				t.Errorf("%s, mode %d: compiled = %v, want %v", tt.name, m, ok, tt.ok)
 			}
 		}
@@ -198,7 +198,7 @@ func TestMaxFields(t *testing.T) {
 		}
 		typ := reflect.StructOf(fields)
 		for _, m := range []mode{forDecode, forEncode} {
-			if _, ok := compile(typ, m); ok != (n <= maxFields) {
+			if _, ok := compile(typ, m, false); ok != (n <= maxFields) {
 				t.Errorf("%d fields, mode %d: compiled = %v", n, m, ok)
 			}
 		}
