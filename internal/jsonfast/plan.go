@@ -95,8 +95,8 @@ func compile(t reflect.Type, m mode, require bool) (*node, bool) {
 type compiler struct {
 	mode    mode
 	require bool
-	active map[reflect.Type]bool  // the struct types being compiled, to decline recursion
-	done   map[reflect.Type]*node // the struct types compiled, to share their plans
+	active  map[reflect.Type]bool  // the struct types being compiled, to decline recursion
+	done    map[reflect.Type]*node // the struct types compiled, to share their plans
 }
 
 func (c *compiler) compile(t reflect.Type) (*node, bool) {
