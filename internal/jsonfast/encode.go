@@ -31,11 +31,11 @@ func appendValue(dst []byte, n *node, p unsafe.Pointer) ([]byte, bool) {
 	case kindUint64:
 		return strconv.AppendUint(dst, *(*uint64)(p), 10), true
 	case kindFloat32:
-		return appendFloat(dst, float64(*(*float32)(p)), 32)
+		return AppendFloat(dst, float64(*(*float32)(p)), 32)
 	case kindFloat64:
-		return appendFloat(dst, *(*float64)(p), 64)
+		return AppendFloat(dst, *(*float64)(p), 64)
 	case kindString:
-		return appendString(dst, *(*string)(p)), true
+		return AppendString(dst, *(*string)(p), true), true
 	case kindSlice:
 		return appendSlice(dst, n, p)
 	case kindStruct:
@@ -110,9 +110,11 @@ func isEmpty(n *node, p unsafe.Pointer) bool {
 	return false
 }
 
-// appendFloat appends f as encoding/json's floatEncoder does: like
-// ES6's number-to-string conversion.
-func appendFloat(dst []byte, f float64, bits int) ([]byte, bool) {
+// AppendFloat appends f, a float of the given bits (32 or 64), as
+// encoding/json's floatEncoder does: like ES6's number-to-string
+// conversion. For NaN and the infinities, which JSON cannot hold, it
+// returns dst and false.
+func AppendFloat(dst []byte, f float64, bits int) ([]byte, bool) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return dst, false // json.Marshal returns an UnsupportedValueError
 	}
@@ -136,13 +138,17 @@ func appendFloat(dst []byte, f float64, bits int) ([]byte, bool) {
 	return dst, true
 }
 
-// appendString appends s quoted as json.Marshal quotes strings, with
-// HTML escaping: '<', '>' and '&' as \u003c, \u003e and \u0026, the
+// AppendString appends s quoted as json.Marshal quotes strings: the
 // control characters other than \b, \f, \n, \r and \t as \u00XX, each
 // byte of invalid UTF-8 as invalidUTF8, and U+2028 and U+2029 as \u2028 and
-// \u2029.
-func appendString(dst []byte, s string) []byte {
+// \u2029; with escapeHTML (json.Marshal's default), '<', '>' and '&' as
+// \u003c, \u003e and \u0026 too.
+func AppendString(dst []byte, s string, escapeHTML bool) []byte {
 	const hex = "0123456789abcdef"
+	safe := &safeJSON
+	if escapeHTML {
+		safe = &safeHTML
+	}
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -193,11 +199,13 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// safe marks the ASCII bytes json.Marshal writes as they are: all from
-// ' ' to DEL but '"', '\\', '<', '>' and '&'.
-var safe = func() (t [utf8.RuneSelf]bool) {
+// safeJSON marks the ASCII bytes a JSON string holds as they are: all
+// from ' ' to DEL but '"' and '\\'; safeHTML, those json.Marshal writes
+// as they are with HTML escaping: safeJSON's but '<', '>' and '&'.
+var safeJSON, safeHTML = func() (j, h [utf8.RuneSelf]bool) {
 	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+		j[c] = c != '"' && c != '\\'
+		h[c] = j[c] && c != '<' && c != '>' && c != '&'
 	}
-	return t
+	return j, h
 }()

@@ -2,62 +2,15 @@ package llmhttp
 
 import (
 	"strconv"
-	"unicode/utf8"
 	"unsafe"
+
+	"github.com/agentrt/agentrt/internal/jsonfast"
 )
 
 // AppendString appends s to dst as a JSON string, escaped as encoding/json
 // escapes it (HTML characters aside: <, > and & are left as they are,
 // which JSON allows), invalid UTF-8 replaced by U+FFFD.
-func AppendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			// Valid JSON, but not valid JavaScript: escaped as encoding/json does.
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func AppendString(dst []byte, s string) []byte { return jsonfast.AppendString(dst, s, false) }
 
 // AppendKey appends "key": (a key known to need no escaping), preceded by a
 // comma unless dst ends an opening brace.
@@ -73,9 +26,13 @@ func AppendKey(dst []byte, key string) []byte {
 // AppendInt appends an integer.
 func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
 
-// AppendFloat appends a number as encoding/json writes a float64.
+// AppendFloat appends a number as encoding/json writes a float64; NaN and
+// the infinities, which JSON cannot hold, as null.
 func AppendFloat(dst []byte, f float64) []byte {
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	if b, ok := jsonfast.AppendFloat(dst, f, 64); ok {
+		return b
+	}
+	return append(dst, "null"...)
 }
 
 // Strings makes strings from bytes that will not be kept (a decoder's
