@@ -235,7 +235,10 @@ func (c *typedCall[In, Out]) result() (json.RawMessage, error) {
 			bp = new([]byte)
 		}
 		b, ok := enc.Append((*bp)[:0], &c.out)
-		out := bytes.Clone(b) // one allocation, of the result's size
+		var out []byte
+		if ok {
+			out = bytes.Clone(b) // one allocation, of the result's size
+		}
 		if cap(b) <= maxPooledResult {
 			*bp = b
 			c.t.bufs.Put(bp)
