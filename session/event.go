@@ -83,7 +83,7 @@ type RunStarted struct {
 // RunFinished ends a turn. Status is done, waiting, paused, failed,
 // canceled or interrupted.
 type RunFinished struct {
-	Status string      `json:"status"`
+	Status Status      `json:"status"`
 	Usage  model.Usage `json:"usage"`
 	// Reason says why a run stopped early (e.g. "max_rounds").
 	Reason string `json:"reason,omitempty"`

@@ -23,10 +23,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/agentrt/agentrt/agent"
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/sqlite"
 	"github.com/agentrt/agentrt/tool"
@@ -77,7 +76,7 @@ type deployOut struct {
 
 // deploy pretends to deploy. Passing a tool.Meta to tool.New marks it as
 // needing approval wherever it is used; an agent can also ask for approval
-// of tools it did not write, with runtime.ApprovalPolicy{Ask: []string{"deploy"}}.
+// of tools it did not write, with agentrt.ApprovalPolicy{Ask: []string{"deploy"}}.
 var deploy = tool.Must(tool.New("deploy", "Deploys a version of a service to production.",
 	func(_ context.Context, in deployIn) (deployOut, error) {
 		return deployOut{Service: in.Service, Version: in.Version, Status: "deployed"}, nil
@@ -88,8 +87,8 @@ var deploy = tool.Must(tool.New("deploy", "Deploys a version of a service to pro
 // newRunner builds the same agent in both processes: the runner finds a
 // session's agent by name, and its tools and policy come from code, not
 // from the store.
-func newRunner(store session.Store, m model.Model) (*runtime.Runner, error) {
-	a, err := agent.New("release-bot").
+func newRunner(store session.Store, m model.Model) (*agentrt.Runner, error) {
+	a, err := agentrt.NewAgent("release-bot").
 		Instructions("Deploy what you are asked to; report the outcome.").
 		Model(m).
 		Tools(deploy).
@@ -97,7 +96,7 @@ func newRunner(store session.Store, m model.Model) (*runtime.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runtime.New(runtime.Config{Store: store, Agents: []*runtime.Agent{a}})
+	return agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{a}})
 }
 
 // firstProcess starts a session and runs it until it waits for a human.
@@ -127,7 +126,7 @@ func firstProcess(ctx context.Context, db string) (string, error) {
 	}
 	fmt.Println("session:", s.ID)
 	fmt.Println("user:", request)
-	status, err := printEvents(r.Run(ctx, s.ID, runtime.Input{Text: request}))
+	status, err := printEvents(r.Run(ctx, s.ID, agentrt.Input{Text: request}))
 	if err != nil {
 		return "", err
 	}
@@ -179,9 +178,9 @@ func secondProcess(ctx context.Context, db, id string, reject bool) error {
 				fmt.Printf("pending: %s %s %s\n", q.ID, c.Call.Name, c.Call.Arguments)
 			}
 		}
-		res := runtime.Resolution{Decision: session.DecisionApprove, By: "alice@example.com"}
+		res := agentrt.Resolution{Decision: session.DecisionApprove, By: "alice@example.com"}
 		if reject {
-			res = runtime.Resolution{Decision: session.DecisionReject, By: "alice@example.com", Reason: "change freeze until Monday"}
+			res = agentrt.Resolution{Decision: session.DecisionReject, By: "alice@example.com", Reason: "change freeze until Monday"}
 		}
 		// Resolve only records the decision; the session stays waiting
 		// until every request is resolved and someone calls Resume.
@@ -212,7 +211,7 @@ func printEvents(seq iter.Seq2[*session.Event, error]) (session.Status, error) {
 		}
 		printEvent(e)
 		if d, ok := e.Data.(*session.RunFinished); ok {
-			status = session.Status(d.Status)
+			status = d.Status
 		}
 	}
 	return status, nil

@@ -23,10 +23,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentrt/agentrt/agent"
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
@@ -39,13 +38,13 @@ const signature = "-- checked by the ops desk"
 // each batch of tool calls. A wrapper keeps everything the built-in one
 // does: events committed before and after each call, concurrency, hooks,
 // approval decisions.
-func timedCallTools(ctx context.Context, x *runtime.Exec, ins runtime.Instruction) error {
+func timedCallTools(ctx context.Context, x *agentrt.Exec, ins agentrt.Instruction) error {
 	names := make([]string, len(ins.Calls))
 	for i, c := range ins.Calls {
 		names[i] = c.Name
 	}
 	start := time.Now()
-	err := runtime.CallTools(ctx, x, ins)
+	err := agentrt.CallTools(ctx, x, ins)
 	took := time.Since(start).Round(time.Microsecond)
 	if err != nil {
 		// An error here is a runtime failure (the store, cancellation),
@@ -60,9 +59,9 @@ func timedCallTools(ctx context.Context, x *runtime.Exec, ins runtime.Instructio
 // signedFinish changes the final answer before the built-in finish
 // executor records it, so the signature is in the stored log too, not
 // only in what this program prints.
-func signedFinish(ctx context.Context, x *runtime.Exec, ins runtime.Instruction) error {
+func signedFinish(ctx context.Context, x *agentrt.Exec, ins agentrt.Instruction) error {
 	ins.Text = strings.TrimSpace(ins.Text) + "\n" + signature
-	return runtime.Finish(ctx, x, ins)
+	return agentrt.Finish(ctx, x, ins)
 }
 
 // allowedHosts is the policy the hook enforces.
@@ -71,21 +70,21 @@ var allowedHosts = []string{"docs.example.com"}
 // allowlist is a BeforeTool hook. It sees every call before it runs and
 // may block it; a blocked call gets a failed result saying the reason,
 // which the model reads like any other tool error.
-func allowlist(_ context.Context, _ runtime.HookInfo, call model.ToolCall) runtime.ToolDecision {
+func allowlist(_ context.Context, _ agentrt.HookInfo, call model.ToolCall) agentrt.ToolDecision {
 	if call.Name != "fetch" {
-		return runtime.ToolDecision{}
+		return agentrt.ToolDecision{}
 	}
 	var in fetchIn
 	if err := json.Unmarshal(call.Arguments, &in); err != nil {
 		// Malformed arguments: let the tool's schema check explain them.
-		return runtime.ToolDecision{}
+		return agentrt.ToolDecision{}
 	}
 	u, err := url.Parse(in.URL)
 	if err != nil || !slices.Contains(allowedHosts, u.Hostname()) {
-		return runtime.ToolDecision{Block: true,
+		return agentrt.ToolDecision{Block: true,
 			Reason: fmt.Sprintf("host %q is not on the allowlist (%s)", u.Hostname(), strings.Join(allowedHosts, ", "))}
 	}
-	return runtime.ToolDecision{}
+	return agentrt.ToolDecision{}
 }
 
 type fetchIn struct {
@@ -122,14 +121,14 @@ func run(ctx context.Context) error {
 		},
 	)
 
-	a, err := agent.New("helper").
+	a, err := agentrt.NewAgent("helper").
 		Instructions("Use the calculator for arithmetic and fetch to read pages.").
 		Model(m).
 		Tools(builtin.Calculator(), tool.Must(tool.New("fetch", "Fetches a web page.", fetch))).
 		// An agent's own executors win over the runner's, which win over
 		// the built-in ones.
-		Executor(runtime.KindFinish, signedFinish).
-		Hooks(func(h *runtime.Hooks) {
+		Executor(agentrt.KindFinish, signedFinish).
+		Hooks(func(h *agentrt.Hooks) {
 			h.BeforeTool(0, allowlist)
 		}).
 		Build()
@@ -139,12 +138,12 @@ func run(ctx context.Context) error {
 
 	store := memstore.New()
 	defer store.Close()
-	r, err := runtime.New(runtime.Config{
+	r, err := agentrt.NewRunner(agentrt.Config{
 		Store:  store,
-		Agents: []*runtime.Agent{a},
+		Agents: []*agentrt.Agent{a},
 		// Executors in the runner's Config apply to every agent: the place
 		// for cross-cutting concerns such as timing.
-		Executors: map[runtime.Kind]runtime.Executor{runtime.KindCallTools: timedCallTools},
+		Executors: map[agentrt.Kind]agentrt.Executor{agentrt.KindCallTools: timedCallTools},
 	})
 	if err != nil {
 		return err
@@ -159,7 +158,7 @@ func run(ctx context.Context) error {
 	// Collect drains the run into a Result: the stored events, the final
 	// text and the status the run ended with. So the executor's timing
 	// line, printed during the run, comes before the events printed below.
-	res, err := runtime.Collect(r.Run(ctx, s.ID, runtime.Input{Text: question}))
+	res, err := agentrt.Collect(r.Run(ctx, s.ID, agentrt.Input{Text: question}))
 	if err != nil {
 		return err
 	}

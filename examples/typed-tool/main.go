@@ -1,6 +1,6 @@
 // Command typed-tool shows the shortest path from a Go function to an agent
 // that calls it: tool.New infers the tool's JSON Schema from an input
-// struct, agent.New assembles the agent, and a runtime.Runner runs it over
+// struct, agent.New assembles the agent, and a agentrt.Runner runs it over
 // an in-memory store.
 //
 // The model is scripted (model/scripted), so the program needs no network
@@ -14,9 +14,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentrt/agentrt/agent"
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
@@ -91,8 +90,8 @@ func run(ctx context.Context) error {
 		},
 	)
 
-	a, err := agent.New("forecaster").
-		Profile(agent.Profile{Name: "Sunny", Role: "a weather assistant"}).
+	a, err := agentrt.NewAgent("forecaster").
+		Profile(agentrt.Profile{Name: "Sunny", Role: "a weather assistant"}).
 		Instructions("Use the weather tool; never guess the weather.").
 		Model(m).
 		Tools(weatherTool).
@@ -105,7 +104,7 @@ func run(ctx context.Context) error {
 	// durable SQLite store.
 	store := memstore.New()
 	defer store.Close()
-	r, err := runtime.New(runtime.Config{Store: store, Agents: []*runtime.Agent{a}})
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{a}})
 	if err != nil {
 		return err
 	}
@@ -121,7 +120,7 @@ func run(ctx context.Context) error {
 	// Run yields each event once it is stored, and tokens as they stream.
 	// A non-nil error means the run could not start or could not be stored;
 	// a failure of the run itself arrives as an error event.
-	for e, err := range r.Run(ctx, s.ID, runtime.Input{Text: question}) {
+	for e, err := range r.Run(ctx, s.ID, agentrt.Input{Text: question}) {
 		if err != nil {
 			return err
 		}
@@ -141,7 +140,7 @@ func run(ctx context.Context) error {
 		case *session.Final:
 			final = d.Text
 		case *session.RunFinished:
-			status = session.Status(d.Status)
+			status = d.Status
 		}
 	}
 	fmt.Println("final:", final)

@@ -11,11 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentrt/agentrt/agent"
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/record"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/session/sqlite"
@@ -50,7 +49,7 @@ type Options struct {
 type App struct {
 	Config *config.Config
 	Store  session.Store
-	Runner *runtime.Runner
+	Runner *agentrt.Runner
 	Tools  *tool.Registry
 	// Notices are one-line messages for the user (e.g. which model was
 	// chosen by default).
@@ -126,7 +125,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		return nil, err
 	}
 	models := map[modelKey]model.Model{}
-	var agents []*runtime.Agent
+	var agents []*agentrt.Agent
 	for _, name := range cfg.AgentNames() {
 		ac := cfg.Agents[name]
 		if ac.Strategy != "" && ac.Strategy != config.StrategyReact {
@@ -148,15 +147,15 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			}
 			fallbacks = append(fallbacks, fm)
 		}
-		b := agent.New(name).
-			Profile(agent.Profile(ac.Profile)).
+		b := agentrt.NewAgent(name).
+			Profile(agentrt.Profile(ac.Profile)).
 			Instructions(ac.Instructions).
 			Model(m).
 			Fallbacks(fallbacks...).
 			Registry(reg).
 			ToolFilter(ac.Tools...).
 			MaxRounds(ac.Limits.MaxRounds).
-			Approval(runtime.ApprovalPolicy{
+			Approval(agentrt.ApprovalPolicy{
 				Default: tool.Approval(ac.Approval.Default),
 				Ask:     ac.Approval.Ask,
 				Deny:    ac.Approval.Deny,
@@ -178,7 +177,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := runtime.New(runtime.Config{Store: st, Agents: agents, Now: opts.Now})
+	r, err := agentrt.NewRunner(agentrt.Config{Store: st, Agents: agents, Now: opts.Now})
 	if err != nil {
 		st.Close()
 		return nil, err

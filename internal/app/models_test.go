@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/model"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -122,7 +122,7 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runtime.Collect(a.Runner.Run(context.Background(), s.ID, runtime.Input{Text: "what is 21*2+5"}))
+	res, err := agentrt.Collect(a.Runner.Run(context.Background(), s.ID, agentrt.Input{Text: "what is 21*2+5"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ agents:
 func TestRecordThenReplay(t *testing.T) {
 	srv := fakellm.Start(t)
 	file := t.TempDir() + "/traffic.txt"
-	run := func(env map[string]string) (*runtime.Result, []string) {
+	run := func(env map[string]string) (*agentrt.Result, []string) {
 		t.Helper()
 		a, err := Build(context.Background(), config.Default(), Options{StoreDSN: "memory:", Getenv: func(k string) string { return env[k] }})
 		if err != nil {
@@ -179,7 +179,7 @@ func TestRecordThenReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := runtime.Collect(a.Runner.Run(context.Background(), s.ID, runtime.Input{Text: "what is 6*7"}))
+		res, err := agentrt.Collect(a.Runner.Run(context.Background(), s.ID, agentrt.Input{Text: "what is 6*7"}))
 		if err != nil {
 			t.Fatal(err)
 		}

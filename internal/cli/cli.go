@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/internal/app"
-	"github.com/agentrt/agentrt/runtime"
 )
 
 // Exit codes (PRODUCT §2).
@@ -121,11 +121,11 @@ func MainWith(ctx context.Context, args []string, s Streams, opts app.Options) i
 	}
 	fmt.Fprintln(s.Err, "agentrt: "+oneLine(err))
 	var ce *config.Error
-	var re *runtime.Error
+	var re *agentrt.Error
 	switch {
 	case errors.As(err, &ce):
 		return ExitUsage
-	case errors.As(err, &re) && (re.Kind == runtime.KindInput || re.Kind == runtime.KindState):
+	case errors.As(err, &re) && (re.Kind == agentrt.FailInput || re.Kind == agentrt.FailState):
 		return ExitUsage
 	case !g.started && isCobraUsage(err):
 		// Only before a command runs: a runtime error may well contain
@@ -140,7 +140,7 @@ func oneLine(err error) string {
 	if errors.As(err, &ce) {
 		return err.Error() // one problem per line, each self-contained
 	}
-	var re *runtime.Error
+	var re *agentrt.Error
 	if errors.As(err, &re) && re.Code == "not_found" && re.Msg != "" {
 		return re.Msg // the wrapped store error only repeats it
 	}

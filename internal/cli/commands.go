@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/app"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -49,7 +49,7 @@ func newApproveCmd(g *globals) *cobra.Command {
 				return usageErr("--args cannot be used with --reject")
 			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				res := runtime.Resolution{Decision: session.DecisionApprove, Reason: reason, By: "cli"}
+				res := agentrt.Resolution{Decision: session.DecisionApprove, Reason: reason, By: "cli"}
 				if reject {
 					res.Decision = session.DecisionReject
 				}
@@ -230,7 +230,7 @@ func Summary(e *session.Event) string {
 	case *session.RunStarted:
 		return strconv.Quote(clip(d.Input, 120))
 	case *session.RunFinished:
-		s := d.Status
+		s := string(d.Status)
 		if d.Reason != "" {
 			s += " (" + d.Reason + ")"
 		}

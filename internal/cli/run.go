@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/app"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -46,7 +46,7 @@ func newRunCmd(g *globals) *cobra.Command {
 					return err
 				}
 				p := newPrinter(g.s, f.json, a.Notices)
-				res := p.print(a.Runner.Run(ctx, id, runtime.Input{Text: text, Source: "cli"}))
+				res := p.print(a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: "cli"}))
 				return finishRun(ctx, g, a, p, f.approve, id, res)
 			})
 		},
@@ -116,7 +116,7 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 			if d == "ask" {
 				d, args = prompt(g.s, st, q)
 			}
-			if _, err := a.Runner.Resolve(ctx, id, q.ID, runtime.Resolution{Decision: d, Arguments: args, By: "cli"}); err != nil {
+			if _, err := a.Runner.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: d, Arguments: args, By: "cli"}); err != nil {
 				return err
 			}
 		}
@@ -134,7 +134,7 @@ func isInputTerminal(r io.Reader) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func prompt(s Streams, st *runtime.State, q runtime.HumanRequest) (string, []byte) {
+func prompt(s Streams, st *agentrt.State, q agentrt.HumanRequest) (string, []byte) {
 	in := bufio.NewReader(s.In)
 	for _, c := range st.Calls {
 		if c.Call.ID == q.CallID {
@@ -227,7 +227,7 @@ func (p *printer) print(seq iter.Seq2[*session.Event, error]) runResult {
 		p.notices = nil
 		switch d := e.Data.(type) {
 		case *session.RunFinished:
-			res.status = session.Status(d.Status)
+			res.status = d.Status
 		case *session.Error:
 			res.errEvent = d
 		}

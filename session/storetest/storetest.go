@@ -807,8 +807,8 @@ func allData() []session.Data {
 		&session.ApprovalResolved{RequestID: "req_2", Decision: session.DecisionReject},
 		&session.Final{Text: "Here is what's new.\n\n- a\n- b", Usage: usage},
 		&session.Error{Code: "budget_exceeded", Message: "cost limit reached", Recoverable: false},
-		&session.RunFinished{Status: string(session.StatusDone), Usage: usage},
-		&session.RunFinished{Status: string(session.StatusPaused), Usage: usage, Reason: "max_rounds"},
+		&session.RunFinished{Status: session.StatusDone, Usage: usage},
+		&session.RunFinished{Status: session.StatusPaused, Usage: usage, Reason: "max_rounds"},
 		&session.Raw{T: "plan_created", JSON: json.RawMessage(`{"plan":[{"tool":"search","args":{"q":"x"}},{"reply":true}],"version":3}`)},
 		&session.Raw{T: "interrupted", JSON: json.RawMessage(`[1,"two",{"three":3}]`)},
 	}

@@ -1,4 +1,4 @@
-package runtime
+package agentrt
 
 import (
 	"cmp"
@@ -102,7 +102,7 @@ func (x *Exec) callModel(ctx context.Context, m model.Model, req *model.Request,
 	}
 	resp, err := x.asm.Response()
 	if err != nil {
-		return nil, &Error{Kind: KindModel, Code: string(model.CodeServer), Err: &model.Error{
+		return nil, &Error{Kind: FailModel, Code: string(model.CodeServer), Err: &model.Error{
 			Code: model.CodeServer, Model: m.Name(), Message: "the model sent an empty reply", Err: err}}
 	}
 	return resp, nil
@@ -122,7 +122,7 @@ func (x *Exec) retryModel(ctx context.Context, req *model.Request, attempt int, 
 	mi, tries, generated := 0, 1, false
 	for {
 		re := AsError(err)
-		if re.Kind == KindCanceled || ctx.Err() != nil || x.stopped {
+		if re.Kind == FailCanceled || ctx.Err() != nil || x.stopped {
 			return nil, nil, time.Time{}, err
 		}
 		m := models[mi]
@@ -182,15 +182,15 @@ func (x *Exec) retryModel(ctx context.Context, req *model.Request, attempt int, 
 func (x *Exec) modelError(ctx context.Context, m model.Model, err error) error {
 	switch {
 	case err == errStopped:
-		return &Error{Kind: KindCanceled, Code: "canceled", Msg: "the caller stopped reading events"}
+		return &Error{Kind: FailCanceled, Code: "canceled", Msg: "the caller stopped reading events"}
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
 	if me, ok := model.AsError(err); ok {
 		r := me.Recoverable()
-		return &Error{Kind: KindModel, Code: string(me.Code), Err: err, Recoverable: &r}
+		return &Error{Kind: FailModel, Code: string(me.Code), Err: err, Recoverable: &r}
 	}
-	return &Error{Kind: KindModel, Code: "model_error", Msg: "model " + m.Name(), Err: err}
+	return &Error{Kind: FailModel, Code: "model_error", Msg: "model " + m.Name(), Err: err}
 }
 
 // stream streams m's reply to req into x.asm, yielding its text as token

@@ -1,4 +1,4 @@
-package runtime
+package agentrt
 
 import (
 	"context"
@@ -68,8 +68,8 @@ type Runner struct {
 	busy map[string]bool // sessions with a run in progress; guarded by mu
 }
 
-// New returns a Runner.
-func New(cfg Config) (*Runner, error) {
+// NewRunner returns a Runner.
+func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("runtime: Config.Store is required")
 	}
@@ -160,7 +160,7 @@ func (r *Runner) agent(name string) (*Agent, error) {
 	if a, ok := r.agents[name]; ok {
 		return a, nil
 	}
-	return nil, &Error{Kind: KindInput, Code: "unknown_agent",
+	return nil, &Error{Kind: FailInput, Code: "unknown_agent",
 		Msg: fmt.Sprintf("unknown agent %q (known: %s)", name, strings.Join(r.AgentNames(), ", "))}
 }
 
@@ -177,9 +177,9 @@ func (r *Runner) CreateSession(ctx context.Context, agent, id string, metadata m
 	s := &session.Session{ID: id, Agent: agent, Status: session.StatusIdle, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
 	if err := r.store.CreateSession(ctx, s); err != nil {
 		if errors.Is(err, session.ErrExists) {
-			return nil, &Error{Kind: KindInput, Code: "session_exists", Msg: fmt.Sprintf("session %q already exists", id), Err: err}
+			return nil, &Error{Kind: FailInput, Code: "session_exists", Msg: fmt.Sprintf("session %q already exists", id), Err: err}
 		}
-		return nil, &Error{Kind: KindStore, Msg: "create session", Err: err}
+		return nil, &Error{Kind: FailStore, Msg: "create session", Err: err}
 	}
 	return s, nil
 }
@@ -196,12 +196,12 @@ func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
 	}
 	snap, err := r.store.LoadSnapshot(ctx, id)
 	if err != nil {
-		return nil, &Error{Kind: KindStore, Msg: "load snapshot of session " + id, Err: err}
+		return nil, &Error{Kind: FailStore, Msg: "load snapshot of session " + id, Err: err}
 	}
 	var st *State
 	if snap != nil {
 		if st, err = UnmarshalState(snap.Data); err != nil {
-			return nil, &Error{Kind: KindStore, Msg: "session " + id, Err: err}
+			return nil, &Error{Kind: FailStore, Msg: "session " + id, Err: err}
 		}
 		st.Seq, st.SnapshotSeq = snap.Seq, snap.Seq
 	} else {
@@ -219,10 +219,10 @@ func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
 func (r *Runner) replay(ctx context.Context, st *State) error {
 	for e, err := range r.store.Events(ctx, st.SessionID, st.Seq) {
 		if err != nil {
-			return &Error{Kind: KindStore, Msg: "read events of session " + st.SessionID, Err: err}
+			return &Error{Kind: FailStore, Msg: "read events of session " + st.SessionID, Err: err}
 		}
 		if err := st.Apply(e); err != nil {
-			return &Error{Kind: KindStore, Msg: "replay session " + st.SessionID, Err: err}
+			return &Error{Kind: FailStore, Msg: "replay session " + st.SessionID, Err: err}
 		}
 	}
 	return nil
@@ -230,16 +230,16 @@ func (r *Runner) replay(ctx context.Context, st *State) error {
 
 func notFound(id string, err error) error {
 	if errors.Is(err, session.ErrNotFound) {
-		return &Error{Kind: KindInput, Code: "not_found", Msg: fmt.Sprintf("session %q not found", id), Err: err}
+		return &Error{Kind: FailInput, Code: "not_found", Msg: fmt.Sprintf("session %q not found", id), Err: err}
 	}
-	return &Error{Kind: KindStore, Msg: "get session " + id, Err: err}
+	return &Error{Kind: FailStore, Msg: "get session " + id, Err: err}
 }
 
 func (r *Runner) acquire(id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.busy[id] {
-		return &Error{Kind: KindState, Code: "busy", Msg: fmt.Sprintf("session %q is already running", id)}
+		return &Error{Kind: FailState, Code: "busy", Msg: fmt.Sprintf("session %q is already running", id)}
 	}
 	r.busy[id] = true
 	return nil
@@ -278,7 +278,7 @@ type Input struct {
 func (r *Runner) Run(ctx context.Context, sessionID string, in Input) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		if strings.TrimSpace(in.Text) == "" {
-			yield(nil, &Error{Kind: KindInput, Code: "empty_input", Msg: "input is empty"})
+			yield(nil, &Error{Kind: FailInput, Code: "empty_input", Msg: "input is empty"})
 			return
 		}
 		x, err := r.begin(ctx, sessionID, yield)
@@ -289,7 +289,7 @@ func (r *Runner) Run(ctx context.Context, sessionID string, in Input) iter.Seq2[
 		defer r.finish(x)
 		switch x.st.Status {
 		case session.StatusRunning:
-			yield(nil, &Error{Kind: KindState, Code: "unfinished_run",
+			yield(nil, &Error{Kind: FailState, Code: "unfinished_run",
 				Msg: fmt.Sprintf("session %q has an unfinished run (the process running it stopped); resume it first", sessionID)})
 			return
 		case session.StatusWaiting:
@@ -315,7 +315,7 @@ func waitingErr(st *State) error {
 	for i, q := range st.Requests {
 		ids[i] = q.ID
 	}
-	return &Error{Kind: KindState, Code: "waiting",
+	return &Error{Kind: FailState, Code: "waiting",
 		Msg: fmt.Sprintf("session %q is waiting for a human decision on request %s", st.SessionID, strings.Join(ids, ", "))}
 }
 
@@ -347,7 +347,7 @@ func (r *Runner) Resume(ctx context.Context, sessionID string) iter.Seq2[*sessio
 		case session.StatusFailed, session.StatusCanceled, session.StatusInterrupted:
 			reason = "retry"
 		default:
-			yield(nil, &Error{Kind: KindState, Code: "nothing_to_resume",
+			yield(nil, &Error{Kind: FailState, Code: "nothing_to_resume",
 				Msg: fmt.Sprintf("session %q has nothing to resume (status %s)", sessionID, st.Status)})
 			return
 		}
@@ -390,7 +390,7 @@ func (r *Runner) loop(ctx context.Context, x *Exec) {
 			return
 		}
 		if x.stopped && x.st.Status == session.StatusRunning {
-			x.fail(ctx, &Error{Kind: KindCanceled, Code: "canceled", Msg: "the caller stopped reading events"})
+			x.fail(ctx, &Error{Kind: FailCanceled, Code: "canceled", Msg: "the caller stopped reading events"})
 			return
 		}
 	}
@@ -403,11 +403,11 @@ func (r *Runner) step(ctx context.Context, x *Exec) error {
 	}
 	p := x.agent.Policy
 	if p == nil {
-		p = React
+		p = React{}
 	}
 	ins, err := p.Next(ctx, x.agent, x.st)
 	if err != nil {
-		return &Error{Kind: KindPolicy, Msg: "policy", Err: err}
+		return &Error{Kind: FailPolicy, Msg: "policy", Err: err}
 	}
 	if ins.Kind == KindWait {
 		x.End(session.StatusWaiting, "")
@@ -415,7 +415,7 @@ func (r *Runner) step(ctx context.Context, x *Exec) error {
 	}
 	exec := r.executor(x.agent, ins.Kind)
 	if exec == nil {
-		return &Error{Kind: KindConfig, Code: "no_executor", Msg: fmt.Sprintf("no executor for instruction %q", ins.Kind)}
+		return &Error{Kind: FailConfig, Code: "no_executor", Msg: fmt.Sprintf("no executor for instruction %q", ins.Kind)}
 	}
 	if err := exec(ctx, x, ins); err != nil {
 		return err
@@ -439,7 +439,7 @@ func (r *Runner) executor(a *Agent, k Kind) Executor {
 // not returned. After an error, reload the state.
 func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) {
 	if st.Status != session.StatusRunning {
-		return nil, &Error{Kind: KindState, Code: "not_running", Msg: fmt.Sprintf("session %q is %s, not running", st.SessionID, st.Status)}
+		return nil, &Error{Kind: FailState, Code: "not_running", Msg: fmt.Sprintf("session %q is %s, not running", st.SessionID, st.Status)}
 	}
 	a, err := r.agent(st.Agent)
 	if err != nil {
@@ -468,7 +468,7 @@ func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) 
 // without running it, for callers that drive the run with Step.
 func (r *Runner) Start(ctx context.Context, sessionID string, in Input) (*State, error) {
 	if strings.TrimSpace(in.Text) == "" {
-		return nil, &Error{Kind: KindInput, Code: "empty_input", Msg: "input is empty"}
+		return nil, &Error{Kind: FailInput, Code: "empty_input", Msg: "input is empty"}
 	}
 	x, err := r.begin(ctx, sessionID, nil)
 	if err != nil {
@@ -477,7 +477,7 @@ func (r *Runner) Start(ctx context.Context, sessionID string, in Input) (*State,
 	defer r.finish(x)
 	switch x.st.Status {
 	case session.StatusRunning:
-		return nil, &Error{Kind: KindState, Code: "unfinished_run", Msg: fmt.Sprintf("session %q has an unfinished run; resume it first", sessionID)}
+		return nil, &Error{Kind: FailState, Code: "unfinished_run", Msg: fmt.Sprintf("session %q has an unfinished run; resume it first", sessionID)}
 	case session.StatusWaiting:
 		return nil, waitingErr(x.st)
 	}
@@ -509,7 +509,7 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 	defer r.finish(x)
 	q := x.st.Pending(requestID)
 	if q == nil {
-		return nil, &Error{Kind: KindInput, Code: "unknown_request",
+		return nil, &Error{Kind: FailInput, Code: "unknown_request",
 			Msg: fmt.Sprintf("session %q has no pending request %q%s", sessionID, requestID, pendingList(x.st))}
 	}
 	d := session.ApprovalResolved{RequestID: requestID, Decision: res.Decision, Reason: res.Reason, By: res.By}
@@ -517,19 +517,19 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 	case session.DecisionApprove, session.DecisionEdit:
 		if len(res.Arguments) > 0 {
 			if err := checkArgs(res.Arguments); err != nil {
-				return nil, &Error{Kind: KindInput, Code: "bad_arguments", Msg: "edited arguments", Err: err}
+				return nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "edited arguments", Err: err}
 			}
 			if len(q.Calls) != 1 {
-				return nil, &Error{Kind: KindInput, Code: "bad_arguments", Msg: "arguments can be edited only on a request for one call"}
+				return nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "arguments can be edited only on a request for one call"}
 			}
 			d.Arguments = append([]byte(nil), res.Arguments...)
 			d.Decision = session.DecisionEdit
 		} else if res.Decision == session.DecisionEdit {
-			return nil, &Error{Kind: KindInput, Code: "bad_arguments", Msg: "decision edit needs arguments"}
+			return nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "decision edit needs arguments"}
 		}
 	case session.DecisionReject:
 	default:
-		return nil, &Error{Kind: KindInput, Code: "bad_decision", Msg: fmt.Sprintf("decision %q is not approve, reject or edit", res.Decision)}
+		return nil, &Error{Kind: FailInput, Code: "bad_decision", Msg: fmt.Sprintf("decision %q is not approve, reject or edit", res.Decision)}
 	}
 	emit(x, d)
 	if err := x.Commit(ctx); err != nil {
@@ -579,7 +579,7 @@ func Collect(seq iter.Seq2[*session.Event, error]) (*Result, error) {
 		case *session.Error:
 			res.Err = d
 		case *session.RunFinished:
-			res.Status = session.Status(d.Status)
+			res.Status = d.Status
 			res.Usage = d.Usage
 		}
 	}

@@ -1,4 +1,4 @@
-package runtime_test
+package agentrt_test
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/jsonfast"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/session/sqlite"
@@ -41,13 +41,13 @@ func benchScript() *scripted.Model {
 	return scripted.New("bench", call(1, 2), call(3, 4), call(5, 6), scripted.Reply{Text: "The sums are 3, 7 and 11."})
 }
 
-func benchAgent(b *testing.B) (*runtime.Agent, *scripted.Model) {
+func benchAgent(b *testing.B) (*agentrt.Agent, *scripted.Model) {
 	m := benchScript()
 	reg, err := tool.NewRegistry(tool.Must(tool.New("add", "adds two numbers", add)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &runtime.Agent{Name: "bench", SystemPrompt: "You add numbers.", Model: m, Tools: reg}, m
+	return &agentrt.Agent{Name: "bench", SystemPrompt: "You add numbers.", Model: m, Tools: reg}, m
 }
 
 // plainTurn is the floor: a hand-written loop doing the same work with no
@@ -141,7 +141,7 @@ func BenchmarkTurn(b *testing.B) {
 	// forget, each session is deleted (timed) as soon as its turn is over.
 	runTurns := func(b *testing.B, store session.Store, forget bool) {
 		a, m := benchAgent(b)
-		r, err := runtime.New(runtime.Config{Store: store, Agents: []*runtime.Agent{a}})
+		r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{a}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func BenchmarkTurn(b *testing.B) {
 			id := ids[len(ids)-1]
 			ids = ids[:len(ids)-1]
 			m.Reset()
-			for e, err := range r.Run(ctx, id, runtime.Input{Text: "add 1+2, 3+4 and 5+6"}) {
+			for e, err := range r.Run(ctx, id, agentrt.Input{Text: "add 1+2, 3+4 and 5+6"}) {
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -307,7 +307,7 @@ func (s *recordingStore) Commit(ctx context.Context, c *session.Commit) error {
 func recordTurnCommits(b *testing.B) []recordedCommit {
 	a, _ := benchAgent(b)
 	rs := &recordingStore{Store: memstore.New()}
-	r, err := runtime.New(runtime.Config{Store: rs, Agents: []*runtime.Agent{a}})
+	r, err := agentrt.NewRunner(agentrt.Config{Store: rs, Agents: []*agentrt.Agent{a}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func recordTurnCommits(b *testing.B) []recordedCommit {
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := runtime.Collect(r.Run(context.Background(), s.ID, runtime.Input{Text: "add 1+2, 3+4 and 5+6"}))
+	res, err := agentrt.Collect(r.Run(context.Background(), s.ID, agentrt.Input{Text: "add 1+2, 3+4 and 5+6"}))
 	if err != nil || res.Status != session.StatusDone {
 		b.Fatal(res, err)
 	}

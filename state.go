@@ -1,4 +1,4 @@
-package runtime
+package agentrt
 
 import (
 	"encoding/json"
@@ -55,18 +55,21 @@ type State struct {
 	SnapshotSeq int64 `json:"-"`
 }
 
+// CallApproval is where a call stands with the humans who approve calls.
+type CallApproval string
+
 // Approval states of a call.
 const (
-	CallUndecided = ""
-	CallPending   = "pending"  // waiting for a human
-	CallApproved  = "approved" // approved (possibly with edited arguments)
-	CallRejected  = "rejected" // a human said no
+	CallUndecided CallApproval = ""
+	CallPending   CallApproval = "pending"  // waiting for a human
+	CallApproved  CallApproval = "approved" // approved (possibly with edited arguments)
+	CallRejected  CallApproval = "rejected" // a human said no
 )
 
 // CallState tracks one tool call of the current batch.
 type CallState struct {
 	Call     model.ToolCall `json:"call"`
-	Approval string         `json:"approval,omitempty"`
+	Approval CallApproval   `json:"approval,omitempty"`
 	Reason   string         `json:"reason,omitempty"`
 	// Started is true once its tool_call event is committed.
 	Started bool                `json:"started,omitempty"`
@@ -209,7 +212,7 @@ func (s *State) Apply(e *session.Event) error {
 	case *session.RunFinished:
 		// InModel stays: a run that stopped during a model call retries it
 		// as the next attempt of the same round.
-		s.Status = session.Status(d.Status)
+		s.Status = d.Status
 	}
 	return nil
 }

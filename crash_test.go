@@ -1,4 +1,4 @@
-package runtime_test
+package agentrt_test
 
 import (
 	"bufio"
@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/sqlite"
 	"github.com/agentrt/agentrt/tool"
@@ -58,12 +58,12 @@ func journalTool(path string, honorBlock bool) tool.Tool {
 	})), tool.Meta{Timeout: time.Hour})
 }
 
-func crashAgent(m model.Model, journal string, child bool) *runtime.Agent {
+func crashAgent(m model.Model, journal string, child bool) *agentrt.Agent {
 	reg, err := tool.NewRegistry(journalTool(journal, child))
 	if err != nil {
 		panic(err)
 	}
-	return &runtime.Agent{Name: "crashy", Model: m, Tools: reg}
+	return &agentrt.Agent{Name: "crashy", Model: m, Tools: reg}
 }
 
 // crashScript is the conversation of each mode, as the child plays it.
@@ -94,7 +94,7 @@ func crashChild(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	r, err := runtime.New(runtime.Config{Store: store, Agents: []*runtime.Agent{
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{
 		crashAgent(scripted.New("m", crashScript(mode)...), os.Getenv("AGENTRT_CRASH_JOURNAL"), true),
 	}})
 	if err != nil {
@@ -102,7 +102,7 @@ func crashChild(mode string) int {
 		return 2
 	}
 	enc := json.NewEncoder(os.Stdout)
-	for e, err := range r.Run(ctx, "s1", runtime.Input{Text: "go"}) {
+	for e, err := range r.Run(ctx, "s1", agentrt.Input{Text: "go"}) {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -156,7 +156,7 @@ func newSessionDB(t *testing.T) (db, journal string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runtime.New(runtime.Config{Store: store, Agents: []*runtime.Agent{crashAgent(scripted.New("m"), journal, false)}})
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{crashAgent(scripted.New("m"), journal, false)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func journalLines(t *testing.T, path string) []string {
 	return strings.Fields(string(b))
 }
 
-func resumeAfterCrash(t *testing.T, db, journal string, rest ...scripted.Reply) (*runtime.Result, []*session.Event) {
+func resumeAfterCrash(t *testing.T, db, journal string, rest ...scripted.Reply) (*agentrt.Result, []*session.Event) {
 	t.Helper()
 	store, err := sqlite.Open(context.Background(), db)
 	if err != nil {
@@ -190,11 +190,11 @@ func resumeAfterCrash(t *testing.T, db, journal string, rest ...scripted.Reply) 
 	if s.Status != session.StatusRunning {
 		t.Fatalf("after the kill the session is %s, want running", s.Status)
 	}
-	r, err := runtime.New(runtime.Config{Store: store, Agents: []*runtime.Agent{crashAgent(scripted.New("m", rest...), journal, false)}})
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{crashAgent(scripted.New("m", rest...), journal, false)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runtime.Collect(r.Resume(context.Background(), "s1"))
+	res, err := agentrt.Collect(r.Resume(context.Background(), "s1"))
 	if err != nil {
 		t.Fatal(err)
 	}

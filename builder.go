@@ -1,14 +1,14 @@
 // Package agent defines agents: a Profile rendered into the system prompt,
 // instructions, a model, tools, limits and approval policy, assembled with
-// a Builder into a runtime.Agent, or from an agentrt.yaml with FromConfig.
+// a Builder into a Agent, or from an agentrt.yaml with FromConfig.
 //
-//	a, err := agent.New("assistant").
-//		Profile(agent.Profile{Name: "Ada", Role: "a careful analyst"}).
+//	a, err := New("assistant").
+//		Profile(Profile{Name: "Ada", Role: "a careful analyst"}).
 //		Instructions("Use the calculator for arithmetic.").
 //		Model(m).
 //		Tools(builtin.Calculator()).
 //		Build()
-package agent
+package agentrt
 
 import (
 	"errors"
@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt/model"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/tool"
 )
 
@@ -76,8 +75,8 @@ func languageName(code string) string {
 	return code
 }
 
-// SystemPrompt joins a rendered profile and instructions.
-func SystemPrompt(p Profile, instructions string) string {
+// RenderSystemPrompt joins a rendered profile and instructions.
+func RenderSystemPrompt(p Profile, instructions string) string {
 	parts := make([]string, 0, 2)
 	if s := p.Render(); s != "" {
 		parts = append(parts, s)
@@ -88,11 +87,11 @@ func SystemPrompt(p Profile, instructions string) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// Builder assembles a runtime.Agent from explicit dependencies (seed 004's
+// Builder assembles a Agent from explicit dependencies (seed 004's
 // AgentBuilder): nothing is looked up globally. Errors are collected and
 // returned by Build.
 type Builder struct {
-	a       runtime.Agent
+	a       Agent
 	profile Profile
 	instr   string
 	tools   []tool.Tool
@@ -101,8 +100,8 @@ type Builder struct {
 	errs    []error
 }
 
-// New starts a Builder for an agent called name.
-func New(name string) *Builder { return &Builder{a: runtime.Agent{Name: name}} }
+// NewAgent starts a Builder for an agent called name.
+func NewAgent(name string) *Builder { return &Builder{a: Agent{Name: name}} }
 
 // Profile sets the persona.
 func (b *Builder) Profile(p Profile) *Builder { b.profile = p; return b }
@@ -117,7 +116,7 @@ func (b *Builder) Model(m model.Model) *Builder { b.a.Model = m; return b }
 func (b *Builder) Fallbacks(ms ...model.Model) *Builder { b.a.Fallbacks = ms; return b }
 
 // Retry sets how failed model calls are retried.
-func (b *Builder) Retry(p runtime.RetryPolicy) *Builder { b.a.Retry = p; return b }
+func (b *Builder) Retry(p RetryPolicy) *Builder { b.a.Retry = p; return b }
 
 // Tools adds tools.
 func (b *Builder) Tools(ts ...tool.Tool) *Builder { b.tools = append(b.tools, ts...); return b }
@@ -130,7 +129,7 @@ func (b *Builder) Registry(r *tool.Registry) *Builder { b.reg = r; return b }
 func (b *Builder) ToolFilter(patterns ...string) *Builder { b.filter = patterns; return b }
 
 // Approval sets the approval policy.
-func (b *Builder) Approval(p runtime.ApprovalPolicy) *Builder { b.a.Approval = p; return b }
+func (b *Builder) Approval(p ApprovalPolicy) *Builder { b.a.Approval = p; return b }
 
 // MaxRounds sets the round limit of a run.
 func (b *Builder) MaxRounds(n int) *Builder {
@@ -141,27 +140,27 @@ func (b *Builder) MaxRounds(n int) *Builder {
 	return b
 }
 
-// Policy sets the policy (default runtime.React).
-func (b *Builder) Policy(p runtime.Policy) *Builder { b.a.Policy = p; return b }
+// Policy sets the policy (default React).
+func (b *Builder) Policy(p Policy) *Builder { b.a.Policy = p; return b }
 
 // Executor overrides the executor of one instruction kind for this agent.
-func (b *Builder) Executor(k runtime.Kind, e runtime.Executor) *Builder {
+func (b *Builder) Executor(k Kind, e Executor) *Builder {
 	if e == nil {
 		b.errs = append(b.errs, fmt.Errorf("nil executor for %q", k))
 		return b
 	}
 	if b.a.Executors == nil {
-		b.a.Executors = make(map[runtime.Kind]runtime.Executor)
+		b.a.Executors = make(map[Kind]Executor)
 	}
 	b.a.Executors[k] = e
 	return b
 }
 
 // Hooks lets f add hooks to the agent.
-func (b *Builder) Hooks(f func(h *runtime.Hooks)) *Builder { f(&b.a.Hooks); return b }
+func (b *Builder) Hooks(f func(h *Hooks)) *Builder { f(&b.a.Hooks); return b }
 
 // Build returns the agent, or every problem found.
-func (b *Builder) Build() (*runtime.Agent, error) {
+func (b *Builder) Build() (*Agent, error) {
 	errs := append([]error(nil), b.errs...)
 	if b.a.Name == "" {
 		errs = append(errs, errors.New("agent has no name"))
@@ -198,6 +197,6 @@ func (b *Builder) Build() (*runtime.Agent, error) {
 	}
 	a := b.a
 	a.Tools = reg
-	a.SystemPrompt = SystemPrompt(b.profile, b.instr)
+	a.SystemPrompt = RenderSystemPrompt(b.profile, b.instr)
 	return &a, nil
 }

@@ -1,48 +1,47 @@
-package agent_test
+package agentrt_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/agentrt/agentrt/agent"
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/tool"
 	"github.com/agentrt/agentrt/tool/builtin"
 )
 
 func TestProfileRender(t *testing.T) {
 	for _, tc := range []struct {
-		p    agent.Profile
+		p    agentrt.Profile
 		want string
 	}{
-		{agent.Profile{}, ""},
-		{agent.Profile{Name: "Ada"}, "You are Ada."},
-		{agent.Profile{Role: "an analyst"}, "You are an analyst."},
-		{agent.Profile{Name: "Ada", Role: "an analyst", Goal: "be right", Backstory: "ex-physicist", Language: "zh", Tone: "concise"},
+		{agentrt.Profile{}, ""},
+		{agentrt.Profile{Name: "Ada"}, "You are Ada."},
+		{agentrt.Profile{Role: "an analyst"}, "You are an analyst."},
+		{agentrt.Profile{Name: "Ada", Role: "an analyst", Goal: "be right", Backstory: "ex-physicist", Language: "zh", Tone: "concise"},
 			"You are Ada, an analyst.\nYour goal: be right\nBackground: ex-physicist\nAnswer in Chinese.\nTone: concise."},
-		{agent.Profile{Language: "pt-BR"}, "Answer in pt-BR."},
+		{agentrt.Profile{Language: "pt-BR"}, "Answer in pt-BR."},
 	} {
 		if got := tc.p.Render(); got != tc.want {
 			t.Errorf("Render(%+v) = %q, want %q", tc.p, got, tc.want)
 		}
 	}
-	if got := agent.SystemPrompt(agent.Profile{Name: "Ada"}, "  Use tools.  "); got != "You are Ada.\n\nUse tools." {
+	if got := agentrt.RenderSystemPrompt(agentrt.Profile{Name: "Ada"}, "  Use tools.  "); got != "You are Ada.\n\nUse tools." {
 		t.Errorf("SystemPrompt = %q", got)
 	}
 }
 
 func TestBuild(t *testing.T) {
 	m := scripted.New("m", scripted.Reply{Text: "hi"})
-	a, err := agent.New("ada").
-		Profile(agent.Profile{Name: "Ada"}).
+	a, err := agentrt.NewAgent("ada").
+		Profile(agentrt.Profile{Name: "Ada"}).
 		Instructions("Be brief.").
 		Model(m).
 		Tools(builtin.Calculator(), builtin.Clock(nil)).
 		ToolFilter("calc*").
 		MaxRounds(3).
-		Approval(runtime.ApprovalPolicy{Ask: []string{"calculator"}}).
+		Approval(agentrt.ApprovalPolicy{Ask: []string{"calculator"}}).
 		Build()
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +58,10 @@ func TestBuild(t *testing.T) {
 }
 
 func TestBuildReportsEveryProblem(t *testing.T) {
-	_, err := agent.New("").
+	_, err := agentrt.NewAgent("").
 		Tools(builtin.Calculator(), builtin.Calculator()).
 		MaxRounds(-1).
-		Executor(runtime.KindFinish, nil).
+		Executor(agentrt.KindFinish, nil).
 		Build()
 	if err == nil {
 		t.Fatal("no error")
@@ -72,7 +71,7 @@ func TestBuildReportsEveryProblem(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	_, err = agent.New("x").Model(scripted.New("m")).Tools(builtin.Calculator()).ToolFilter("nothing*").Build()
+	_, err = agentrt.NewAgent("x").Model(scripted.New("m")).Tools(builtin.Calculator()).ToolFilter("nothing*").Build()
 	if err == nil || !strings.Contains(err.Error(), "nothing*") {
 		t.Errorf("filter matching nothing: %v", err)
 	}
@@ -80,11 +79,11 @@ func TestBuildReportsEveryProblem(t *testing.T) {
 
 func TestBuiltAgentRuns(t *testing.T) {
 	m := scripted.New("m", scripted.Reply{Text: "hello", Expect: &scripted.Expect{LastUserContains: "hi"}}).Record()
-	a, err := agent.New("ada").Profile(agent.Profile{Name: "Ada"}).Model(m).Build()
+	a, err := agentrt.NewAgent("ada").Profile(agentrt.Profile{Name: "Ada"}).Model(m).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runtime.New(runtime.Config{Store: newStore(), Agents: []*runtime.Agent{a}})
+	r, err := agentrt.NewRunner(agentrt.Config{Store: newStore(), Agents: []*agentrt.Agent{a}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +91,7 @@ func TestBuiltAgentRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runtime.Collect(r.Run(context.Background(), s.ID, runtime.Input{Text: "hi"}))
+	res, err := agentrt.Collect(r.Run(context.Background(), s.ID, agentrt.Input{Text: "hi"}))
 	if err != nil || res.Text != "hello" {
 		t.Fatalf("res %+v err %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package agent_test
+package agentrt_test
 
 import (
 	"github.com/agentrt/agentrt/session"

@@ -1,4 +1,4 @@
-package runtime_test
+package agentrt_test
 
 import (
 	"context"
@@ -12,16 +12,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
 )
 
-func calcAgent(m model.Model, tools *tool.Registry) *runtime.Agent {
-	return &runtime.Agent{Name: "calc", SystemPrompt: "You calculate.", Model: m, Tools: tools}
+func calcAgent(m model.Model, tools *tool.Registry) *agentrt.Agent {
+	return &agentrt.Agent{Name: "calc", SystemPrompt: "You calculate.", Model: m, Tools: tools}
 }
 
 func TestRunThinkActLoop(t *testing.T) {
@@ -29,11 +29,11 @@ func TestRunThinkActLoop(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"21*2+5"}`)}},
 		scripted.Reply{Text: "21*2+5 = 47", Chunks: 3, Expect: &scripted.Expect{LastToolResultContains: "47"}},
 	).Record()
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, registry(t)))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, registry(t)))
 	id := e.session(t, "calc")
 	var tokens []string
 	var committed []*session.Event
-	for ev, err := range e.r.Run(context.Background(), id, runtime.Input{Text: "what is 21*2+5"}) {
+	for ev, err := range e.r.Run(context.Background(), id, agentrt.Input{Text: "what is 21*2+5"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestRunThinkActLoop(t *testing.T) {
 
 func TestEventsCarryEnvelope(t *testing.T) {
 	m := scripted.New("m", scripted.Reply{Text: "hi"})
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, nil))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, nil))
 	id := e.session(t, "calc")
 	res := e.run(t, id, "hello")
 	for _, ev := range res.Events {
@@ -154,7 +154,7 @@ func TestToolFailuresAreData(t *testing.T) {
 		}},
 		scripted.Reply{Text: "I saw the failures."},
 	)
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, registry(t, panics, fails, needs)))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, registry(t, panics, fails, needs)))
 	id := e.session(t, "calc")
 	res := e.run(t, id, "try everything")
 	if res.Status != session.StatusDone || res.Text != "I saw the failures." {
@@ -226,7 +226,7 @@ func TestToolCallsRunConcurrently(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("a", nil), scripted.ToolCall("b", nil)}},
 		scripted.Reply{Text: "both"},
 	)
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, registry(t, a, b)))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, registry(t, a, b)))
 	id := e.session(t, "calc")
 	res := e.run(t, id, "go")
 	if res.Status != session.StatusDone {
@@ -261,13 +261,13 @@ func askTool(t testing.TB, runs *atomic.Int32) tool.Tool {
 func TestApproval(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		res      runtime.Resolution
+		res      agentrt.Resolution
 		wantRuns int32
 		want     string
 	}{
-		{"approve", runtime.Resolution{Decision: "approve", By: "ops"}, 1, "deployed to prod"},
-		{"edit", runtime.Resolution{Decision: "edit", Arguments: []byte(`{"env":"staging"}`)}, 1, "deployed to staging"},
-		{"reject", runtime.Resolution{Decision: "reject", Reason: "not today"}, 0, "rejected this call: not today"},
+		{"approve", agentrt.Resolution{Decision: "approve", By: "ops"}, 1, "deployed to prod"},
+		{"edit", agentrt.Resolution{Decision: "edit", Arguments: []byte(`{"env":"staging"}`)}, 1, "deployed to staging"},
+		{"reject", agentrt.Resolution{Decision: "reject", Reason: "not today"}, 0, "rejected this call: not today"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var runs atomic.Int32
@@ -275,7 +275,7 @@ func TestApproval(t *testing.T) {
 				scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
 				scripted.Reply{Text: "ok", Expect: &scripted.Expect{LastToolResultContains: tc.want}},
 			)
-			e := newEnv(t, nil, runtime.Config{}, calcAgent(m, registry(t, askTool(t, &runs))))
+			e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, registry(t, askTool(t, &runs))))
 			id := e.session(t, "calc")
 			res := e.run(t, id, "deploy")
 			if res.Status != session.StatusWaiting {
@@ -291,10 +291,10 @@ func TestApproval(t *testing.T) {
 				t.Fatalf("approval_required = %+v, runs %d", req, runs.Load())
 			}
 			// Running or resuming before the decision is refused.
-			if _, err := runtime.Collect(e.r.Resume(context.Background(), id)); err == nil || !strings.Contains(err.Error(), req.RequestID) {
+			if _, err := agentrt.Collect(e.r.Resume(context.Background(), id)); err == nil || !strings.Contains(err.Error(), req.RequestID) {
 				t.Errorf("resume while waiting: %v", err)
 			}
-			if _, err := runtime.Collect(e.r.Run(context.Background(), id, runtime.Input{Text: "again"})); err == nil {
+			if _, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "again"})); err == nil {
 				t.Error("run while waiting: no error")
 			}
 			if _, err := e.r.Resolve(context.Background(), id, req.RequestID, tc.res); err != nil {
@@ -322,8 +322,8 @@ func TestApprovalPolicyDenyAndAutoMixed(t *testing.T) {
 		scripted.Reply{Text: "done"},
 	)
 	a := calcAgent(m, registry(t, askTool(t, &runs)))
-	a.Approval = runtime.ApprovalPolicy{Deny: []string{"dep*"}}
-	e := newEnv(t, nil, runtime.Config{}, a)
+	a.Approval = agentrt.ApprovalPolicy{Deny: []string{"dep*"}}
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "calc")
 	res := e.run(t, id, "go")
 	if res.Status != session.StatusDone || runs.Load() != 0 {
@@ -341,7 +341,7 @@ func TestApprovalPolicyDenyAndAutoMixed(t *testing.T) {
 func TestBadInputChangesNothing(t *testing.T) {
 	var runs atomic.Int32
 	m := scripted.New("m", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}})
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, registry(t, askTool(t, &runs))))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, registry(t, askTool(t, &runs))))
 	ctx := context.Background()
 	id := e.session(t, "calc")
 	res := e.run(t, id, "deploy")
@@ -350,29 +350,29 @@ func TestBadInputChangesNothing(t *testing.T) {
 
 	check := func(name string, err error, code string) {
 		t.Helper()
-		var re *runtime.Error
+		var re *agentrt.Error
 		if !errors.As(err, &re) || re.ErrorCode() != code {
 			t.Errorf("%s: error %v, want code %s", name, err, code)
 		}
 	}
-	_, err := runtime.Collect(e.r.Run(ctx, id, runtime.Input{Text: "  "}))
+	_, err := agentrt.Collect(e.r.Run(ctx, id, agentrt.Input{Text: "  "}))
 	check("empty input", err, "empty_input")
-	_, err = runtime.Collect(e.r.Run(ctx, "nope", runtime.Input{Text: "hi"}))
+	_, err = agentrt.Collect(e.r.Run(ctx, "nope", agentrt.Input{Text: "hi"}))
 	check("unknown session", err, "not_found")
 	if !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("unknown session error does not wrap ErrNotFound: %v", err)
 	}
 	_, err = e.r.CreateSession(ctx, "nobody", "", nil)
 	check("unknown agent", err, "unknown_agent")
-	_, err = e.r.Resolve(ctx, id, "req_nope", runtime.Resolution{Decision: "approve"})
+	_, err = e.r.Resolve(ctx, id, "req_nope", agentrt.Resolution{Decision: "approve"})
 	check("unknown request", err, "unknown_request")
-	_, err = e.r.Resolve(ctx, id, rid, runtime.Resolution{Decision: "maybe"})
+	_, err = e.r.Resolve(ctx, id, rid, agentrt.Resolution{Decision: "maybe"})
 	check("bad decision", err, "bad_decision")
-	_, err = e.r.Resolve(ctx, id, rid, runtime.Resolution{Decision: "edit", Arguments: []byte(`{"env":`)})
+	_, err = e.r.Resolve(ctx, id, rid, agentrt.Resolution{Decision: "edit", Arguments: []byte(`{"env":`)})
 	check("bad edit JSON", err, "bad_arguments")
-	_, err = e.r.Resolve(ctx, id, rid, runtime.Resolution{Decision: "edit", Arguments: []byte(`[1]`)})
+	_, err = e.r.Resolve(ctx, id, rid, agentrt.Resolution{Decision: "edit", Arguments: []byte(`[1]`)})
 	check("edit not an object", err, "bad_arguments")
-	_, err = e.r.Resolve(ctx, id, rid, runtime.Resolution{Decision: "edit"})
+	_, err = e.r.Resolve(ctx, id, rid, agentrt.Resolution{Decision: "edit"})
 	check("edit without arguments", err, "bad_arguments")
 	_, err = e.r.CreateSession(ctx, "calc", id, nil)
 	check("duplicate session", err, "session_exists")
@@ -388,7 +388,7 @@ func TestModelErrorFailsRecoverablyAndRetries(t *testing.T) {
 		scripted.Reply{Error: "upstream 503"},
 		scripted.Reply{Text: "second try"},
 	)
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, nil))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, nil))
 	id := e.session(t, "calc")
 	res := e.run(t, id, "hi")
 	if res.Status != session.StatusFailed || res.Err == nil || !res.Err.Recoverable || !strings.Contains(res.Err.Message, "upstream 503") {
@@ -415,7 +415,7 @@ func TestMaxRoundsPausesAndResumes(t *testing.T) {
 	m := scripted.New("m", call, call, call, scripted.Reply{Text: "finally"})
 	a := calcAgent(m, registry(t))
 	a.Limits.MaxRounds = 2
-	e := newEnv(t, nil, runtime.Config{}, a)
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "calc")
 	res := e.run(t, id, "loop")
 	if res.Status != session.StatusPaused || m.Calls() != 2 {
@@ -434,7 +434,7 @@ func TestMaxRoundsPausesAndResumes(t *testing.T) {
 func TestTurnsAccumulateUsage(t *testing.T) {
 	u := &model.Usage{InputTokens: 10, OutputTokens: 5}
 	m := scripted.New("m", scripted.Reply{Text: "one", Usage: u}, scripted.Reply{Text: "two", Usage: u})
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, nil))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, nil))
 	id := e.session(t, "calc")
 	r1 := e.run(t, id, "first")
 	r2 := e.run(t, id, "second")
@@ -460,7 +460,7 @@ func TestReplayEqualsSnapshot(t *testing.T) {
 				scripted.Reply{Text: "again"},
 			)
 			store := memstore.New()
-			e := newEnv(t, store, runtime.Config{SnapshotEvery: every}, calcAgent(m, registry(t)))
+			e := newEnv(t, store, agentrt.Config{SnapshotEvery: every}, calcAgent(m, registry(t)))
 			id := e.session(t, "calc")
 			e.run(t, id, "2*3?")
 			e.run(t, id, "once more")
@@ -481,18 +481,18 @@ func TestReplayEqualsSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			replayed := runtime.NewState(id, "calc")
+			replayed := agentrt.NewState(id, "calc")
 			for _, ev := range log {
 				if err := replayed.Apply(ev); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if diff := cmp.Diff(fromSnap, replayed, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(runtime.State{}, "SnapshotSeq")); diff != "" {
+			if diff := cmp.Diff(fromSnap, replayed, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(agentrt.State{}, "SnapshotSeq")); diff != "" {
 				t.Errorf("replayed state differs from snapshot (-snap +replay):\n%s", diff)
 			}
 		})
 	}
-	if _, err := runtime.New(runtime.Config{Store: memstore.New(), SnapshotEvery: -1}); err == nil {
+	if _, err := agentrt.NewRunner(agentrt.Config{Store: memstore.New(), SnapshotEvery: -1}); err == nil {
 		t.Error("negative SnapshotEvery accepted")
 	}
 }
@@ -500,12 +500,12 @@ func TestReplayEqualsSnapshot(t *testing.T) {
 func TestCancelAndResume(t *testing.T) {
 	store := memstore.New()
 	slow := scripted.New("m", scripted.Reply{Text: "slow", Delay: 1 << 40})
-	e := newEnv(t, store, runtime.Config{}, calcAgent(slow, nil))
+	e := newEnv(t, store, agentrt.Config{}, calcAgent(slow, nil))
 	id := e.session(t, "calc")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var status string
-	for ev, err := range e.r.Run(ctx, id, runtime.Input{Text: "hi"}) {
+	var status session.Status
+	for ev, err := range e.r.Run(ctx, id, agentrt.Input{Text: "hi"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -520,7 +520,7 @@ func TestCancelAndResume(t *testing.T) {
 		t.Fatalf("status %q, want canceled", status)
 	}
 	// Another runner (as after a restart) resumes it with a faster model.
-	e2 := newEnv(t, store, runtime.Config{}, calcAgent(scripted.New("m", scripted.Reply{Text: "fast"}), nil))
+	e2 := newEnv(t, store, agentrt.Config{}, calcAgent(scripted.New("m", scripted.Reply{Text: "fast"}), nil))
 	r := e2.resume(t, id)
 	if r.Status != session.StatusDone || r.Text != "fast" {
 		t.Fatalf("resume: %+v", r)
@@ -538,9 +538,9 @@ func TestCancelAndResume(t *testing.T) {
 
 func TestConsumerBreakCancels(t *testing.T) {
 	m := scripted.New("m", scripted.Reply{Text: "hello there", Chunks: 2}, scripted.Reply{Text: "again"})
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, nil))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, nil))
 	id := e.session(t, "calc")
-	for range e.r.Run(context.Background(), id, runtime.Input{Text: "hi"}) {
+	for range e.r.Run(context.Background(), id, agentrt.Input{Text: "hi"}) {
 		break
 	}
 	s, _ := e.store.GetSession(context.Background(), id)
@@ -555,10 +555,10 @@ func TestStepByStep(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+2"}`)}},
 		scripted.Reply{Text: "3"},
 	)
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, registry(t)))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, registry(t)))
 	id := e.session(t, "calc")
 	ctx := context.Background()
-	st, err := e.r.Start(ctx, id, runtime.Input{Text: "1+2"})
+	st, err := e.r.Start(ctx, id, agentrt.Input{Text: "1+2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,11 +609,11 @@ func TestSanitize(t *testing.T) {
 			[]model.Message{u, {Role: model.RoleAssistant, Parts: []model.Part{{Type: "text", Text: "t"}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := runtime.AppendSanitized(nil, tc.in)
+			got := agentrt.AppendSanitized(nil, tc.in)
 			if diff := cmp.Diff(tc.out, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if c, same := runtime.Consistent(tc.in), cmp.Equal(tc.in, tc.out); c != same {
+			if c, same := agentrt.Consistent(tc.in), cmp.Equal(tc.in, tc.out); c != same {
 				t.Errorf("Consistent = %v, but sanitising changes it: %v", c, !same)
 			}
 		})
@@ -628,13 +628,13 @@ func TestSnapshotCadence(t *testing.T) {
 			call := scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}}
 			m := scripted.New("m", call, call, call, scripted.Reply{Text: "done"})
 			rs := &recordingStore{Store: memstore.New()}
-			e := newEnv(t, rs, runtime.Config{SnapshotEvery: 4}, calcAgent(m, registry(t)))
+			e := newEnv(t, rs, agentrt.Config{SnapshotEvery: 4}, calcAgent(m, registry(t)))
 			id := e.session(t, "calc")
 			ctx := context.Background()
 			if drive == "run" {
 				e.run(t, id, "go")
 			} else {
-				st, err := e.r.Start(ctx, id, runtime.Input{Text: "go"})
+				st, err := e.r.Start(ctx, id, agentrt.Input{Text: "go"})
 				if err != nil {
 					t.Fatal(err)
 				}

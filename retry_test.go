@@ -1,4 +1,4 @@
-package runtime_test
+package agentrt_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -56,8 +56,8 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 			scripted.Reply{ErrorCode: model.CodeRateLimited, RetryAfter: 10 * time.Second},
 			scripted.Reply{Text: "done"},
 		)
-		a := &runtime.Agent{Name: "a", Model: m, Retry: runtime.RetryPolicy{InitialDelay: time.Millisecond, MaxDelay: time.Minute}}
-		e := newEnv(t, nil, runtime.Config{}, a)
+		a := &agentrt.Agent{Name: "a", Model: m, Retry: agentrt.RetryPolicy{InitialDelay: time.Millisecond, MaxDelay: time.Minute}}
+		e := newEnv(t, nil, agentrt.Config{}, a)
 		id := e.session(t, "a")
 		start := time.Now()
 		res := e.run(t, id, "hi")
@@ -82,9 +82,9 @@ func TestRetryBacksOffThenFallsBack(t *testing.T) {
 			scripted.Reply{ErrorCode: model.CodeTimeout},
 		)
 		fallback := scripted.New("fallback", scripted.Reply{Text: "from the fallback"})
-		a := &runtime.Agent{Name: "a", Model: primary, Fallbacks: []model.Model{fallback},
-			Retry: runtime.RetryPolicy{MaxAttempts: 3, InitialDelay: time.Second, MaxDelay: 4 * time.Second}}
-		e := newEnv(t, nil, runtime.Config{}, a)
+		a := &agentrt.Agent{Name: "a", Model: primary, Fallbacks: []model.Model{fallback},
+			Retry: agentrt.RetryPolicy{MaxAttempts: 3, InitialDelay: time.Second, MaxDelay: 4 * time.Second}}
+		e := newEnv(t, nil, agentrt.Config{}, a)
 		id := e.session(t, "a")
 		start := time.Now()
 		res := e.run(t, id, "hi")
@@ -135,8 +135,8 @@ func stripRetry(s string) string {
 func TestNonRecoverableSkipsRetries(t *testing.T) {
 	primary := scripted.New("primary", scripted.Reply{ErrorCode: model.CodeAuth, Error: "bad key"})
 	fallback := scripted.New("fallback", scripted.Reply{Text: "ok"})
-	a := &runtime.Agent{Name: "a", Model: primary, Fallbacks: []model.Model{fallback}}
-	e := newEnv(t, nil, runtime.Config{}, a)
+	a := &agentrt.Agent{Name: "a", Model: primary, Fallbacks: []model.Model{fallback}}
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "a")
 	if res := e.run(t, id, "hi"); res.Status != session.StatusDone {
 		t.Fatalf("result %+v", res)
@@ -150,10 +150,10 @@ func TestNonRecoverableSkipsRetries(t *testing.T) {
 func TestAllModelsFailFailsTheRun(t *testing.T) {
 	primary := scripted.New("primary", scripted.Reply{ErrorCode: model.CodeContextLength, Error: "prompt is too long"})
 	fallback := scripted.New("fallback", scripted.Reply{ErrorCode: model.CodeBadRequest, Error: "no such model"})
-	a := &runtime.Agent{Name: "a", Model: primary, Fallbacks: []model.Model{fallback}}
-	e := newEnv(t, nil, runtime.Config{}, a)
+	a := &agentrt.Agent{Name: "a", Model: primary, Fallbacks: []model.Model{fallback}}
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "a")
-	res, err := runtime.Collect(e.r.Run(context.Background(), id, runtime.Input{Text: "hi"}))
+	res, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "hi"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,9 +176,9 @@ func TestAllModelsFailFailsTheRun(t *testing.T) {
 
 func TestUnclassifiedErrorIsNotRetried(t *testing.T) {
 	m := scripted.New("m", scripted.Reply{Error: "boom"}, scripted.Reply{Text: "never"})
-	e := newEnv(t, nil, runtime.Config{}, &runtime.Agent{Name: "a", Model: m})
+	e := newEnv(t, nil, agentrt.Config{}, &agentrt.Agent{Name: "a", Model: m})
 	id := e.session(t, "a")
-	res, err := runtime.Collect(e.r.Run(context.Background(), id, runtime.Input{Text: "hi"}))
+	res, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "hi"}))
 	if err != nil || res.Status != session.StatusFailed {
 		t.Fatalf("status %v, err %v; want failed", res.Status, err)
 	}
@@ -214,10 +214,10 @@ func (b *breakingModel) Generate(ctx context.Context, req *model.Request) (*mode
 
 func TestBrokenStreamFallsBackToGenerate(t *testing.T) {
 	m := &breakingModel{}
-	e := newEnv(t, nil, runtime.Config{}, &runtime.Agent{Name: "a", Model: m})
+	e := newEnv(t, nil, agentrt.Config{}, &agentrt.Agent{Name: "a", Model: m})
 	id := e.session(t, "a")
 	var live []string
-	for ev, err := range e.r.Run(context.Background(), id, runtime.Input{Text: "hi"}) {
+	for ev, err := range e.r.Run(context.Background(), id, agentrt.Input{Text: "hi"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,12 +244,12 @@ func TestBrokenStreamFallsBackToGenerate(t *testing.T) {
 func TestCancelDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := scripted.New("m", scripted.Reply{ErrorCode: model.CodeRateLimited, RetryAfter: time.Hour})
-		e := newEnv(t, nil, runtime.Config{}, &runtime.Agent{Name: "a", Model: m, Retry: runtime.RetryPolicy{MaxDelay: 2 * time.Hour}})
+		e := newEnv(t, nil, agentrt.Config{}, &agentrt.Agent{Name: "a", Model: m, Retry: agentrt.RetryPolicy{MaxDelay: 2 * time.Hour}})
 		id := e.session(t, "a")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		start := time.Now()
-		res, err := runtime.Collect(e.r.Run(ctx, id, runtime.Input{Text: "hi"}))
+		res, err := agentrt.Collect(e.r.Run(ctx, id, agentrt.Input{Text: "hi"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,11 +263,11 @@ func TestCancelDuringBackoff(t *testing.T) {
 }
 
 func TestRetryPolicyValidated(t *testing.T) {
-	_, err := runtime.New(runtime.Config{Agents: []*runtime.Agent{{Name: "a", Model: scripted.New("m"), Retry: runtime.RetryPolicy{MaxAttempts: -1}}}})
+	_, err := agentrt.NewRunner(agentrt.Config{Agents: []*agentrt.Agent{{Name: "a", Model: scripted.New("m"), Retry: agentrt.RetryPolicy{MaxAttempts: -1}}}})
 	if err == nil {
 		t.Error("negative MaxAttempts accepted")
 	}
-	_, err = runtime.New(runtime.Config{Agents: []*runtime.Agent{{Name: "a", Model: scripted.New("m"), Fallbacks: []model.Model{nil}}}})
+	_, err = agentrt.NewRunner(agentrt.Config{Agents: []*agentrt.Agent{{Name: "a", Model: scripted.New("m"), Fallbacks: []model.Model{nil}}}})
 	if err == nil {
 		t.Error("nil fallback accepted")
 	}

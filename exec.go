@@ -1,4 +1,4 @@
-package runtime
+package agentrt
 
 import (
 	"context"
@@ -239,7 +239,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 	end := x.end
 	if end != "" {
 		x.end = ""
-		emit(x, session.RunFinished{Status: string(end), Usage: x.st.RunUsage, Reason: x.reason})
+		emit(x, session.RunFinished{Status: end, Usage: x.st.RunUsage, Reason: x.reason})
 	}
 	if len(x.pending) == 0 {
 		return nil
@@ -274,7 +274,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 	if x.st.Seq-x.st.SnapshotSeq >= x.r.snapEvery {
 		b, err := x.st.MarshalSnapshot()
 		if err != nil {
-			return &Error{Kind: KindInternal, Msg: "snapshot", Err: err}
+			return &Error{Kind: FailInternal, Msg: "snapshot", Err: err}
 		}
 		x.snapshot = session.Snapshot{Seq: x.st.Seq, Data: b}
 		c.Snapshot = &x.snapshot
@@ -287,9 +287,9 @@ func (x *Exec) Commit(ctx context.Context) error {
 	if err != nil {
 		x.pending = x.pending[:0]
 		if errors.Is(err, session.ErrConflict) {
-			return &Error{Kind: KindStore, Code: "conflict", Msg: "session " + x.st.SessionID + " was advanced by another writer", Err: err}
+			return &Error{Kind: FailStore, Code: "conflict", Msg: "session " + x.st.SessionID + " was advanced by another writer", Err: err}
 		}
-		return &Error{Kind: KindStore, Msg: "commit", Err: err}
+		return &Error{Kind: FailStore, Msg: "commit", Err: err}
 	}
 	for _, e := range x.pending {
 		x.last = e
@@ -318,13 +318,13 @@ func (x *Exec) yieldErr(err error) {
 func (x *Exec) fail(ctx context.Context, err error) {
 	re := AsError(err)
 	status := session.StatusFailed
-	if ctx.Err() != nil || errors.Is(err, context.Canceled) || re.Kind == KindCanceled {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || re.Kind == FailCanceled {
 		status = session.StatusCanceled
-		if re.Kind != KindCanceled {
-			re = &Error{Kind: KindCanceled, Code: "canceled", Msg: "the run was canceled", Err: err}
+		if re.Kind != FailCanceled {
+			re = &Error{Kind: FailCanceled, Code: "canceled", Msg: "the run was canceled", Err: err}
 		}
 	}
-	if re.Kind == KindStore {
+	if re.Kind == FailStore {
 		// The store failed: state in memory may be ahead of the store.
 		// Report and leave the stored run as it was (resumable).
 		x.yieldErr(re)

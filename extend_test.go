@@ -1,4 +1,4 @@
-package runtime_test
+package agentrt_test
 
 import (
 	"context"
@@ -10,25 +10,25 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/tool"
 )
 
 // finishWith returns a finish executor that answers with text.
-func finishWith(text string) runtime.Executor {
-	return func(ctx context.Context, x *runtime.Exec, ins runtime.Instruction) error {
+func finishWith(text string) agentrt.Executor {
+	return func(ctx context.Context, x *agentrt.Exec, ins agentrt.Instruction) error {
 		ins.Text = text
-		return runtime.Finish(ctx, x, ins)
+		return agentrt.Finish(ctx, x, ins)
 	}
 }
 
 func TestExecutorPriority(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
-		config, agent runtime.Executor
+		config, agent agentrt.Executor
 		want          string
 	}{
 		{"built-in", nil, nil, "model says"},
@@ -37,12 +37,12 @@ func TestExecutorPriority(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := calcAgent(scripted.New("m", scripted.Reply{Text: "model says"}), nil)
-			cfg := runtime.Config{}
+			cfg := agentrt.Config{}
 			if tc.config != nil {
-				cfg.Executors = map[runtime.Kind]runtime.Executor{runtime.KindFinish: tc.config}
+				cfg.Executors = map[agentrt.Kind]agentrt.Executor{agentrt.KindFinish: tc.config}
 			}
 			if tc.agent != nil {
-				a.Executors = map[runtime.Kind]runtime.Executor{runtime.KindFinish: tc.agent}
+				a.Executors = map[agentrt.Kind]agentrt.Executor{agentrt.KindFinish: tc.agent}
 			}
 			e := newEnv(t, nil, cfg, a)
 			res := e.run(t, e.session(t, "calc"), "hi")
@@ -56,23 +56,23 @@ func TestExecutorPriority(t *testing.T) {
 // A custom instruction: a policy that greets first through its own
 // executor, then defers to React.
 func TestCustomInstruction(t *testing.T) {
-	const greet runtime.Kind = "greet"
+	const greet agentrt.Kind = "greet"
 	a := calcAgent(scripted.New("m", scripted.Reply{Text: "hello back", Expect: &scripted.Expect{LastUserContains: "hi"}}), nil)
-	a.Policy = runtime.PolicyFunc(func(ctx context.Context, ag *runtime.Agent, s *runtime.State) (runtime.Instruction, error) {
+	a.Policy = agentrt.PolicyFunc(func(ctx context.Context, ag *agentrt.Agent, s *agentrt.State) (agentrt.Instruction, error) {
 		if s.Round == 0 {
-			return runtime.Instruction{Kind: greet, Payload: json.RawMessage(`{"who":"you"}`)}, nil
+			return agentrt.Instruction{Kind: greet, Payload: json.RawMessage(`{"who":"you"}`)}, nil
 		}
-		return runtime.React.Next(ctx, ag, s)
+		return agentrt.React{}.Next(ctx, ag, s)
 	})
 	var greeted int
-	a.Executors = map[runtime.Kind]runtime.Executor{greet: func(ctx context.Context, x *runtime.Exec, ins runtime.Instruction) error {
+	a.Executors = map[agentrt.Kind]agentrt.Executor{greet: func(ctx context.Context, x *agentrt.Exec, ins agentrt.Instruction) error {
 		greeted++
 		// Record a custom event; the state folds unknown events as no-ops.
 		x.Emit(&session.Raw{T: "greeting", JSON: ins.Payload})
 		// Go on with the model on the next step: pretend round 0 is over.
-		return runtime.CallModel(ctx, x, ins)
+		return agentrt.CallModel(ctx, x, ins)
 	}}
-	e := newEnv(t, nil, runtime.Config{}, a)
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "calc")
 	res := e.run(t, id, "hi")
 	if res.Status != session.StatusDone || res.Text != "hello back" || greeted != 1 {
@@ -90,10 +90,10 @@ func TestCustomInstruction(t *testing.T) {
 
 func TestUnknownInstructionFails(t *testing.T) {
 	a := calcAgent(scripted.New("m"), nil)
-	a.Policy = runtime.PolicyFunc(func(context.Context, *runtime.Agent, *runtime.State) (runtime.Instruction, error) {
-		return runtime.Instruction{Kind: "teleport"}, nil
+	a.Policy = agentrt.PolicyFunc(func(context.Context, *agentrt.Agent, *agentrt.State) (agentrt.Instruction, error) {
+		return agentrt.Instruction{Kind: "teleport"}, nil
 	})
-	e := newEnv(t, nil, runtime.Config{}, a)
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	res := e.run(t, e.session(t, "calc"), "hi")
 	if res.Status != session.StatusFailed || res.Err == nil || res.Err.Code != "no_executor" || res.Err.Recoverable {
 		t.Fatalf("status %s err %+v", res.Status, res.Err)
@@ -115,39 +115,39 @@ func TestHooks(t *testing.T) {
 		scripted.Reply{Text: "done", Expect: &scripted.Expect{LastToolResultContains: "REWRITTEN"}},
 	).Record()
 	a := calcAgent(m, registry(t, deploy))
-	a.Hooks.BeforeModel(1, func(_ context.Context, info runtime.HookInfo, req *model.Request) (*model.Request, error) {
+	a.Hooks.BeforeModel(1, func(_ context.Context, info agentrt.HookInfo, req *model.Request) (*model.Request, error) {
 		order = append(order, "agent-before-model-low")
 		return nil, nil
 	})
-	a.Hooks.BeforeModel(5, func(_ context.Context, info runtime.HookInfo, req *model.Request) (*model.Request, error) {
+	a.Hooks.BeforeModel(5, func(_ context.Context, info agentrt.HookInfo, req *model.Request) (*model.Request, error) {
 		order = append(order, "agent-before-model-high")
 		r := *req
 		r.Messages = append(append([]model.Message(nil), req.Messages...), model.TextMessage(model.RoleUser, "(injected)"))
 		return &r, nil
 	})
-	a.Hooks.BeforeTool(0, func(_ context.Context, _ runtime.HookInfo, c model.ToolCall) runtime.ToolDecision {
+	a.Hooks.BeforeTool(0, func(_ context.Context, _ agentrt.HookInfo, c model.ToolCall) agentrt.ToolDecision {
 		switch c.Name {
 		case "calculator":
-			return runtime.ToolDecision{Block: true, Reason: "no maths today"}
+			return agentrt.ToolDecision{Block: true, Reason: "no maths today"}
 		case "echo":
-			return runtime.ToolDecision{Arguments: json.RawMessage(`{"s":"rewritten"}`)}
+			return agentrt.ToolDecision{Arguments: json.RawMessage(`{"s":"rewritten"}`)}
 		}
-		return runtime.ToolDecision{}
+		return agentrt.ToolDecision{}
 	})
-	a.Hooks.AfterTool(0, func(_ context.Context, _ runtime.HookInfo, c model.ToolCall, r tool.Result) tool.Result {
+	a.Hooks.AfterTool(0, func(_ context.Context, _ agentrt.HookInfo, c model.ToolCall, r tool.Result) tool.Result {
 		if c.Name == "echo" {
 			r.Output = json.RawMessage(strings.ToUpper(string(r.Output)))
 		}
 		return r
 	})
 	var ended session.Status
-	a.Hooks.TurnEnd(0, func(_ context.Context, _ runtime.HookInfo, st session.Status, _ model.Usage) { ended = st })
-	cfg := runtime.Config{}
-	cfg.Hooks.BeforeModel(5, func(context.Context, runtime.HookInfo, *model.Request) (*model.Request, error) {
+	a.Hooks.TurnEnd(0, func(_ context.Context, _ agentrt.HookInfo, st session.Status, _ model.Usage) { ended = st })
+	cfg := agentrt.Config{}
+	cfg.Hooks.BeforeModel(5, func(context.Context, agentrt.HookInfo, *model.Request) (*model.Request, error) {
 		order = append(order, "runner-before-model")
 		return nil, nil
 	})
-	cfg.Hooks.TurnStart(0, func(_ context.Context, info runtime.HookInfo, input string) error {
+	cfg.Hooks.TurnStart(0, func(_ context.Context, info agentrt.HookInfo, input string) error {
 		order = append(order, "turn-start:"+input)
 		return nil
 	})
@@ -193,12 +193,12 @@ func TestHooks(t *testing.T) {
 
 func TestTurnStartHookCanRefuse(t *testing.T) {
 	a := calcAgent(scripted.New("m"), nil)
-	a.Hooks.TurnStart(0, func(context.Context, runtime.HookInfo, string) error { return errors.New("quota exhausted") })
-	e := newEnv(t, nil, runtime.Config{}, a)
+	a.Hooks.TurnStart(0, func(context.Context, agentrt.HookInfo, string) error { return errors.New("quota exhausted") })
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "calc")
-	_, err := runtime.Collect(e.r.Run(context.Background(), id, runtime.Input{Text: "hi"}))
-	var re *runtime.Error
-	if !errors.As(err, &re) || re.Kind != runtime.KindHookBlocked || !strings.Contains(err.Error(), "quota exhausted") {
+	_, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "hi"}))
+	var re *agentrt.Error
+	if !errors.As(err, &re) || re.Kind != agentrt.FailHook || !strings.Contains(err.Error(), "quota exhausted") {
 		t.Fatalf("err = %v", err)
 	}
 	if log := storedLog(t, e.store, id); len(log) != 0 {
@@ -208,22 +208,22 @@ func TestTurnStartHookCanRefuse(t *testing.T) {
 
 func TestErrorKinds(t *testing.T) {
 	for _, tc := range []struct {
-		kind runtime.ErrorKind
+		kind agentrt.ErrorKind
 		want bool
 	}{
-		{runtime.KindModel, true}, {runtime.KindStore, true}, {runtime.KindCanceled, true},
-		{runtime.KindConfig, false}, {runtime.KindInput, false}, {runtime.KindPolicy, false}, {runtime.KindHookBlocked, false},
+		{agentrt.FailModel, true}, {agentrt.FailStore, true}, {agentrt.FailCanceled, true},
+		{agentrt.FailConfig, false}, {agentrt.FailInput, false}, {agentrt.FailPolicy, false}, {agentrt.FailHook, false},
 	} {
-		if got := (&runtime.Error{Kind: tc.kind}).IsRecoverable(); got != tc.want {
+		if got := (&agentrt.Error{Kind: tc.kind}).IsRecoverable(); got != tc.want {
 			t.Errorf("%s recoverable = %v", tc.kind, got)
 		}
 	}
 	no := false
-	if (&runtime.Error{Kind: runtime.KindModel, Recoverable: &no}).IsRecoverable() {
+	if (&agentrt.Error{Kind: agentrt.FailModel, Recoverable: &no}).IsRecoverable() {
 		t.Error("override ignored")
 	}
-	wrapped := errors.Join(errors.New("x"), &runtime.Error{Kind: runtime.KindModel})
-	if !runtime.IsRecoverable(wrapped) {
+	wrapped := errors.Join(errors.New("x"), &agentrt.Error{Kind: agentrt.FailModel})
+	if !agentrt.IsRecoverable(wrapped) {
 		t.Error("IsRecoverable does not see through wrapping")
 	}
 }
@@ -236,10 +236,10 @@ func TestNextRunSanitisesABrokenHistory(t *testing.T) {
 		scripted.Reply{Text: "fresh start"},
 	).Record()
 	a := calcAgent(m, registry(t))
-	a.Executors = map[runtime.Kind]runtime.Executor{runtime.KindCallTools: func(context.Context, *runtime.Exec, runtime.Instruction) error {
+	a.Executors = map[agentrt.Kind]agentrt.Executor{agentrt.KindCallTools: func(context.Context, *agentrt.Exec, agentrt.Instruction) error {
 		return errors.New("tool host unreachable")
 	}}
-	e := newEnv(t, nil, runtime.Config{}, a)
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "calc")
 	if res := e.run(t, id, "first"); res.Status != session.StatusFailed {
 		t.Fatalf("first run: %s", res.Status)
@@ -262,7 +262,7 @@ func TestNextRunSanitisesABrokenHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if runtime.Consistent(st.Messages) {
+	if agentrt.Consistent(st.Messages) {
 		t.Error("the state's history was rewritten")
 	}
 }
@@ -276,13 +276,13 @@ func TestModelCallWithUnansweredCallsIsSanitised(t *testing.T) {
 		scripted.Reply{Text: "never mind"},
 	).Record()
 	a := calcAgent(m, registry(t))
-	a.Policy = runtime.PolicyFunc(func(ctx context.Context, ag *runtime.Agent, s *runtime.State) (runtime.Instruction, error) {
+	a.Policy = agentrt.PolicyFunc(func(ctx context.Context, ag *agentrt.Agent, s *agentrt.State) (agentrt.Instruction, error) {
 		if len(s.Calls) > 0 {
-			return runtime.Instruction{Kind: runtime.KindCallModel}, nil // skip the tools
+			return agentrt.Instruction{Kind: agentrt.KindCallModel}, nil // skip the tools
 		}
-		return runtime.React.Next(ctx, ag, s)
+		return agentrt.React{}.Next(ctx, ag, s)
 	})
-	e := newEnv(t, nil, runtime.Config{}, a)
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	res := e.run(t, e.session(t, "calc"), "hi")
 	if res.Status != session.StatusDone || res.Text != "never mind" {
 		t.Fatalf("status %s text %q err %+v", res.Status, res.Text, res.Err)
@@ -291,7 +291,7 @@ func TestModelCallWithUnansweredCallsIsSanitised(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d model calls", len(reqs))
 	}
-	if !runtime.Consistent(reqs[1].Messages) {
+	if !agentrt.Consistent(reqs[1].Messages) {
 		t.Errorf("the second request holds a tool call without a result: %+v", reqs[1].Messages)
 	}
 }
@@ -306,13 +306,13 @@ func TestCallToolsInstructionCarriesEditedArguments(t *testing.T) {
 	)
 	a := calcAgent(m, registry(t, askTool(t, &runs)))
 	var seen []string
-	a.Executors = map[runtime.Kind]runtime.Executor{runtime.KindCallTools: func(ctx context.Context, x *runtime.Exec, ins runtime.Instruction) error {
+	a.Executors = map[agentrt.Kind]agentrt.Executor{agentrt.KindCallTools: func(ctx context.Context, x *agentrt.Exec, ins agentrt.Instruction) error {
 		for _, c := range ins.Calls {
 			seen = append(seen, string(c.Arguments))
 		}
-		return runtime.CallTools(ctx, x, ins)
+		return agentrt.CallTools(ctx, x, ins)
 	}}
-	e := newEnv(t, nil, runtime.Config{}, a)
+	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "calc")
 	res := e.run(t, id, "deploy")
 	if res.Status != session.StatusWaiting {
@@ -322,7 +322,7 @@ func TestCallToolsInstructionCarriesEditedArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.r.Resolve(context.Background(), id, st.Requests[0].ID, runtime.Resolution{Decision: "edit", Arguments: []byte(`{"env":"staging"}`)}); err != nil {
+	if _, err := e.r.Resolve(context.Background(), id, st.Requests[0].ID, agentrt.Resolution{Decision: "edit", Arguments: []byte(`{"env":"staging"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if res := e.resume(t, id); res.Status != session.StatusDone {
@@ -343,7 +343,7 @@ func TestToolAddedLaterKeepsItsApproval(t *testing.T) {
 		scripted.Reply{Text: "ok"},
 	)
 	reg := registry(t)
-	e := newEnv(t, nil, runtime.Config{}, calcAgent(m, reg))
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, reg))
 	if err := reg.Add(askTool(t, &runs)); err != nil {
 		t.Fatal(err)
 	}

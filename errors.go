@@ -1,4 +1,4 @@
-package runtime
+package agentrt
 
 import (
 	"errors"
@@ -9,17 +9,17 @@ type ErrorKind string
 
 // Error kinds. Each has a stable code used in error events and the HTTP API.
 const (
-	KindModel       ErrorKind = "model"        // the model call failed
-	KindTool        ErrorKind = "tool"         // a tool failed outside the model's reach
-	KindStore       ErrorKind = "store"        // the store failed
-	KindConfig      ErrorKind = "config"       // the agent or runner is misconfigured
-	KindLimit       ErrorKind = "limit"        // a limit or budget was reached
-	KindHookBlocked ErrorKind = "hook_blocked" // a hook refused to go on
-	KindCanceled    ErrorKind = "canceled"     // the caller canceled
-	KindInput       ErrorKind = "bad_input"    // the caller's input is unusable
-	KindState       ErrorKind = "bad_state"    // the session cannot do that now
-	KindPolicy      ErrorKind = "policy"       // the policy failed to decide
-	KindInternal    ErrorKind = "internal"     // a bug
+	FailModel    ErrorKind = "model"        // the model call failed
+	FailTool     ErrorKind = "tool"         // a tool failed outside the model's reach
+	FailStore    ErrorKind = "store"        // the store failed
+	FailConfig   ErrorKind = "config"       // the agent or runner is misconfigured
+	FailLimit    ErrorKind = "limit"        // a limit or budget was reached
+	FailHook     ErrorKind = "hook_blocked" // a hook refused to go on
+	FailCanceled ErrorKind = "canceled"     // the caller canceled
+	FailInput    ErrorKind = "bad_input"    // the caller's input is unusable
+	FailState    ErrorKind = "bad_state"    // the session cannot do that now
+	FailPolicy   ErrorKind = "policy"       // the policy failed to decide
+	FailInternal ErrorKind = "internal"     // a bug
 )
 
 // Error is a runtime failure with a kind and a recoverability verdict.
@@ -63,7 +63,7 @@ func (e *Error) IsRecoverable() bool {
 		return *e.Recoverable
 	}
 	switch e.Kind {
-	case KindModel, KindStore, KindCanceled, KindTool:
+	case FailModel, FailStore, FailCanceled, FailTool:
 		return true
 	}
 	return false
@@ -75,7 +75,7 @@ func AsError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &Error{Kind: KindInternal, Err: err}
+	return &Error{Kind: FailInternal, Err: err}
 }
 
 // IsRecoverable reports whether err is a recoverable runtime error.

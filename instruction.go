@@ -1,4 +1,4 @@
-package runtime
+package agentrt
 
 import (
 	"context"
@@ -61,9 +61,13 @@ func (f PolicyFunc) Next(ctx context.Context, a *Agent, s *State) (Instruction, 
 // calls it asks for (after approval where the policy says ask); call the
 // model again with the results; finish when it answers without tools; pause
 // when the round limit is reached.
-var React Policy = PolicyFunc(react)
+//
+// The zero React is ready to use; it is the policy of an Agent whose
+// Policy is nil.
+type React struct{}
 
-func react(_ context.Context, a *Agent, s *State) (Instruction, error) {
+// Next implements Policy.
+func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 	if len(s.Calls) > 0 {
 		// Classify each call not yet done: ready to run (auto, approved,
 		// rejected or denied — the last two get a failed result without

@@ -1,4 +1,4 @@
-package runtime
+package agentrt
 
 import (
 	"context"
@@ -227,5 +227,5 @@ func hookErr(err error, what string) error {
 	if _, ok := err.(*Error); ok {
 		return err
 	}
-	return &Error{Kind: KindHookBlocked, Msg: what + " stopped the run", Err: err}
+	return &Error{Kind: FailHook, Msg: what + " stopped the run", Err: err}
 }

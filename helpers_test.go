@@ -1,4 +1,4 @@
-package runtime_test
+package agentrt_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
@@ -47,11 +47,11 @@ func registry(t testing.TB, tools ...tool.Tool) *tool.Registry {
 }
 
 type env struct {
-	r     *runtime.Runner
+	r     *agentrt.Runner
 	store session.Store
 }
 
-func newEnv(t testing.TB, store session.Store, cfg runtime.Config, agents ...*runtime.Agent) *env {
+func newEnv(t testing.TB, store session.Store, cfg agentrt.Config, agents ...*agentrt.Agent) *env {
 	t.Helper()
 	if store == nil {
 		store = memstore.New()
@@ -64,7 +64,7 @@ func newEnv(t testing.TB, store session.Store, cfg runtime.Config, agents ...*ru
 	if cfg.NewID == nil {
 		cfg.NewID = seqIDs()
 	}
-	r, err := runtime.New(cfg)
+	r, err := agentrt.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,18 +80,18 @@ func (e *env) session(t testing.TB, agent string) string {
 	return s.ID
 }
 
-func (e *env) run(t testing.TB, id, text string) *runtime.Result {
+func (e *env) run(t testing.TB, id, text string) *agentrt.Result {
 	t.Helper()
-	res, err := runtime.Collect(e.r.Run(context.Background(), id, runtime.Input{Text: text}))
+	res, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: text}))
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	return res
 }
 
-func (e *env) resume(t testing.TB, id string) *runtime.Result {
+func (e *env) resume(t testing.TB, id string) *agentrt.Result {
 	t.Helper()
-	res, err := runtime.Collect(e.r.Resume(context.Background(), id))
+	res, err := agentrt.Collect(e.r.Resume(context.Background(), id))
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
