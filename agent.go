@@ -24,6 +24,10 @@ type Agent struct {
 	Fallbacks []model.Model
 	// Retry says how failed model calls are retried.
 	Retry RetryPolicy
+	// NoStream asks the model for whole replies (model.Generator) rather
+	// than streams, for models that can; the reply's text then arrives as
+	// one token event.
+	NoStream bool
 	// Tools the agent may call. Nil means none.
 	Tools    *tool.Registry
 	Approval ApprovalPolicy
@@ -36,8 +40,10 @@ type Agent struct {
 
 	specs []model.ToolSpec
 	// approvals is the approval of each registered tool, worked out once
-	// by init (the policy and the tools do not change afterwards).
+	// by init (the policy and the tools do not change afterwards), and
+	// once the tools that must not run twice blindly.
 	approvals map[string]tool.Approval
+	once      map[string]bool
 }
 
 // approvalFor returns the approval policy for a call of the named tool.
@@ -48,6 +54,16 @@ func (a *Agent) approvalFor(name string) tool.Approval {
 	// A tool added to the registry after init, or one it does not hold:
 	// the registry still runs the former, so its own policy applies.
 	return a.Approval.For(name, a.tool(name))
+}
+
+// atMostOnce reports whether calls of the named tool must not be repeated
+// blindly (tool.Meta.AtMostOnce).
+func (a *Agent) atMostOnce(name string) bool {
+	if once, ok := a.once[name]; ok {
+		return once
+	}
+	t := a.tool(name)
+	return t != nil && tool.MetaOf(t).AtMostOnce
 }
 
 // Limits bound a run.
@@ -157,10 +173,13 @@ func (a *Agent) init() error {
 	}
 	a.specs = a.specs[:0]
 	a.approvals = make(map[string]tool.Approval)
+	a.once = make(map[string]bool)
 	if a.Tools != nil {
 		for _, d := range a.Tools.Definitions() {
+			t := a.tool(d.Name)
 			a.specs = append(a.specs, model.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
-			a.approvals[d.Name] = a.Approval.For(d.Name, a.tool(d.Name))
+			a.approvals[d.Name] = a.Approval.For(d.Name, t)
+			a.once[d.Name] = tool.MetaOf(t).AtMostOnce
 		}
 	}
 	a.Hooks.sort()

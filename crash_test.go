@@ -251,16 +251,18 @@ func TestCrashBetweenToolCalls(t *testing.T) {
 	if counts["a"] != 1 || counts["b"] < 1 || counts["b"] > 2 {
 		t.Errorf("executions = %v, want a:1 b:1 or 2", counts)
 	}
-	var calls, results int
+	// b's re-run is announced as its second attempt.
+	var calls []string
+	var results int
 	for _, e := range log {
-		switch e.Type {
-		case session.TypeToolCall:
-			calls++
-		case session.TypeToolResult:
+		switch d := e.Data.(type) {
+		case *session.ToolCall:
+			calls = append(calls, fmt.Sprintf("%s#%d", d.CallID[len(d.CallID)-1:], max(d.Attempt, 1)))
+		case *session.ToolResult:
 			results++
 		}
 	}
-	if calls != 2 || results != 2 {
-		t.Errorf("log has %d tool_call and %d tool_result events, want 2 and 2", calls, results)
+	if len(calls) != 3 || calls[2] != calls[1][:len(calls[1])-1]+"2" || results != 2 {
+		t.Errorf("log has tool_calls %v and %d tool_results, want a, b, b again as attempt 2, and 2 results", calls, results)
 	}
 }

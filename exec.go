@@ -12,16 +12,19 @@ import (
 // Exec is an executor's view of the run in progress: the state, the agent
 // and the way to report progress. Events emitted with Emit are applied to
 // the state at once and written to the store by Commit (or by the runner
-// when the executor returns), in one transaction, before the caller sees
-// them.
+// when the executor returns), in one transaction, before anyone sees them.
 //
-// An Exec is used by one goroutine at a time.
+// An Exec is used by one goroutine at a time: the run's. An executor that
+// starts goroutines (CallTools runs calls concurrently) calls Exec's
+// methods only from the run's goroutine, and joins its goroutines before
+// it returns.
 type Exec struct {
 	execRun
 
 	// Buffers reused from one step to the next and, through the Runner's
 	// pool, from one run to the next: a turn commits a dozen times and
-	// calls the model several times.
+	// calls the model several times. An Exec goes back to the pool only
+	// when its run has ended and every goroutine it started has returned.
 	pendingBuf [8]*session.Event // pending's first backing array
 	commit     session.Commit
 	snapshot   session.Snapshot
@@ -42,11 +45,16 @@ type execRun struct {
 	live   bool // yield live token events
 	failed bool // an error was already yielded
 
-	pending []*session.Event
-	last    *session.Event
-	end     session.Status
-	reason  string
-	stopped bool // the consumer stopped reading
+	handle *Run         // the run's handle: cancel, interrupt, outcome
+	lease  *leaseKeeper // the session's lease; nil without a Leaser
+	topic  *topic       // the session's watchers in this process
+
+	pending   []*session.Event
+	last      *session.Event
+	committed int64 // the seq of the last committed event
+	end       session.Status
+	reason    string
+	stopped   bool // the consumer stopped reading
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
@@ -55,12 +63,12 @@ type execRun struct {
 	streamErr error     // the model's error, set in stream's loop body
 }
 
-func (r *Runner) newExec(a *Agent, st *State, yield func(*session.Event, error) bool) *Exec {
+func (r *Runner) newExec(a *Agent, st *State) *Exec {
 	x, _ := r.execs.Get().(*Exec)
 	if x == nil {
 		x = new(Exec)
 	}
-	x.execRun = execRun{r: r, agent: a, st: st, yield: yield, live: yield != nil,
+	x.execRun = execRun{r: r, agent: a, st: st, committed: st.Seq,
 		hooks: hookSet{runner: &r.hooks, agent: &a.Hooks}}
 	x.pending = x.pendingBuf[:0]
 	return x
@@ -70,7 +78,8 @@ func (r *Runner) newExec(a *Agent, st *State, yield func(*session.Event, error) 
 const maxPooledMsgs = 256
 
 // putExec returns x to the pool, keeping only its request buffer (cleared,
-// so that it holds on to no conversation). x must not be used afterwards.
+// so that it holds on to no conversation). x must not be used afterwards,
+// and nothing may still reach it.
 func (r *Runner) putExec(x *Exec) {
 	msgs := x.msgs
 	clear(msgs[:cap(msgs)])
@@ -180,7 +189,8 @@ func (x *Exec) Emit(d session.Data) {
 func (x *Exec) add(e *session.Event) {
 	e.Seq = x.st.Seq + 1
 	if err := x.st.Apply(e); err != nil {
-		// Apply fails only on an inconsistent log, which Emit cannot make.
+		// Apply fails only on an inconsistent log, which Emit cannot make,
+		// or in a policy's own state, which is a bug of the policy.
 		panic(err)
 	}
 	x.pending = append(x.pending, e)
@@ -191,13 +201,15 @@ func (x *Exec) emitStart(runID string, d session.RunStarted) {
 	e.Seq = x.st.Seq + 1
 	e.RunID = runID
 	e.Turn = x.st.Turn + 1
-	_ = x.st.Apply(e)
+	if err := x.st.Apply(e); err != nil {
+		panic(err)
+	}
 	x.pending = append(x.pending, e)
 }
 
 // Live yields a live-only event (a token) without storing it.
 func (x *Exec) Live(d session.Data) {
-	if !x.live || x.stopped {
+	if !x.wantsLive() {
 		return
 	}
 	e := new(session.Event)
@@ -205,25 +217,30 @@ func (x *Exec) Live(d session.Data) {
 	x.yieldLive(e)
 }
 
+// wantsLive reports whether anyone reads live events: the caller of Run,
+// or a watcher in this process.
+func (x *Exec) wantsLive() bool {
+	return x.live && !x.stopped || x.topic.watched()
+}
+
 // liveToken is Live for a token, which it allocates only when someone
 // reads live events.
 func (x *Exec) liveToken(text string) {
-	if !x.live || x.stopped {
-		return
+	if x.wantsLive() {
+		x.yieldLive(newEvent(x, session.Token{Text: text}, x.now()))
 	}
-	x.yieldLive(newEvent(x, session.Token{Text: text}, x.now()))
 }
 
 // livePulse is Live for a waiting pulse.
 func (x *Exec) livePulse() {
-	if !x.live || x.stopped {
-		return
+	if x.wantsLive() {
+		x.yieldLive(newEvent(x, session.Token{Pulse: true}, x.now()))
 	}
-	x.yieldLive(newEvent(x, session.Token{Pulse: true}, x.now()))
 }
 
 func (x *Exec) yieldLive(e *session.Event) {
-	if !x.yield(e, nil) {
+	x.topic.publish(e, x.committed)
+	if x.live && !x.stopped && !x.yield(e, nil) {
 		x.stopped = true
 	}
 }
@@ -244,9 +261,6 @@ func (x *Exec) Commit(ctx context.Context) error {
 	if len(x.pending) == 0 {
 		return nil
 	}
-	// x.commit is reused: stores must not keep a *Commit. The session's
-	// update time is that of its last event, which spares a clock reading
-	// per commit (the events were emitted moments ago).
 	// Events emitted since the last commit are stamped with one clock
 	// reading here (the clock is read some thirty times a turn otherwise);
 	// an event that carries its own time, like model_finished, keeps it.
@@ -260,8 +274,11 @@ func (x *Exec) Commit(ctx context.Context) error {
 		}
 	}
 	x.stamp = now
-	// Field by field rather than a whole new Commit: x.commit lives in the
-	// heap, where copying a whole struct costs a write barrier per word.
+	// x.commit is reused: stores must not keep a *Commit. The session's
+	// update time is that of its last event, which spares a clock reading
+	// per commit (the events were emitted moments ago). Field by field
+	// rather than a whole new Commit: x.commit lives in the heap, where
+	// copying a whole struct costs a write barrier per word.
 	c := &x.commit
 	c.SessionID = x.st.SessionID
 	c.ExpectSeq = x.pending[0].Seq - 1
@@ -270,10 +287,12 @@ func (x *Exec) Commit(ctx context.Context) error {
 	c.Turn = x.st.Turn
 	c.Usage = x.st.Usage
 	c.Time = x.pending[len(x.pending)-1].Time
+	c.Fence = x.lease.token()
 	c.Snapshot = nil
 	if x.st.Seq-x.st.SnapshotSeq >= x.r.snapEvery {
 		b, err := x.st.MarshalSnapshot()
 		if err != nil {
+			x.pending = x.pending[:0]
 			return &Error{Kind: FailInternal, Msg: "snapshot", Err: err}
 		}
 		x.snapshot = session.Snapshot{Seq: x.st.Seq, Data: b}
@@ -285,20 +304,19 @@ func (x *Exec) Commit(ctx context.Context) error {
 	}
 	c.Snapshot, x.snapshot = nil, session.Snapshot{}
 	if err != nil {
+		// The state in memory is now ahead of the store: the run stops,
+		// and whoever goes on reloads the session.
 		x.pending = x.pending[:0]
-		if errors.Is(err, session.ErrConflict) {
-			return &Error{Kind: FailStore, Code: "conflict", Msg: "session " + x.st.SessionID + " was advanced by another writer", Err: err}
-		}
-		return &Error{Kind: FailStore, Msg: "commit", Err: err}
+		return storeError(x.st.SessionID, err)
 	}
+	x.committed = x.st.Seq
 	for _, e := range x.pending {
 		x.last = e
-		if x.yield != nil && !x.stopped {
-			if !x.yield(e, nil) {
-				x.stopped = true
-			}
+		if x.yield != nil && !x.stopped && !x.yield(e, nil) {
+			x.stopped = true
 		}
 	}
+	x.topic.publishCommitted(x.pending)
 	x.pending = x.pending[:0]
 	if end != "" {
 		x.hooks.turnEnd(ctx, x.info(), end, x.st.RunUsage)
@@ -306,12 +324,28 @@ func (x *Exec) Commit(ctx context.Context) error {
 	return nil
 }
 
+// storeError wraps a failed commit.
+func storeError(id string, err error) error {
+	switch {
+	case errors.Is(err, session.ErrFenced):
+		return &Error{Kind: FailState, Code: "lease_lost", Msg: "session " + id + " was taken over by another runner", Err: err}
+	case errors.Is(err, session.ErrConflict):
+		return &Error{Kind: FailStore, Code: "conflict", Msg: "session " + id + " was advanced by another writer", Err: err}
+	}
+	return &Error{Kind: FailStore, Msg: "commit", Err: err}
+}
+
 func (x *Exec) yieldErr(err error) {
+	x.handle.setErr(err)
 	if x.yield != nil && !x.stopped && !x.failed {
 		x.failed = true
 		x.yield(nil, err)
 	}
 }
+
+// commitTimeout bounds the commits a run makes after its context ended:
+// the results in hand and the record of how it stopped.
+const commitTimeout = 10 * time.Second
 
 // fail ends the run after err: an error event and run_finished (failed,
 // or canceled when the context was canceled).
@@ -320,19 +354,27 @@ func (x *Exec) fail(ctx context.Context, err error) {
 	status := session.StatusFailed
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || re.Kind == FailCanceled {
 		status = session.StatusCanceled
-		if re.Kind != FailCanceled {
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			re = AsError(cause) // the lease was lost, say, rather than canceled
+			if re.Kind == FailInternal {
+				re = &Error{Kind: FailCanceled, Code: "canceled", Msg: "the run was canceled", Err: cause}
+			}
+		} else if re.Kind != FailCanceled {
 			re = &Error{Kind: FailCanceled, Code: "canceled", Msg: "the run was canceled", Err: err}
 		}
 	}
-	if re.Kind == FailStore {
-		// The store failed: state in memory may be ahead of the store.
-		// Report and leave the stored run as it was (resumable).
+	if re.Kind == FailStore || re.Code == "lease_lost" || re.Code == "lease_expired" {
+		// The store failed, or the session is no longer ours: the state
+		// in memory may be ahead of the store, and writing is pointless
+		// or forbidden. Report and leave the stored run as it was
+		// (resumable).
 		x.yieldErr(re)
 		return
 	}
+	x.handle.setErr(re)
 	emit(x, session.Error{Code: re.ErrorCode(), Message: re.Error(), Recoverable: re.IsRecoverable()})
 	x.End(status, re.ErrorCode())
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	if cerr := x.Commit(wctx); cerr != nil {
 		x.yieldErr(cerr)

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt/model"
@@ -24,8 +24,8 @@ func builtinExecutor(k Kind) Executor {
 		return CallModel
 	case KindCallTools:
 		return CallTools
-	case KindRequestApproval:
-		return RequestApproval
+	case KindAskHuman:
+		return AskHuman
 	case KindFinish:
 		return Finish
 	case KindPause:
@@ -34,27 +34,62 @@ func builtinExecutor(k Kind) Executor {
 	return nil
 }
 
-// CallModel is the built-in call_model executor: one model call with the
-// sanitised history and the agent's tools, streamed as token events,
-// recorded as model_finished. A failed call is retried and then handed to
-// the agent's fallback models as its RetryPolicy says; each attempt has its
-// model_started event, and each failure its error event.
+// CallModel is the built-in call_model executor: one round of the
+// conversation, the model's reply recorded as model_finished (see
+// Exec.Complete).
 func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
+	_, err := x.Complete(ctx, ModelCall{})
+	return err
+}
+
+// ModelCall is a model call an executor makes through Exec.Complete.
+type ModelCall struct {
+	// Request is sent as it is (before-model hooks may replace it); nil
+	// means the conversation's request: the agent's system prompt, the
+	// session's history and the agent's tools.
+	Request *model.Request
+	// Purpose is empty for a round of the conversation, whose reply
+	// becomes the assistant's next message. Any other value ("plan",
+	// "summary") labels a call whose reply the executor uses itself: its
+	// events say so, and the history does not change.
+	Purpose string
+}
+
+// Complete calls the agent's model as the built-in call_model does, for
+// any executor: the before-model and after-model hooks; the reply
+// streamed as token events (or asked for whole, for an agent with
+// NoStream); one attempt without streaming after a stream that broke half
+// way; retries of recoverable failures with backoff; then the agent's
+// fallback models in order. Every attempt is a model_started event,
+// committed before the call; every failed attempt an error event; the
+// reply a model_finished event (not yet committed). It returns the reply,
+// or the last failure once every model has failed.
+//
+// A conversation round (empty Purpose) starts with round_started; when
+// the process running the session stopped during the round's call, the
+// call is made again as the round's next attempt.
+func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, error) {
 	st, a := x.st, x.agent
 	attempt := 1
-	if st.InModel {
-		// The process stopped during this call; this is a new attempt.
-		attempt = st.Attempt + 1
-	} else {
-		emit(x, session.RoundStarted{Round: st.Round + 1, MaxRounds: st.RoundBase + a.Limits.maxRounds()})
+	if c.Purpose == "" {
+		if st.InModel {
+			// The process stopped during this call; this is a new attempt.
+			attempt = st.Attempt + 1
+		} else {
+			emit(x, session.RoundStarted{Round: st.Round + 1, MaxRounds: st.RoundBase + a.Limits.maxRounds()})
+		}
 	}
-	emit(x, session.ModelStarted{Model: a.Model.Name(), Attempt: attempt})
+	emit(x, session.ModelStarted{Model: a.Model.Name(), Attempt: attempt, Mode: x.mode(a.Model, false), Purpose: c.Purpose})
 	if err := x.Commit(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	req, err := x.hooks.beforeModel(ctx, x.info(), x.request())
+	req := c.Request
+	if req == nil {
+		req = x.request()
+	}
+	req, err := x.hooks.beforeModel(ctx, x.info(), req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The call starts now: model_started was stamped just above, so its
 	// commit's clock reading serves (one reading fewer per model call).
@@ -62,17 +97,25 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 	if start.IsZero() {
 		start = x.now()
 	}
-	m := a.Model
-	resp, err := x.callModel(ctx, m, req, false)
+	mctx, done, err := x.handle.modelCall(ctx)
 	if err != nil {
-		if m, resp, start, err = x.retryModel(ctx, req, attempt, err); err != nil {
-			return err
+		return nil, err
+	}
+	defer done()
+	m := a.Model
+	resp, err := x.callModel(mctx, m, req, a.NoStream)
+	if err != nil {
+		if m, resp, start, err = x.retryModel(mctx, req, attempt, c.Purpose, err); err != nil {
+			return nil, err
 		}
 	}
 	if resp, err = x.hooks.afterModel(ctx, x.info(), resp); err != nil {
-		return err
+		return nil, err
 	}
-	calls := normalizeCalls(resp.Message.ToolCalls, st.Seq+1, resp.FinishReason)
+	calls := resp.Message.ToolCalls
+	if c.Purpose == "" {
+		calls = normalizeCalls(calls, st.Seq+1, resp.FinishReason)
+	}
 	end := x.now() // the event's time, and the end of the call's latency
 	x.add(newEvent(x, session.ModelFinished{
 		Model:        m.Name(),
@@ -81,13 +124,28 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 		Usage:        resp.Usage,
 		FinishReason: resp.FinishReason,
 		LatencyMS:    end.Sub(start).Milliseconds(),
+		Purpose:      c.Purpose,
 	}, end))
-	return nil
+	return resp, nil
+}
+
+// mode is the Mode of a model_started event: "generate" for an attempt
+// that does not stream.
+func (x *Exec) mode(m model.Model, generate bool) string {
+	if generate || x.agent.NoStream && canGenerate(m) {
+		return "generate"
+	}
+	return ""
+}
+
+func canGenerate(m model.Model) bool {
+	_, ok := m.(model.Generator)
+	return ok
 }
 
 // callModel makes one attempt at a model call: streamed, or with Generate.
 func (x *Exec) callModel(ctx context.Context, m model.Model, req *model.Request, generate bool) (*model.Response, error) {
-	if generate {
+	if generate && canGenerate(m) {
 		resp, err := m.(model.Generator).Generate(ctx, req)
 		if err != nil {
 			return nil, x.modelError(ctx, m, err)
@@ -112,7 +170,7 @@ func (x *Exec) callModel(ctx context.Context, m model.Model, req *model.Request,
 // once without streaming if its stream broke half way, then with backoff;
 // then each fallback model in turn. It returns the model that answered,
 // its reply and when its attempt began, or the last error.
-func (x *Exec) retryModel(ctx context.Context, req *model.Request, attempt int, err error) (model.Model, *model.Response, time.Time, error) {
+func (x *Exec) retryModel(ctx context.Context, req *model.Request, attempt int, purpose string, err error) (model.Model, *model.Response, time.Time, error) {
 	a := x.agent
 	models := append([]model.Model{a.Model}, a.Fallbacks...)
 	p := a.Retry
@@ -129,9 +187,8 @@ func (x *Exec) retryModel(ctx context.Context, req *model.Request, attempt int, 
 		me, classified := model.AsError(err)
 		var wait time.Duration
 		next, generate := mi, false
-		_, canGenerate := m.(model.Generator)
 		switch {
-		case classified && me.Streamed && me.Recoverable() && canGenerate && !generated:
+		case classified && me.Streamed && me.Recoverable() && canGenerate(m) && !generated:
 			generate, generated = true, true
 		case classified && me.Recoverable() && tries < p.maxAttempts():
 			tries++
@@ -158,11 +215,8 @@ func (x *Exec) retryModel(ctx context.Context, req *model.Request, attempt int, 
 		}
 		mi, m = next, models[next]
 		attempt++
-		mode := ""
-		if generate {
-			mode = "generate"
-		}
-		emit(x, session.ModelStarted{Model: m.Name(), Attempt: attempt, Mode: mode})
+		generate = generate || a.NoStream
+		emit(x, session.ModelStarted{Model: m.Name(), Attempt: attempt, Mode: x.mode(m, generate), Purpose: purpose})
 		if cerr := x.Commit(ctx); cerr != nil {
 			return nil, nil, time.Time{}, cerr
 		}
@@ -229,9 +283,13 @@ func (x *Exec) stream(ctx context.Context, m model.Model, req *model.Request) er
 var errStopped = errors.New("the caller stopped reading events")
 
 // normalizeCalls drops calls without a usable name (seed 002: empty or
-// "None"), gives calls without an id a deterministic one, and keeps
-// arguments that are not valid JSON as a JSON string so the log stays
-// valid JSON and the tool step can tell the model what was wrong.
+// "None"), gives calls without an id or with the id of an earlier call of
+// the same reply a deterministic one (some OpenAI-compatible servers
+// repeat ids), and keeps arguments that are not valid JSON as a JSON string
+// so the log stays valid JSON and the tool step can tell the model what
+// was wrong. The ids depend only on the reply and seq, the seq of the
+// model_finished event that records them, so the log holds them and a
+// resume agrees.
 func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason) []model.ToolCall {
 	out := calls[:0]
 	for i, c := range calls {
@@ -240,10 +298,14 @@ func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason
 			continue
 		}
 		c.Name = name
-		if c.ID == "" {
-			c.ID = "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
+		if c.ID == "" || hasID(out, c.ID) {
+			id := "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
+			for hasID(out, id) || hasID(calls[i+1:], id) {
+				id += "_"
+			}
+			c.ID = id
 		}
-		if !model.ValidJSON(c.Arguments) {
+		if !json.Valid(c.Arguments) {
 			if fixed, ok := model.RepairArguments(c.Arguments, finish); ok {
 				c.Arguments = fixed
 			} else {
@@ -259,14 +321,23 @@ func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason
 	return out
 }
 
+func hasID(calls []model.ToolCall, id string) bool {
+	for _, c := range calls {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // request builds the model request from the state, reusing buffers.
 func (x *Exec) request() *model.Request {
 	msgs := x.st.Messages
 	switch {
 	case x.hooks.rewritesRequests():
-		// A before-model hook may change the request: it gets a copy of
-		// the history, never the state's own.
-		x.msgs = AppendSanitized(x.msgs[:0], x.st.Messages)
+		// A before-model hook may change the request: it gets a deep copy
+		// of the history, which it cannot alias into the state's.
+		x.msgs = appendCopies(x.msgs[:0], AppendSanitized(nil, x.st.Messages))
 		msgs = x.msgs
 	case x.checked <= len(msgs) && Consistent(msgs[x.checked:]):
 		// The usual case: the model gets the state's history itself, not
@@ -285,13 +356,39 @@ func (x *Exec) request() *model.Request {
 	return &x.req
 }
 
+// appendCopies appends deep copies of msgs to dst: their parts, tool calls
+// and argument bytes are new.
+func appendCopies(dst, msgs []model.Message) []model.Message {
+	for _, m := range msgs {
+		m.Parts = append([]model.Part(nil), m.Parts...)
+		if m.ToolCalls != nil {
+			calls := make([]model.ToolCall, len(m.ToolCalls))
+			for i, c := range m.ToolCalls {
+				c.Arguments = append(json.RawMessage(nil), c.Arguments...)
+				calls[i] = c
+			}
+			m.ToolCalls = calls
+		}
+		dst = append(dst, m)
+	}
+	return dst
+}
+
 // CallTools is the built-in call_tools executor. It announces each call
 // (tool_call, committed before any runs), runs the calls concurrently and
 // commits each tool_result as it completes, so a crash never runs a
 // completed call again. Denied, rejected and hook-blocked calls get a
 // failed result without running.
+//
+// Every call's context carries a tool.CallInfo with the call's stable
+// idempotency key and its attempt. Every goroutine it starts has returned
+// when it returns. When the run is canceled while calls run, it waits for
+// them and commits the results they came back with (a result, or a
+// failure of their own), so that resuming does not run them again; calls
+// that were canceled before they had an outcome run again on resume.
 func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	a := x.agent
+	info := x.info()
 	// Models mostly call one tool at a time: a few jobs fit on the stack.
 	var buf [4]toolJob
 	jobs := buf[:0]
@@ -300,18 +397,18 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		if cs == nil || cs.Done {
 			continue
 		}
-		j := toolJob{call: cs.Call}
+		j := toolJob{call: cs.Call, attempt: cs.Attempts + 1}
 		switch {
 		case cs.Approval == CallRejected:
 			j.block = "the user rejected this call"
 			if cs.Reason != "" {
 				j.block += ": " + cs.Reason
 			}
-		case cs.Approval != CallApproved && a.approvalFor(call.Name) == tool.ApprovalDeny:
+		case cs.Approval != CallApproved && cs.Approval != CallRetry && a.approvalFor(call.Name) == tool.ApprovalDeny:
 			j.block = "calls to " + call.Name + " are denied by policy"
 		}
 		if j.block == "" && !x.hooks.empty() {
-			d := x.hooks.beforeTool(ctx, x.info(), j.call)
+			d := x.hooks.beforeTool(ctx, info, j.call)
 			if d.Arguments != nil {
 				j.call.Arguments = d.Arguments
 			}
@@ -319,61 +416,112 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 				j.block = "blocked: " + d.Reason
 			}
 		}
-		if !cs.Started {
-			emit(x, session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments})
+		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments}
+		if j.attempt > 1 {
+			tc.Attempt = j.attempt
 		}
+		emit(x, tc)
 		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil
 	}
 	if err := x.Commit(ctx); err != nil {
 		return err
 	}
+	// The calls are side effects: only the session's owner may make them.
+	if err := x.lease.check(ctx); err != nil {
+		return err
+	}
 	if len(jobs) == 1 {
 		start := x.stamp // the tool_call commit's clock reading, if any
-		r, latency := x.runTool(ctx, jobs[0])
-		if err := ctx.Err(); err != nil {
-			return err
+		o := x.runTool(ctx, info, jobs[0])
+		if o.canceled {
+			return ctx.Err()
 		}
 		if start.IsZero() || !x.r.wallClock {
-			emit(x, r)
-			return nil
+			emit(x, o.res)
+		} else {
+			// The call began just after the commit that announced it, so
+			// the result's time is that reading plus the call's latency: a
+			// clock reading fewer per call, and never before the tool_call's.
+			x.add(newEvent(x, o.res, start.Add(o.latency)))
 		}
-		// The call began just after the commit that announced it, so the
-		// result's time is that reading plus the call's latency: a clock
-		// reading fewer per call, and never before the tool_call's time.
-		x.add(newEvent(x, r, start.Add(latency)))
-		return nil
-	}
-	results := make(chan session.ToolResult, len(jobs))
-	for _, j := range jobs {
-		go func() {
-			r, _ := x.runTool(ctx, j)
-			results <- r
-		}()
-	}
-	for range jobs {
-		r := <-results
-		if ctx.Err() != nil {
-			continue // drain: every goroutine sends exactly once
-		}
-		emit(x, r)
-		if err := x.Commit(ctx); err != nil {
-			// The remaining calls finish into the buffered channel; their
-			// results are lost with the failed store and run again on resume.
+		if err := ctx.Err(); err != nil {
+			// Canceled with the result in hand: store it before stopping.
+			cctx, cancel := afterEnd(ctx)
+			defer cancel()
+			if cerr := x.Commit(cctx); cerr != nil {
+				return cerr
+			}
 			return err
 		}
+		return nil
+	}
+	outcomes := make([]toolOutcome, len(jobs))
+	done := make(chan int, len(jobs))
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Go(func() {
+			outcomes[i] = x.runTool(tctx, info, jobs[i])
+			done <- i
+		})
+	}
+	var err error
+	for range jobs {
+		o := &outcomes[<-done]
+		if err != nil || o.canceled {
+			continue // every goroutine sends exactly once: drain
+		}
+		emit(x, o.res)
+		cctx, ccancel := ctx, context.CancelFunc(func() {})
+		if ctx.Err() != nil {
+			cctx, ccancel = afterEnd(ctx)
+		}
+		cerr := x.Commit(cctx)
+		ccancel()
+		if cerr != nil {
+			// The calls still running are canceled and awaited; the
+			// results they bring are lost with the failed commit, and the
+			// calls run again (or are confirmed) on resume.
+			err = cerr
+			cancel()
+		}
+	}
+	wg.Wait()
+	if err != nil {
+		return err
 	}
 	return ctx.Err()
 }
 
+// afterEnd returns a context for the commits a run makes after ctx ended.
+func afterEnd(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+}
+
 // toolJob is a call CallTools runs, or fails without running.
 type toolJob struct {
-	call  model.ToolCall
-	block string // non-empty: do not run, fail with this
+	call    model.ToolCall
+	attempt int
+	block   string // non-empty: do not run, fail with this
+}
+
+// toolOutcome is what running a toolJob gave.
+type toolOutcome struct {
+	res     session.ToolResult
+	latency time.Duration
+	// canceled: the run's context ended before the call had an outcome of
+	// its own; there is nothing to store.
+	canceled bool
 }
 
 // runTool runs one job of CallTools. Several run concurrently: it reads
-// only what the executor's goroutine does not change meanwhile.
-func (x *Exec) runTool(ctx context.Context, j toolJob) (session.ToolResult, time.Duration) {
+// only what does not change while they run (the agent, the hooks, info),
+// never the state.
+func (x *Exec) runTool(ctx context.Context, info HookInfo, j toolJob) toolOutcome {
 	a := x.agent
 	var res tool.Result
 	switch {
@@ -386,12 +534,21 @@ func (x *Exec) runTool(ctx context.Context, j toolJob) (session.ToolResult, time
 	case a.Tools == nil:
 		res = tool.Result{Error: "unknown tool " + strconv.Quote(j.call.Name) + ": this agent has no tools"}
 	default:
-		res = a.Tools.Call(ctx, j.call.Name, j.call.Arguments)
+		cctx := tool.WithCallInfo(ctx, tool.CallInfo{SessionID: info.SessionID, CallID: j.call.ID,
+			IdempotencyKey: tool.IdempotencyKey(info.SessionID, j.call.ID), Attempt: j.attempt})
+		res = a.Tools.Call(cctx, j.call.Name, j.call.Arguments)
+		if !res.OK && ctx.Err() != nil && (errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, context.DeadlineExceeded)) {
+			return toolOutcome{canceled: true}
+		}
 	}
 	if !x.hooks.empty() {
-		res = x.hooks.afterTool(ctx, x.info(), j.call, res)
+		res = x.hooks.afterTool(ctx, info, j.call, res)
 	}
-	return session.ToolResult{CallID: j.call.ID, Name: j.call.Name, OK: res.OK, Result: res.Output, Error: res.Error, LatencyMS: res.Latency.Milliseconds()}, res.Latency
+	return toolOutcome{
+		res: session.ToolResult{CallID: j.call.ID, Name: j.call.Name, OK: res.OK, Result: res.Output, Error: res.Error,
+			LatencyMS: res.Latency.Milliseconds()},
+		latency: res.Latency,
+	}
 }
 
 func preview(s string) string {
@@ -400,20 +557,6 @@ func preview(s string) string {
 		return strconv.Quote(s[:n]) + "..."
 	}
 	return strconv.Quote(s)
-}
-
-// RequestApproval is the built-in request_approval executor: one
-// approval_required event per call, then the run waits.
-func RequestApproval(_ context.Context, x *Exec, ins Instruction) error {
-	for _, c := range ins.Calls {
-		emit(x, session.ApprovalRequired{
-			RequestID: "req_" + x.r.newID(),
-			Calls:     []model.ToolCall{c},
-			Question:  fmt.Sprintf("Allow %s with arguments %s?", c.Name, string(c.Arguments)),
-		})
-	}
-	x.End(session.StatusWaiting, "approval")
-	return nil
 }
 
 // Finish is the built-in finish executor: the final answer ends the run.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/tool"
 )
 
@@ -14,11 +15,14 @@ type Kind string
 
 // Built-in instruction kinds.
 const (
-	KindCallModel       Kind = "call_model"
-	KindCallTools       Kind = "call_tools"
-	KindRequestApproval Kind = "request_approval"
-	KindFinish          Kind = "finish"
-	KindPause           Kind = "pause"
+	KindCallModel Kind = "call_model"
+	KindCallTools Kind = "call_tools"
+	// KindAskHuman asks people for decisions or answers (Instruction.Ask):
+	// one request per call for an approval or a confirmation, one request
+	// for a prompt or a selection. The run waits until all are resolved.
+	KindAskHuman Kind = "ask_human"
+	KindFinish   Kind = "finish"
+	KindPause    Kind = "pause"
 	// KindWait means nothing can happen until a human answers; the run
 	// stops with status waiting. It has no executor.
 	KindWait Kind = "wait"
@@ -27,24 +31,40 @@ const (
 // Instruction is what a Policy decides to do next.
 type Instruction struct {
 	Kind Kind
-	// Calls are the tool calls of call_tools and request_approval. They
-	// may share memory with the state and the log: read them, never
-	// modify them.
+	// Calls are the tool calls of call_tools, and those an ask_human
+	// approval or confirmation is about. They may share memory with the
+	// state and the log: read them, never modify them.
 	Calls []model.ToolCall
 	// Text is the answer of finish, or the reason of pause.
 	Text string
+	// Ask is what ask_human asks; nil means an approval of Calls.
+	Ask *Ask
 	// Payload carries a custom instruction's data.
 	Payload json.RawMessage
+}
+
+// Ask is what an ask_human instruction asks people (seed 003's
+// request_human_approve / prompt / select).
+type Ask struct {
+	Kind session.RequestKind
+	// Question is shown to the person; for approvals and confirmations an
+	// empty one is written from each call.
+	Question string
+	// Options are a select request's choices; Multi allows several.
+	Options []string
+	Multi   bool
 }
 
 // Executor carries out one instruction. It reports what happened by
 // emitting events on x (x.Emit) and may commit partial progress
 // (x.Commit); the runner commits what is left when it returns. Returning
-// an error fails the run with an error event.
+// an error fails the run with an error event. Every goroutine an executor
+// starts must have ended when it returns.
 type Executor func(ctx context.Context, x *Exec, ins Instruction) error
 
 // Policy decides the next instruction from the state. It must not change
-// the state.
+// the state. A policy that keeps state of its own implements
+// StatefulPolicy.
 type Policy interface {
 	Next(ctx context.Context, a *Agent, s *State) (Instruction, error)
 }
@@ -71,8 +91,10 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 	if len(s.Calls) > 0 {
 		// Classify each call not yet done: ready to run (auto, approved,
 		// rejected or denied — the last two get a failed result without
-		// running), needing a human, or waiting for one.
-		var nready, nask int
+		// running), needing an approval, in doubt (a call of an at-most-once
+		// tool that was running when its process stopped), or waiting for
+		// a person.
+		var nready, nask, nconfirm int
 		waiting := false
 		// pristine: no call's arguments changed since the model made it
 		// (an edit on approval, or a tool_call event's, change them).
@@ -87,6 +109,8 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 				nready++
 			case classAsk:
 				nask++
+			case classConfirm:
+				nconfirm++
 			case classWaiting:
 				waiting = true
 			}
@@ -101,10 +125,15 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 			}
 			return Instruction{Kind: KindCallTools, Calls: callsOf(a, s, classReady, nready)}, nil
 		case nask > 0:
-			return Instruction{Kind: KindRequestApproval, Calls: callsOf(a, s, classAsk, nask)}, nil
+			return Instruction{Kind: KindAskHuman, Ask: &Ask{Kind: session.RequestApproval}, Calls: callsOf(a, s, classAsk, nask)}, nil
+		case nconfirm > 0:
+			return Instruction{Kind: KindAskHuman, Ask: &Ask{Kind: session.RequestConfirm}, Calls: callsOf(a, s, classConfirm, nconfirm)}, nil
 		case waiting:
 			return Instruction{Kind: KindWait}, nil
 		}
+	}
+	if len(s.Requests) > 0 {
+		return Instruction{Kind: KindWait}, nil
 	}
 	if n := len(s.Messages); n > 0 && !s.InModel {
 		if last := s.Messages[n-1]; last.Role == model.RoleAssistant && len(last.ToolCalls) == 0 {
@@ -123,6 +152,7 @@ const (
 	classDone callClassKind = iota
 	classReady
 	classAsk
+	classConfirm
 	classWaiting
 )
 
@@ -130,13 +160,23 @@ func callClass(a *Agent, c *CallState) callClassKind {
 	if c.Done {
 		return classDone
 	}
+	name := c.Call.Name
 	switch c.Approval {
-	case CallApproved, CallRejected:
+	case CallRejected, CallRetry:
 		return classReady
 	case CallPending:
 		return classWaiting
 	}
-	if a.approvalFor(c.Call.Name) == tool.ApprovalAsk {
+	ap := a.approvalFor(name)
+	if ap == tool.ApprovalDeny && c.Approval != CallApproved {
+		return classReady // fails without running
+	}
+	if c.Started && a.atMostOnce(name) {
+		// It was running when its process stopped: whether it took effect
+		// is for a person to say, not for the runtime to guess.
+		return classConfirm
+	}
+	if c.Approval == CallUndecided && ap == tool.ApprovalAsk {
 		return classAsk
 	}
 	return classReady

@@ -13,13 +13,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 )
 
 // Config configures a Runner. Zero values mean defaults.
 type Config struct {
-	// Store keeps sessions and their logs. Required.
+	// Store keeps sessions and their logs. Required. A store that
+	// implements session.Leaser gives the runner leases (one owner per
+	// session across processes); one that implements session.Follower lets
+	// Watch see commits made by other processes.
 	Store session.Store
 	// Agents the runner can run, by name.
 	Agents []*Agent
@@ -37,6 +39,18 @@ type Config struct {
 	// DefaultSnapshotEvery. Loading a session replays at most about this
 	// many events after its snapshot.
 	SnapshotEvery int
+	// Owner names this runner in the leases it takes; "" means
+	// host:pid:random, which lets a process on the same host see that the
+	// owner of a lease died and take the session over at once.
+	Owner string
+	// LeaseTTL is how long a lease lasts unless renewed (the runner renews
+	// its leases every third of it); zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// MaxRecoveries is how many times a run may be resumed after its
+	// process stopped, without making progress in between, before it is
+	// failed with reason crash_loop; zero means DefaultMaxRecoveries, a
+	// negative value no limit.
+	MaxRecoveries int
 }
 
 // DefaultSnapshotEvery is the snapshot cadence when Config.SnapshotEvery
@@ -45,12 +59,17 @@ type Config struct {
 // with the square of its length; replaying a few dozen events is cheap.
 const DefaultSnapshotEvery = 64
 
-// Runner runs agents over durable sessions. It is safe for concurrent use;
-// one session runs at most once at a time in a Runner (a second Run of a
-// busy session fails with a bad_state error), and commits from another
-// process on the same session fail with session.ErrConflict.
+// Runner runs agents over durable sessions. It is safe for concurrent use.
+//
+// A session runs at most once at a time: within a Runner (a second run of
+// a busy session fails with code busy) and, with a store that has leases,
+// across processes (code lease_held says who holds it and until when).
+// Commits carry the lease's fencing token, so a runner that lost its
+// session to another cannot write to it.
 type Runner struct {
 	store     session.Store
+	leaser    session.Leaser   // nil if the store has no leases
+	follower  session.Follower // nil if it cannot follow
 	agents    map[string]*Agent
 	executors map[Kind]Executor // Config.Executors
 	hooks     Hooks
@@ -58,20 +77,27 @@ type Runner struct {
 	newID     func() string
 	snapEvery int64
 	wallClock bool // now is time.Now (see Exec.now)
+	owner     string
+	leaseTTL  time.Duration
+	maxRecov  int
 
 	// execs holds *Exec for reuse: an Exec carries a run's buffers, the
 	// request's message list among them, which would otherwise be
 	// allocated and grown again by every run.
 	execs sync.Pool
 
-	mu   sync.Mutex
-	busy map[string]bool // sessions with a run in progress; guarded by mu
+	hub hub // watchers in this process, by session
+
+	mu     sync.Mutex
+	active map[string]*Run // sessions with a run (or a resolution) in progress; guarded by mu
+	closed bool            // guarded by mu
+	runs   sync.WaitGroup  // runs started by Start and StartResume
 }
 
 // NewRunner returns a Runner.
 func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Store == nil {
-		return nil, fmt.Errorf("runtime: Config.Store is required")
+		return nil, fmt.Errorf("agentrt: Config.Store is required")
 	}
 	r := &Runner{
 		store:     cfg.Store,
@@ -80,8 +106,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 		hooks:     cfg.Hooks,
 		now:       cfg.Now,
 		newID:     cfg.NewID,
-		busy:      make(map[string]bool),
+		active:    make(map[string]*Run),
+		hub:       hub{topics: make(map[string]*topic)},
 	}
+	r.leaser, _ = cfg.Store.(session.Leaser)
+	r.follower, _ = cfg.Store.(session.Follower)
 	r.hooks.sort()
 	if r.now == nil {
 		r.now, r.wallClock = time.Now, true
@@ -91,24 +120,40 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	switch {
 	case cfg.SnapshotEvery < 0:
-		return nil, fmt.Errorf("runtime: SnapshotEvery %d is negative", cfg.SnapshotEvery)
+		return nil, fmt.Errorf("agentrt: SnapshotEvery %d is negative", cfg.SnapshotEvery)
 	case cfg.SnapshotEvery == 0:
 		r.snapEvery = DefaultSnapshotEvery
 	default:
 		r.snapEvery = int64(cfg.SnapshotEvery)
 	}
+	switch {
+	case cfg.LeaseTTL < 0:
+		return nil, fmt.Errorf("agentrt: LeaseTTL %v is negative", cfg.LeaseTTL)
+	case cfg.LeaseTTL == 0:
+		r.leaseTTL = DefaultLeaseTTL
+	default:
+		r.leaseTTL = cfg.LeaseTTL
+	}
+	r.maxRecov = cfg.MaxRecoveries
+	if r.maxRecov == 0 {
+		r.maxRecov = DefaultMaxRecoveries
+	}
+	r.owner = cfg.Owner
+	if r.owner == "" {
+		r.owner = ownerID(r.newID)
+	}
 	for k, e := range cfg.Executors {
 		if e == nil {
-			return nil, fmt.Errorf("runtime: nil executor for %q", k)
+			return nil, fmt.Errorf("agentrt: nil executor for %q", k)
 		}
 		r.executors[k] = e
 	}
 	for _, a := range cfg.Agents {
 		if err := a.init(); err != nil {
-			return nil, fmt.Errorf("runtime: %w", err)
+			return nil, fmt.Errorf("agentrt: %w", err)
 		}
 		if _, dup := r.agents[a.Name]; dup {
-			return nil, fmt.Errorf("runtime: two agents named %q", a.Name)
+			return nil, fmt.Errorf("agentrt: two agents named %q", a.Name)
 		}
 		r.agents[a.Name] = a
 	}
@@ -139,6 +184,9 @@ func (s *idSource) next() string {
 
 // Store returns the runner's store.
 func (r *Runner) Store() session.Store { return r.store }
+
+// Owner returns the name this runner takes leases under.
+func (r *Runner) Owner() string { return r.owner }
 
 // Agent returns the named agent.
 func (r *Runner) Agent(name string) (*Agent, bool) {
@@ -184,15 +232,24 @@ func (r *Runner) CreateSession(ctx context.Context, agent, id string, metadata m
 	return s, nil
 }
 
-// Load rebuilds a session's state: its snapshot, then the events after it.
+// Load rebuilds a session's state: its snapshot, then the events after it,
+// with the state of the agent's policy if it keeps one.
 func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
 	sess, err := r.store.GetSession(ctx, id)
 	if err != nil {
 		return nil, notFound(id, err)
 	}
+	var p Policy = React{}
+	if a, ok := r.agents[sess.Agent]; ok && a.Policy != nil {
+		p = a.Policy
+	}
 	if sess.LastSeq == 0 {
 		// A new session: no snapshot, no events to read.
-		return NewState(id, sess.Agent), nil
+		st := NewState(id, sess.Agent)
+		if err := st.AttachPolicy(p); err != nil {
+			return nil, &Error{Kind: FailPolicy, Msg: "session " + id, Err: err}
+		}
+		return st, nil
 	}
 	snap, err := r.store.LoadSnapshot(ctx, id)
 	if err != nil {
@@ -206,6 +263,9 @@ func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
 		st.Seq, st.SnapshotSeq = snap.Seq, snap.Seq
 	} else {
 		st = NewState(id, sess.Agent)
+	}
+	if err := st.AttachPolicy(p); err != nil {
+		return nil, &Error{Kind: FailPolicy, Msg: "session " + id, Err: err}
 	}
 	if st.Seq < sess.LastSeq {
 		if err := r.replay(ctx, st); err != nil {
@@ -235,27 +295,99 @@ func notFound(id string, err error) error {
 	return &Error{Kind: FailStore, Msg: "get session " + id, Err: err}
 }
 
-func (r *Runner) acquire(id string) error {
+// claim marks session id as having a run (h, which may be nil for a
+// resolution) in progress in this runner.
+func (r *Runner) claim(id string, h *Run) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.busy[id] {
-		return &Error{Kind: FailState, Code: "busy", Msg: fmt.Sprintf("session %q is already running", id)}
+	if r.closed {
+		return &Error{Kind: FailState, Code: "closed", Msg: "the runner is closed"}
 	}
-	r.busy[id] = true
+	if _, busy := r.active[id]; busy {
+		return &Error{Kind: FailState, Code: "busy", Msg: fmt.Sprintf("session %q is already running in this process", id)}
+	}
+	r.active[id] = h
 	return nil
 }
 
-// finish ends what begin started: the session is free again and x goes
-// back to the pool.
-func (r *Runner) finish(x *Exec) {
-	r.release(x.st.SessionID)
-	r.putExec(x)
+func (r *Runner) unclaim(id string) {
+	r.mu.Lock()
+	delete(r.active, id)
+	r.mu.Unlock()
 }
 
-func (r *Runner) release(id string) {
+// Active returns the run of session id in progress in this runner, if
+// any.
+func (r *Runner) Active(id string) (*Run, bool) {
 	r.mu.Lock()
-	delete(r.busy, id)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	h := r.active[id]
+	return h, h != nil
+}
+
+// begin claims session id, takes its lease and loads it. On success the
+// caller owns x and ends with r.finish(x).
+func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (*Exec, error) {
+	if err := r.claim(id, h); err != nil {
+		return nil, err
+	}
+	lease, err := r.acquireLease(ctx, id, waitLease)
+	if err != nil {
+		r.unclaim(id)
+		return nil, err
+	}
+	st, err := r.Load(ctx, id)
+	if err == nil {
+		var a *Agent
+		if a, err = r.agent(st.Agent); err == nil {
+			x := r.newExec(a, st)
+			x.lease, x.handle, x.topic = lease, h, r.hub.retain(id)
+			return x, nil
+		}
+	}
+	lease.stop(ctx)
+	r.unclaim(id)
+	return nil, err
+}
+
+// beginWaiting is begin for a short write (a resolution), which waits for
+// the lease as long as ctx allows, up to a bound.
+func (r *Runner) beginWaiting(ctx context.Context, id string, h *Run) (*Exec, error) {
+	wctx, cancel := context.WithTimeout(ctx, resolveWait)
+	defer cancel()
+	for {
+		x, err := r.begin(wctx, id, h, true)
+		var re *Error
+		if err == nil || !errors.As(err, &re) || re.Code != "busy" || wctx.Err() != nil {
+			return x, err
+		}
+		// A run of this process holds the session; it lets go of it when it
+		// stops, which for a waiting session is at once.
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
+}
+
+// resolveWait bounds how long Resolve waits for a session's lease.
+const resolveWait = 15 * time.Second
+
+// finish ends what begin started: the lease is released, the session is
+// free again in this runner, the run's outcome is recorded, and x goes
+// back to the pool.
+func (r *Runner) finish(x *Exec) {
+	x.lease.stop(context.Background())
+	r.hub.release(x.topic)
+	r.unclaim(x.st.SessionID)
+	if h := x.handle; h != nil {
+		h.finish(x.st)
+		h.cancel(nil)
+	}
+	r.putExec(x)
 }
 
 // Input is one user turn.
@@ -263,51 +395,143 @@ type Input struct {
 	Text string
 	// Source names where the input came from (a channel, a user); optional.
 	Source string
+	// Agent, when set, is the agent the session belongs to: a session that
+	// does not exist yet is created for it (so that one call starts a
+	// conversation), and a session of another agent is an error.
+	Agent string
+	// Parent, when set, records the tool call of another session this
+	// run works for (a sub-agent's run).
+	Parent *session.ParentRef
 }
 
-// Run submits input to a session and runs the turn until it finishes,
-// waits for a human, pauses at a limit, fails or is canceled.
+// Run submits input to a session and runs the turn on the calling
+// goroutine until it finishes, waits for a human, pauses at a limit, fails
+// or is canceled.
 //
 // Events are yielded after they are committed to the store, except live
 // token events (Seq 0), which are yielded as the model streams. A failure
 // of the run itself is recorded as an error event and a run_finished event
 // with status failed, not yielded as an error; the sequence yields a
 // non-nil error (its last value) only when the run could not start or its
-// events could not be stored. Breaking out of the loop cancels the run,
-// which is recorded with status canceled and can be resumed.
+// events could not be stored.
+//
+// Leaving the loop early cancels the run, which is recorded with status
+// canceled and can be resumed. For a run that goes on whoever watches it,
+// use Start, and Watch or Run.Events.
 func (r *Runner) Run(ctx context.Context, sessionID string, in Input) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
-		if strings.TrimSpace(in.Text) == "" {
-			yield(nil, &Error{Kind: FailInput, Code: "empty_input", Msg: "input is empty"})
-			return
-		}
-		x, err := r.begin(ctx, sessionID, yield)
+		x, rctx, err := r.startTurn(ctx, sessionID, in, false)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		defer r.finish(x)
-		switch x.st.Status {
-		case session.StatusRunning:
-			yield(nil, &Error{Kind: FailState, Code: "unfinished_run",
-				Msg: fmt.Sprintf("session %q has an unfinished run (the process running it stopped); resume it first", sessionID)})
-			return
-		case session.StatusWaiting:
-			yield(nil, waitingErr(x.st))
-			return
-		}
-		runID := r.newID()
-		info := HookInfo{SessionID: sessionID, RunID: runID, Agent: x.agent.Name, Turn: x.st.Turn + 1}
-		if err := x.hooks.turnStart(ctx, info, in.Text); err != nil {
-			yield(nil, err)
-			return
-		}
-		// run_started is committed with the first step's events (one
-		// transaction fewer per turn); a crash before that commit loses a
-		// turn nobody has seen begin.
-		x.emitStart(runID, session.RunStarted{Input: in.Text, Source: in.Source})
-		r.loop(ctx, x)
+		x.yield, x.live = yield, true
+		r.drive(rctx, x)
 	}
+}
+
+// Start submits input to a session and runs the turn in the background,
+// in a goroutine the Runner tracks (Close waits for it). The run outlives
+// ctx, which bounds only the start; stop it with Run.Cancel or
+// Run.Interrupt. Errors that keep the run from starting (an unknown
+// session, one that is busy, waiting or leased elsewhere, empty input) are
+// returned here.
+func (r *Runner) Start(ctx context.Context, sessionID string, in Input) (*Run, error) {
+	x, rctx, err := r.startTurn(ctx, sessionID, in, true)
+	if err != nil {
+		return nil, err
+	}
+	return r.background(rctx, x), nil
+}
+
+// background runs x's run on a tracked goroutine.
+func (r *Runner) background(ctx context.Context, x *Exec) *Run {
+	h := x.handle
+	r.runs.Add(1)
+	go func() {
+		defer r.runs.Done()
+		r.drive(ctx, x)
+	}()
+	return h
+}
+
+// startTurn begins a turn: the session claimed and leased, the turn-start
+// hooks run, run_started emitted (it is committed with the first step's
+// events: one transaction fewer per turn; a crash before that commit loses
+// a turn nobody has seen begin). It returns the run's context.
+func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bool) (*Exec, context.Context, error) {
+	if strings.TrimSpace(in.Text) == "" {
+		return nil, nil, &Error{Kind: FailInput, Code: "empty_input", Msg: "input is empty"}
+	}
+	if in.Agent != "" {
+		if err := r.ensureSession(ctx, id, in.Agent); err != nil {
+			return nil, nil, err
+		}
+	}
+	rctx, h := r.runContext(ctx, id, detached)
+	x, err := r.begin(ctx, id, h, false)
+	if err != nil {
+		h.cancel(nil)
+		return nil, nil, err
+	}
+	fail := func(err error) (*Exec, context.Context, error) {
+		x.handle = nil
+		r.finish(x)
+		h.cancel(nil)
+		return nil, nil, err
+	}
+	if in.Agent != "" && x.st.Agent != in.Agent {
+		return fail(&Error{Kind: FailInput, Code: "wrong_agent",
+			Msg: fmt.Sprintf("session %q belongs to agent %q, not %q", id, x.st.Agent, in.Agent)})
+	}
+	switch x.st.Status {
+	case session.StatusRunning:
+		return fail(&Error{Kind: FailState, Code: "unfinished_run",
+			Msg: fmt.Sprintf("session %q has an unfinished run (the process running it stopped); resume it first", id)})
+	case session.StatusWaiting:
+		return fail(waitingErr(x.st))
+	}
+	runID := r.newID()
+	h.id, h.after = runID, x.st.Seq
+	info := HookInfo{SessionID: id, RunID: runID, Agent: x.agent.Name, Turn: x.st.Turn + 1}
+	if err := x.hooks.turnStart(ctx, info, in.Text); err != nil {
+		return fail(err)
+	}
+	x.emitStart(runID, session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent})
+	x.lease.watch(h.cancel)
+	return x, rctx, nil
+}
+
+// ensureSession creates session id for agent if it does not exist.
+func (r *Runner) ensureSession(ctx context.Context, id, agent string) error {
+	if id == "" {
+		return &Error{Kind: FailInput, Code: "no_session", Msg: "no session id"}
+	}
+	_, err := r.store.GetSession(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		if _, err = r.CreateSession(ctx, agent, id, nil); err != nil {
+			var re *Error
+			if errors.As(err, &re) && re.Code == "session_exists" {
+				return nil // created meanwhile
+			}
+		}
+		return err
+	}
+	if err != nil {
+		return notFound(id, err)
+	}
+	return nil
+}
+
+// runContext returns a run's context and handle: canceled by the caller's
+// ctx, unless detached, and by the handle's Cancel and a lost lease.
+func (r *Runner) runContext(ctx context.Context, id string, detached bool) (context.Context, *Run) {
+	base := ctx
+	if detached {
+		base = context.WithoutCancel(ctx)
+	}
+	rctx, cancel := context.WithCancelCause(base)
+	return rctx, newRun(r, id, 0, cancel)
 }
 
 func waitingErr(st *State) error {
@@ -319,73 +543,121 @@ func waitingErr(st *State) error {
 		Msg: fmt.Sprintf("session %q is waiting for a human decision on request %s", st.SessionID, strings.Join(ids, ", "))}
 }
 
+// Reasons of run_resumed.
+const (
+	ResumeRecovered = "recovered" // the process running the session stopped
+	ResumeApproval  = "approval"  // every pending request was resolved
+	ResumePause     = "resume"    // a paused run goes on
+	ResumeRetry     = "retry"     // a failed, canceled or interrupted run is tried again
+)
+
 // Resume continues a session whose run stopped before it finished: after a
 // crash (status running), once every pending request is resolved (status
-// waiting), after a pause at a limit, or after a failure or cancellation.
-// Completed tool calls are not run again. Its events are like Run's.
+// waiting), after a pause at a limit, or after a failure, cancellation or
+// interruption. Completed tool calls are not run again. It runs on the
+// calling goroutine; its events, and leaving the loop, are like Run's.
 func (r *Runner) Resume(ctx context.Context, sessionID string) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
-		x, err := r.begin(ctx, sessionID, yield)
+		x, rctx, err := r.startResume(ctx, sessionID, false)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		defer r.finish(x)
-		st := x.st
-		var reason string
-		switch st.Status {
-		case session.StatusRunning:
-			reason = "recovered"
-		case session.StatusWaiting:
-			if len(st.Requests) > 0 {
-				yield(nil, waitingErr(st))
-				return
-			}
-			reason = "approval"
-		case session.StatusPaused:
-			reason = "resume"
-		case session.StatusFailed, session.StatusCanceled, session.StatusInterrupted:
-			reason = "retry"
-		default:
-			yield(nil, &Error{Kind: FailState, Code: "nothing_to_resume",
-				Msg: fmt.Sprintf("session %q has nothing to resume (status %s)", sessionID, st.Status)})
-			return
-		}
-		info := x.info()
-		if err := x.hooks.turnStart(ctx, info, ""); err != nil {
-			yield(nil, err)
-			return
-		}
-		emit(x, session.RunResumed{Reason: reason, From: st.Status})
-		if err := x.Commit(ctx); err != nil {
+		x.yield, x.live = yield, true
+		if err := x.Commit(rctx); err != nil {
 			x.yieldErr(err)
+			r.finish(x)
 			return
 		}
-		r.loop(ctx, x)
+		r.drive(rctx, x)
 	}
 }
 
-func (r *Runner) begin(ctx context.Context, id string, yield func(*session.Event, error) bool) (*Exec, error) {
-	if err := r.acquire(id); err != nil {
-		return nil, err
-	}
-	st, err := r.Load(ctx, id)
+// StartResume is Resume in the background, as Start is Run.
+func (r *Runner) StartResume(ctx context.Context, sessionID string) (*Run, error) {
+	x, rctx, err := r.startResume(ctx, sessionID, true)
 	if err != nil {
-		r.release(id)
 		return nil, err
 	}
-	a, err := r.agent(st.Agent)
+	if err := x.Commit(rctx); err != nil {
+		r.finish(x)
+		return nil, err
+	}
+	return r.background(rctx, x), nil
+}
+
+// startResume begins a resumption: run_resumed emitted, or, for a session
+// that crashed its process too often without progress, its failure.
+func (r *Runner) startResume(ctx context.Context, id string, detached bool) (*Exec, context.Context, error) {
+	rctx, h := r.runContext(ctx, id, detached)
+	x, err := r.begin(ctx, id, h, false)
 	if err != nil {
-		r.release(id)
-		return nil, err
+		h.cancel(nil)
+		return nil, nil, err
 	}
-	return r.newExec(a, st, yield), nil
+	fail := func(err error) (*Exec, context.Context, error) {
+		x.handle = nil
+		r.finish(x)
+		h.cancel(nil)
+		return nil, nil, err
+	}
+	st := x.st
+	var reason string
+	switch st.Status {
+	case session.StatusRunning:
+		reason = ResumeRecovered
+	case session.StatusWaiting:
+		if len(st.Requests) > 0 {
+			return fail(waitingErr(st))
+		}
+		reason = ResumeApproval
+	case session.StatusPaused:
+		reason = ResumePause
+	case session.StatusFailed, session.StatusCanceled, session.StatusInterrupted:
+		reason = ResumeRetry
+	default:
+		return fail(&Error{Kind: FailState, Code: "nothing_to_resume",
+			Msg: fmt.Sprintf("session %q has nothing to resume (status %s)", id, st.Status)})
+	}
+	h.id, h.after = st.RunID, st.Seq
+	if err := x.hooks.turnStart(ctx, x.info(), ""); err != nil {
+		return fail(err)
+	}
+	if reason == ResumeRecovered && r.maxRecov > 0 && st.Recoveries >= r.maxRecov {
+		// Each of the last resumptions died before the run got anywhere:
+		// another would most likely crash its process again.
+		e := &Error{Kind: FailState, Code: "crash_loop", Msg: fmt.Sprintf(
+			"session %s was resumed %d times after its process stopped, without progress in between; "+
+				"it is stopped so as not to crash another process (agentrt resume %s tries again)", id, st.Recoveries, id)}
+		h.setErr(e)
+		emit(x, session.Error{Code: e.ErrorCode(), Message: e.Error()})
+		x.End(session.StatusFailed, "crash_loop")
+		return x, rctx, nil
+	}
+	emit(x, session.RunResumed{Reason: reason, From: st.Status})
+	x.lease.watch(h.cancel)
+	return x, rctx, nil
+}
+
+// drive runs x's run until it stops, then ends it.
+func (r *Runner) drive(ctx context.Context, x *Exec) {
+	defer r.finish(x)
+	r.loop(ctx, x)
 }
 
 // loop steps until the run stops.
 func (r *Runner) loop(ctx context.Context, x *Exec) {
 	for x.st.Status == session.StatusRunning {
-		if err := r.step(ctx, x); err != nil {
+		if reason := x.handle.interrupted(); reason != "" {
+			x.interrupt(ctx, reason)
+			return
+		}
+		if err := r.stepChecked(ctx, x); err != nil {
+			if reason := x.handle.interrupted(); reason != "" && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+				// The model call Interrupt abandoned.
+				x.interrupt(ctx, reason)
+				return
+			}
 			x.fail(ctx, err)
 			return
 		}
@@ -396,10 +668,25 @@ func (r *Runner) loop(ctx context.Context, x *Exec) {
 	}
 }
 
-// step decides and executes one instruction and commits its events.
-func (r *Runner) step(ctx context.Context, x *Exec) error {
-	if err := ctx.Err(); err != nil {
+// stepChecked is step, failing a step that commits nothing while the run
+// goes on: a policy that finds nothing to do would otherwise loop forever.
+func (r *Runner) stepChecked(ctx context.Context, x *Exec) error {
+	before := x.committed
+	ins, err := r.step(ctx, x)
+	if err != nil {
 		return err
+	}
+	if x.st.Status == session.StatusRunning && x.committed == before {
+		return &Error{Kind: FailPolicy, Code: "no_progress",
+			Msg: fmt.Sprintf("the policy chose %s, which changed nothing; it would choose it again forever", ins.Kind)}
+	}
+	return nil
+}
+
+// step decides and executes one instruction and commits its events.
+func (r *Runner) step(ctx context.Context, x *Exec) (Instruction, error) {
+	if err := ctx.Err(); err != nil {
+		return Instruction{}, err
 	}
 	p := x.agent.Policy
 	if p == nil {
@@ -407,20 +694,20 @@ func (r *Runner) step(ctx context.Context, x *Exec) error {
 	}
 	ins, err := p.Next(ctx, x.agent, x.st)
 	if err != nil {
-		return &Error{Kind: FailPolicy, Msg: "policy", Err: err}
+		return ins, &Error{Kind: FailPolicy, Msg: "policy", Err: err}
 	}
 	if ins.Kind == KindWait {
-		x.End(session.StatusWaiting, "")
-		return x.Commit(ctx)
+		x.End(session.StatusWaiting, "input_required")
+		return ins, x.Commit(ctx)
 	}
 	exec := r.executor(x.agent, ins.Kind)
 	if exec == nil {
-		return &Error{Kind: FailConfig, Code: "no_executor", Msg: fmt.Sprintf("no executor for instruction %q", ins.Kind)}
+		return ins, &Error{Kind: FailConfig, Code: "no_executor", Msg: fmt.Sprintf("no executor for instruction %q", ins.Kind)}
 	}
 	if err := exec(ctx, x, ins); err != nil {
-		return err
+		return ins, err
 	}
-	return x.Commit(ctx)
+	return ins, x.Commit(ctx)
 }
 
 func (r *Runner) executor(a *Agent, k Kind) Executor {
@@ -433,10 +720,34 @@ func (r *Runner) executor(a *Agent, k Kind) Executor {
 	return builtinExecutor(k)
 }
 
+// interrupt ends the run at a safe point (between steps, or after an
+// abandoned model call): the calls of the current batch that have not run
+// are answered "not run", then an interrupted event and run_finished.
+func (x *Exec) interrupt(ctx context.Context, reason string) {
+	for i := range x.st.Calls {
+		c := x.st.Calls[i]
+		if c.Done || c.Approval == CallPending {
+			continue
+		}
+		emit(x, session.ToolResult{CallID: c.Call.ID, Name: c.Call.Name,
+			Error: "not run: the turn was interrupted (" + reason + ")"})
+	}
+	emit(x, session.Interrupted{Reason: reason})
+	x.End(session.StatusInterrupted, reason)
+	cctx, cancel := afterEnd(ctx)
+	defer cancel()
+	if err := x.Commit(cctx); err != nil {
+		x.yieldErr(err)
+	}
+}
+
 // Step decides and executes one instruction on st, a state returned by
-// Load whose status is running, and returns the events it committed. It is
-// for callers that drive a run one step at a time; live token events are
-// not returned. After an error, reload the state.
+// Load (or Begin) whose status is running, and returns the events it
+// committed. It is for callers that drive a run one step at a time; live
+// token events are not returned. A failure of the run is recorded, as in
+// Run, and ends the run; the error is non-nil when the step's events could
+// not be stored, or the session is busy or leased elsewhere: st is then
+// ahead of the store, and the caller reloads the session.
 func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) {
 	if st.Status != session.StatusRunning {
 		return nil, &Error{Kind: FailState, Code: "not_running", Msg: fmt.Sprintf("session %q is %s, not running", st.SessionID, st.Status)}
@@ -445,143 +756,77 @@ func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := r.acquire(st.SessionID); err != nil {
+	sctx, h := r.runContext(ctx, st.SessionID, false)
+	if err := r.claim(st.SessionID, h); err != nil {
 		return nil, err
 	}
-	defer r.release(st.SessionID)
+	lease, err := r.acquireLease(ctx, st.SessionID, false)
+	if err != nil {
+		r.unclaim(st.SessionID)
+		return nil, err
+	}
+	x := r.newExec(a, st)
+	x.lease, x.handle, x.topic = lease, h, r.hub.retain(st.SessionID)
 	var out []*session.Event
-	x := r.newExec(a, st, func(e *session.Event, err error) bool {
+	x.yield = func(e *session.Event, err error) bool {
 		if e != nil && e.Seq != 0 {
 			out = append(out, e)
 		}
 		return true
-	})
-	defer r.putExec(x)
-	x.live = false
-	if err := r.step(ctx, x); err != nil {
-		x.fail(ctx, err)
 	}
-	return out, nil
+	if err := r.stepChecked(sctx, x); err != nil {
+		x.fail(sctx, err)
+	}
+	h.mu.Lock()
+	err = h.err
+	h.mu.Unlock()
+	if err != nil && AsError(err).Kind != FailStore && AsError(err).Code != "lease_lost" {
+		err = nil // recorded as the run's failure
+	}
+	r.finish(x)
+	return out, err
 }
 
-// Start commits the start of a turn (run_started) and returns the state
+// Begin commits the start of a turn (run_started) and returns the state
 // without running it, for callers that drive the run with Step.
-func (r *Runner) Start(ctx context.Context, sessionID string, in Input) (*State, error) {
-	if strings.TrimSpace(in.Text) == "" {
-		return nil, &Error{Kind: FailInput, Code: "empty_input", Msg: "input is empty"}
-	}
-	x, err := r.begin(ctx, sessionID, nil)
+func (r *Runner) Begin(ctx context.Context, sessionID string, in Input) (*State, error) {
+	x, _, err := r.startTurn(ctx, sessionID, in, false)
 	if err != nil {
 		return nil, err
 	}
-	defer r.finish(x)
-	switch x.st.Status {
-	case session.StatusRunning:
-		return nil, &Error{Kind: FailState, Code: "unfinished_run", Msg: fmt.Sprintf("session %q has an unfinished run; resume it first", sessionID)}
-	case session.StatusWaiting:
-		return nil, waitingErr(x.st)
-	}
-	x.emitStart(r.newID(), session.RunStarted{Input: in.Text, Source: in.Source})
-	if err := x.Commit(ctx); err != nil {
-		return nil, err
-	}
-	return x.st, nil
-}
-
-// Resolution is a human's answer to a pending approval request.
-type Resolution struct {
-	// Decision is approve, reject or edit.
-	Decision string
-	// Arguments replace the call's arguments (edit, or approve with changes).
-	Arguments []byte
-	Reason    string
-	By        string
-}
-
-// Resolve records a human's decision on a pending request. The session
-// stays waiting until every pending request is resolved; then Resume
-// continues the run. It works from any process, days later.
-func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res Resolution) (*session.Event, error) {
-	x, err := r.begin(ctx, sessionID, nil)
+	st := x.st
+	err = x.Commit(ctx)
+	x.handle.cancel(nil)
+	x.handle = nil
+	r.finish(x)
 	if err != nil {
 		return nil, err
 	}
-	defer r.finish(x)
-	q := x.st.Pending(requestID)
-	if q == nil {
-		return nil, &Error{Kind: FailInput, Code: "unknown_request",
-			Msg: fmt.Sprintf("session %q has no pending request %q%s", sessionID, requestID, pendingList(x.st))}
-	}
-	d := session.ApprovalResolved{RequestID: requestID, Decision: res.Decision, Reason: res.Reason, By: res.By}
-	switch res.Decision {
-	case session.DecisionApprove, session.DecisionEdit:
-		if len(res.Arguments) > 0 {
-			if err := checkArgs(res.Arguments); err != nil {
-				return nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "edited arguments", Err: err}
-			}
-			if len(q.Calls) != 1 {
-				return nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "arguments can be edited only on a request for one call"}
-			}
-			d.Arguments = append([]byte(nil), res.Arguments...)
-			d.Decision = session.DecisionEdit
-		} else if res.Decision == session.DecisionEdit {
-			return nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "decision edit needs arguments"}
-		}
-	case session.DecisionReject:
-	default:
-		return nil, &Error{Kind: FailInput, Code: "bad_decision", Msg: fmt.Sprintf("decision %q is not approve, reject or edit", res.Decision)}
-	}
-	emit(x, d)
-	if err := x.Commit(ctx); err != nil {
-		return nil, err
-	}
-	return x.last, nil
+	return st, nil
 }
 
-func pendingList(st *State) string {
-	if len(st.Requests) == 0 {
-		return " (it has none)"
-	}
-	ids := make([]string, len(st.Requests))
-	for i, q := range st.Requests {
-		ids[i] = q.ID
-	}
-	return " (pending: " + strings.Join(ids, ", ") + ")"
-}
-
-// Result summarises a finished run.
-type Result struct {
-	SessionID string
-	Status    session.Status
-	Text      string
-	Usage     model.Usage
-	Events    []*session.Event
-	// Err is the run's error event, when it failed.
-	Err *session.Error
-}
-
-// Collect drains a Run or Resume sequence into a Result, keeping the
-// committed events.
-func Collect(seq iter.Seq2[*session.Event, error]) (*Result, error) {
-	res := &Result{}
-	for e, err := range seq {
-		if err != nil {
-			return res, err
-		}
-		if e.Seq == 0 {
-			continue
-		}
-		res.SessionID = e.SessionID
-		res.Events = append(res.Events, e)
-		switch d := e.Data.(type) {
-		case *session.Final:
-			res.Text = d.Text
-		case *session.Error:
-			res.Err = d
-		case *session.RunFinished:
-			res.Status = d.Status
-			res.Usage = d.Usage
+// Close stops the runs this runner started in the background (Start,
+// StartResume, Recover) — they are canceled, store what they have in hand
+// and release their sessions — and waits for them until ctx ends. Later
+// runs are refused. Close is idempotent.
+func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	for _, h := range r.active {
+		if h != nil {
+			h.Cancel()
 		}
 	}
-	return res, nil
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

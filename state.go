@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
@@ -49,13 +50,23 @@ type State struct {
 	Final    string         `json:"final,omitempty"`
 	// LastError is the last error event of the current run.
 	LastError *session.Error `json:"last_error,omitempty"`
+	// Recoveries counts the times the run was resumed after its process
+	// stopped (run_resumed, reason recovered) since it last made progress
+	// (a model reply or a tool result): a session that keeps crashing its
+	// process is stopped after Config.MaxRecoveries.
+	Recoveries int `json:"recoveries,omitempty"`
+	// PolicyJSON is the policy's own state as of the snapshot (see
+	// PolicyState); Load decodes it.
+	PolicyJSON json.RawMessage `json:"policy,omitempty"`
+
+	policy PolicyState
 	// SnapshotSeq is the seq of the session's newest stored snapshot, as
 	// far as this state knows (Load sets it; commits that write one update
 	// it). It is bookkeeping, not part of the snapshot.
 	SnapshotSeq int64 `json:"-"`
 }
 
-// CallApproval is where a call stands with the humans who approve calls.
+// CallApproval is where a call stands with the people who decide on it.
 type CallApproval string
 
 // Approval states of a call.
@@ -64,6 +75,9 @@ const (
 	CallPending   CallApproval = "pending"  // waiting for a human
 	CallApproved  CallApproval = "approved" // approved (possibly with edited arguments)
 	CallRejected  CallApproval = "rejected" // a human said no
+	// CallRetry: a person said a call whose outcome was in doubt (it was
+	// running when its process stopped) may run again.
+	CallRetry CallApproval = "retry"
 )
 
 // CallState tracks one tool call of the current batch.
@@ -71,24 +85,61 @@ type CallState struct {
 	Call     model.ToolCall `json:"call"`
 	Approval CallApproval   `json:"approval,omitempty"`
 	Reason   string         `json:"reason,omitempty"`
-	// Started is true once its tool_call event is committed.
-	Started bool                `json:"started,omitempty"`
-	Done    bool                `json:"done,omitempty"`
-	Result  *session.ToolResult `json:"result,omitempty"`
+	// Started is true once its tool_call event is committed; Attempts
+	// counts those events (a call that was running when its process
+	// stopped runs again as the next attempt).
+	Started  bool                `json:"started,omitempty"`
+	Attempts int                 `json:"attempts,omitempty"`
+	Done     bool                `json:"done,omitempty"`
+	Result   *session.ToolResult `json:"result,omitempty"`
 }
 
-// HumanRequest is a pending request for a human decision.
+// HumanRequest is a pending request for a person: an approval of tool
+// calls, a free-text prompt, a choice among options, or the confirmation
+// of a call whose outcome is in doubt.
 type HumanRequest struct {
-	ID     string   `json:"id"`
-	Kind   string   `json:"kind"` // "approval"
+	ID       string              `json:"id"`
+	Kind     session.RequestKind `json:"kind"`
+	Question string              `json:"question,omitempty"`
+	Options  []string            `json:"options,omitempty"`
+	Multi    bool                `json:"multi,omitempty"`
+	// CallID is the call of a request about one call; Calls lists every
+	// call the request is about.
 	CallID string   `json:"call_id,omitempty"`
 	Calls  []string `json:"calls,omitempty"`
+	// Asked is when the request was made.
+	Asked time.Time `json:"asked"`
+}
+
+// PolicyState is a policy's own state: a fold of the session's events,
+// like the State itself (a policy that plans keeps its plan here, in the
+// log, rather than in memory). It is saved with the State's snapshots as
+// JSON, so it must survive encoding/json, and rebuilt by applying the
+// events after the snapshot.
+//
+// Apply sees every committed event, its payload typed for the events of
+// package session and, for custom event types, either the executor's own
+// payload (in the process that emitted it) or a *session.Raw (read back
+// from the store): use session.As to read both the same way.
+type PolicyState interface {
+	Apply(e *session.Event) error
+}
+
+// StatefulPolicy is a Policy that keeps a PolicyState, which the runner
+// creates for each session it loads and folds every event into.
+type StatefulPolicy interface {
+	Policy
+	NewPolicyState() PolicyState
 }
 
 // NewState returns the state of a new, empty session.
 func NewState(sessionID, agent string) *State {
 	return &State{V: StateVersion, SessionID: sessionID, Agent: agent, Status: session.StatusIdle}
 }
+
+// Policy returns the policy's own state, or nil when the agent's policy
+// keeps none.
+func (s *State) Policy() PolicyState { return s.policy }
 
 // Pending returns the pending human request with the given id, or nil.
 func (s *State) Pending(id string) *HumanRequest {
@@ -114,7 +165,7 @@ func (s *State) call(id string) *CallState {
 func (s *State) Apply(e *session.Event) error {
 	if e.Seq != 0 {
 		if e.Seq != s.Seq+1 {
-			return fmt.Errorf("runtime: event seq %d applied to state at seq %d", e.Seq, s.Seq)
+			return fmt.Errorf("agentrt: event seq %d applied to state at seq %d", e.Seq, s.Seq)
 		}
 		s.Seq = e.Seq
 	}
@@ -127,6 +178,7 @@ func (s *State) Apply(e *session.Event) error {
 		s.RunUsage = model.Usage{}
 		s.Final = ""
 		s.LastError = nil
+		s.Recoveries = 0
 		s.Calls = nil
 		// A run adds a few messages: make room for them at once rather
 		// than as the slice fills.
@@ -136,18 +188,29 @@ func (s *State) Apply(e *session.Event) error {
 		if d.From == session.StatusPaused {
 			s.RoundBase = s.Round
 		}
+		if d.Reason == ResumeRecovered {
+			s.Recoveries++
+		} else {
+			s.Recoveries = 0
+		}
 		s.Status = session.StatusRunning
 		s.LastError = nil
 	case *session.RoundStarted:
 		s.Round = d.Round
 		s.Attempt = 0
 	case *session.ModelStarted:
-		s.Attempt = d.Attempt
-		s.InModel = true
+		if d.Purpose == "" {
+			s.Attempt = d.Attempt
+			s.InModel = true
+		}
 	case *session.ModelFinished:
-		s.InModel = false
 		s.Usage.Add(d.Usage)
 		s.RunUsage.Add(d.Usage)
+		s.Recoveries = 0
+		if d.Purpose != "" {
+			break // a call for an executor's own use, not a turn of the conversation
+		}
+		s.InModel = false
 		m := model.Message{Role: model.RoleAssistant, ToolCalls: d.ToolCalls}
 		if d.Content != "" {
 			m.Parts = []model.Part{{Type: model.PartText, Text: d.Content}}
@@ -160,17 +223,22 @@ func (s *State) Apply(e *session.Event) error {
 	case *session.ToolCall:
 		if c := s.call(d.CallID); c != nil {
 			c.Started = true
+			c.Attempts = max(c.Attempts+1, d.Attempt)
 			c.Call.Arguments = d.Arguments
+			if c.Approval == CallRetry {
+				c.Approval = CallApproved // a retry that stops again is in doubt again
+			}
 		}
 	case *session.ToolResult:
 		c := s.call(d.CallID)
 		if c == nil {
-			return fmt.Errorf("runtime: tool_result for unknown call %q", d.CallID)
+			return fmt.Errorf("agentrt: tool_result for unknown call %q", d.CallID)
 		}
 		c.Done = true
 		c.Result = d
+		s.Recoveries = 0
 		s.flushCalls()
-	case *session.ApprovalRequired:
+	case *session.InputRequired:
 		ids := make([]string, len(d.Calls))
 		for i, call := range d.Calls {
 			ids[i] = call.ID
@@ -178,15 +246,15 @@ func (s *State) Apply(e *session.Event) error {
 				c.Approval = CallPending
 			}
 		}
-		r := HumanRequest{ID: d.RequestID, Kind: "approval", Calls: ids}
+		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time}
 		if len(ids) == 1 {
 			r.CallID = ids[0]
 		}
 		s.Requests = append(s.Requests, r)
-	case *session.ApprovalResolved:
+	case *session.InputResolved:
 		r := s.Pending(d.RequestID)
 		if r == nil {
-			return fmt.Errorf("runtime: approval_resolved for unknown request %q", d.RequestID)
+			return fmt.Errorf("agentrt: input_resolved for unknown request %q", d.RequestID)
 		}
 		for _, id := range r.Calls {
 			c := s.call(id)
@@ -200,6 +268,12 @@ func (s *State) Apply(e *session.Event) error {
 				if len(d.Arguments) > 0 {
 					c.Call.Arguments = d.Arguments
 				}
+			case session.DecisionRetry:
+				c.Approval = CallRetry
+			case session.DecisionDone, session.DecisionFailed:
+				// The person's verdict is the tool_result committed with
+				// this event.
+				c.Approval = CallApproved
 			default:
 				c.Approval = CallRejected
 			}
@@ -213,6 +287,11 @@ func (s *State) Apply(e *session.Event) error {
 		// InModel stays: a run that stopped during a model call retries it
 		// as the next attempt of the same round.
 		s.Status = d.Status
+	}
+	if s.policy != nil {
+		if err := s.policy.Apply(e); err != nil {
+			return fmt.Errorf("agentrt: policy state: event %d (%s): %w", e.Seq, e.Type, err)
+		}
 	}
 	return nil
 }
@@ -248,21 +327,52 @@ func (s *State) flushCalls() {
 	s.Calls = s.Calls[:0]
 }
 
-// MarshalSnapshot serialises s for session.Snapshot. (A snapshot is
-// written once every Config.SnapshotEvery events, so encoding/json's cost
-// is spread thin.)
-func (s *State) MarshalSnapshot() ([]byte, error) { return json.Marshal(s) }
+// MarshalSnapshot serialises s, its policy's state included, for
+// session.Snapshot. (A snapshot is written once every Config.SnapshotEvery
+// events, so encoding/json's cost is spread thin.)
+func (s *State) MarshalSnapshot() ([]byte, error) {
+	if s.policy != nil {
+		b, err := json.Marshal(s.policy)
+		if err != nil {
+			return nil, fmt.Errorf("agentrt: policy state: %w", err)
+		}
+		s.PolicyJSON = b
+	}
+	return json.Marshal(s)
+}
 
-// UnmarshalState decodes a snapshot written by MarshalSnapshot.
+// UnmarshalState decodes a snapshot written by MarshalSnapshot. The
+// policy's state stays in PolicyJSON until AttachPolicy decodes it.
 func UnmarshalState(b []byte) (*State, error) {
 	var s State
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("runtime: bad state snapshot: %w", err)
+		return nil, fmt.Errorf("agentrt: bad state snapshot: %w", err)
 	}
 	if s.V > StateVersion {
-		return nil, fmt.Errorf("runtime: state snapshot v%d is newer than this build (v%d)", s.V, StateVersion)
+		return nil, fmt.Errorf("agentrt: state snapshot v%d is newer than this build (v%d)", s.V, StateVersion)
 	}
 	return &s, nil
+}
+
+// AttachPolicy gives s the state of policy p, if p keeps one: a new one,
+// filled from PolicyJSON when the snapshot s came from holds one. Events
+// applied afterwards fold into it too.
+func (s *State) AttachPolicy(p Policy) error {
+	sp, ok := p.(StatefulPolicy)
+	if !ok {
+		return nil
+	}
+	ps := sp.NewPolicyState()
+	if ps == nil {
+		return nil
+	}
+	if len(s.PolicyJSON) > 0 {
+		if err := json.Unmarshal(s.PolicyJSON, ps); err != nil {
+			return fmt.Errorf("agentrt: policy state in snapshot: %w", err)
+		}
+	}
+	s.policy = ps
+	return nil
 }
 
 // LastAssistant returns the last assistant message, if any.

@@ -42,7 +42,7 @@ var cases = []exampleCase{
 		name:    "approval/approve",
 		example: "approval",
 		want: []string{
-			"approval_required: req_",
+			"input_required: req_",
 			`Allow deploy with arguments {"service":"checkout","version":"v2.4.1"}?`,
 			"status: waiting",
 			"== process 2: a new store and runner on the same file",
@@ -59,7 +59,7 @@ var cases = []exampleCase{
 		example: "approval",
 		args:    []string{"-reject"},
 		want: []string{
-			"approval_required: req_",
+			"input_required: req_",
 			"status: waiting",
 			"reject by alice@example.com",
 			"resumed: approval (was waiting)",

@@ -16,15 +16,21 @@ type Type string
 
 // Event types.
 const (
-	TypeRunStarted       Type = "run_started"
-	TypeRunFinished      Type = "run_finished"
-	TypeRunResumed       Type = "run_resumed"
-	TypeRoundStarted     Type = "round_started"
-	TypeModelStarted     Type = "model_started"
-	TypeToken            Type = "token"
-	TypeModelFinished    Type = "model_finished"
-	TypeToolCall         Type = "tool_call"
-	TypeToolResult       Type = "tool_result"
+	TypeRunStarted    Type = "run_started"
+	TypeRunFinished   Type = "run_finished"
+	TypeRunResumed    Type = "run_resumed"
+	TypeRoundStarted  Type = "round_started"
+	TypeModelStarted  Type = "model_started"
+	TypeToken         Type = "token"
+	TypeModelFinished Type = "model_finished"
+	TypeToolCall      Type = "tool_call"
+	TypeToolResult    Type = "tool_result"
+	TypeInputRequired Type = "input_required"
+	TypeInputResolved Type = "input_resolved"
+	TypeInterrupted   Type = "interrupted"
+	// TypeApprovalRequired and TypeApprovalResolved are the names logs
+	// written before the one human-request model used for approvals. They
+	// are read as input_required and input_resolved of kind approval.
 	TypeApprovalRequired Type = "approval_required"
 	TypeApprovalResolved Type = "approval_resolved"
 	TypeFinal            Type = "final"
@@ -78,6 +84,15 @@ func (r *Raw) MarshalJSON() ([]byte, error) {
 type RunStarted struct {
 	Input  string `json:"input"`
 	Source string `json:"source,omitempty"`
+	// Parent points at the tool call that started this run, when the
+	// session is a sub-agent's child session.
+	Parent *ParentRef `json:"parent,omitempty"`
+}
+
+// ParentRef names the session and the tool call a child run works for.
+type ParentRef struct {
+	SessionID string `json:"session_id"`
+	CallID    string `json:"call_id,omitempty"`
 }
 
 // RunFinished ends a turn. Status is done, waiting, paused, failed,
@@ -108,8 +123,14 @@ type ModelStarted struct {
 	Model   string `json:"model"`
 	Attempt int    `json:"attempt"`
 	// Mode is "generate" for an attempt that does not stream (after a
-	// stream broke); empty for a streamed one.
+	// stream broke, or for an agent that does not stream); empty for a
+	// streamed one.
 	Mode string `json:"mode,omitempty"`
+	// Purpose is empty for a turn of the conversation, whose reply
+	// becomes the assistant's message; otherwise it names what an
+	// executor asked the model for ("plan", "summary", ...), and the reply
+	// is the executor's to use.
+	Purpose string `json:"purpose,omitempty"`
 }
 
 // Token is a streamed text delta, or a waiting pulse.
@@ -126,15 +147,19 @@ type ModelFinished struct {
 	Usage        model.Usage        `json:"usage"`
 	FinishReason model.FinishReason `json:"finish_reason"`
 	LatencyMS    int64              `json:"latency_ms"`
+	// Purpose is the model_started's (see there).
+	Purpose string `json:"purpose,omitempty"`
 }
 
 // ToolCall announces that a call is being processed: it runs next, or —
 // when denied, rejected or blocked by a hook — gets a failed tool_result
-// without running.
+// without running. Attempt is 2 or more when the call runs again because
+// the process running it stopped before its result was stored.
 type ToolCall struct {
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	Attempt   int             `json:"attempt,omitempty"`
 }
 
 // ToolResult is a tool call's outcome; unknown tools and blocked calls get one too.
@@ -147,28 +172,73 @@ type ToolResult struct {
 	LatencyMS int64           `json:"latency_ms"`
 }
 
-// ApprovalRequired asks a human to approve tool calls.
-type ApprovalRequired struct {
-	RequestID string           `json:"request_id"`
-	Calls     []model.ToolCall `json:"calls"`
-	Question  string           `json:"question"`
+// RequestKind is the kind of a human request.
+type RequestKind string
+
+// Human request kinds.
+const (
+	// RequestApproval asks whether tool calls may run (approve, reject,
+	// or edit their arguments).
+	RequestApproval RequestKind = "approval"
+	// RequestPrompt asks a free-text question.
+	RequestPrompt RequestKind = "prompt"
+	// RequestSelect asks for a choice among Options (several if Multi).
+	RequestSelect RequestKind = "select"
+	// RequestConfirm asks whether a call of a tool that must not be
+	// repeated blindly completed before the process running it stopped:
+	// mark it done (with its result), failed, or retry it.
+	RequestConfirm RequestKind = "confirm"
+)
+
+// InputRequired asks a human for a decision or an answer. The run waits
+// until every pending request is resolved.
+type InputRequired struct {
+	RequestID string      `json:"request_id"`
+	Kind      RequestKind `json:"kind"`
+	Question  string      `json:"question"`
+	// Options are the choices of a select request; Multi allows several.
+	Options []string `json:"options,omitempty"`
+	Multi   bool     `json:"multi,omitempty"`
+	// Calls are the tool calls an approval or confirm request is about.
+	Calls []model.ToolCall `json:"calls,omitempty"`
 }
 
-// Decisions a human can give on an approval request.
+// Decisions a human can give: approve, reject and edit answer an approval
+// request; done, failed and retry a confirm request; answer a prompt or a
+// select request.
 const (
 	DecisionApprove = "approve"
 	DecisionReject  = "reject"
 	DecisionEdit    = "edit"
+	DecisionDone    = "done"
+	DecisionFailed  = "failed"
+	DecisionRetry   = "retry"
+	DecisionAnswer  = "answer"
 )
 
-// ApprovalResolved records a human's decision. Arguments, when set,
-// replace the call's arguments (decision edit).
-type ApprovalResolved struct {
+// InputResolved records a human's decision on a request. Arguments, when
+// set, replace the call's arguments (decision edit); Text is a prompt's
+// answer; Selected a select request's choices; Result the result a person
+// gave a call they marked done.
+type InputResolved struct {
 	RequestID string          `json:"request_id"`
+	Kind      RequestKind     `json:"kind,omitempty"`
 	Decision  string          `json:"decision"`
 	By        string          `json:"by,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Text      string          `json:"text,omitempty"`
+	Selected  []string        `json:"selected,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+}
+
+// Interrupted records that a run was stopped at a safe point because
+// newer input arrived (or a caller asked); the run ends with status
+// interrupted.
+type Interrupted struct {
+	Reason string `json:"reason"`
+	// MergedInputs is how many inputs the next run will carry.
+	MergedInputs int `json:"merged_inputs,omitempty"`
 }
 
 // Final is a turn's answer.
@@ -190,19 +260,20 @@ type Error struct {
 	RetryInMS int64  `json:"retry_in_ms,omitempty"`
 }
 
-func (*RunStarted) EventType() Type       { return TypeRunStarted }
-func (*RunFinished) EventType() Type      { return TypeRunFinished }
-func (*RunResumed) EventType() Type       { return TypeRunResumed }
-func (*RoundStarted) EventType() Type     { return TypeRoundStarted }
-func (*ModelStarted) EventType() Type     { return TypeModelStarted }
-func (*Token) EventType() Type            { return TypeToken }
-func (*ModelFinished) EventType() Type    { return TypeModelFinished }
-func (*ToolCall) EventType() Type         { return TypeToolCall }
-func (*ToolResult) EventType() Type       { return TypeToolResult }
-func (*ApprovalRequired) EventType() Type { return TypeApprovalRequired }
-func (*ApprovalResolved) EventType() Type { return TypeApprovalResolved }
-func (*Final) EventType() Type            { return TypeFinal }
-func (*Error) EventType() Type            { return TypeError }
+func (*RunStarted) EventType() Type    { return TypeRunStarted }
+func (*RunFinished) EventType() Type   { return TypeRunFinished }
+func (*RunResumed) EventType() Type    { return TypeRunResumed }
+func (*RoundStarted) EventType() Type  { return TypeRoundStarted }
+func (*ModelStarted) EventType() Type  { return TypeModelStarted }
+func (*Token) EventType() Type         { return TypeToken }
+func (*ModelFinished) EventType() Type { return TypeModelFinished }
+func (*ToolCall) EventType() Type      { return TypeToolCall }
+func (*ToolResult) EventType() Type    { return TypeToolResult }
+func (*InputRequired) EventType() Type { return TypeInputRequired }
+func (*InputResolved) EventType() Type { return TypeInputResolved }
+func (*Interrupted) EventType() Type   { return TypeInterrupted }
+func (*Final) EventType() Type         { return TypeFinal }
+func (*Error) EventType() Type         { return TypeError }
 
 // newData returns an empty payload for t, or nil for an unknown type.
 func newData(t Type) Data {
@@ -225,10 +296,12 @@ func newData(t Type) Data {
 		return new(ToolCall)
 	case TypeToolResult:
 		return new(ToolResult)
-	case TypeApprovalRequired:
-		return new(ApprovalRequired)
-	case TypeApprovalResolved:
-		return new(ApprovalResolved)
+	case TypeInputRequired, TypeApprovalRequired:
+		return new(InputRequired)
+	case TypeInputResolved, TypeApprovalResolved:
+		return new(InputResolved)
+	case TypeInterrupted:
+		return new(Interrupted)
 	case TypeFinal:
 		return new(Final)
 	case TypeError:
@@ -256,6 +329,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("session: event %d (%s): %w", e.Seq, e.Type, err)
 	}
 	e.Data = d
+	e.Type = d.EventType() // a legacy approval_* type reads as input_*
 	return nil
 }
 
@@ -271,5 +345,32 @@ func DecodeData(t Type, raw json.RawMessage) (Data, error) {
 	if err := json.Unmarshal(raw, d); err != nil {
 		return nil, err
 	}
+	switch t {
+	case TypeApprovalRequired:
+		d.(*InputRequired).Kind = RequestApproval
+	case TypeApprovalResolved:
+		d.(*InputResolved).Kind = RequestApproval
+	}
 	return d, nil
+}
+
+// As returns e's payload as a *T: the payload itself when it is one, or,
+// for a type this package does not know (a custom executor's or policy's
+// event, read back from a store as Raw), the payload decoded into a new T.
+// It reports false when the payload is neither.
+func As[T any](e *Event) (*T, bool, error) {
+	if d, ok := any(e.Data).(*T); ok {
+		return d, true, nil
+	}
+	if d, ok := e.Data.(*Raw); ok {
+		var v T
+		if dt, ok := any(&v).(Data); ok && dt.EventType() != d.T {
+			return nil, false, nil
+		}
+		if err := json.Unmarshal(d.JSON, &v); err != nil {
+			return nil, false, fmt.Errorf("session: event %d (%s): %w", e.Seq, d.T, err)
+		}
+		return &v, true, nil
+	}
+	return nil, false, nil
 }

@@ -27,8 +27,14 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		&session.ToolCall{CallID: "call_1", Name: "search", Arguments: json.RawMessage(`{"q":"go iterators"}`)},
 		&session.ToolResult{CallID: "call_1", Name: "search", OK: true, Result: json.RawMessage(`{"hits":[1,2,3]}`), LatencyMS: 40},
 		&session.ToolResult{CallID: "call_2", Name: "rm", Error: "denied by policy"},
-		&session.ApprovalRequired{RequestID: "req_1", Calls: calls, Question: "run search?"},
-		&session.ApprovalResolved{RequestID: "req_1", Decision: session.DecisionEdit, By: "ana", Reason: "narrower", Arguments: json.RawMessage(`{"q":"iter.Seq2"}`)},
+		&session.InputRequired{RequestID: "req_1", Kind: session.RequestApproval, Calls: calls, Question: "run search?"},
+		&session.InputResolved{RequestID: "req_1", Kind: session.RequestApproval, Decision: session.DecisionEdit, By: "ana", Reason: "narrower", Arguments: json.RawMessage(`{"q":"iter.Seq2"}`)},
+		&session.InputRequired{RequestID: "req_2", Kind: session.RequestSelect, Question: "which?", Options: []string{"a", "b"}, Multi: true},
+		&session.InputResolved{RequestID: "req_2", Kind: session.RequestSelect, Decision: session.DecisionAnswer, Selected: []string{"b"}},
+		&session.InputResolved{RequestID: "req_3", Kind: session.RequestConfirm, Decision: session.DecisionDone, Result: json.RawMessage(`{"charged":true}`)},
+		&session.Interrupted{Reason: "new input", MergedInputs: 2},
+		&session.RunStarted{Input: "sub", Parent: &session.ParentRef{SessionID: "p1", CallID: "call_9"}},
+		&session.ToolCall{CallID: "call_1", Name: "search", Arguments: json.RawMessage(`{}`), Attempt: 2},
 		&session.Final{Text: "done", Usage: usage},
 		&session.Error{Code: "timeout", Message: "model timed out", Recoverable: true},
 		&session.Raw{T: "plan_created", JSON: json.RawMessage(`{"plan":[{"tool":"search"}],"n":1.5}`)},
@@ -107,5 +113,66 @@ func TestEventMalformedData(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
+	}
+}
+
+// Logs written before the one human-request model hold approval_required
+// and approval_resolved events: they read as input_* of kind approval.
+func TestLegacyApprovalEvents(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want session.Data
+	}{
+		{`{"v":1,"seq":4,"session_id":"s","turn":1,"type":"approval_required","time":"2026-01-01T00:00:00Z","data":{"request_id":"req_1","calls":[{"id":"c1","name":"rm","arguments":{}}],"question":"Allow rm?"}}`,
+			&session.InputRequired{RequestID: "req_1", Kind: session.RequestApproval, Question: "Allow rm?",
+				Calls: []model.ToolCall{{ID: "c1", Name: "rm", Arguments: json.RawMessage(`{}`)}}}},
+		{`{"v":1,"seq":5,"session_id":"s","turn":1,"type":"approval_resolved","time":"2026-01-01T00:00:00Z","data":{"request_id":"req_1","decision":"reject","by":"ana"}}`,
+			&session.InputResolved{RequestID: "req_1", Kind: session.RequestApproval, Decision: session.DecisionReject, By: "ana"}},
+	} {
+		var e session.Event
+		if err := json.Unmarshal([]byte(tc.json), &e); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, e.Data); diff != "" {
+			t.Errorf("payload (-want +got):\n%s", diff)
+		}
+		if e.Type != tc.want.EventType() {
+			t.Errorf("type %q, want %q", e.Type, tc.want.EventType())
+		}
+	}
+}
+
+type planned struct {
+	Steps []string `json:"steps"`
+}
+
+func (*planned) EventType() session.Type { return "plan_created" }
+
+// As gives a custom payload the same way whether the event was made in
+// this process or read back from a store as Raw.
+func TestAs(t *testing.T) {
+	live := &session.Event{Type: "plan_created", Data: &planned{Steps: []string{"a"}}}
+	b, err := json.Marshal(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored session.Event
+	if err := json.Unmarshal(b, &stored); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*session.Event{live, &stored} {
+		p, ok, err := session.As[planned](e)
+		if err != nil || !ok {
+			t.Fatalf("As: %v, %v", ok, err)
+		}
+		if diff := cmp.Diff([]string{"a"}, p.Steps); diff != "" {
+			t.Error(diff)
+		}
+	}
+	if _, ok, _ := session.As[planned](&session.Event{Type: "other", Data: &session.Raw{T: "other", JSON: json.RawMessage(`{}`)}}); ok {
+		t.Error("As took an event of another type")
+	}
+	if _, _, err := session.As[planned](&session.Event{Type: "plan_created", Data: &session.Raw{T: "plan_created", JSON: json.RawMessage(`{"steps":1}`)}}); err == nil || !strings.Contains(err.Error(), "plan_created") {
+		t.Errorf("As of a bad payload: %v", err)
 	}
 }

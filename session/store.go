@@ -25,6 +25,14 @@ var (
 	// ErrConflict: a commit whose ExpectSeq is not the session's last seq;
 	// another writer advanced the session first.
 	ErrConflict = errors.New("session was changed concurrently")
+	// ErrLeaseHeld: Acquire of a session whose lease another owner holds
+	// and has not let expire. The error is a *LeaseHeldError.
+	ErrLeaseHeld = errors.New("session is leased by another owner")
+	// ErrFenced: a Commit, Renew or Release with a fencing token that is no
+	// longer the session's: a newer owner took the session over (or, for a
+	// commit without a token, someone holds a live lease). Nothing was
+	// written.
+	ErrFenced = errors.New("session lease lost to a newer owner")
 )
 
 // Status of a session (the status of its latest run).
@@ -54,6 +62,9 @@ type Session struct {
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
+	// Lease is the session's lease as the store last saw it, expired or
+	// not; nil when no owner holds it (or the store has no leases).
+	Lease *Lease `json:"lease,omitempty"`
 }
 
 // Snapshot is the runtime's serialised state as of event Seq. Loading a
@@ -78,12 +89,20 @@ type Commit struct {
 	// Snapshot, when not nil, replaces the session's snapshot. Its Seq is
 	// at most the last event's seq.
 	Snapshot *Snapshot
+	// Fence is the token of the writer's lease (see Leaser); zero when the
+	// writer holds none. A store that implements Leaser refuses, with
+	// ErrFenced and writing nothing, a commit whose Fence is not the
+	// session's current token, and a commit without one while another
+	// owner holds a live lease. Stores without leases ignore it.
+	Fence int64
 }
 
 // ListOptions pages through sessions, newest first.
 type ListOptions struct {
 	Limit int    // zero means 50
 	After string // the last id of the previous page
+	// Status, when set, keeps only the sessions with that status.
+	Status Status
 }
 
 // Store keeps sessions and their logs. All methods are safe for concurrent
@@ -108,4 +127,65 @@ type Store interface {
 	// the sequence. ErrNotFound is yielded for an unknown session.
 	Events(ctx context.Context, id string, after int64) iter.Seq2[*Event, error]
 	Close() error
+}
+
+// Lease is one owner's claim on a session: while it is live (until
+// Expires) no other owner can acquire the session, and every commit the
+// owner makes carries Token, which grows with every new owner, so that a
+// writer whose lease was taken over cannot write (fencing).
+type Lease struct {
+	SessionID string    `json:"session_id"`
+	Owner     string    `json:"owner"`
+	Token     int64     `json:"token"`
+	Expires   time.Time `json:"expires"`
+}
+
+// LeaseHeldError is Acquire's error when another owner holds a live
+// lease: who, and until when. It wraps ErrLeaseHeld.
+type LeaseHeldError struct {
+	Lease Lease
+}
+
+func (e *LeaseHeldError) Error() string {
+	return "session " + e.Lease.SessionID + " is leased by " + e.Lease.Owner + " until " + e.Lease.Expires.UTC().Format(time.RFC3339)
+}
+
+func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
+
+// Leaser is the optional store capability of leases with fencing: a
+// session is owned by one runner at a time across processes. Every store
+// of this module implements it; the runtime checks for it at run time.
+//
+// A lease is live until its expiry, by the store's clock. The token
+// increases every time the session passes to a new owner (after a
+// release, an expiry, or for the first owner), never when the live owner
+// acquires again or renews.
+type Leaser interface {
+	// Acquire gives owner the session's lease for ttl: a new lease if
+	// none is live, the same one extended if owner holds it. It fails
+	// with a *LeaseHeldError while another owner's lease is live, and
+	// with ErrNotFound for an unknown session.
+	Acquire(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error)
+	// Renew extends l by ttl from now. It fails with ErrFenced if l's
+	// token is no longer the session's (another owner took it over),
+	// even if it had expired meanwhile; an expired lease nobody took over
+	// is renewed.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Release ends l, so that the session may be acquired at once. It
+	// fails with ErrFenced when l's token is no longer the session's. A
+	// caller that knows the owner of a live lease is gone (its process
+	// died) may release that owner's lease with the Lease a
+	// LeaseHeldError reported.
+	Release(ctx context.Context, l Lease) error
+}
+
+// Follower is the optional store capability of following a session's log
+// as it grows, from this process or any other.
+type Follower interface {
+	// Follow yields the events with seq > after, then each new event as it
+	// is committed, in order, with no gap, until ctx ends (then it ends
+	// without an error) or the consumer stops. It yields ErrNotFound, and
+	// ends, when the session does not exist or is deleted; any other
+	// error ends it too.
+	Follow(ctx context.Context, id string, after int64) iter.Seq2[*Event, error]
 }

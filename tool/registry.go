@@ -260,8 +260,11 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 //
 // Each call gets a context whose deadline is the tool's Meta.Timeout, else
 // the Registry's default timeout (DefaultTimeout unless SetDefaultTimeout
-// changed it). A tool that returns after its context ended has failed,
-// whatever it returned: the call timed out, or was canceled.
+// changed it). A tool that returns after its timeout has failed, whatever
+// it returned. A tool that returns after ctx ended keeps its outcome, a
+// result or an error of its own, unless the error is a context's (the
+// call was canceled): the outcome is in hand, and the caller may store it
+// rather than run the call again.
 //
 // A tool runs on the caller's goroutine, unless its Meta says Isolate.
 // Then it runs on a goroutine of its own and Call returns at the deadline,
@@ -383,12 +386,12 @@ func run(ctx context.Context, name string, inv invocation, start time.Time, time
 		if err := finish(name, st); err != nil {
 			return nil, end, err
 		}
-		if ctx.Err() != nil || st.ctx.timedOut(end) {
+		out, err, ended := endedResult(inv, ctx)
+		if ended || ctx.Err() == nil && st.ctx.timedOut(end) {
 			// The tool returned after its context ended, perhaps because
 			// it did: say why.
 			return nil, end, callError(name, ctx, ctx.Err() == nil, timeout)
 		}
-		out, err := inv.result()
 		return out, end, err
 	}
 	callCtx, cancel := context.WithDeadlineCause(ctx, deadline, errTimeoutCause)
@@ -403,11 +406,25 @@ func run(ctx context.Context, name string, inv invocation, start time.Time, time
 	if err := finish(name, st); err != nil {
 		return nil, time.Time{}, err
 	}
-	if ctx.Err() != nil || context.Cause(callCtx) == errTimeoutCause {
+	out, err, ended := endedResult(inv, ctx)
+	if ended || ctx.Err() == nil && context.Cause(callCtx) == errTimeoutCause {
 		return nil, time.Time{}, ctxError(name, ctx, callCtx, timeout)
 	}
-	out, err := inv.result()
 	return out, time.Time{}, err
+}
+
+// endedResult returns inv's result, and whether the caller's context
+// ended and the result is a failure the ending most likely caused. A tool
+// that finished with a result, or failed on its own, while the caller was
+// canceling keeps its outcome: it is in hand, and whoever canceled may
+// still store it rather than run the call again.
+func endedResult(inv invocation, ctx context.Context) (json.RawMessage, error, bool) {
+	out, err := inv.result()
+	if ctx.Err() == nil {
+		return out, err, false
+	}
+	ended := err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+	return out, err, ended
 }
 
 // finish reports a tool that panicked or did not return.

@@ -521,7 +521,15 @@ func TestCallCanceledDuringCall(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.AfterFunc(5*time.Second, func() { close(release) })
-			check(t, r, "stubborn", 3*time.Second, 5*time.Second)
+			// Canceled at 3s, it ignores its context and returns at 5s:
+			// its result is in hand, and kept.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			time.AfterFunc(3*time.Second, cancel)
+			res := r.Call(ctx, "stubborn", nil)
+			if !res.OK || string(res.Output) != `"late"` || res.Latency != 5*time.Second {
+				t.Errorf("Call = %+v, want the late result after 5s", res)
+			}
 		})
 	})
 }

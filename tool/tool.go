@@ -45,7 +45,47 @@ type Meta struct {
 	// blocking syscall). It costs a goroutine hand-off per call, a few
 	// microseconds; without it a tool runs on the caller's goroutine.
 	Isolate bool `json:"isolate,omitempty"`
+	// AtMostOnce marks a tool whose calls must not be repeated blindly: it
+	// charges a card, sends a message, moves money. A call of it that was
+	// running when its process stopped (so that its result was never
+	// stored) is not run again when the session resumes; it becomes a
+	// request for a person, who marks it done (with its result), failed,
+	// or to be retried. Without it a call in flight at a crash runs again
+	// (at least once), with the same CallInfo.IdempotencyKey.
+	AtMostOnce bool `json:"at_most_once,omitempty"`
 }
+
+// CallInfo identifies one call of a tool across attempts and processes.
+// The runtime puts it in the context of every call it makes; read it with
+// CallInfoFrom.
+type CallInfo struct {
+	SessionID string
+	CallID    string
+	// IdempotencyKey is the same for every attempt of the call, in any
+	// process: pass it to the services a tool calls (as an idempotency
+	// key, a request id) so that they can recognise a repeated request.
+	IdempotencyKey string
+	// Attempt is 1 the first time the call runs, and 2 or more when it
+	// runs again because the process running it stopped before its result
+	// was stored.
+	Attempt int
+}
+
+type callInfoKey struct{}
+
+// WithCallInfo returns ctx carrying info.
+func WithCallInfo(ctx context.Context, info CallInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, info)
+}
+
+// CallInfoFrom returns the CallInfo in ctx, if any.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	info, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	return info, ok
+}
+
+// IdempotencyKey is the key of call callID of session sessionID.
+func IdempotencyKey(sessionID, callID string) string { return sessionID + "/" + callID }
 
 // MetaTool is implemented by tools that carry their own Meta.
 type MetaTool interface {

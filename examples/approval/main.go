@@ -219,10 +219,10 @@ func printEvents(seq iter.Seq2[*session.Event, error]) (session.Status, error) {
 
 func printEvent(e *session.Event) {
 	switch d := e.Data.(type) {
-	case *session.ApprovalRequired:
-		fmt.Printf("approval_required: %s: %s\n", d.RequestID, d.Question)
-	case *session.ApprovalResolved:
-		fmt.Printf("approval_resolved: %s: %s by %s\n", d.RequestID, d.Decision, d.By)
+	case *session.InputRequired:
+		fmt.Printf("input_required: %s: %s\n", d.RequestID, d.Question)
+	case *session.InputResolved:
+		fmt.Printf("input_resolved: %s: %s by %s\n", d.RequestID, d.Decision, d.By)
 	case *session.RunResumed:
 		fmt.Printf("resumed: %s (was %s)\n", d.Reason, d.From)
 	case *session.ToolCall:

@@ -437,20 +437,21 @@ agents:
 			t.Errorf("sessions show lacks %q:\n%s", want, show)
 		}
 	}
-	// The request is resolved: approving it again is bad usage.
-	if r := e.run("approve", sid, req); r.code != cli.ExitUsage || !strings.Contains(r.err, "no pending request") {
-		t.Errorf("second approve: want exit 2 and no pending request, got %v", r)
+	// The request is resolved: approving it again is bad usage, and says
+	// who resolved it and when.
+	if r := e.run("approve", sid, req); r.code != cli.ExitUsage || !strings.Contains(r.err, "was already resolved by cli at ") {
+		t.Errorf("second approve: want exit 2 and already resolved, got %v", r)
 	}
 
 	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "a1").out)
 	checkSeq(t, evs, 1)
-	res := ofType(evs, "approval_resolved")
+	res := ofType(evs, "input_resolved")
 	if len(res) != 1 {
-		t.Fatalf("want one approval_resolved, got %v", types(evs))
+		t.Fatalf("want one input_resolved, got %v", types(evs))
 	}
 	d := data(t, res[0])
-	if diff := cmp.Diff(map[string]any{"request_id": req, "decision": "approve", "by": "cli"}, d); diff != "" {
-		t.Errorf("approval_resolved data (-want +got):\n%s", diff)
+	if diff := cmp.Diff(map[string]any{"request_id": req, "kind": "approval", "decision": "approve", "by": "cli"}, d); diff != "" {
+		t.Errorf("input_resolved data (-want +got):\n%s", diff)
 	}
 }
 
@@ -482,10 +483,10 @@ agents:
 	}
 	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", sid).out)
 	checkSeq(t, evs, 1)
-	if res := ofType(evs, "approval_resolved"); len(res) != 1 {
-		t.Errorf("want one approval_resolved, got %v", types(evs))
+	if res := ofType(evs, "input_resolved"); len(res) != 1 {
+		t.Errorf("want one input_resolved, got %v", types(evs))
 	} else if d := data(t, res[0]); d["decision"] != "reject" || d["reason"] != "no" {
-		t.Errorf("approval_resolved: %s", res[0].Data)
+		t.Errorf("input_resolved: %s", res[0].Data)
 	}
 }
 
@@ -529,8 +530,8 @@ agents:
 			evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "m1").out)
 			checkSeq(t, evs, 1)
 			want := map[string]string{"auto": "approve", "deny": "reject"}[tt.mode]
-			if res := ofType(evs, "approval_resolved"); len(res) != 1 || data(t, res[0])["decision"] != want {
-				t.Errorf("want one approval_resolved with decision %s, got %v", want, res)
+			if res := ofType(evs, "input_resolved"); len(res) != 1 || data(t, res[0])["decision"] != want {
+				t.Errorf("want one input_resolved with decision %s, got %v", want, res)
 			}
 		})
 	}

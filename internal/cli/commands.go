@@ -261,9 +261,9 @@ func Summary(e *session.Event) string {
 			return fmt.Sprintf("%s ok %s (%dms)", d.Name, clip(string(d.Result), 100), d.LatencyMS)
 		}
 		return fmt.Sprintf("%s failed: %s", d.Name, clip(d.Error, 100))
-	case *session.ApprovalRequired:
+	case *session.InputRequired:
 		return d.RequestID + ": " + clip(d.Question, 100)
-	case *session.ApprovalResolved:
+	case *session.InputResolved:
 		s := d.RequestID + ": " + d.Decision
 		if d.By != "" {
 			s += " by " + d.By

@@ -233,9 +233,9 @@ replies:
 		t.Fatalf("no %s event in %v", typ, types(evs))
 		return -1
 	}
-	required, resolved, toolResult := index("approval_required"), index("approval_resolved"), index("tool_result")
+	required, resolved, toolResult := index("input_required"), index("input_resolved"), index("tool_result")
 	if !(required < resolved && resolved < toolResult) {
-		t.Errorf("want approval_required, approval_resolved, tool_result in that order, got %v", types(evs))
+		t.Errorf("want input_required, input_resolved, tool_result in that order, got %v", types(evs))
 	}
 	if d := data(t, evs[toolResult]); d["ok"] != true || d["name"] != "calculator" {
 		t.Errorf("tool_result: %s", evs[toolResult].Data)

@@ -282,10 +282,10 @@ func (p *printer) human(e *session.Event) {
 		} else {
 			fmt.Fprintf(out, "[tool] %s failed: %s\n", d.Name, clip(d.Error, 400))
 		}
-	case *session.ApprovalRequired:
+	case *session.InputRequired:
 		p.endLine()
 		fmt.Fprintf(out, "[approval] %s (request %s)\n", d.Question, d.RequestID)
-	case *session.ApprovalResolved:
+	case *session.InputResolved:
 		fmt.Fprintf(out, "[approval] %s: %s\n", d.RequestID, d.Decision)
 	case *session.RunResumed:
 		fmt.Fprintf(out, "[run] resumed (%s)\n", d.Reason)

@@ -39,6 +39,8 @@ const (
 // to Commit, nor an event Events yields. Sessions and snapshots are copied
 // in and out, Metadata maps and snapshot bytes included.
 type Store struct {
+	now func() time.Time // the clock of leases
+
 	mu       sync.Mutex
 	sessions map[string]*entry // guarded by mu
 	// last is the entry of the session committed to last, also guarded by
@@ -59,13 +61,34 @@ type entry struct {
 	// snapshot and copied out by LoadSnapshot.
 	snap    session.Snapshot
 	hasSnap bool
+	// lease is the session's lease; its Owner is empty when none is held.
+	// Its Token is kept after a release: the next owner gets Token+1.
+	lease session.Lease
+	// wake, when not nil, is closed by the next commit or delete: Follow
+	// makes it when it has read everything and waits.
+	wake chan struct{}
 }
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store    = (*Store)(nil)
+	_ session.Leaser   = (*Store)(nil)
+	_ session.Follower = (*Store)(nil)
+)
+
+// An Option configures New.
+type Option func(*Store)
+
+// WithClock makes the store read the time from now (for leases' expiry),
+// so that tests control it.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
 // New returns an empty store.
-func New() *Store {
-	return &Store{sessions: make(map[string]*entry)}
+func New(opts ...Option) *Store {
+	s := &Store{sessions: make(map[string]*entry), now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // CreateSession stores a copy of s. LastSeq is ignored: a new session has
@@ -127,7 +150,9 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	defer st.mu.Unlock()
 	all := make([]*entry, 0, len(st.sessions))
 	for _, e := range st.sessions {
-		all = append(all, e)
+		if opt.Status == "" || e.row.Status == opt.Status {
+			all = append(all, e)
+		}
 	}
 	slices.SortFunc(all, func(a, b *entry) int { return newerFirst(&a.row, &b.row) })
 	if opt.After != "" {
@@ -135,7 +160,8 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		if !ok {
 			return nil, notFound("list sessions after", opt.After)
 		}
-		// The first session that sorts after the cursor.
+		// The first session that sorts after the cursor (which the
+		// status filter may have left out).
 		i, _ := slices.BinarySearchFunc(all, &cursor.row, func(e *entry, c *session.Session) int {
 			if newerFirst(&e.row, c) <= 0 {
 				return -1
@@ -167,9 +193,11 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, ok := st.sessions[id]; !ok {
+	e, ok := st.sessions[id]
+	if !ok {
 		return notFound("delete session", id)
 	}
+	e.wakeFollowers()
 	delete(st.sessions, id)
 	if st.last != nil && st.last.row.ID == id {
 		st.last = nil // a commit to the deleted session must not find it
@@ -217,6 +245,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		return fmt.Errorf("memstore: commit to session %q: expected seq %d, session is at %d: %w",
 			c.SessionID, c.ExpectSeq, e.row.LastSeq, session.ErrConflict)
 	}
+	if err := st.fenced(e, c.Fence); err != nil {
+		return fmt.Errorf("memstore: commit to session %q: %w", c.SessionID, err)
+	}
 	if len(e.log)+len(c.Events) > cap(e.log) {
 		// Grow by at least a turn's worth of events: a run commits a few
 		// events at a time, and appending them one commit at a time would
@@ -236,7 +267,32 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		e.snap.Data = append(e.snap.Data[:0], c.Snapshot.Data...)
 		e.hasSnap = true
 	}
+	if len(c.Events) > 0 {
+		e.wakeFollowers()
+	}
 	return nil
+}
+
+// fenced reports whether a commit with fence token t may not write: t is
+// not the session's token, or t is zero while an owner holds a live
+// lease. The caller holds st.mu.
+func (st *Store) fenced(e *entry, t int64) error {
+	switch {
+	case t != 0 && t != e.lease.Token:
+		return fmt.Errorf("fence token %d, session's is %d: %w", t, e.lease.Token, session.ErrFenced)
+	case t == 0 && e.lease.Owner != "" && st.now().Before(e.lease.Expires):
+		return fmt.Errorf("no fence token, and %s holds a live lease: %w", e.lease.Owner, session.ErrFenced)
+	}
+	return nil
+}
+
+// wakeFollowers wakes the Follow calls waiting for e's next event. The
+// caller holds st.mu.
+func (e *entry) wakeFollowers() {
+	if e.wake != nil {
+		close(e.wake)
+		e.wake = nil
+	}
 }
 
 // LoadSnapshot returns a copy of the session's latest snapshot, or nil if
@@ -289,6 +345,118 @@ func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*
 	}
 }
 
+// Follow yields the session's events after after, then each one as it is
+// committed, until ctx ends. See session.Follower.
+func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		last := max(after, 0)
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			st.mu.Lock()
+			e, ok := st.sessions[id]
+			var log []*session.Event
+			var wake chan struct{}
+			if ok {
+				log = e.log[min(last, int64(len(e.log))):]
+				if len(log) == 0 {
+					if e.wake == nil {
+						e.wake = make(chan struct{})
+					}
+					wake = e.wake
+				}
+			}
+			st.mu.Unlock()
+			if !ok {
+				yield(nil, notFound("follow", id))
+				return
+			}
+			for _, ev := range log {
+				if !yield(ev, nil) {
+					return
+				}
+				last = ev.Seq
+			}
+			if wake != nil {
+				select {
+				case <-wake:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+// Acquire gives owner the session's lease. See session.Leaser.
+func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (session.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Lease{}, err
+	}
+	if owner == "" || ttl <= 0 {
+		return session.Lease{}, fmt.Errorf("memstore: acquire %q: need an owner and a positive ttl", id)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.sessions[id]
+	if !ok {
+		return session.Lease{}, notFound("acquire", id)
+	}
+	now := st.now()
+	l := &e.lease
+	switch {
+	case l.Owner == owner && now.Before(l.Expires):
+		// The live owner again: same token.
+	case l.Owner != "" && now.Before(l.Expires):
+		return session.Lease{}, fmt.Errorf("memstore: acquire: %w", &session.LeaseHeldError{Lease: *l})
+	default:
+		l.Token++
+		l.Owner = owner
+	}
+	l.SessionID = id
+	l.Expires = now.Add(ttl)
+	return *l, nil
+}
+
+// Renew extends l. See session.Leaser.
+func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) (session.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Lease{}, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.sessions[l.SessionID]
+	if !ok {
+		return session.Lease{}, notFound("renew lease of", l.SessionID)
+	}
+	if e.lease.Token != l.Token || e.lease.Owner == "" {
+		return session.Lease{}, fmt.Errorf("memstore: renew lease of %q: token %d, session's is %d: %w",
+			l.SessionID, l.Token, e.lease.Token, session.ErrFenced)
+	}
+	e.lease.Expires = st.now().Add(ttl)
+	return e.lease, nil
+}
+
+// Release ends l. See session.Leaser.
+func (st *Store) Release(ctx context.Context, l session.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.sessions[l.SessionID]
+	if !ok {
+		return notFound("release lease of", l.SessionID)
+	}
+	if e.lease.Token != l.Token || e.lease.Owner == "" {
+		return fmt.Errorf("memstore: release lease of %q: token %d, session's is %d: %w",
+			l.SessionID, l.Token, e.lease.Token, session.ErrFenced)
+	}
+	e.lease.Owner, e.lease.Expires = "", time.Time{}
+	return nil
+}
+
 // Close does nothing: an in-memory store holds no resources. The store
 // stays usable.
 func (st *Store) Close() error { return nil }
@@ -298,6 +466,10 @@ func (st *Store) Close() error { return nil }
 func (e *entry) copyRow() *session.Session {
 	s := e.row
 	s.Metadata = maps.Clone(e.row.Metadata)
+	if e.lease.Owner != "" {
+		l := e.lease
+		s.Lease = &l
+	}
 	return &s
 }
 

@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) session.Store {
-		s := memstore.New()
+	storetest.Run(t, func(t *testing.T, now func() time.Time) session.Store {
+		s := memstore.New(memstore.WithClock(now))
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
@@ -92,3 +93,47 @@ func BenchmarkCommit(b *testing.B) {
 		next += perCommit
 	}
 }
+
+// Faulty keeps exactly the capabilities of the store it wraps, and fails
+// the calls it is told to.
+func TestFaulty(t *testing.T) {
+	var f storetest.Faults
+	s := storetest.Faulty(memstore.New(), &f)
+	if _, ok := s.(session.Leaser); !ok {
+		t.Error("Faulty(memstore) is not a Leaser")
+	}
+	if _, ok := s.(session.Follower); !ok {
+		t.Error("Faulty(memstore) is not a Follower")
+	}
+	if _, ok := storetest.Faulty(plain{memstore.New()}, &f).(session.Leaser); ok {
+		t.Error("Faulty of a store without leases is a Leaser")
+	}
+	ctx := t.Context()
+	if err := s.CreateSession(ctx, &session.Session{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.FailCommit(2, false)
+	c := &session.Commit{SessionID: "s1"}
+	for i, wantErr := range []bool{false, true, false} {
+		err := s.Commit(ctx, c)
+		if got := errors.Is(err, storetest.ErrInjected); got != wantErr {
+			t.Errorf("commit %d: %v", i+1, err)
+		}
+	}
+	f.FailRead(1, true)
+	for range 3 {
+		if _, err := s.GetSession(ctx, "s1"); !errors.Is(err, storetest.ErrInjected) {
+			t.Errorf("GetSession: %v, want injected", err)
+		}
+	}
+	f.FailRead(0, false)
+	if _, err := s.GetSession(ctx, "s1"); err != nil {
+		t.Error(err)
+	}
+	if got := f.Failed(); got != 4 {
+		t.Errorf("Failed() = %d, want 4", got)
+	}
+}
+
+// plain hides every optional capability of a store.
+type plain struct{ session.Store }

@@ -63,7 +63,8 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			update = st.startLog
 		}
 		res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
-			string(c.Status), c.Turn, usage, last, now.UnixMicro(), c.SessionID, c.ExpectSeq)
+			string(c.Status), c.Turn, usage, last, now.UnixMicro(), c.SessionID, c.ExpectSeq,
+			c.Fence, c.Fence, st.now().UnixMicro())
 		if err != nil {
 			return err
 		}
@@ -90,8 +91,16 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
+	if len(c.Events) > 0 && st.nwait.Load() > 0 {
+		st.wake(c.SessionID)
+	}
 	return nil
 }
+
+// fenceCheck is the part of a commit's WHERE that applies session.Leaser's
+// fencing; its parameters are the commit's fence token, twice, and the
+// lease clock's time.
+const fenceCheck = `(CASE WHEN ? != 0 THEN lease_token = ? ELSE (lease_owner IS NULL OR lease_expires <= ?) END)`
 
 // insertEventRows inserts evs from their encodings, maxInsert rows per
 // statement.
@@ -119,8 +128,8 @@ func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, id string, evs
 }
 
 // commitRefused explains why the UPDATE of a commit matched no row: the
-// session is gone, or its last seq is not c.ExpectSeq. It always returns
-// an error.
+// session is gone, its last seq is not c.ExpectSeq, or the commit is
+// fenced off. It always returns an error.
 func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, c *session.Commit) error {
 	var last int64
 	err := tx.StmtContext(ctx, st.lastSeq).QueryRowContext(ctx, c.SessionID).Scan(&last)
@@ -129,8 +138,205 @@ func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, c *session.Commi
 		return session.ErrNotFound
 	case err != nil:
 		return err
+	case last != c.ExpectSeq:
+		return fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
 	}
-	return fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
+	l, err := st.lease(ctx, tx, c.SessionID)
+	if err != nil {
+		return err
+	}
+	if c.Fence != 0 {
+		return fmt.Errorf("fence token %d, session's is %d: %w", c.Fence, l.Token, session.ErrFenced)
+	}
+	return fmt.Errorf("no fence token, and %s holds a live lease: %w", l.Owner, session.ErrFenced)
+}
+
+// lease reads a session's lease in tx; Owner is empty when none is held.
+func (st *Store) lease(ctx context.Context, tx *sql.Tx, id string) (session.Lease, error) {
+	var (
+		owner   sql.NullString
+		l       = session.Lease{SessionID: id}
+		expires int64
+	)
+	err := tx.StmtContext(ctx, st.getLease).QueryRowContext(ctx, id).Scan(&owner, &l.Token, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, session.ErrNotFound
+	}
+	if err != nil {
+		return l, err
+	}
+	if owner.Valid {
+		l.Owner, l.Expires = owner.String, time.UnixMicro(expires).UTC()
+	}
+	return l, nil
+}
+
+// Acquire gives owner the session's lease. See session.Leaser.
+func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (session.Lease, error) {
+	if owner == "" || ttl <= 0 {
+		return session.Lease{}, fmt.Errorf("sqlite: acquire %q: need an owner and a positive ttl", id)
+	}
+	var out session.Lease
+	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		l, err := st.lease(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		now := st.now()
+		live := l.Owner != "" && now.Before(l.Expires)
+		switch {
+		case live && l.Owner == owner:
+		case live:
+			return &session.LeaseHeldError{Lease: l}
+		default:
+			l.Token++
+			l.Owner = owner
+		}
+		l.Expires = now.Add(ttl).Truncate(time.Microsecond)
+		if _, err := tx.StmtContext(ctx, st.setLease).ExecContext(ctx, l.Owner, l.Token, l.Expires.UnixMicro(), id); err != nil {
+			return err
+		}
+		out = l
+		return nil
+	})
+	if err != nil {
+		return session.Lease{}, fmt.Errorf("sqlite: acquire %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// Renew extends l. See session.Leaser.
+func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) (session.Lease, error) {
+	l.Expires = st.now().Add(ttl).Truncate(time.Microsecond)
+	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return st.leaseUpdate(ctx, tx, l, st.renewLease, l.Expires.UnixMicro(), l.SessionID, l.Token)
+	})
+	if err != nil {
+		return session.Lease{}, fmt.Errorf("sqlite: renew lease of %q: %w", l.SessionID, err)
+	}
+	return l, nil
+}
+
+// Release ends l. See session.Leaser.
+func (st *Store) Release(ctx context.Context, l session.Lease) error {
+	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return st.leaseUpdate(ctx, tx, l, st.releaseLease, l.SessionID, l.Token)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: release lease of %q: %w", l.SessionID, err)
+	}
+	return nil
+}
+
+// leaseUpdate runs a renewal or release, which matches no row when l is
+// not the session's lease.
+func (st *Store) leaseUpdate(ctx context.Context, tx *sql.Tx, l session.Lease, stmt *sql.Stmt, args ...any) error {
+	res, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 1 {
+		return nil
+	}
+	cur, err := st.lease(ctx, tx, l.SessionID)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("token %d, session's is %d: %w", l.Token, cur.Token, session.ErrFenced)
+}
+
+// waiter is what the Follow calls on one session wait for.
+type waiter struct {
+	ch chan struct{} // closed by the next commit to the session
+	n  int           // Follow calls using it
+}
+
+// wait registers a Follow on session id and returns the channel the next
+// commit to it closes; done unregisters.
+func (st *Store) wait(id string) (ch <-chan struct{}, done func()) {
+	st.nwait.Add(1)
+	st.waitMu.Lock()
+	w := st.waiters[id]
+	if w == nil {
+		w = &waiter{ch: make(chan struct{})}
+		st.waiters[id] = w
+	}
+	w.n++
+	st.waitMu.Unlock()
+	return w.ch, func() {
+		st.waitMu.Lock()
+		if w.n--; w.n == 0 && st.waiters[id] == w {
+			delete(st.waiters, id)
+		}
+		st.waitMu.Unlock()
+		st.nwait.Add(-1)
+	}
+}
+
+// wake closes the channel the Follow calls on session id wait on.
+func (st *Store) wake(id string) {
+	st.waitMu.Lock()
+	if w := st.waiters[id]; w != nil {
+		close(w.ch)
+		delete(st.waiters, id)
+	}
+	st.waitMu.Unlock()
+}
+
+// Follow yields the session's events after after, then each new one as it
+// is committed, until ctx ends. Commits through this Store wake it at
+// once; commits by other processes are found by polling (see
+// WithPollInterval). See session.Follower.
+func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		last := max(after, 0)
+		var timer *time.Timer
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
+		for {
+			// Wait before reading: a commit between the read and the wait
+			// then still wakes this Follow.
+			wake, done := st.wait(id)
+			n := 0
+			for ev, err := range st.Events(ctx, id, last) {
+				if err != nil {
+					done()
+					if ctx.Err() == nil {
+						yield(nil, err)
+					}
+					return
+				}
+				if !yield(ev, nil) {
+					done()
+					return
+				}
+				last = ev.Seq
+				n++
+			}
+			if n > 0 {
+				done()
+				continue
+			}
+			if timer == nil {
+				timer = time.NewTimer(st.poll)
+			} else {
+				timer.Reset(st.poll)
+			}
+			select {
+			case <-wake:
+			case <-timer.C:
+			case <-ctx.Done():
+				done()
+				return
+			}
+			done()
+		}
+	}
 }
 
 // LoadSnapshot returns the session's latest snapshot, or nil if it has

@@ -60,6 +60,15 @@ var migrations = [][]string{
 			data       BLOB
 		)`,
 	},
+	// Version 2: leases with fencing (session.Leaser), and listing by
+	// status (runtime recovery lists the running sessions). lease_token
+	// survives a release: the next owner gets lease_token+1.
+	{
+		`ALTER TABLE sessions ADD COLUMN lease_owner TEXT`,
+		`ALTER TABLE sessions ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE sessions ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0`,
+		`CREATE INDEX sessions_status ON sessions (status, created_at DESC, id DESC)`,
+	},
 }
 
 // migrate brings the schema up to date in one write transaction, so that

@@ -42,6 +42,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sqlitedrv "modernc.org/sqlite" // registers the "sqlite" driver
@@ -81,6 +82,16 @@ type Store struct {
 	w *sql.DB // writes: one connection, transactions BEGIN IMMEDIATE
 	r *sql.DB // reads: several query_only connections
 
+	now  func() time.Time // the clock of leases
+	poll time.Duration    // how often Follow looks for other processes' commits
+
+	// Follow's waiters, by session: a commit closes its session's channel.
+	// nwait counts them, so that a commit with nobody following takes no
+	// lock.
+	nwait   atomic.Int32
+	waitMu  sync.Mutex
+	waiters map[string]*waiter // guarded by waitMu
+
 	// Statements, prepared once by Open. The w ones run inside
 	// transactions through tx.StmtContext, which reuses the preparation.
 	insertSession  *sql.Stmt                // w
@@ -100,16 +111,53 @@ type Store struct {
 	loadSnapshot   *sql.Stmt                // r
 	eventsPage     *sql.Stmt                // r
 	logOf          *sql.Stmt                // r
+	getLease       *sql.Stmt                // w
+	setLease       *sql.Stmt                // w
+	renewLease     *sql.Stmt                // w
+	releaseLease   *sql.Stmt                // w
+	listStatus     *sql.Stmt                // r
+	listStatusAft  *sql.Stmt                // r
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store    = (*Store)(nil)
+	_ session.Leaser   = (*Store)(nil)
+	_ session.Follower = (*Store)(nil)
+)
 
 // sessionColumns are the columns of a session.Session (not log, which is
 // the store's own).
 const sessionColumns = `id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at`
+
+// selectColumns are the columns a session is read from: sessionColumns
+// and its lease.
+const selectColumns = sessionColumns + `, lease_owner, lease_token, lease_expires`
+
+// An Option configures Open.
+type Option func(*Store)
+
+// WithClock makes the store read the time from now for leases' expiry,
+// so that tests control it. Processes sharing a database should share a
+// clock (the machine's, by default).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithPollInterval sets how often Follow checks for events committed by
+// other processes (commits through this Store wake it at once); the
+// default is DefaultPollInterval.
+func WithPollInterval(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.poll = d
+		}
+	}
+}
+
+// DefaultPollInterval is how often Follow looks for other processes'
+// commits unless WithPollInterval says otherwise.
+const DefaultPollInterval = 100 * time.Millisecond
 
 // Open opens the store in the SQLite database at dsnOrPath, creating the
 // file, its directory and the schema as needed, and migrating an older
@@ -117,12 +165,12 @@ const sessionColumns = `id, agent, status, turn, usage, last_seq, metadata, crea
 // parameters go to the driver (see modernc.org/sqlite's Driver.Open); the
 // store adds its own pragmas after them, so a parameter given in the URI
 // wins. A database written by a newer build is refused.
-func Open(ctx context.Context, dsnOrPath string) (*Store, error) {
+func Open(ctx context.Context, dsnOrPath string, opts ...Option) (*Store, error) {
 	base, err := baseDSN(dsnOrPath)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", dsnOrPath, err)
 	}
-	st, err := open(ctx, base)
+	st, err := open(ctx, base, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", dsnOrPath, err)
 	}
@@ -161,7 +209,7 @@ func withParams(dsn string, params ...string) string {
 	return dsn + sep + strings.Join(params, "&")
 }
 
-func open(ctx context.Context, base string) (_ *Store, err error) {
+func open(ctx context.Context, base string, opts []Option) (_ *Store, err error) {
 	common := []string{
 		"_journal_mode=WAL",
 		"_synchronous=NORMAL",
@@ -170,7 +218,10 @@ func open(ctx context.Context, base string) (_ *Store, err error) {
 		// any that does later is checked.
 		"_foreign_keys=on",
 	}
-	st := &Store{}
+	st := &Store{now: time.Now, poll: DefaultPollInterval, waiters: make(map[string]*waiter)}
+	for _, o := range opts {
+		o(st)
+	}
 	defer func() {
 		if err != nil {
 			st.Close()
@@ -212,10 +263,10 @@ func open(ctx context.Context, base string) (_ *Store, err error) {
 		{st.w, &st.insertSession, `INSERT INTO sessions (` + sessionColumns + `)
 			VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{st.w, &st.updateSession, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?
-			WHERE id = ? AND last_seq = ?`},
+			WHERE id = ? AND last_seq = ? AND ` + fenceCheck},
 		{st.w, &st.startLog, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			log = coalesce(log, (SELECT next FROM logs WHERE id = 1))
-			WHERE id = ? AND last_seq = ?`},
+			WHERE id = ? AND last_seq = ? AND ` + fenceCheck},
 		{st.w, &st.bumpLog, `UPDATE logs SET next = next + 1 WHERE id = 1`},
 		{st.w, &st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
 		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (session_id, seq, data) VALUES (?, ?, ?)
@@ -223,11 +274,21 @@ func open(ctx context.Context, base string) (_ *Store, err error) {
 		{st.w, &st.deleteSession, `DELETE FROM sessions WHERE id = ? RETURNING log`},
 		{st.w, &st.deleteEvents, `DELETE FROM events WHERE key >= ? AND key < ?`},
 		{st.w, &st.deleteSnapshot, `DELETE FROM snapshots WHERE session_id = ?`},
-		{st.r, &st.getSession, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
-		{st.r, &st.listFirst, `SELECT ` + sessionColumns + ` FROM sessions
+		{st.r, &st.getSession, `SELECT ` + selectColumns + ` FROM sessions WHERE id = ?`},
+		{st.r, &st.listFirst, `SELECT ` + selectColumns + ` FROM sessions
 			ORDER BY created_at DESC, id DESC LIMIT ?`},
-		{st.r, &st.listAfter, `SELECT ` + sessionColumns + ` FROM sessions
+		{st.r, &st.listAfter, `SELECT ` + selectColumns + ` FROM sessions
 			WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`},
+		{st.r, &st.listStatus, `SELECT ` + selectColumns + ` FROM sessions WHERE status = ?
+			ORDER BY created_at DESC, id DESC LIMIT ?`},
+		{st.r, &st.listStatusAft, `SELECT ` + selectColumns + ` FROM sessions WHERE status = ?
+			AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`},
+		{st.w, &st.getLease, `SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE id = ?`},
+		{st.w, &st.setLease, `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE id = ?`},
+		{st.w, &st.renewLease, `UPDATE sessions SET lease_expires = ?
+			WHERE id = ? AND lease_token = ? AND lease_owner IS NOT NULL`},
+		{st.w, &st.releaseLease, `UPDATE sessions SET lease_owner = NULL, lease_expires = 0
+			WHERE id = ? AND lease_token = ? AND lease_owner IS NOT NULL`},
 		{st.r, &st.createdAt, `SELECT created_at FROM sessions WHERE id = ?`},
 		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s LEFT JOIN snapshots sn ON sn.session_id = s.id
 			WHERE s.id = ?`},
@@ -337,6 +398,7 @@ func (st *Store) Close() error {
 			st.insertSession, st.updateSession, st.startLog, st.bumpLog, st.lastSeq, st.upsertSnapshot,
 			st.deleteSession, st.deleteEvents, st.deleteSnapshot,
 			st.getSession, st.listFirst, st.listAfter, st.createdAt, st.loadSnapshot, st.eventsPage, st.logOf,
+			st.getLease, st.setLease, st.renewLease, st.releaseLease, st.listStatus, st.listStatusAft,
 		}, st.insertEvents[:]...) {
 			if s != nil {
 				errs = append(errs, s.Close())
@@ -420,16 +482,21 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	}
 	var rows *sql.Rows
 	var err error
-	if opt.After == "" {
+	switch {
+	case opt.After == "" && opt.Status == "":
 		rows, err = st.listFirst.QueryContext(ctx, limit)
-	} else {
+	case opt.After == "":
+		rows, err = st.listStatus.QueryContext(ctx, string(opt.Status), limit)
+	default:
 		var created int64
 		err = st.createdAt.QueryRowContext(ctx, opt.After).Scan(&created)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, notFound("list sessions after", opt.After)
 		}
-		if err == nil {
+		if err == nil && opt.Status == "" {
 			rows, err = st.listAfter.QueryContext(ctx, created, opt.After, limit)
+		} else if err == nil {
+			rows, err = st.listStatusAft.QueryContext(ctx, string(opt.Status), created, opt.After, limit)
 		}
 	}
 	if err != nil {
@@ -450,16 +517,23 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	return out, nil
 }
 
-// scanSession reads a row of sessionColumns.
+// scanSession reads a row of selectColumns.
 func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) {
 	var (
 		s                session.Session
 		status           string
 		usage, metadata  []byte
 		created, updated int64
+		leaseOwner       sql.NullString
+		leaseToken       int64
+		leaseExpires     int64
 	)
-	if err := row.Scan(&s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated); err != nil {
+	if err := row.Scan(&s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated,
+		&leaseOwner, &leaseToken, &leaseExpires); err != nil {
 		return nil, err
+	}
+	if leaseOwner.Valid {
+		s.Lease = &session.Lease{SessionID: s.ID, Owner: leaseOwner.String, Token: leaseToken, Expires: time.UnixMicro(leaseExpires).UTC()}
 	}
 	s.Status = session.Status(status)
 	if err := json.Unmarshal(usage, &s.Usage); err != nil {
@@ -498,6 +572,9 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete session %q: %w", id, err)
+	}
+	if st.nwait.Load() > 0 {
+		st.wake(id)
 	}
 	return nil
 }

@@ -22,14 +22,14 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) session.Store {
-		return open(t, filepath.Join(t.TempDir(), "agentrt.db"))
+	storetest.Run(t, func(t *testing.T, now func() time.Time) session.Store {
+		return open(t, filepath.Join(t.TempDir(), "agentrt.db"), sqlite.WithClock(now))
 	})
 }
 
-func open(t *testing.T, path string) *sqlite.Store {
+func open(t *testing.T, path string, opts ...sqlite.Option) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), path)
+	st, err := sqlite.Open(t.Context(), path, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

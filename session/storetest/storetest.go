@@ -1,10 +1,11 @@
 // Package storetest is the conformance suite every session.Store runs.
 //
-// A backend's test calls Run with a constructor for fresh, empty stores:
+// A backend's test calls Run with a constructor for fresh, empty stores
+// whose leases read the time from the clock it is given:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) session.Store {
-//			s, err := mystore.Open(t.Context(), filepath.Join(t.TempDir(), "db"))
+//		storetest.Run(t, func(t *testing.T, now func() time.Time) session.Store {
+//			s, err := mystore.Open(t.Context(), filepath.Join(t.TempDir(), "db"), mystore.WithClock(now))
 //			if err != nil {
 //				t.Fatal(err)
 //			}
@@ -39,6 +40,10 @@
 //     not mutate events after Commit.)
 //   - A canceled context fails every method with an error that wraps
 //     context.Canceled, and a canceled Commit writes nothing.
+//
+// The optional capabilities have sections of their own, run when the
+// store implements them: session.Leaser (leases and fencing, with the
+// clock under the suite's control) and session.Follower.
 package storetest
 
 import (
@@ -59,13 +64,18 @@ import (
 	"github.com/agentrt/agentrt/session"
 )
 
+// Factory makes a fresh, empty store whose leases (if it has them) read
+// the time from now.
+type Factory func(t *testing.T, now func() time.Time) session.Store
+
 // Run runs the conformance suite against stores made by newStore.
-func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
+func Run(t *testing.T, newStore Factory) {
 	t.Helper()
 	cases := []struct {
 		name string
 		fn   func(t *testing.T, s session.Store)
 	}{
+		{"ListByStatus", testListByStatus},
 		{"CreateGet", testCreateGet},
 		{"CreateExists", testCreateExists},
 		{"GetNotFound", testGetNotFound},
@@ -104,9 +114,11 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.fn(t, newStore(t))
+			c.fn(t, newStore(t, NewClock(base).Now))
 		})
 	}
+	t.Run("Leaser", func(t *testing.T) { runLeaser(t, newStore) })
+	t.Run("Follower", func(t *testing.T) { runFollower(t, newStore) })
 }
 
 // base is the suite's reference time: whole milliseconds, UTC.
@@ -802,15 +814,17 @@ func allData() []session.Data {
 		&session.ToolCall{CallID: "call_a", Name: "search", Arguments: json.RawMessage(`{"q":"agentrt","limit":5}`)},
 		&session.ToolResult{CallID: "call_a", Name: "search", OK: true, Result: json.RawMessage(`{"hits":[{"t":"a"},{"t":"b"}],"n":2.5,"none":null}`), LatencyMS: 87},
 		&session.ToolResult{CallID: "call_b", Name: "read_file", Error: "permission denied", LatencyMS: 3},
-		&session.ApprovalRequired{RequestID: "req_1", Calls: calls, Question: "Run 2 tools?"},
-		&session.ApprovalResolved{RequestID: "req_1", Decision: session.DecisionEdit, By: "ana", Reason: "narrower query", Arguments: json.RawMessage(`{"q":"agentrt store"}`)},
-		&session.ApprovalResolved{RequestID: "req_2", Decision: session.DecisionReject},
+		&session.InputRequired{RequestID: "req_1", Kind: session.RequestApproval, Calls: calls, Question: "Run 2 tools?"},
+		&session.InputResolved{RequestID: "req_1", Kind: session.RequestApproval, Decision: session.DecisionEdit, By: "ana", Reason: "narrower query", Arguments: json.RawMessage(`{"q":"agentrt store"}`)},
+		&session.InputResolved{RequestID: "req_2", Kind: session.RequestApproval, Decision: session.DecisionReject},
+		&session.InputRequired{RequestID: "req_3", Kind: session.RequestSelect, Question: "Which?", Options: []string{"a", "b"}},
 		&session.Final{Text: "Here is what's new.\n\n- a\n- b", Usage: usage},
 		&session.Error{Code: "budget_exceeded", Message: "cost limit reached", Recoverable: false},
 		&session.RunFinished{Status: session.StatusDone, Usage: usage},
 		&session.RunFinished{Status: session.StatusPaused, Usage: usage, Reason: "max_rounds"},
 		&session.Raw{T: "plan_created", JSON: json.RawMessage(`{"plan":[{"tool":"search","args":{"q":"x"}},{"reply":true}],"version":3}`)},
-		&session.Raw{T: "interrupted", JSON: json.RawMessage(`[1,"two",{"three":3}]`)},
+		&session.Raw{T: "my_custom_event", JSON: json.RawMessage(`[1,"two",{"three":3}]`)},
+		&session.Interrupted{Reason: "newer input", MergedInputs: 2},
 	}
 }
 

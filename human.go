@@ -1,0 +1,273 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+// AskHuman is the built-in ask_human executor: an input_required event
+// per request — one per call for an approval or a confirmation, one for a
+// prompt or a selection. The policy then sees the pending requests and
+// waits (React returns KindWait), so the run stops waiting until a person
+// resolves every request (Runner.Resolve) and the run resumes.
+func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
+	ask := ins.Ask
+	if ask == nil {
+		ask = &Ask{Kind: session.RequestApproval}
+	}
+	switch ask.Kind {
+	case session.RequestApproval, session.RequestConfirm:
+		if len(ins.Calls) == 0 {
+			return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human %s names no tool call", ask.Kind)}
+		}
+		for _, c := range ins.Calls {
+			q := ask.Question
+			if q == "" {
+				q = callQuestion(ask.Kind, c)
+			}
+			emit(x, session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: q, Calls: []model.ToolCall{c}})
+		}
+	case session.RequestPrompt, session.RequestSelect:
+		if strings.TrimSpace(ask.Question) == "" {
+			return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human %s has no question", ask.Kind)}
+		}
+		if ask.Kind == session.RequestSelect && len(ask.Options) == 0 {
+			return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: "ask_human select has no options"}
+		}
+		emit(x, session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: ask.Question,
+			Options: ask.Options, Multi: ask.Multi && ask.Kind == session.RequestSelect})
+	default:
+		return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human of unknown kind %q (approval, confirm, prompt or select)", ask.Kind)}
+	}
+	return nil
+}
+
+func callQuestion(k session.RequestKind, c model.ToolCall) string {
+	if k == session.RequestConfirm {
+		return fmt.Sprintf("%s was running with arguments %s when the process running it stopped, and it must not run twice blindly. "+
+			"Did it take effect? Mark it done (with its result), failed, or retry it.", c.Name, clipArgs(c.Arguments))
+	}
+	return fmt.Sprintf("Allow %s with arguments %s?", c.Name, clipArgs(c.Arguments))
+}
+
+func clipArgs(b json.RawMessage) string {
+	const n = 500
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// Resolution is a person's answer to a pending human request.
+//
+//   - An approval: Decision approve, reject or edit; Arguments replace
+//     the call's (edit, or approve with changes), and must fit the tool's
+//     input schema.
+//   - A confirmation of a call in doubt: Decision done (Result, JSON, is
+//     the call's result; plain Text becomes a JSON string), failed (Reason
+//     says why), or retry (the call runs again).
+//   - A prompt: Text is the answer (Decision answer, or empty).
+//   - A selection: Selected are the chosen options (one unless the request
+//     allows several).
+type Resolution struct {
+	Decision  string
+	Arguments json.RawMessage
+	Text      string
+	Selected  []string
+	Result    json.RawMessage
+	Reason    string
+	// By names who decided; it is recorded in the event.
+	By string
+}
+
+// Resolve records a person's answer to a pending request of a session. The
+// session stays waiting until every pending request is resolved; then
+// Resume continues the run. It works from any process, any time later: it
+// takes the session's lease for the moment it writes, waiting for a
+// runner of this process or another to let go of it, and a request that
+// was resolved meanwhile is an error naming who resolved it and when.
+//
+// It returns the input_resolved event.
+func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res Resolution) (*session.Event, error) {
+	x, err := r.beginWaiting(ctx, sessionID, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.finish(x)
+	q := x.st.Pending(requestID)
+	if q == nil {
+		return nil, r.notPending(ctx, x.st, requestID)
+	}
+	d, result, err := x.resolution(q, res)
+	if err != nil {
+		return nil, err
+	}
+	emit(x, *d)
+	resolved := x.pending[len(x.pending)-1]
+	if result != nil {
+		emit(x, *result)
+	}
+	if err := x.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return resolved, nil
+}
+
+// resolution checks res against request q and returns the events that
+// record it: the input_resolved, and for a confirmed call the tool_result
+// the person gave.
+func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolved, *session.ToolResult, error) {
+	bad := func(code, format string, args ...any) (*session.InputResolved, *session.ToolResult, error) {
+		return nil, nil, &Error{Kind: FailInput, Code: code, Msg: fmt.Sprintf(format, args...)}
+	}
+	d := &session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: res.Decision, Reason: res.Reason, By: res.By}
+	var call *CallState
+	if q.CallID != "" {
+		call = x.st.call(q.CallID)
+	}
+	switch q.Kind {
+	case session.RequestApproval:
+		switch res.Decision {
+		case session.DecisionApprove, session.DecisionEdit:
+			if len(res.Arguments) == 0 {
+				if res.Decision == session.DecisionEdit {
+					return bad("bad_arguments", "decision edit needs arguments")
+				}
+				break
+			}
+			if len(q.Calls) != 1 || call == nil {
+				return bad("bad_arguments", "arguments can be edited only on a request for one call")
+			}
+			if err := checkArgs(res.Arguments); err != nil {
+				return nil, nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "edited arguments", Err: err}
+			}
+			if t := x.agent.Tools; t != nil {
+				if _, ok := t.Get(call.Call.Name); ok {
+					if err := t.Validate(call.Call.Name, res.Arguments); err != nil {
+						return nil, nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "edited arguments", Err: err}
+					}
+				}
+			}
+			d.Arguments = append(json.RawMessage(nil), res.Arguments...)
+			d.Decision = session.DecisionEdit
+		case session.DecisionReject:
+			if len(res.Arguments) > 0 {
+				return bad("bad_arguments", "a rejection takes no arguments")
+			}
+		default:
+			return bad("bad_decision", "decision %q is not approve, reject or edit (request %s asks for an approval)", res.Decision, q.ID)
+		}
+		return d, nil, nil
+	case session.RequestConfirm:
+		if call == nil {
+			return bad("unknown_request", "request %s is about call %s, which is no longer pending", q.ID, q.CallID)
+		}
+		tr := &session.ToolResult{CallID: call.Call.ID, Name: call.Call.Name}
+		switch res.Decision {
+		case session.DecisionDone:
+			tr.OK = true
+			switch {
+			case len(res.Result) > 0:
+				if !json.Valid(res.Result) {
+					return bad("bad_result", "the result is not valid JSON: %s", preview(string(res.Result)))
+				}
+				tr.Result = append(json.RawMessage(nil), res.Result...)
+			case res.Text != "":
+				tr.Result, _ = json.Marshal(res.Text)
+			default:
+				tr.Result = json.RawMessage(`"done (confirmed by a person)"`)
+			}
+			d.Result = tr.Result
+		case session.DecisionFailed:
+			why := cmpOr(res.Reason, res.Text, "no reason given")
+			tr.Error = "the call's outcome was marked failed by a person: " + why
+		case session.DecisionRetry:
+			return d, nil, nil
+		default:
+			return bad("bad_decision", "decision %q is not done, failed or retry (request %s asks whether call %s of %s took effect)",
+				res.Decision, q.ID, call.Call.ID, call.Call.Name)
+		}
+		return d, tr, nil
+	case session.RequestPrompt:
+		if res.Decision != "" && res.Decision != session.DecisionAnswer {
+			return bad("bad_decision", "request %s asks a question: answer it with text, not decision %q", q.ID, res.Decision)
+		}
+		if strings.TrimSpace(res.Text) == "" {
+			return bad("empty_answer", "request %s asks %q: the answer is empty", q.ID, q.Question)
+		}
+		d.Decision, d.Text = session.DecisionAnswer, res.Text
+		return d, nil, nil
+	case session.RequestSelect:
+		if res.Decision != "" && res.Decision != session.DecisionAnswer {
+			return bad("bad_decision", "request %s asks for a choice: answer it with options, not decision %q", q.ID, res.Decision)
+		}
+		if len(res.Selected) == 0 {
+			return bad("empty_answer", "request %s asks to choose among %s: nothing was chosen", q.ID, strings.Join(q.Options, ", "))
+		}
+		if len(res.Selected) > 1 && !q.Multi {
+			return bad("bad_answer", "request %s allows one choice, got %d", q.ID, len(res.Selected))
+		}
+		for i, s := range res.Selected {
+			if !slices.Contains(q.Options, s) {
+				return bad("bad_answer", "%q is not an option of request %s (options: %s)", s, q.ID, strings.Join(q.Options, ", "))
+			}
+			if slices.Contains(res.Selected[:i], s) {
+				return bad("bad_answer", "%q is chosen twice", s)
+			}
+		}
+		d.Decision, d.Selected = session.DecisionAnswer, slices.Clone(res.Selected)
+		return d, nil, nil
+	}
+	return bad("unknown_request", "request %s is of unknown kind %q", q.ID, q.Kind)
+}
+
+func cmpOr(ss ...string) string {
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// notPending explains why requestID is not a pending request of st's
+// session: it was resolved (by whom, when), or it never was one.
+func (r *Runner) notPending(ctx context.Context, st *State, requestID string) error {
+	for e, err := range r.store.Events(ctx, st.SessionID, 0) {
+		if err != nil {
+			break
+		}
+		if d, ok := e.Data.(*session.InputResolved); ok && d.RequestID == requestID {
+			by := d.By
+			if by == "" {
+				by = "someone"
+			}
+			return &Error{Kind: FailInput, Code: "already_resolved",
+				Msg: fmt.Sprintf("request %s of session %s was already resolved by %s at %s (%s)", requestID, st.SessionID, by,
+					e.Time.UTC().Format("2006-01-02 15:04:05Z"), d.Decision)}
+		}
+	}
+	return &Error{Kind: FailInput, Code: "unknown_request",
+		Msg: fmt.Sprintf("session %q has no pending request %q%s", st.SessionID, requestID, pendingList(st))}
+}
+
+func pendingList(st *State) string {
+	if len(st.Requests) == 0 {
+		return " (it has none)"
+	}
+	ids := make([]string, len(st.Requests))
+	for i, q := range st.Requests {
+		ids[i] = q.ID
+	}
+	return " (pending: " + strings.Join(ids, ", ") + ")"
+}
+
+// errNotResolvable: the request kinds Resolve takes.
+var errNotResolvable = errors.New("not resolvable")

@@ -1,0 +1,290 @@
+package agentrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// DefaultLeaseTTL is how long a session's lease lasts without renewal
+// when Config.LeaseTTL is zero. A runner renews its leases every third of
+// it, so a process that dies holds its sessions for at most this long
+// (less when another process on the same machine sees that it died).
+const DefaultLeaseTTL = 30 * time.Second
+
+// DefaultMaxRecoveries is Config.MaxRecoveries when it is zero.
+const DefaultMaxRecoveries = 3
+
+// ownerID names this process's runner in leases: host, process id and a
+// random part, so that two runners of one process differ and a process on
+// the same host can tell whether the owner is still alive.
+func ownerID(newID func() string) string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown"
+	}
+	id := newID()
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + id
+}
+
+// ownerDead reports whether owner is a runner of a process on this host
+// that no longer exists. It never says so of an owner it cannot judge.
+func ownerDead(owner string) bool {
+	parts := strings.Split(owner, ":")
+	if len(parts) != 3 {
+		return false
+	}
+	host, _ := os.Hostname()
+	if host == "" || parts[0] != host {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return processGone(pid)
+}
+
+// leaseKeeper holds a run's lease on its session: it renews it every
+// third of its TTL on a timer (time.AfterFunc: no goroutine between
+// renewals) and, when a renewal finds the lease taken over, cancels the
+// run. stop joins any renewal in flight.
+//
+// A nil *leaseKeeper (a store without leases) is valid and does nothing.
+type leaseKeeper struct {
+	leaser session.Leaser
+	ttl    time.Duration
+	cancel context.CancelCauseFunc // the run's; set by watch
+
+	mu      sync.Mutex
+	lease   session.Lease // guarded by mu
+	renewed time.Time     // monotonic time of the last grant; guarded by mu
+	lost    error         // guarded by mu
+	stopped bool          // guarded by mu
+	timer   *time.Timer   // guarded by mu
+	wg      sync.WaitGroup
+}
+
+// token returns the fencing token commits carry.
+func (k *leaseKeeper) token() int64 {
+	if k == nil {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lease.Token
+}
+
+// watch starts renewing the lease; a loss cancels the run with cancel.
+func (k *leaseKeeper) watch(cancel context.CancelCauseFunc) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cancel = cancel
+	k.timer = time.AfterFunc(k.ttl/3, k.renew)
+}
+
+func (k *leaseKeeper) renew() {
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return
+	}
+	k.wg.Add(1)
+	l := k.lease
+	k.mu.Unlock()
+	defer k.wg.Done()
+
+	ctx, cancel := context.WithTimeout(context.Background(), k.ttl/3)
+	nl, err := k.leaser.Renew(ctx, l, k.ttl)
+	cancel()
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case err == nil:
+		k.lease, k.renewed = nl, time.Now()
+	case errors.Is(err, session.ErrFenced) || errors.Is(err, session.ErrNotFound):
+		k.lost = &Error{Kind: FailState, Code: "lease_lost", Msg: "session " + l.SessionID + " was taken over by another runner", Err: err}
+		if k.cancel != nil {
+			k.cancel(k.lost)
+		}
+		return
+	}
+	// A failed renewal is tried again at the next tick; check stops side
+	// effects once the lease may have expired.
+	if !k.stopped {
+		k.timer.Reset(k.ttl / 3)
+	}
+}
+
+// check reports whether the run may still act for the session: its lease
+// was not lost and has not expired as far as this process can tell. An
+// old lease is renewed first.
+func (k *leaseKeeper) check(ctx context.Context) error {
+	if k == nil {
+		return nil
+	}
+	k.mu.Lock()
+	lost, l, age := k.lost, k.lease, time.Since(k.renewed)
+	k.mu.Unlock()
+	if lost != nil {
+		return lost
+	}
+	if age < k.ttl/2 {
+		return nil
+	}
+	nl, err := k.leaser.Renew(ctx, l, k.ttl)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err == nil {
+		k.lease, k.renewed = nl, time.Now()
+		return nil
+	}
+	if errors.Is(err, session.ErrFenced) {
+		k.lost = &Error{Kind: FailState, Code: "lease_lost", Msg: "session " + l.SessionID + " was taken over by another runner", Err: err}
+		return k.lost
+	}
+	if time.Since(k.renewed) >= k.ttl {
+		return &Error{Kind: FailState, Code: "lease_expired",
+			Msg: fmt.Sprintf("the lease on session %s expired and could not be renewed", l.SessionID), Err: err}
+	}
+	return nil // the store hiccupped, but the lease is still ours for a while
+}
+
+// stop stops the renewals, waits for one in flight, and releases the
+// lease unless it was lost.
+func (k *leaseKeeper) stop(ctx context.Context) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	k.stopped = true
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+	k.mu.Unlock()
+	k.wg.Wait()
+	k.mu.Lock()
+	l, lost := k.lease, k.lost
+	k.mu.Unlock()
+	if lost == nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		_ = k.leaser.Release(rctx, l) // if it fails, the lease expires
+		cancel()
+	}
+}
+
+// acquireLease takes session id's lease for this runner. A lease held by a
+// dead process of this host is taken over at once; one held by a live
+// owner is an error saying who holds it and until when, unless wait is
+// set: then it polls until the lease is free or ctx ends.
+func (r *Runner) acquireLease(ctx context.Context, id string, wait bool) (*leaseKeeper, error) {
+	if r.leaser == nil {
+		return nil, nil
+	}
+	delay := 10 * time.Millisecond
+	for {
+		l, err := r.leaser.Acquire(ctx, id, r.owner, r.leaseTTL)
+		if err == nil {
+			return &leaseKeeper{leaser: r.leaser, ttl: r.leaseTTL, lease: l, renewed: time.Now()}, nil
+		}
+		var held *session.LeaseHeldError
+		switch {
+		case errors.Is(err, session.ErrNotFound):
+			return nil, notFound(id, err)
+		case !errors.As(err, &held):
+			return nil, &Error{Kind: FailStore, Msg: "acquire the lease of session " + id, Err: err}
+		case ownerDead(held.Lease.Owner):
+			// Its process is gone: nothing can renew it. Whether this
+			// release or another process's wins, the next Acquire decides.
+			if rerr := r.leaser.Release(ctx, held.Lease); rerr != nil && !errors.Is(rerr, session.ErrFenced) {
+				return nil, &Error{Kind: FailStore, Msg: "release the dead owner's lease of session " + id, Err: rerr}
+			}
+			continue
+		case !wait:
+			return nil, leaseHeld(id, held.Lease)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, leaseHeld(id, held.Lease)
+		case <-t.C:
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+func leaseHeld(id string, l session.Lease) error {
+	return &Error{Kind: FailState, Code: "lease_held",
+		Msg: fmt.Sprintf("session %s is being run by %s (its lease lasts until %s, and is renewed while it runs)",
+			id, l.Owner, l.Expires.UTC().Format("2006-01-02 15:04:05Z")),
+		Err: &session.LeaseHeldError{Lease: l}}
+}
+
+// Recover resumes, in this runner, the sessions whose run stopped because
+// their process did: status running, and a lease that expired, or that
+// belonged to a process of this host that no longer exists. Each such
+// session is claimed by taking its lease, so across any number of
+// processes calling Recover at once each session is resumed exactly once.
+// A session that crashed its process MaxRecoveries times without progress
+// is not resumed again: it ends failed with reason crash_loop.
+//
+// It returns the runs it started, in the background, as Start does;
+// sessions another process claimed first are skipped. Call it at start-up
+// and then periodically (every lease TTL, say).
+func (r *Runner) Recover(ctx context.Context) ([]*Run, error) {
+	if r.leaser == nil {
+		return nil, &Error{Kind: FailConfig, Code: "no_leases", Msg: "Recover needs a store with leases (session.Leaser): without them a crashed run cannot be told from one running elsewhere"}
+	}
+	var runs []*Run
+	opt := session.ListOptions{Status: session.StatusRunning, Limit: 200}
+	for {
+		page, err := r.store.ListSessions(ctx, opt)
+		if err != nil {
+			return runs, &Error{Kind: FailStore, Msg: "list running sessions", Err: err}
+		}
+		for _, s := range page {
+			if !r.recoverable(s) {
+				continue
+			}
+			h, err := r.StartResume(ctx, s.ID)
+			var re *Error
+			switch {
+			case err == nil:
+				runs = append(runs, h)
+			case errors.As(err, &re) && (re.Code == "lease_held" || re.Code == "busy" || re.Code == "nothing_to_resume" || re.Code == "not_found"):
+				// Another process (or this one) got there first.
+			default:
+				return runs, err
+			}
+		}
+		if len(page) < opt.Limit {
+			return runs, nil
+		}
+		opt.After = page[len(page)-1].ID
+	}
+}
+
+// recoverable reports whether s looks abandoned: no live lease, or the
+// lease of a dead process. (The Acquire in StartResume decides.)
+func (r *Runner) recoverable(s *session.Session) bool {
+	if _, ok := r.agents[s.Agent]; !ok {
+		return false
+	}
+	l := s.Lease
+	return l == nil || !time.Now().Before(l.Expires) || ownerDead(l.Owner)
+}

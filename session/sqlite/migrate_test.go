@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// A database written by an older build (schema version 1, before leases)
+// opens, keeps its sessions and events, and gains leases.
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	base, err := baseDSN(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append([]string{
+		`CREATE TABLE schema_version (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
+		`INSERT INTO schema_version (id, version) VALUES (1, 1)`,
+	}, migrations[0]...)
+	stmts = append(stmts,
+		`INSERT INTO sessions (id, agent, status, turn, usage, last_seq, created_at, updated_at, log) VALUES ('old', 'assistant', 'done', 1, '{}', 1, 1, 1, 1)`,
+		`UPDATE logs SET next = 2`,
+		`INSERT INTO events (key, session_id, seq, type, time, json) VALUES ((1 << 32) | 1, 'old', 1, 'approval_required', 1,
+			'{"v":1,"seq":1,"session_id":"old","turn":1,"type":"approval_required","time":"2026-01-01T00:00:00Z","data":{"request_id":"r1","calls":[],"question":"ok?"}}')`,
+	)
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	db.Close()
+
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := st.GetSession(ctx, "old")
+	if err != nil || s.Status != session.StatusDone || s.Lease != nil {
+		t.Fatalf("GetSession after migration: %+v, %v", s, err)
+	}
+	for e, err := range st.Events(ctx, "old", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := e.Data.(*session.InputRequired); !ok || d.Kind != session.RequestApproval {
+			t.Errorf("legacy event reads as %T %+v", e.Data, e.Data)
+		}
+	}
+	l, err := st.Acquire(ctx, "old", "me", time.Minute)
+	if err != nil || l.Token != 1 {
+		t.Fatalf("Acquire after migration: %+v, %v", l, err)
+	}
+	var version int
+	if err := st.w.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version != len(migrations) {
+		t.Fatalf("schema version %d (%v), want %d", version, err, len(migrations))
+	}
+}

@@ -1,0 +1,218 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// ErrInjected is the error a Faulty store's failing calls return.
+var ErrInjected = errors.New("storetest: injected store failure")
+
+// Faults says which calls of a store made by Faulty fail. Calls are
+// counted by class from 1: commits (Commit), reads (GetSession,
+// ListSessions, LoadSnapshot, Events, Follow) and lease calls (Acquire,
+// Renew, Release). A class fails at its Nth call, and at every later one
+// too when told so. The methods are safe for concurrent use, so a test can
+// arm a fault while a run is in progress.
+type Faults struct {
+	mu     sync.Mutex
+	counts [numClasses]int  // calls so far; guarded by mu
+	at     [numClasses]int  // the failing call, 0 for none; guarded by mu
+	after  [numClasses]bool // every later call fails too; guarded by mu
+	failed [numClasses]int  // calls that failed; guarded by mu
+}
+
+type class int
+
+const (
+	commits class = iota
+	reads
+	leases
+	numClasses
+)
+
+// FailCommit makes the nth commit from now fail (1 is the next one), and
+// every later commit too if following is set. n = 0 disarms.
+func (f *Faults) FailCommit(n int, following bool) { f.arm(commits, n, following) }
+
+// FailRead makes the nth read from now fail, and every later one too if
+// following is set. n = 0 disarms.
+func (f *Faults) FailRead(n int, following bool) { f.arm(reads, n, following) }
+
+// FailLease makes the nth lease call (Acquire, Renew, Release) from now
+// fail, and every later one too if following is set. n = 0 disarms.
+func (f *Faults) FailLease(n int, following bool) { f.arm(leases, n, following) }
+
+func (f *Faults) arm(c class, n int, following bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at[c], f.after[c] = 0, false
+	if n > 0 {
+		f.at[c], f.after[c] = f.counts[c]+n, following
+	}
+}
+
+// Commits returns the number of commits attempted so far.
+func (f *Faults) Commits() int { return f.count(commits) }
+
+// Failed returns the number of calls that failed by injection.
+func (f *Faults) Failed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed[commits] + f.failed[reads] + f.failed[leases]
+}
+
+func (f *Faults) count(c class) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts[c]
+}
+
+// hit counts a call of class c and reports whether it fails.
+func (f *Faults) hit(c class) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counts[c]++
+	n := f.counts[c]
+	if f.at[c] != 0 && (n == f.at[c] || f.after[c] && n > f.at[c]) {
+		f.failed[c]++
+		return ErrInjected
+	}
+	return nil
+}
+
+// Faulty wraps s so that its calls fail as f says. The store it returns
+// has the optional capabilities (session.Leaser, session.Follower) that s
+// has, and no others. A failing call does nothing and returns an error
+// wrapping ErrInjected; Events and Follow yield it as their only value.
+func Faulty(s session.Store, f *Faults) session.Store {
+	fs := faultyStore{s: s, f: f}
+	l, isLeaser := s.(session.Leaser)
+	fo, isFollower := s.(session.Follower)
+	switch {
+	case isLeaser && isFollower:
+		return struct {
+			faultyStore
+			faultyLeaser
+			faultyFollower
+		}{fs, faultyLeaser{l, f}, faultyFollower{fo, f}}
+	case isLeaser:
+		return struct {
+			faultyStore
+			faultyLeaser
+		}{fs, faultyLeaser{l, f}}
+	case isFollower:
+		return struct {
+			faultyStore
+			faultyFollower
+		}{fs, faultyFollower{fo, f}}
+	}
+	return fs
+}
+
+type faultyStore struct {
+	s session.Store
+	f *Faults
+}
+
+func (fs faultyStore) CreateSession(ctx context.Context, s *session.Session) error {
+	return fs.s.CreateSession(ctx, s)
+}
+
+func (fs faultyStore) GetSession(ctx context.Context, id string) (*session.Session, error) {
+	if err := fs.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fs.s.GetSession(ctx, id)
+}
+
+func (fs faultyStore) ListSessions(ctx context.Context, opt session.ListOptions) ([]*session.Session, error) {
+	if err := fs.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fs.s.ListSessions(ctx, opt)
+}
+
+func (fs faultyStore) DeleteSession(ctx context.Context, id string) error {
+	return fs.s.DeleteSession(ctx, id)
+}
+
+func (fs faultyStore) Commit(ctx context.Context, c *session.Commit) error {
+	if err := fs.f.hit(commits); err != nil {
+		return err
+	}
+	return fs.s.Commit(ctx, c)
+}
+
+func (fs faultyStore) LoadSnapshot(ctx context.Context, id string) (*session.Snapshot, error) {
+	if err := fs.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fs.s.LoadSnapshot(ctx, id)
+}
+
+func (fs faultyStore) Events(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		if err := fs.f.hit(reads); err != nil {
+			yield(nil, err)
+			return
+		}
+		for e, err := range fs.s.Events(ctx, id, after) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+func (fs faultyStore) Close() error { return fs.s.Close() }
+
+type faultyLeaser struct {
+	l session.Leaser
+	f *Faults
+}
+
+func (fl faultyLeaser) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (session.Lease, error) {
+	if err := fl.f.hit(leases); err != nil {
+		return session.Lease{}, err
+	}
+	return fl.l.Acquire(ctx, id, owner, ttl)
+}
+
+func (fl faultyLeaser) Renew(ctx context.Context, l session.Lease, ttl time.Duration) (session.Lease, error) {
+	if err := fl.f.hit(leases); err != nil {
+		return session.Lease{}, err
+	}
+	return fl.l.Renew(ctx, l, ttl)
+}
+
+func (fl faultyLeaser) Release(ctx context.Context, l session.Lease) error {
+	if err := fl.f.hit(leases); err != nil {
+		return err
+	}
+	return fl.l.Release(ctx, l)
+}
+
+type faultyFollower struct {
+	fo session.Follower
+	f  *Faults
+}
+
+func (ff faultyFollower) Follow(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		if err := ff.f.hit(reads); err != nil {
+			yield(nil, err)
+			return
+		}
+		for e, err := range ff.fo.Follow(ctx, id, after) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,285 @@
+package agentrt
+
+import (
+	"context"
+	"iter"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// Watch yields a session's events with seq > after, then each new one as
+// it commits, in order and without gaps, plus the live token events of a
+// run of this session in this process, each after the last committed event
+// before it. It ends when ctx ends (without an error) or the consumer
+// stops; the error, when it yields one, is the store's (an unknown or
+// deleted session is not_found).
+//
+// Watching never holds up a run: committed events come from the store (a
+// session.Follower sees the commits of every process), and a watcher that
+// falls behind reads them from there when it catches up. Live tokens are
+// best effort: a watcher too slow for them loses some, never a committed
+// event. With a store that cannot follow, Watch sees only the commits made
+// by runs of this process.
+func (r *Runner) Watch(ctx context.Context, sessionID string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		if _, err := r.store.GetSession(ctx, sessionID); err != nil {
+			yield(nil, notFound(sessionID, err))
+			return
+		}
+		t := r.hub.retain(sessionID)
+		defer r.hub.release(t)
+		sub := t.subscribe()
+		defer t.unsubscribe(sub)
+
+		w := &watcher{r: r, id: sessionID, last: max(after, 0), yield: yield}
+		wctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer func() {
+			cancel()
+			wg.Wait()
+		}()
+		var follow chan followed
+		if r.follower != nil {
+			follow = make(chan followed, 64)
+			wg.Go(func() {
+				defer close(follow)
+				for e, err := range r.follower.Follow(wctx, sessionID, w.last) {
+					select {
+					case follow <- followed{e, err}:
+					case <-wctx.Done():
+						return
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		} else if !w.catchUp(ctx) {
+			return
+		}
+		for {
+			select {
+			case m := <-sub.ch:
+				if !w.take(ctx, m.ev, m.pos) {
+					return
+				}
+			case f, ok := <-follow:
+				switch {
+				case !ok:
+					return // ctx ended
+				case f.err != nil:
+					if ctx.Err() == nil {
+						yield(nil, notFound(sessionID, f.err))
+					}
+					return
+				}
+				if !w.take(ctx, f.ev, 0) {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+			if sub.lagged.Swap(false) && !w.catchUp(ctx) {
+				// Events this watcher had no room for: the store has them.
+				return
+			}
+		}
+	}
+}
+
+type followed struct {
+	ev  *session.Event
+	err error
+}
+
+// watcher is one Watch's position in the log.
+type watcher struct {
+	r     *Runner
+	id    string
+	last  int64 // the seq of the last event yielded
+	yield func(*session.Event, error) bool
+	held  []hubMsg // tokens that came before the event they follow
+}
+
+// maxHeld is the most tokens a watcher keeps waiting for their place.
+const maxHeld = 1024
+
+// take handles one event: a committed one is yielded in its place (events
+// already yielded are skipped, a gap is filled from the store), a token
+// (pos: the seq of the committed event it follows) once that event was.
+func (w *watcher) take(ctx context.Context, e *session.Event, pos int64) bool {
+	if e.Seq == 0 {
+		switch {
+		case pos == w.last:
+			return w.yield(e, nil)
+		case pos > w.last && len(w.held) < maxHeld:
+			w.held = append(w.held, hubMsg{ev: e, pos: pos})
+		}
+		return true
+	}
+	if e.Seq <= w.last {
+		return true
+	}
+	if e.Seq > w.last+1 {
+		return w.catchUp(ctx)
+	}
+	return w.yieldCommitted(e)
+}
+
+func (w *watcher) yieldCommitted(e *session.Event) bool {
+	if !w.yield(e, nil) {
+		return false
+	}
+	w.last = e.Seq
+	if len(w.held) > 0 {
+		// Tokens that follow this event; older ones are stale.
+		keep := w.held[:0]
+		for _, t := range w.held {
+			switch {
+			case t.pos == w.last:
+				if !w.yield(t.ev, nil) {
+					return false
+				}
+			case t.pos > w.last:
+				keep = append(keep, t)
+			}
+		}
+		w.held = keep
+	}
+	return true
+}
+
+// catchUp yields the committed events after w.last from the store.
+func (w *watcher) catchUp(ctx context.Context) bool {
+	for e, err := range w.r.store.Events(ctx, w.id, w.last) {
+		if err != nil {
+			if ctx.Err() == nil {
+				w.yield(nil, &Error{Kind: FailStore, Code: "watch_behind",
+					Msg: "read events of session " + w.id + "; resume watching from seq " + strconv.FormatInt(w.last, 10), Err: err})
+			}
+			return false
+		}
+		if e.Seq <= w.last {
+			continue
+		}
+		if !w.yieldCommitted(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// hub holds the watchers of this process, by session, and the positions
+// of the tokens published to them.
+type hub struct {
+	mu     sync.Mutex
+	topics map[string]*topic // guarded by mu
+}
+
+// topic is one session's watchers. A run and each watcher retain it while
+// they use it.
+type topic struct {
+	id    string
+	refs  int           // guarded by hub.mu
+	subs  []*subscriber // guarded by hub.mu
+	nsubs atomic.Int32  // len(subs), read without the lock
+	hub   *hub
+}
+
+// subscriber is one Watch's inbox. Publishing never blocks: an inbox that
+// is full drops the message and marks the watcher lagged, which then
+// reads the committed events it missed from the store.
+type subscriber struct {
+	ch     chan hubMsg
+	lagged atomic.Bool
+}
+
+type hubMsg struct {
+	ev  *session.Event
+	pos int64 // for a token, the seq of the last event committed before it
+}
+
+// subscriberBuffer is the size of a watcher's inbox: a turn's events and
+// a few hundred tokens.
+const subscriberBuffer = 512
+
+func (h *hub) retain(id string) *topic {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[id]
+	if t == nil {
+		t = &topic{id: id, hub: h}
+		h.topics[id] = t
+	}
+	t.refs++
+	return t
+}
+
+func (h *hub) release(t *topic) {
+	if t == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t.refs--; t.refs == 0 {
+		delete(h.topics, t.id)
+	}
+}
+
+func (t *topic) subscribe() *subscriber {
+	s := &subscriber{ch: make(chan hubMsg, subscriberBuffer)}
+	t.hub.mu.Lock()
+	t.subs = append(t.subs, s)
+	t.nsubs.Store(int32(len(t.subs)))
+	t.hub.mu.Unlock()
+	return s
+}
+
+func (t *topic) unsubscribe(s *subscriber) {
+	t.hub.mu.Lock()
+	for i, x := range t.subs {
+		if x == s {
+			t.subs = append(t.subs[:i], t.subs[i+1:]...)
+			break
+		}
+	}
+	t.nsubs.Store(int32(len(t.subs)))
+	t.hub.mu.Unlock()
+}
+
+// watched reports whether anyone in this process watches the session.
+func (t *topic) watched() bool { return t != nil && t.nsubs.Load() > 0 }
+
+// publish hands a token, which follows the committed event pos, to the
+// watchers.
+func (t *topic) publish(e *session.Event, pos int64) {
+	if !t.watched() {
+		return
+	}
+	t.send(hubMsg{ev: e, pos: pos})
+}
+
+// publishCommitted hands committed events to the watchers.
+func (t *topic) publishCommitted(evs []*session.Event) {
+	if !t.watched() {
+		return
+	}
+	for _, e := range evs {
+		t.send(hubMsg{ev: e})
+	}
+}
+
+func (t *topic) send(m hubMsg) {
+	t.hub.mu.Lock()
+	defer t.hub.mu.Unlock()
+	for _, s := range t.subs {
+		select {
+		case s.ch <- m:
+		default:
+			s.lagged.Store(true)
+		}
+	}
+}
