@@ -69,9 +69,17 @@ func (r *Runner) newExec(a *Agent, st *State) *Exec {
 		x = new(Exec)
 	}
 	x.execRun = execRun{r: r, agent: a, st: st, committed: st.Seq,
-		hooks: hookSet{runner: &r.hooks, agent: &a.Hooks}}
+		hooks: hookSet{h: r.hooksOf(a)}}
 	x.pending = x.pendingBuf[:0]
 	return x
+}
+
+// hooksOf returns a's hooks merged with the runner's.
+func (r *Runner) hooksOf(a *Agent) *Hooks {
+	if h := r.agentHooks[a.Name]; h != nil && r.agents[a.Name] == a {
+		return h
+	}
+	return merged(&r.hooks, &a.Hooks)
 }
 
 // maxPooledMsgs is the longest request buffer an Exec keeps in the pool.

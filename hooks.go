@@ -3,6 +3,7 @@ package agentrt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 
 	"github.com/agentrt/agentrt/model"
@@ -56,9 +57,14 @@ type hook[F any] struct {
 }
 
 // Hooks are typed callbacks around model calls, tool calls and turns.
-// Hooks of one kind run in descending priority, then in the order they
-// were added. Add hooks before the agent is registered with a Runner; the
-// runner reads them concurrently afterwards.
+// Hooks of one kind run in descending priority; at equal priority the
+// runner's (Config.Hooks) run before the agent's, and hooks of one set in
+// the order they were added. Add hooks before the agent is registered with
+// a Runner; the runner reads them concurrently afterwards.
+//
+// BeforeTool and AfterTool hooks run on the goroutines of the calls, which
+// for the calls of one model reply are concurrent: they must be safe for
+// concurrent use.
 type Hooks struct {
 	beforeModel []hook[BeforeModelFunc]
 	afterModel  []hook[AfterModelFunc]
@@ -133,35 +139,60 @@ func (h *Hooks) sort() {
 	sortHooks(h.turnEnd)
 }
 
-// hookSet is the runner's and the agent's hooks together: runner hooks
-// first at equal priority.
-type hookSet struct{ runner, agent *Hooks }
+// merged returns the hooks of runner and agent in one Hooks, in the order
+// they run: higher priority first; at equal priority the runner's before
+// the agent's; then in the order they were added.
+func merged(runner, agent *Hooks) *Hooks {
+	m := &Hooks{
+		beforeModel: mergeHooks(runner.beforeModel, agent.beforeModel),
+		afterModel:  mergeHooks(runner.afterModel, agent.afterModel),
+		beforeTool:  mergeHooks(runner.beforeTool, agent.beforeTool),
+		afterTool:   mergeHooks(runner.afterTool, agent.afterTool),
+		turnStart:   mergeHooks(runner.turnStart, agent.turnStart),
+		turnEnd:     mergeHooks(runner.turnEnd, agent.turnEnd),
+	}
+	return m
+}
+
+// mergeHooks merges two lists sorted by priority (each already in its
+// running order), taking from a first at equal priority.
+func mergeHooks[F any](a, b []hook[F]) []hook[F] {
+	out := make([]hook[F], 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].priority > a[0].priority {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// hookSet is the hooks a run calls: the runner's and the agent's, merged
+// once per agent by NewRunner.
+type hookSet struct{ h *Hooks }
 
 func (s hookSet) beforeModel(ctx context.Context, info HookInfo, req *model.Request) (*model.Request, error) {
-	for _, hs := range [2]*Hooks{s.runner, s.agent} {
-		for _, h := range hs.beforeModel {
-			r, err := h.fn(ctx, info, req)
-			if err != nil {
-				return nil, hookErr(err, "before-model hook")
-			}
-			if r != nil {
-				req = r
-			}
+	for _, h := range s.h.beforeModel {
+		r, err := h.fn(ctx, info, req)
+		if err != nil {
+			return nil, hookErr(err, "before-model hook")
+		}
+		if r != nil {
+			req = r
 		}
 	}
 	return req, nil
 }
 
 func (s hookSet) afterModel(ctx context.Context, info HookInfo, resp *model.Response) (*model.Response, error) {
-	for _, hs := range [2]*Hooks{s.runner, s.agent} {
-		for _, h := range hs.afterModel {
-			r, err := h.fn(ctx, info, resp)
-			if err != nil {
-				return nil, hookErr(err, "after-model hook")
-			}
-			if r != nil {
-				resp = r
-			}
+	for _, h := range s.h.afterModel {
+		r, err := h.fn(ctx, info, resp)
+		if err != nil {
+			return nil, hookErr(err, "after-model hook")
+		}
+		if r != nil {
+			resp = r
 		}
 	}
 	return resp, nil
@@ -169,62 +200,51 @@ func (s hookSet) afterModel(ctx context.Context, info HookInfo, resp *model.Resp
 
 func (s hookSet) beforeTool(ctx context.Context, info HookInfo, call model.ToolCall) ToolDecision {
 	var out ToolDecision
-	for _, hs := range [2]*Hooks{s.runner, s.agent} {
-		for _, h := range hs.beforeTool {
-			d := h.fn(ctx, info, call)
-			if d.Arguments != nil {
-				call.Arguments = d.Arguments
-				out.Arguments = d.Arguments
-			}
-			if d.Block {
-				out.Block, out.Reason = true, d.Reason
-				return out
-			}
+	for _, h := range s.h.beforeTool {
+		d := h.fn(ctx, info, call)
+		if d.Arguments != nil {
+			call.Arguments = d.Arguments
+			out.Arguments = d.Arguments
+		}
+		if d.Block {
+			out.Block, out.Reason = true, d.Reason
+			return out
 		}
 	}
 	return out
 }
 
 func (s hookSet) afterTool(ctx context.Context, info HookInfo, call model.ToolCall, res tool.Result) tool.Result {
-	for _, hs := range [2]*Hooks{s.runner, s.agent} {
-		for _, h := range hs.afterTool {
-			res = h.fn(ctx, info, call, res)
-		}
+	for _, h := range s.h.afterTool {
+		res = h.fn(ctx, info, call, res)
 	}
 	return res
 }
 
 func (s hookSet) turnStart(ctx context.Context, info HookInfo, input string) error {
-	for _, hs := range [2]*Hooks{s.runner, s.agent} {
-		for _, h := range hs.turnStart {
-			if err := h.fn(ctx, info, input); err != nil {
-				return hookErr(err, "turn-start hook")
-			}
+	for _, h := range s.h.turnStart {
+		if err := h.fn(ctx, info, input); err != nil {
+			return hookErr(err, "turn-start hook")
 		}
 	}
 	return nil
 }
 
 func (s hookSet) turnEnd(ctx context.Context, info HookInfo, st session.Status, u model.Usage) {
-	for _, hs := range [2]*Hooks{s.runner, s.agent} {
-		for _, h := range hs.turnEnd {
-			h.fn(ctx, info, st, u)
-		}
+	for _, h := range s.h.turnEnd {
+		h.fn(ctx, info, st, u)
 	}
 }
 
 // rewritesRequests reports whether a before-model hook could change the
 // request (and so the runner's reused message buffer).
-func (s hookSet) rewritesRequests() bool {
-	return len(s.runner.beforeModel)+len(s.agent.beforeModel) > 0
-}
+func (s hookSet) rewritesRequests() bool { return len(s.h.beforeModel) > 0 }
 
-func (s hookSet) empty() bool {
-	return len(s.runner.beforeTool)+len(s.agent.beforeTool)+len(s.runner.afterTool)+len(s.agent.afterTool) == 0
-}
+func (s hookSet) empty() bool { return len(s.h.beforeTool)+len(s.h.afterTool) == 0 }
 
 func hookErr(err error, what string) error {
-	if _, ok := err.(*Error); ok {
+	var re *Error
+	if errors.As(err, &re) {
 		return err
 	}
 	return &Error{Kind: FailHook, Msg: what + " stopped the run", Err: err}

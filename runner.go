@@ -88,6 +88,9 @@ type Runner struct {
 
 	hub hub // watchers in this process, by session
 
+	// hooks of each agent merged with the runner's, in running order.
+	agentHooks map[string]*Hooks
+
 	mu     sync.Mutex
 	active map[string]*Run // sessions with a run (or a resolution) in progress; guarded by mu
 	closed bool            // guarded by mu
@@ -156,6 +159,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("agentrt: two agents named %q", a.Name)
 		}
 		r.agents[a.Name] = a
+	}
+	r.agentHooks = make(map[string]*Hooks, len(r.agents))
+	for name, a := range r.agents {
+		r.agentHooks[name] = merged(&r.hooks, &a.Hooks)
 	}
 	return r, nil
 }

@@ -48,11 +48,19 @@ type Config struct {
 	// Store is the session store's DSN: sqlite:PATH, postgres://…,
 	// postgresql://… or memory:. Parse also accepts a bare memory, since
 	// YAML wants memory: quoted, and stores it as memory:.
-	Store      string               `yaml:"store,omitempty"`
-	Models     map[string]Model     `yaml:"models,omitempty"`
-	MCPServers map[string]MCPServer `yaml:"mcp_servers,omitempty"`
-	Agents     map[string]Agent     `yaml:"agents,omitempty"`
-	Server     Server               `yaml:"server,omitempty"`
+	Store string `yaml:"store,omitempty"`
+	// LeaseTTL is how long a session's lease lasts unless renewed: how
+	// long a crashed process holds its sessions (zero: the runtime's
+	// default, 30s). A process on the same host sees a dead owner at once.
+	LeaseTTL Duration `yaml:"lease_ttl,omitempty"`
+	// MaxRecoveries is how often a session may be resumed after its
+	// process stopped without progress before it is failed (crash_loop);
+	// zero means the runtime's default, 3.
+	MaxRecoveries int                  `yaml:"max_recoveries,omitempty"`
+	Models        map[string]Model     `yaml:"models,omitempty"`
+	MCPServers    map[string]MCPServer `yaml:"mcp_servers,omitempty"`
+	Agents        map[string]Agent     `yaml:"agents,omitempty"`
+	Server        Server               `yaml:"server,omitempty"`
 
 	file  string              // name given to Parse; "" for Default
 	pos   map[string]Position // key path -> where it is written
@@ -72,6 +80,9 @@ type Model struct {
 	Headers map[string]string `yaml:"headers,omitempty"`
 	// Price is nil when the model has no price; its cost is then unknown.
 	Price *Price `yaml:"price,omitempty"`
+	// Stream, when set to false, asks this model for whole replies rather
+	// than streams.
+	Stream *bool `yaml:"stream,omitempty"`
 }
 
 // Price is what a model costs, in USD per million tokens, written as
@@ -103,6 +114,9 @@ type Agent struct {
 	Instructions   string   `yaml:"instructions,omitempty"`
 	// Strategy is StrategyReact (also the empty string) or StrategyPlanExecute.
 	Strategy string `yaml:"strategy,omitempty"`
+	// Stream, when set to false, asks the agent's models for whole
+	// replies rather than streams.
+	Stream *bool `yaml:"stream,omitempty"`
 	// Tools are tool names or globs ("fs.*"); the name of another agent makes
 	// that agent a tool.
 	Tools         []string      `yaml:"tools,omitempty"`

@@ -395,6 +395,30 @@ func parseNumber[T int | int64 | float64](s string) (T, error) {
 	return T(i), err
 }
 
+// boolean decodes true or false (or a ${VAR} that expands to one).
+func (d *decoder) boolean(dst **bool) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		if n = d.scalar(n, path, "true or false"); n == nil {
+			return
+		}
+		s, ok := d.text(n, path)
+		if !ok {
+			return
+		}
+		var v bool
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "true":
+			v = true
+		case "false":
+			v = false
+		default:
+			d.errorf(n, path, "expected true or false, got %q", n.Value)
+			return
+		}
+		*dst = &v
+	}
+}
+
 func (d *decoder) duration(dst *Duration) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
 		if n = d.scalar(n, path, "a duration"); n == nil {
@@ -424,6 +448,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	d.mapping(root, "",
 		field{"store", d.str(&c.Store)},
+		field{"lease_ttl", d.duration(&c.LeaseTTL)},
+		field{"max_recoveries", number(d, &c.MaxRecoveries)},
 		field{"models", func(n *yaml.Node, path string) { c.Models = named(d, n, path, d.model) }},
 		field{"mcp_servers", func(n *yaml.Node, path string) { c.MCPServers = named(d, n, path, d.mcpServer) }},
 		field{"agents", func(n *yaml.Node, path string) { c.Agents = named(d, n, path, d.agent) }},
@@ -450,6 +476,7 @@ func (d *decoder) model(n *yaml.Node, path string, m *Model) {
 		field{"api_key", d.str(&m.APIKey)},
 		field{"script", d.str(&m.Script)},
 		field{"headers", d.stringMap(&m.Headers)},
+		field{"stream", d.boolean(&m.Stream)},
 		field{"price", func(n *yaml.Node, path string) {
 			if isNull(resolve(n)) {
 				return
@@ -491,6 +518,7 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 		}},
 		field{"instructions", d.str(&a.Instructions)},
 		field{"strategy", d.str(&a.Strategy)},
+		field{"stream", d.boolean(&a.Stream)},
 		field{"tools", d.list(&a.Tools)},
 		field{"approval", func(n *yaml.Node, path string) {
 			d.mapping(n, path,

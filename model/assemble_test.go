@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentrt/agentrt/model"
 )
@@ -280,5 +281,22 @@ func TestGenerate(t *testing.T) {
 	resp, err = model.Generate(ctx, whole{chunks{list: []model.Chunk{{Text: "streamed"}}}}, &model.Request{})
 	if err != nil || resp.Message.Text() != "whole" {
 		t.Errorf("Generate of a Generator = %+v, %v; want its own Generate's reply", resp, err)
+	}
+}
+
+func TestUnstreamed(t *testing.T) {
+	want := &model.Response{
+		Message: model.Message{Role: model.RoleAssistant, Parts: []model.Part{{Type: model.PartText, Text: "hi"}},
+			ToolCalls: []model.ToolCall{{ID: "c1", Name: "add", Arguments: json.RawMessage(`{"a":1}`)}}},
+		Usage: model.Usage{InputTokens: 3, OutputTokens: 4}, FinishReason: model.FinishToolCalls,
+	}
+	var a model.Assembler
+	a.Add(model.ResponseChunk(want))
+	got, err := a.Response()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

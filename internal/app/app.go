@@ -167,6 +167,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		if err != nil {
 			return nil, err
 		}
+		ra.NoStream = ac.Stream != nil && !*ac.Stream
 		agents = append(agents, ra)
 	}
 	dsn := cfg.Store
@@ -177,7 +178,12 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := agentrt.NewRunner(agentrt.Config{Store: st, Agents: agents, Now: opts.Now})
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	r, err := agentrt.NewRunner(agentrt.Config{Store: st, Agents: agents, Now: opts.Now,
+		Owner: getenv("AGENTRT_OWNER"), LeaseTTL: cfg.LeaseTTL.Std(), MaxRecoveries: cfg.MaxRecoveries})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -217,9 +223,15 @@ func isScheme(s string) bool {
 	return true
 }
 
-// Close closes the store.
+// Close stops the runs the runner started in the background, then closes
+// the store.
 func (a *App) Close() error {
 	var errs []error
+	if a.Runner != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		errs = append(errs, a.Runner.Close(ctx))
+		cancel()
+	}
 	if a.Store != nil {
 		errs = append(errs, a.Store.Close())
 	}

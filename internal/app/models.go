@@ -83,6 +83,9 @@ func (a *App) buildModel(ctx context.Context, cfg *config.Config, name string, t
 	if p := mc.Price; p != nil {
 		m = model.Priced(m, model.Price{Input: p.InputPerMTok, Output: p.OutputPerMTok, Cached: p.CachedPerMTok})
 	}
+	if mc.Stream != nil && !*mc.Stream {
+		m = model.Unstreamed(m)
+	}
 	cache[key] = m
 	return m, nil
 }

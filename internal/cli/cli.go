@@ -171,7 +171,7 @@ func newRoot(g *globals) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default ./agentrt.yaml if present, else built-in defaults)")
 	root.PersistentFlags().StringVar(&g.store, "store", "", "store DSN, overriding the config (sqlite:PATH or memory:)")
 	root.AddCommand(
-		newRunCmd(g), newResumeCmd(g), newApproveCmd(g), newSessionsCmd(g), newReplayCmd(g),
+		newRunCmd(g), newResumeCmd(g), newApproveCmd(g), newRespondCmd(g), newRecoverCmd(g), newSessionsCmd(g), newReplayCmd(g),
 		newToolsCmd(g), newConfigCmd(g), newVersionCmd(g),
 	)
 	return root

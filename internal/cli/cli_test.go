@@ -419,7 +419,8 @@ agents:
 		t.Errorf("stdout does not show the approval request:\n%s", r.out)
 	}
 	show := e.must(cli.ExitOK, "sessions", "show", "a1").out
-	for _, want := range []string{"status   waiting", "pending  " + req + `: approve calculator {"expression":"6*7"}`} {
+	for _, want := range []string{"status   waiting", "pending  " + req + " (approval, asked ",
+		`Allow calculator with arguments {"expression":"6*7"}?`, "agentrt approve a1 " + req} {
 		if !strings.Contains(show, want) {
 			t.Errorf("sessions show lacks %q:\n%s", want, show)
 		}

@@ -48,36 +48,164 @@ func newApproveCmd(g *globals) *cobra.Command {
 			if reject && args != "" {
 				return usageErr("--args cannot be used with --reject")
 			}
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				res := agentrt.Resolution{Decision: session.DecisionApprove, Reason: reason, By: "cli"}
-				if reject {
-					res.Decision = session.DecisionReject
-				}
-				if args != "" {
-					res.Decision = session.DecisionEdit
-					res.Arguments = []byte(args)
-				}
-				id := a2[0]
-				if _, err := a.Runner.Resolve(ctx, id, a2[1], res); err != nil {
-					return err
-				}
-				st, err := a.Runner.Load(ctx, id)
-				if err != nil {
-					return err
-				}
-				if len(st.Requests) > 0 {
-					fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
-					return outcome(g, id, runResult{status: session.StatusWaiting}, a)
-				}
-				p := newPrinter(g.s, asJSON, a.Notices)
-				return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
-			})
+			res := agentrt.Resolution{Decision: session.DecisionApprove, Reason: reason, By: "cli"}
+			if reject {
+				res.Decision = session.DecisionReject
+			}
+			if args != "" {
+				res.Decision = session.DecisionEdit
+				res.Arguments = []byte(args)
+			}
+			return g.resolve(cmd, a2[0], a2[1], session.RequestApproval, res, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&reject, "reject", false, "reject the call; the model is told so")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (shown to the model on reject)")
 	cmd.Flags().StringVar(&args, "args", "", "replacement arguments (a JSON object)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line")
+	return cmd
+}
+
+func newRespondCmd(g *globals) *cobra.Command {
+	var (
+		selected                    string
+		done, failed, retry, asJSON bool
+		result, reason              string
+	)
+	cmd := &cobra.Command{
+		Use:   "respond SESSION REQUEST (TEXT | --select a,b | --done [--result JSON] | --failed [--reason R] | --retry)",
+		Short: "answer a pending question, choice, or the confirmation of a call whose outcome is in doubt; the run resumes",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			text := strings.Join(a[2:], " ")
+			modes := 0
+			for _, on := range []bool{text != "", selected != "", done, failed, retry} {
+				if on {
+					modes++
+				}
+			}
+			if modes != 1 {
+				return usageErr("give exactly one of TEXT, --select, --done, --failed or --retry")
+			}
+			if result != "" && !done {
+				return usageErr("--result goes with --done")
+			}
+			res := agentrt.Resolution{Reason: reason, By: "cli"}
+			kind := session.RequestPrompt
+			switch {
+			case text != "":
+				res.Decision, res.Text = session.DecisionAnswer, text
+			case selected != "":
+				kind = session.RequestSelect
+				res.Decision = session.DecisionAnswer
+				for _, s := range strings.Split(selected, ",") {
+					res.Selected = append(res.Selected, strings.TrimSpace(s))
+				}
+			case done:
+				kind, res.Decision = session.RequestConfirm, session.DecisionDone
+				if result != "" {
+					res.Result = json.RawMessage(result)
+				}
+			case failed:
+				kind, res.Decision = session.RequestConfirm, session.DecisionFailed
+			case retry:
+				kind, res.Decision = session.RequestConfirm, session.DecisionRetry
+			}
+			return g.resolve(cmd, a[0], a[1], kind, res, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&selected, "select", "", "the chosen options, separated by commas")
+	cmd.Flags().BoolVar(&done, "done", false, "the call took effect")
+	cmd.Flags().StringVar(&result, "result", "", "with --done: the call's result (JSON)")
+	cmd.Flags().BoolVar(&failed, "failed", false, "the call did not take effect")
+	cmd.Flags().BoolVar(&retry, "retry", false, "run the call again")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (shown to the model)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line")
+	return cmd
+}
+
+// resolve records res on request rid of session id, which should be of
+// kind want (a mismatch says which command answers it), and resumes the
+// run once nothing is pending.
+func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.RequestKind, res agentrt.Resolution, asJSON bool) error {
+	return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+		st, err := a.Runner.Load(ctx, id)
+		if err != nil {
+			return err
+		}
+		if q := st.Pending(rid); q != nil && !kindMatches(q.Kind, want) {
+			return usageErr("request %s is %s, not %s; answer it with: %s", rid, describeKind(q.Kind), describeKind(want), howToResolve(id, *q))
+		}
+		if _, err := a.Runner.Resolve(ctx, id, rid, res); err != nil {
+			return err
+		}
+		if st, err = a.Runner.Load(ctx, id); err != nil {
+			return err
+		}
+		if len(st.Requests) > 0 {
+			fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
+			return outcome(g, id, runResult{status: session.StatusWaiting}, a)
+		}
+		p := newPrinter(g.s, asJSON, a.Notices)
+		return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
+	})
+}
+
+// kindMatches reports whether a request of kind k can be answered the way
+// want says; a prompt's text can also answer a select request.
+func kindMatches(k, want session.RequestKind) bool {
+	return k == want || k == session.RequestSelect && want == session.RequestPrompt
+}
+
+func describeKind(k session.RequestKind) string {
+	switch k {
+	case session.RequestApproval:
+		return "an approval"
+	case session.RequestConfirm:
+		return "the confirmation of a call whose outcome is in doubt"
+	case session.RequestSelect:
+		return "a choice"
+	}
+	return "a question"
+}
+
+func newRecoverCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "recover",
+		Short: "resume the sessions whose process stopped (their lease expired, or their process died), and wait for them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				runs, err := a.Runner.Recover(ctx)
+				if err != nil {
+					return err
+				}
+				if len(runs) == 0 {
+					fmt.Fprintln(g.s.Err, "agentrt: nothing to recover")
+					return nil
+				}
+				var parts []string
+				for _, h := range runs {
+					res, err := h.Wait(ctx)
+					if err != nil {
+						return err
+					}
+					parts = append(parts, fmt.Sprintf("%s (%s)", h.SessionID(), res.Status))
+					if asJSON {
+						json.NewEncoder(g.s.Out).Encode(map[string]any{"session_id": h.SessionID(), "status": res.Status})
+					}
+				}
+				s := "s"
+				if len(runs) == 1 {
+					s = ""
+				}
+				fmt.Fprintf(g.s.Err, "agentrt: recovered %d session%s: %s\n", len(runs), s, strings.Join(parts, ", "))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON line per recovered session")
 	return cmd
 }
 
@@ -131,12 +259,12 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, ", $%.6f", s.Usage.CostUSD)
 				}
 				fmt.Fprintf(out, "\ncreated  %s\nupdated  %s\n", s.CreatedAt.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+				if l := s.Lease; l != nil && time.Now().Before(l.Expires) {
+					fmt.Fprintf(out, "lease    held by %s until %s\n", l.Owner, l.Expires.Local().Format(time.DateTime))
+				}
 				for _, q := range st.Requests {
-					for _, c := range st.Calls {
-						if c.Call.ID == q.CallID {
-							fmt.Fprintf(out, "pending  %s: approve %s %s\n", q.ID, c.Call.Name, c.Call.Arguments)
-						}
-					}
+					age := time.Since(q.Asked).Round(time.Second)
+					fmt.Fprintf(out, "pending  %s (%s, asked %s ago): %s\n           %s\n", q.ID, q.Kind, age, clip(q.Question, 300), howToResolve(s.ID, q))
 				}
 				if st.Final != "" {
 					fmt.Fprintf(out, "answer   %s\n", st.Final)
@@ -272,6 +400,8 @@ func Summary(e *session.Event) string {
 			s += " (" + d.Reason + ")"
 		}
 		return s
+	case *session.Interrupted:
+		return d.Reason
 	case *session.Final:
 		return strconv.Quote(clip(d.Text, 120))
 	case *session.Error:

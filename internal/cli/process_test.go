@@ -32,6 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if childMain() {
+		return
+	}
 	dir, err := os.MkdirTemp("", "agentrt-cli-test-")
 	if err != nil {
 		panic(err)

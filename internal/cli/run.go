@@ -107,7 +107,7 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 		case isTerminal(g.s.Err) && isInputTerminal(g.s.In):
 			decision = "ask"
 		}
-		if decision == "" {
+		if decision == "" || !onlyApprovals(st) {
 			break
 		}
 		for _, q := range st.Requests {
@@ -123,6 +123,17 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 		res = p.print(a.Runner.Resume(ctx, id))
 	}
 	return outcome(g, id, res, a)
+}
+
+// onlyApprovals reports whether every pending request of st asks for an
+// approval, which --approve can answer.
+func onlyApprovals(st *agentrt.State) bool {
+	for _, q := range st.Requests {
+		if q.Kind != session.RequestApproval {
+			return false
+		}
+	}
+	return true
 }
 
 func isInputTerminal(r io.Reader) bool {
@@ -153,6 +164,19 @@ func prompt(s Streams, st *agentrt.State, q agentrt.HumanRequest) (string, []byt
 	return session.DecisionReject, nil
 }
 
+// howToResolve is the command that resolves q, for people.
+func howToResolve(id string, q agentrt.HumanRequest) string {
+	switch q.Kind {
+	case session.RequestApproval:
+		return fmt.Sprintf("agentrt approve %s %s    (or --reject)", id, q.ID)
+	case session.RequestConfirm:
+		return fmt.Sprintf("agentrt respond %s %s --done [--result JSON] | --failed [--reason R] | --retry", id, q.ID)
+	case session.RequestSelect:
+		return fmt.Sprintf("agentrt respond %s %s --select %s", id, q.ID, strings.Join(q.Options, ","))
+	}
+	return fmt.Sprintf("agentrt respond %s %s TEXT", id, q.ID)
+}
+
 func outcome(g *globals, id string, res runResult, a *app.App) error {
 	if res.err != nil {
 		return res.err
@@ -169,9 +193,12 @@ func outcome(g *globals, id string, res runResult, a *app.App) error {
 			return err
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "session %s is waiting for approval; resolve with:", id)
+		fmt.Fprintf(&b, "session %s is waiting for a person; resolve with:", id)
 		for _, q := range st.Requests {
-			fmt.Fprintf(&b, "\n  agentrt approve %s %s    (or --reject)", id, q.ID)
+			if q.Kind != session.RequestApproval {
+				fmt.Fprintf(&b, "\n  %s: %s", q.ID, q.Question)
+			}
+			fmt.Fprintf(&b, "\n  %s", howToResolve(id, q))
 		}
 		return &exitError{code: ExitWaiting, msg: b.String()}
 	case session.StatusPaused:
@@ -284,9 +311,17 @@ func (p *printer) human(e *session.Event) {
 		}
 	case *session.InputRequired:
 		p.endLine()
-		fmt.Fprintf(out, "[approval] %s (request %s)\n", d.Question, d.RequestID)
+		label := "[" + string(d.Kind) + "]"
+		if d.Kind == session.RequestSelect {
+			fmt.Fprintf(out, "%s %s (options: %s; request %s)\n", label, d.Question, strings.Join(d.Options, ", "), d.RequestID)
+			break
+		}
+		fmt.Fprintf(out, "%s %s (request %s)\n", label, d.Question, d.RequestID)
 	case *session.InputResolved:
-		fmt.Fprintf(out, "[approval] %s: %s\n", d.RequestID, d.Decision)
+		fmt.Fprintf(out, "[%s] %s: %s\n", cmpOr(string(d.Kind), "approval"), d.RequestID, d.Decision)
+	case *session.Interrupted:
+		p.endLine()
+		fmt.Fprintf(out, "[run] interrupted (%s)\n", d.Reason)
 	case *session.RunResumed:
 		fmt.Fprintf(out, "[run] resumed (%s)\n", d.Reason)
 	case *session.Final:
@@ -364,4 +399,11 @@ func (s *spinner) stop() {
 		close(done)
 		s.wg.Wait()
 	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -1,0 +1,401 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// childTools are the extra tools of the CLI the child processes run (this
+// test binary, re-executed with AGENTRT_CLI_CHILD=1, is agentrt with them).
+//
+//   - stubborn ignores its context: with AGENTRT_STUBBORN=block it never
+//     returns, else it returns at once.
+//   - journal appends its line to the file AGENTRT_JOURNAL names, so that
+//     a test counts its runs across processes.
+func childTools() []tool.Tool {
+	stubborn := tool.Must(tool.New("stubborn", "ignores cancellation", func(context.Context, struct{}) (string, error) {
+		if os.Getenv("AGENTRT_STUBBORN") == "block" {
+			select {} // until the process dies
+		}
+		return "stubborn done", nil
+	}))
+	journal := tool.Must(tool.New("journal", "records a line", func(ctx context.Context, in struct {
+		Line string `json:"line"`
+	}) (string, error) {
+		f, err := os.OpenFile(os.Getenv("AGENTRT_JOURNAL"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return "", err
+		}
+		info, _ := tool.CallInfoFrom(ctx)
+		fmt.Fprintf(f, "%s %s %d\n", in.Line, info.IdempotencyKey, info.Attempt)
+		return "recorded " + in.Line, f.Close()
+	}))
+	return []tool.Tool{stubborn, journal}
+}
+
+// childMain runs the CLI when this test binary is a child process; it
+// reports whether it was.
+func childMain() bool {
+	if os.Getenv("AGENTRT_CLI_CHILD") != "1" {
+		return false
+	}
+	code := cli.Execute(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, app.Options{ExtraTools: childTools()})
+	os.Exit(code)
+	return true
+}
+
+// child is a running child process.
+type child struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout chan string // its stdout, by line
+	stderr chan string // its stderr, by line
+	done   chan struct{}
+	errOut strings.Builder
+	mu     sync.Mutex
+}
+
+// startChild starts agentrt (this binary as the CLI with childTools) in
+// dir with args and extra environment.
+func startChild(t *testing.T, dir string, env []string, args ...string) *child {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), procTimeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "AGENTRT_") || strings.HasPrefix(k, "OLLAMA_") {
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, "OLLAMA_HOST=127.0.0.1:1", "AGENTRT_CLI_CHILD=1")
+	cmd.Env = append(cmd.Env, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{t: t, cmd: cmd, stdout: make(chan string, 4096), stderr: make(chan string, 1024), done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(c.stdout)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			c.stdout <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	})
+	wg.Go(func() {
+		defer close(c.stderr)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			c.mu.Lock()
+			c.errOut.WriteString(sc.Text() + "\n")
+			c.mu.Unlock()
+			c.stderr <- sc.Text()
+		}
+	})
+	go func() {
+		wg.Wait()
+		cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-c.done
+	})
+	return c
+}
+
+// waitEvent reads events until one of type typ.
+func (c *child) waitEvent(typ string) event {
+	c.t.Helper()
+	for l := range c.stdout {
+		var e event
+		if json.Unmarshal([]byte(l), &e) == nil && e.Type == typ {
+			return e
+		}
+	}
+	c.t.Fatalf("the child ended before a %s event; stderr:\n%s", typ, c.stderrText())
+	return event{}
+}
+
+// waitStderr reads stderr lines until one containing s.
+func (c *child) waitStderr(s string) {
+	c.t.Helper()
+	for l := range c.stderr {
+		if strings.Contains(l, s) {
+			return
+		}
+	}
+	c.t.Fatalf("the child ended without saying %q; stderr:\n%s", s, c.stderrText())
+}
+
+func (c *child) stderrText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.errOut.String()
+}
+
+// wait waits for the child to exit and returns its exit code (-1 if a
+// signal killed it).
+func (c *child) wait() int {
+	c.t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(procTimeout):
+		c.t.Fatal("the child did not exit")
+	}
+	return c.cmd.ProcessState.ExitCode()
+}
+
+func (c *child) signal(sig os.Signal) {
+	c.t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Bug 7: a run stuck in a tool that ignores its context survives the first
+// signal (which asks it to stop), but not the second, which exits at once.
+// The session stays running, and another process resumes it at once (the
+// lease's owner is a dead process of this host).
+func TestProcessSecondSignalExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	for _, tc := range []struct {
+		name   string
+		second os.Signal
+		code   int
+	}{
+		{"interrupt twice", os.Interrupt, 130},
+		{"interrupt then term", syscall.SIGTERM, 143},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, `
+models:
+  s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
+agents:
+  assistant: {model: s, tools: [stubborn]}
+`, map[string]string{
+				"first.yaml":  "replies:\n  - tool_calls: [{name: stubborn}]\n",
+				"second.yaml": "replies:\n  - text: \"after the restart\"\n    expect: {last_tool_result_contains: stubborn done}\n",
+			})
+			c := startChild(t, e.dir, []string{"AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=first.yaml"},
+				"--config", e.config, "run", "--json", "--session", "s1", "go")
+			c.waitEvent("tool_call")
+			c.signal(os.Interrupt)
+			c.waitStderr("stopping")
+			c.signal(tc.second)
+			if code := c.wait(); code != tc.code {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, tc.code, c.stderrText())
+			}
+			r := startChild(t, e.dir, []string{"AGENTRT_TEST_SCRIPT=second.yaml"}, "--config", e.config, "resume", "--json", "s1")
+			if code := r.wait(); code != cli.ExitOK {
+				t.Fatalf("resume: exit %d; stderr:\n%s", code, r.stderrText())
+			}
+		})
+	}
+}
+
+// The first signal stops a run that heeds cancellation at once, recorded
+// as canceled and resumable.
+func TestProcessFirstSignalStopsGracefully(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	e := newEnv(t, `
+models:
+  s: {provider: scripted, script: slow.yaml}
+agents:
+  assistant: {model: s}
+`, map[string]string{"slow.yaml": "replies:\n  - text: never\n    delay: 1h\n"})
+	c := startChild(t, e.dir, nil, "--config", e.config, "run", "--json", "--session", "s1", "go")
+	c.waitEvent("model_started")
+	c.signal(syscall.SIGTERM)
+	fin := c.waitEvent("run_finished")
+	if code := c.wait(); code != cli.ExitFailed {
+		t.Fatalf("exit %d, want %d", code, cli.ExitFailed)
+	}
+	var d struct{ Status string }
+	json.Unmarshal(fin.Data, &d)
+	if d.Status != "canceled" || !strings.Contains(c.stderrText(), "agentrt resume s1") {
+		t.Errorf("run_finished %s; stderr:\n%s", fin.Data, c.stderrText())
+	}
+}
+
+// journalRuns returns the journal's lines: "line key attempt".
+func journalRuns(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// Two `agentrt resume` of one crashed session started at the same moment:
+// exactly one resumes it, the tool runs exactly once more (its call was in
+// flight at the crash: at least once), and the log has no gap or duplicate.
+func TestProcessTwoResumersOneSession(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	const trials = 20
+	for i := range trials {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, `
+models:
+  s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
+agents:
+  assistant: {model: s, tools: [journal, stubborn]}
+`, map[string]string{
+				"crash.yaml": "replies:\n  - tool_calls: [{name: journal, arguments: {line: one}}, {name: stubborn}]\n",
+				"after.yaml": "replies:\n  - text: \"resumed\"\n",
+			})
+			journal := filepath.Join(e.dir, "journal")
+			env := []string{"AGENTRT_JOURNAL=" + journal}
+			c := startChild(t, e.dir, append(env, "AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=crash.yaml"),
+				"--config", e.config, "run", "--json", "--session", "s1", "go")
+			c.waitEvent("tool_result") // journal's; stubborn blocks
+			c.cmd.Process.Kill()
+			c.wait()
+
+			var resumers [2]*child
+			for j := range resumers {
+				resumers[j] = startChild(t, e.dir, append(env, "AGENTRT_TEST_SCRIPT=after.yaml"), "--config", e.config, "resume", "s1")
+			}
+			codes := map[int]int{}
+			for _, r := range resumers {
+				codes[r.wait()]++
+			}
+			if codes[cli.ExitOK] != 1 || codes[cli.ExitUsage] != 1 {
+				t.Fatalf("exit codes %v, want one 0 and one 2; stderr:\n%s\n---\n%s", codes, resumers[0].stderrText(), resumers[1].stderrText())
+			}
+			for _, r := range resumers {
+				if out := r.stderrText(); r.cmd.ProcessState.ExitCode() == cli.ExitUsage &&
+					!strings.Contains(out, "is being run by") && !strings.Contains(out, "nothing to resume") {
+					t.Errorf("the loser says:\n%s", out)
+				}
+			}
+			if runs := journalRuns(t, journal); len(runs) != 1 {
+				t.Errorf("journal ran %d times, want once: %v", len(runs), runs)
+			}
+			evs := parseEvents(t, newProcChild(t, e).mustOut("--config", e.config, "sessions", "events", "s1"))
+			checkSeq(t, evs, 1)
+			if n := len(ofType(evs, "run_resumed")); n != 1 {
+				t.Errorf("%d run_resumed events, want 1", n)
+			}
+		})
+	}
+}
+
+// A runner killed mid-run is recovered by another process once its lease
+// expires: `agentrt recover` in a loop, with a deadline.
+func TestProcessRecoverAfterLeaseExpiry(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	e := newEnv(t, `
+lease_ttl: 1s
+models:
+  s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
+agents:
+  assistant: {model: s, tools: [journal, stubborn]}
+`, map[string]string{
+		"crash.yaml": "replies:\n  - tool_calls: [{name: journal, arguments: {line: one}}, {name: stubborn}]\n",
+		"after.yaml": "replies:\n  - text: \"recovered\"\n",
+	})
+	journal := filepath.Join(e.dir, "journal")
+	env := []string{"AGENTRT_JOURNAL=" + journal}
+	// The first process runs under another host's name: nobody can see
+	// that it died, so only the lease's expiry frees the session.
+	c := startChild(t, e.dir, append(env, "AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=crash.yaml", "AGENTRT_OWNER=elsewhere:1:x"),
+		"--config", e.config, "run", "--json", "--session", "s1", "go")
+	c.waitEvent("tool_result")
+	c.cmd.Process.Kill()
+	c.wait()
+
+	deadline := time.Now().Add(procTimeout)
+	for {
+		r := startChild(t, e.dir, append(env, "AGENTRT_TEST_SCRIPT=after.yaml"), "--config", e.config, "recover")
+		code := r.wait()
+		out := r.stderrText()
+		if code != cli.ExitOK {
+			t.Fatalf("recover: exit %d\n%s", code, out)
+		}
+		if strings.Contains(out, "recovered 1 session") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing recovered before the deadline; last:\n%s", out)
+		}
+	}
+	show := newProcChild(t, e).mustOut("--config", e.config, "sessions", "show", "s1")
+	if !strings.Contains(show, "status   done") {
+		t.Errorf("sessions show:\n%s", show)
+	}
+	runs := journalRuns(t, journal)
+	if len(runs) != 1 || !strings.HasSuffix(runs[0], " 1") {
+		t.Errorf("journal %v, want one first attempt", runs)
+	}
+}
+
+// procChild runs short commands as children.
+type procChild struct {
+	t *testing.T
+	e *env
+}
+
+// newProcChild runs commands in e's directory; its config's script is
+// after.yaml, which only commands that run a model read.
+func newProcChild(t *testing.T, e *env) procChild { return procChild{t, e} }
+
+// mustOut runs agentrt with args, expects exit 0, and returns its stdout.
+func (p procChild) mustOut(args ...string) string {
+	p.t.Helper()
+	c := startChild(p.t, p.e.dir, []string{"AGENTRT_TEST_SCRIPT=after.yaml"}, args...)
+	var b strings.Builder
+	for l := range c.stdout {
+		b.WriteString(l + "\n")
+	}
+	if code := c.wait(); code != cli.ExitOK {
+		p.t.Fatalf("agentrt %s: exit %d\n%s", strings.Join(args, " "), code, c.stderrText())
+	}
+	return b.String()
+}
