@@ -379,7 +379,6 @@ func (x *Exec) fail(ctx context.Context, err error) {
 		x.yieldErr(re)
 		return
 	}
-	x.handle.setErr(re)
 	emit(x, session.Error{Code: re.ErrorCode(), Message: re.Error(), Recoverable: re.IsRecoverable()})
 	x.End(status, re.ErrorCode())
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)

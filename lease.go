@@ -2,6 +2,8 @@ package agentrt
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -25,16 +27,14 @@ const DefaultMaxRecoveries = 3
 // ownerID names this process's runner in leases: host, process id and a
 // random part, so that two runners of one process differ and a process on
 // the same host can tell whether the owner is still alive.
-func ownerID(newID func() string) string {
+func ownerID() string {
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "unknown"
 	}
-	id := newID()
-	if len(id) > 8 {
-		id = id[:8]
-	}
-	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + id
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
 }
 
 // ownerDead reports whether owner is a runner of a process on this host
@@ -279,12 +279,16 @@ func (r *Runner) Recover(ctx context.Context) ([]*Run, error) {
 	}
 }
 
-// recoverable reports whether s looks abandoned: no live lease, or the
-// lease of a dead process. (The Acquire in StartResume decides.)
+// recoverable reports whether s may be abandoned: not run by this runner,
+// of an agent it knows. Whether its lease is free is for Acquire, by the
+// store's clock, to decide (StartResume).
 func (r *Runner) recoverable(s *session.Session) bool {
 	if _, ok := r.agents[s.Agent]; !ok {
 		return false
 	}
-	l := s.Lease
-	return l == nil || !time.Now().Before(l.Expires) || ownerDead(l.Owner)
+	if s.Lease != nil && s.Lease.Owner == r.owner {
+		return false
+	}
+	_, active := r.Active(s.ID)
+	return !active
 }

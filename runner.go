@@ -143,7 +143,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	r.owner = cfg.Owner
 	if r.owner == "" {
-		r.owner = ownerID(r.newID)
+		r.owner = ownerID()
 	}
 	for k, e := range cfg.Executors {
 		if e == nil {
@@ -636,7 +636,6 @@ func (r *Runner) startResume(ctx context.Context, id string, detached bool) (*Ex
 		e := &Error{Kind: FailState, Code: "crash_loop", Msg: fmt.Sprintf(
 			"session %s was resumed %d times after its process stopped, without progress in between; "+
 				"it is stopped so as not to crash another process (agentrt resume %s tries again)", id, st.Recoveries, id)}
-		h.setErr(e)
 		emit(x, session.Error{Code: e.ErrorCode(), Message: e.Error()})
 		x.End(session.StatusFailed, "crash_loop")
 		return x, rctx, nil

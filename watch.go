@@ -44,9 +44,10 @@ func (r *Runner) Watch(ctx context.Context, sessionID string, after int64) iter.
 		var follow chan followed
 		if r.follower != nil {
 			follow = make(chan followed, 64)
+			from := w.last
 			wg.Go(func() {
 				defer close(follow)
-				for e, err := range r.follower.Follow(wctx, sessionID, w.last) {
+				for e, err := range r.follower.Follow(wctx, sessionID, from) {
 					select {
 					case follow <- followed{e, err}:
 					case <-wctx.Done():
@@ -61,6 +62,17 @@ func (r *Runner) Watch(ctx context.Context, sessionID string, after int64) iter.
 			return
 		}
 		for {
+			// This process's messages first: a token is published before
+			// the commit that ends its model call, which the follower may
+			// deliver first.
+			select {
+			case m := <-sub.ch:
+				if !w.take(ctx, m.ev, m.pos) {
+					return
+				}
+				continue
+			default:
+			}
 			select {
 			case m := <-sub.ch:
 				if !w.take(ctx, m.ev, m.pos) {

@@ -241,12 +241,14 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		}
 		st.last = e
 	}
+	// The fence first: a writer that lost the session must hear so, not
+	// that it should reload and try again.
+	if err := st.fenced(e, c.Fence); err != nil {
+		return fmt.Errorf("memstore: commit to session %q: %w", c.SessionID, err)
+	}
 	if e.row.LastSeq != c.ExpectSeq {
 		return fmt.Errorf("memstore: commit to session %q: expected seq %d, session is at %d: %w",
 			c.SessionID, c.ExpectSeq, e.row.LastSeq, session.ErrConflict)
-	}
-	if err := st.fenced(e, c.Fence); err != nil {
-		return fmt.Errorf("memstore: commit to session %q: %w", c.SessionID, err)
 	}
 	if len(e.log)+len(c.Events) > cap(e.log) {
 		// Grow by at least a turn's worth of events: a run commits a few

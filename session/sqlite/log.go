@@ -138,17 +138,20 @@ func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, c *session.Commi
 		return session.ErrNotFound
 	case err != nil:
 		return err
-	case last != c.ExpectSeq:
-		return fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
 	}
+	// The fence first: a writer that lost the session must hear so, not
+	// that it should reload and try again.
 	l, err := st.lease(ctx, tx, c.SessionID)
 	if err != nil {
 		return err
 	}
-	if c.Fence != 0 {
+	switch {
+	case c.Fence != 0 && c.Fence != l.Token:
 		return fmt.Errorf("fence token %d, session's is %d: %w", c.Fence, l.Token, session.ErrFenced)
+	case c.Fence == 0 && l.Owner != "" && st.now().Before(l.Expires):
+		return fmt.Errorf("no fence token, and %s holds a live lease: %w", l.Owner, session.ErrFenced)
 	}
-	return fmt.Errorf("no fence token, and %s holds a live lease: %w", l.Owner, session.ErrFenced)
+	return fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
 }
 
 // lease reads a session's lease in tx; Owner is empty when none is held.

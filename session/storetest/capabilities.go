@@ -259,8 +259,14 @@ func testCommitFenced(t *testing.T, s session.Store, l session.Leaser, c *Clock)
 		}
 	}
 	checkUnchanged(t, s, "s1", before)
+	// A stale seq with a stale token is fenced: the writer lost the
+	// session, which matters more than its stale view.
+	err := s.Commit(t.Context(), &session.Commit{SessionID: "s1", ExpectSeq: 1, Events: events("s1", 1, 1), Fence: a.Token + 1, Time: at(time.Minute)})
+	if !errors.Is(err, session.ErrFenced) {
+		t.Errorf("Commit with a stale seq and token: got %v, want ErrFenced", err)
+	}
 	// A stale seq with the right token is a conflict, not a fence.
-	err := s.Commit(t.Context(), &session.Commit{SessionID: "s1", ExpectSeq: 1, Events: events("s1", 1, 1), Fence: a.Token, Time: at(time.Minute)})
+	err = s.Commit(t.Context(), &session.Commit{SessionID: "s1", ExpectSeq: 1, Events: events("s1", 1, 1), Fence: a.Token, Time: at(time.Minute)})
 	if !errors.Is(err, session.ErrConflict) {
 		t.Errorf("Commit with a stale seq: got %v, want ErrConflict", err)
 	}
