@@ -191,8 +191,11 @@ type Result struct {
 	SessionID string
 	RunID     string
 	Status    session.Status
-	Text      string
-	Usage     model.Usage
+	// Reason is run_finished's reason, when the run stopped early (a
+	// limit's name, an error code).
+	Reason string
+	Text   string
+	Usage  model.Usage
 	// Events are the run's committed events (Collect fills them in).
 	Events []*session.Event
 	// Err is the run's error event, when it failed.
@@ -220,6 +223,7 @@ func Collect(seq iter.Seq2[*session.Event, error]) (*Result, error) {
 		case *session.RunFinished:
 			res.Status = d.Status
 			res.Usage = d.Usage
+			res.Reason = d.Reason
 		}
 	}
 	return res, nil

@@ -780,3 +780,40 @@ func TestResolveConcurrently(t *testing.T) {
 
 var _ = json.RawMessage(nil)
 var _ = cmpopts.EquateEmpty
+
+func TestSendAndAsk(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{Text: "5"},
+		scripted.Reply{Error: "boom"},
+		scripted.Reply{Text: "four"},
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+	)
+	var runs atomic.Int32
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, registry(t, askTool(t, &runs))))
+	ctx := context.Background()
+	res, err := e.r.Send(ctx, "chat", agentrt.Input{Text: "2+3?", Agent: "calc"})
+	if err != nil || res.Text != "5" {
+		t.Fatalf("Send: %+v %v", res, err)
+	}
+	_, err = e.r.Send(ctx, "chat", agentrt.Input{Text: "again"})
+	var re *agentrt.RunError
+	if !errors.As(err, &re) || re.Status != session.StatusFailed || re.Event == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("a failed turn: %v", err)
+	}
+	// A throwaway session is gone afterwards.
+	res, err = e.r.Ask(ctx, "calc", "2+2?")
+	if err != nil || res.Text != "four" {
+		t.Fatalf("Ask: %+v %v", res, err)
+	}
+	if _, err := e.store.GetSession(ctx, res.SessionID); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("the throwaway session is still there: %v", err)
+	}
+	// Unless it waits for a person: then it is kept, to be continued.
+	_, err = e.r.Ask(ctx, "calc", "deploy")
+	if !errors.As(err, &re) || re.Status != session.StatusWaiting || len(re.Requests) != 1 {
+		t.Fatalf("Ask of a turn that waits: %v", err)
+	}
+	if _, err := e.store.GetSession(ctx, re.SessionID); err != nil {
+		t.Errorf("the waiting session was deleted: %v", err)
+	}
+}
