@@ -1,7 +1,6 @@
 package agentrt_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/internal/jsonfast"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
@@ -53,11 +51,7 @@ func benchAgent(b *testing.B) (*agentrt.Agent, *scripted.Model) {
 // plainTurn is the floor: a hand-written loop doing the same work with no
 // runtime: build the request, stream and assemble each reply, decode the
 // arguments, call the function, encode the result, append the messages.
-//
-// With fast set, it decodes and encodes with internal/jsonfast, as the
-// runtime's typed tools do, rather than encoding/json: a floor that
-// separates what the runtime adds from what its faster codec saves.
-func plainTurn(ctx context.Context, m model.Model, specs []model.ToolSpec, sys model.Message, input string, fast *plainCodec) (string, error) {
+func plainTurn(ctx context.Context, m model.Model, specs []model.ToolSpec, sys model.Message, input string) (string, error) {
 	msgs := []model.Message{sys, model.TextMessage(model.RoleUser, input)}
 	var asm model.Assembler
 	for range 10 {
@@ -79,27 +73,16 @@ func plainTurn(ctx context.Context, m model.Model, specs []model.ToolSpec, sys m
 		}
 		for _, c := range resp.Message.ToolCalls {
 			var in addIn
-			if fast == nil || !fast.dec.Decode(c.Arguments, &in) {
-				if err := json.Unmarshal(c.Arguments, &in); err != nil {
-					return "", err
-				}
+			if err := json.Unmarshal(c.Arguments, &in); err != nil {
+				return "", err
 			}
 			out, err := add(ctx, in)
 			if err != nil {
 				return "", err
 			}
-			var b []byte
-			if fast != nil {
-				var ok bool
-				if b, ok = fast.enc.Append(fast.buf[:0], &out); ok {
-					fast.buf = b
-					b = bytes.Clone(b)
-				}
-			}
-			if b == nil {
-				if b, err = json.Marshal(out); err != nil {
-					return "", err
-				}
+			b, err := json.Marshal(out)
+			if err != nil {
+				return "", err
 			}
 			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: c.ID, Name: c.Name,
 				Parts: []model.Part{{Type: model.PartText, Text: string(b)}}})
@@ -108,16 +91,9 @@ func plainTurn(ctx context.Context, m model.Model, specs []model.ToolSpec, sys m
 	return "", fmt.Errorf("no answer")
 }
 
-// plainCodec is jsonfast for the plain loop.
-type plainCodec struct {
-	dec *jsonfast.Decoder[addIn]
-	enc *jsonfast.Encoder[addOut]
-	buf []byte
-}
-
 func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
-	plain := func(b *testing.B, fast *plainCodec) {
+	plain := func(b *testing.B) {
 		a, m := benchAgent(b)
 		specs := []model.ToolSpec{}
 		for _, d := range a.Tools.Definitions() {
@@ -127,16 +103,13 @@ func BenchmarkTurn(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			m.Reset()
-			text, err := plainTurn(ctx, m, specs, sys, "add 1+2, 3+4 and 5+6", fast)
+			text, err := plainTurn(ctx, m, specs, sys, "add 1+2, 3+4 and 5+6")
 			if err != nil || text == "" {
 				b.Fatal(text, err)
 			}
 		}
 	}
-	b.Run("plain-loop", func(b *testing.B) { plain(b, nil) })
-	b.Run("plain-loop-jsonfast", func(b *testing.B) {
-		plain(b, &plainCodec{dec: jsonfast.NewSchemaDecoder[addIn](), enc: jsonfast.NewEncoder[addOut]()})
-	})
+	b.Run("plain-loop", plain)
 	// runTurns runs one turn per iteration, each in a new session. With
 	// forget, each session is deleted (timed) as soon as its turn is over.
 	runTurns := func(b *testing.B, store session.Store, forget bool) {

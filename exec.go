@@ -177,6 +177,38 @@ func newEvent[T any, P interface {
 	return &p.ev
 }
 
+// eventPair is two events allocated together: a step that emits two
+// events at once (a round's round_started and model_started), or one
+// event now and one it will surely emit later (a call's tool_call and its
+// tool_result), pays one allocation for both. The pair lives as long as
+// either event, which belong to the same step of the log.
+type eventPair[A, B any] struct {
+	a eventWith[A]
+	b eventWith[B]
+}
+
+// newPair returns a pair whose first event carries a, made now (stamped
+// at commit), and whose second is not yet made (see fill).
+func newPair[A, B any, PA interface {
+	*A
+	session.Data
+}](x *Exec, a A) *eventPair[A, B] {
+	p := &eventPair[A, B]{a: eventWith[A]{data: a}}
+	x.initEvent(&p.a.ev, PA(&p.a.data), time.Time{})
+	return p
+}
+
+// fill makes the pair's second event carry b, at time t (zero: stamped
+// at commit).
+func fill[A, B any, PB interface {
+	*B
+	session.Data
+}](x *Exec, p *eventPair[A, B], b B, t time.Time) *session.Event {
+	p.b.data = b
+	x.initEvent(&p.b.ev, PB(&p.b.data), t)
+	return &p.b.ev
+}
+
 // emit is Emit for a built-in payload, stamped with the clock's reading.
 func emit[T any, P interface {
 	*T

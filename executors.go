@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,15 +72,21 @@ type ModelCall struct {
 func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, error) {
 	st, a := x.st, x.agent
 	attempt := 1
-	if c.Purpose == "" {
-		if st.InModel {
-			// The process stopped during this call; this is a new attempt.
-			attempt = st.Attempt + 1
-		} else {
-			emit(x, session.RoundStarted{Round: st.Round + 1, MaxRounds: st.RoundBase + a.Limits.maxRounds()})
-		}
+	started := session.ModelStarted{Model: a.Model.Name(), Attempt: attempt, Mode: x.mode(a.Model, false), Purpose: c.Purpose}
+	switch {
+	case c.Purpose == "" && st.InModel:
+		// The process stopped during this call; this is a new attempt.
+		started.Attempt = st.Attempt + 1
+		attempt = started.Attempt
+		emit(x, started)
+	case c.Purpose == "":
+		p := newPair[session.RoundStarted, session.ModelStarted](x,
+			session.RoundStarted{Round: st.Round + 1, MaxRounds: st.RoundBase + a.Limits.maxRounds()})
+		x.add(&p.a.ev)
+		x.add(fill(x, p, started, time.Time{}))
+	default:
+		emit(x, started)
 	}
-	emit(x, session.ModelStarted{Model: a.Model.Name(), Attempt: attempt, Mode: x.mode(a.Model, false), Purpose: c.Purpose})
 	if err := x.Commit(ctx); err != nil {
 		return nil, err
 	}
@@ -97,17 +104,17 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 	if start.IsZero() {
 		start = x.now()
 	}
-	mctx, done, err := x.handle.modelCall(ctx)
-	if err != nil {
+	if err := x.handle.enterModel(); err != nil {
 		return nil, err
 	}
-	defer done()
 	m := a.Model
-	resp, err := x.callModel(mctx, m, req, a.NoStream)
+	resp, err := x.callModel(ctx, m, req, a.NoStream)
 	if err != nil {
-		if m, resp, start, err = x.retryModel(mctx, req, attempt, c.Purpose, err); err != nil {
-			return nil, err
-		}
+		m, resp, start, err = x.retryModel(ctx, req, attempt, c.Purpose, err)
+	}
+	x.handle.leaveModel()
+	if err != nil {
+		return nil, err
 	}
 	if resp, err = x.hooks.afterModel(ctx, x.info(), resp); err != nil {
 		return nil, err
@@ -392,6 +399,7 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	// Models mostly call one tool at a time: a few jobs fit on the stack.
 	var buf [4]toolJob
 	jobs := buf[:0]
+	var single *eventPair[session.ToolCall, session.ToolResult]
 	for _, call := range ins.Calls {
 		cs := x.st.call(call.ID)
 		if cs == nil || cs.Done {
@@ -420,7 +428,13 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		if j.attempt > 1 {
 			tc.Attempt = j.attempt
 		}
-		emit(x, tc)
+		if len(ins.Calls) == 1 {
+			// The usual single call: its result's event comes with it.
+			single = newPair[session.ToolCall, session.ToolResult](x, tc)
+			x.add(&single.a.ev)
+		} else {
+			emit(x, tc)
+		}
 		jobs = append(jobs, j)
 	}
 	if len(jobs) == 0 {
@@ -439,13 +453,17 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		if o.canceled {
 			return ctx.Err()
 		}
-		if start.IsZero() || !x.r.wallClock {
-			emit(x, o.res)
-		} else {
+		var t time.Time
+		if !start.IsZero() && x.r.wallClock {
 			// The call began just after the commit that announced it, so
 			// the result's time is that reading plus the call's latency: a
 			// clock reading fewer per call, and never before the tool_call's.
-			x.add(newEvent(x, o.res, start.Add(o.latency)))
+			t = start.Add(o.latency)
+		}
+		if single != nil {
+			x.add(fill(x, single, o.res, t))
+		} else {
+			x.add(newEvent(x, o.res, t))
 		}
 		if err := ctx.Err(); err != nil {
 			// Canceled with the result in hand: store it before stopping.
@@ -458,6 +476,12 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		}
 		return nil
 	}
+	return x.runParallel(ctx, info, slices.Clone(jobs))
+}
+
+// runParallel runs jobs concurrently and commits each result as it
+// comes; see CallTools. jobs is its own: the goroutines read it.
+func (x *Exec) runParallel(ctx context.Context, info HookInfo, jobs []toolJob) error {
 	outcomes := make([]toolOutcome, len(jobs))
 	done := make(chan int, len(jobs))
 	tctx, cancel := context.WithCancel(ctx)
@@ -534,9 +558,8 @@ func (x *Exec) runTool(ctx context.Context, info HookInfo, j toolJob) toolOutcom
 	case a.Tools == nil:
 		res = tool.Result{Error: "unknown tool " + strconv.Quote(j.call.Name) + ": this agent has no tools"}
 	default:
-		cctx := tool.WithCallInfo(ctx, tool.CallInfo{SessionID: info.SessionID, CallID: j.call.ID,
-			IdempotencyKey: tool.IdempotencyKey(info.SessionID, j.call.ID), Attempt: j.attempt})
-		res = a.Tools.Call(cctx, j.call.Name, j.call.Arguments)
+		res = a.Tools.CallAs(ctx, tool.CallInfo{SessionID: info.SessionID, CallID: j.call.ID, Attempt: j.attempt},
+			j.call.Name, j.call.Arguments)
 		if !res.OK && ctx.Err() != nil && (errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, context.DeadlineExceeded)) {
 			return toolOutcome{canceled: true}
 		}

@@ -166,7 +166,7 @@ func (k *leaseKeeper) check(ctx context.Context) error {
 
 // stop stops the renewals, waits for one in flight, and releases the
 // lease unless it was lost.
-func (k *leaseKeeper) stop(ctx context.Context) {
+func (k *leaseKeeper) stop() {
 	if k == nil {
 		return
 	}
@@ -181,9 +181,9 @@ func (k *leaseKeeper) stop(ctx context.Context) {
 	l, lost := k.lease, k.lost
 	k.mu.Unlock()
 	if lost == nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-		_ = k.leaser.Release(rctx, l) // if it fails, the lease expires
-		cancel()
+		// Not ctx, which may be canceled: the release must happen. A store
+		// bounds its own waits; if it fails, the lease expires.
+		_ = k.leaser.Release(context.Background(), l)
 	}
 }
 
@@ -191,7 +191,9 @@ func (k *leaseKeeper) stop(ctx context.Context) {
 // dead process of this host is taken over at once; one held by a live
 // owner is an error saying who holds it and until when, unless wait is
 // set: then it polls until the lease is free or ctx ends.
-func (r *Runner) acquireLease(ctx context.Context, id string, wait bool) (*leaseKeeper, error) {
+//
+// The keeper is into, when not nil (a Run's own), else a new one.
+func (r *Runner) acquireLease(ctx context.Context, id string, wait bool, into *leaseKeeper) (*leaseKeeper, error) {
 	if r.leaser == nil {
 		return nil, nil
 	}
@@ -199,7 +201,12 @@ func (r *Runner) acquireLease(ctx context.Context, id string, wait bool) (*lease
 	for {
 		l, err := r.leaser.Acquire(ctx, id, r.owner, r.leaseTTL)
 		if err == nil {
-			return &leaseKeeper{leaser: r.leaser, ttl: r.leaseTTL, lease: l, renewed: time.Now()}, nil
+			k := into
+			if k == nil {
+				k = new(leaseKeeper)
+			}
+			k.leaser, k.ttl, k.lease, k.renewed = r.leaser, r.leaseTTL, l, time.Now()
+			return k, nil
 		}
 		var held *session.LeaseHeldError
 		switch {

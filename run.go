@@ -23,19 +23,26 @@ type Run struct {
 	id        string
 	sessionID string
 	after     int64 // the session's last seq before the run's first event
-	done      chan struct{}
 	cancel    context.CancelCauseFunc
 
-	interrupt atomic.Pointer[string] // the reason given to Interrupt
+	// lease and topic are the run's lease keeper and, when no watcher
+	// came first, its session's topic (see hub), kept here to spare two
+	// allocations per run.
+	lease leaseKeeper
+	topic topic
 
-	mu      sync.Mutex
-	mcancel context.CancelCauseFunc // the model call in flight; guarded by mu
-	res     Result                  // guarded by mu; final once done is closed
-	err     error                   // guarded by mu
+	interrupt atomic.Pointer[string] // the reason given to Interrupt
+	inModel   atomic.Bool            // a model call is in progress
+
+	mu       sync.Mutex
+	done     chan struct{} // made by the first Done or Wait; guarded by mu
+	finished bool          // guarded by mu
+	res      Result        // guarded by mu; final once finished
+	err      error         // guarded by mu
 }
 
 func newRun(r *Runner, sessionID string, after int64, cancel context.CancelCauseFunc) *Run {
-	return &Run{r: r, sessionID: sessionID, after: after, done: make(chan struct{}), cancel: cancel}
+	return &Run{r: r, sessionID: sessionID, after: after, cancel: cancel}
 }
 
 // ID returns the run's id (the run_id of its events).
@@ -46,7 +53,17 @@ func (h *Run) SessionID() string { return h.sessionID }
 
 // Done returns a channel closed when the run has stopped and everything
 // it wrote is committed.
-func (h *Run) Done() <-chan struct{} { return h.done }
+func (h *Run) Done() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done == nil {
+		h.done = make(chan struct{})
+		if h.finished {
+			close(h.done)
+		}
+	}
+	return h.done
+}
 
 // Wait waits for the run to stop and returns its outcome. The error is
 // ctx's when ctx ends first, or the error that stopped the run from
@@ -55,7 +72,7 @@ func (h *Run) Done() <-chan struct{} { return h.done }
 // failed and a nil error.
 func (h *Run) Wait(ctx context.Context) (*Result, error) {
 	select {
-	case <-h.done:
+	case <-h.Done():
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -85,10 +102,11 @@ func (h *Run) Interrupt(reason string) {
 	if !h.interrupt.CompareAndSwap(nil, &reason) {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.mcancel != nil {
-		h.mcancel(errInterrupted)
+	// A model call in flight is abandoned by canceling the run's context:
+	// no tool runs during a model call, and the run stops next anyway.
+	// (The flag was set first: a call that starts now sees it.)
+	if h.inModel.Load() {
+		h.cancel(errInterrupted)
 	}
 }
 
@@ -106,27 +124,23 @@ func (h *Run) interrupted() string {
 	return ""
 }
 
-// modelCall returns the context of a model call, which Interrupt cancels,
-// and the function to call when the call is over.
-func (h *Run) modelCall(ctx context.Context) (context.Context, func(), error) {
+// enterModel marks a model call in progress, and fails if the run was
+// interrupted; leaveModel ends it.
+func (h *Run) enterModel() error {
 	if h == nil {
-		return ctx, func() {}, nil
+		return nil
 	}
-	mctx, cancel := context.WithCancelCause(ctx)
-	h.mu.Lock()
-	h.mcancel = cancel
-	h.mu.Unlock()
-	// Interrupt sets its reason before it looks for a call to cancel: if
-	// it looked before this call was registered, the reason is set now.
+	h.inModel.Store(true)
 	if h.interrupted() != "" {
-		cancel(errInterrupted)
+		return &Error{Kind: FailCanceled, Code: "interrupted", Msg: "the run was interrupted", Err: errInterrupted}
 	}
-	return mctx, func() {
-		h.mu.Lock()
-		h.mcancel = nil
-		h.mu.Unlock()
-		cancel(nil)
-	}, nil
+	return nil
+}
+
+func (h *Run) leaveModel() {
+	if h != nil {
+		h.inModel.Store(false)
+	}
 }
 
 func (h *Run) setErr(err error) {
@@ -155,8 +169,11 @@ func (h *Run) finish(st *State) {
 		// concerned it is still running, and resumable.
 		h.res.Err = &session.Error{Code: AsError(h.err).ErrorCode(), Message: h.err.Error(), Recoverable: true}
 	}
+	h.finished = true
+	if h.done != nil {
+		close(h.done)
+	}
 	h.mu.Unlock()
-	close(h.done)
 }
 
 // Events yields the run's events: those committed since it started, read

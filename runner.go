@@ -338,7 +338,12 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 	if err := r.claim(id, h); err != nil {
 		return nil, err
 	}
-	lease, err := r.acquireLease(ctx, id, waitLease)
+	var into *leaseKeeper
+	var spare *topic
+	if h != nil {
+		into, spare = &h.lease, &h.topic
+	}
+	lease, err := r.acquireLease(ctx, id, waitLease, into)
 	if err != nil {
 		r.unclaim(id)
 		return nil, err
@@ -348,11 +353,11 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 		var a *Agent
 		if a, err = r.agent(st.Agent); err == nil {
 			x := r.newExec(a, st)
-			x.lease, x.handle, x.topic = lease, h, r.hub.retain(id)
+			x.lease, x.handle, x.topic = lease, h, r.hub.retain(id, spare)
 			return x, nil
 		}
 	}
-	lease.stop(ctx)
+	lease.stop()
 	r.unclaim(id)
 	return nil, err
 }
@@ -387,7 +392,7 @@ const resolveWait = 15 * time.Second
 // free again in this runner, the run's outcome is recorded, and x goes
 // back to the pool.
 func (r *Runner) finish(x *Exec) {
-	x.lease.stop(context.Background())
+	x.lease.stop()
 	r.hub.release(x.topic)
 	r.unclaim(x.st.SessionID)
 	if h := x.handle; h != nil {
@@ -659,10 +664,15 @@ func (r *Runner) loop(ctx context.Context, x *Exec) {
 			return
 		}
 		if err := r.stepChecked(ctx, x); err != nil {
-			if reason := x.handle.interrupted(); reason != "" && ctx.Err() == nil && errors.Is(err, context.Canceled) {
-				// The model call Interrupt abandoned.
-				x.interrupt(ctx, reason)
-				return
+			if reason := x.handle.interrupted(); reason != "" && (ctx.Err() == nil || errors.Is(context.Cause(ctx), errInterrupted)) {
+				// The model call Interrupt abandoned, or a failure at the
+				// moment of the interruption: either way the turn ends
+				// interrupted (unless the store failed, when nothing can
+				// be written).
+				if re := AsError(err); re.Kind != FailStore && re.Code != "lease_lost" {
+					x.interrupt(ctx, reason)
+					return
+				}
 			}
 			x.fail(ctx, err)
 			return
@@ -766,13 +776,13 @@ func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) 
 	if err := r.claim(st.SessionID, h); err != nil {
 		return nil, err
 	}
-	lease, err := r.acquireLease(ctx, st.SessionID, false)
+	lease, err := r.acquireLease(ctx, st.SessionID, false, &h.lease)
 	if err != nil {
 		r.unclaim(st.SessionID)
 		return nil, err
 	}
 	x := r.newExec(a, st)
-	x.lease, x.handle, x.topic = lease, h, r.hub.retain(st.SessionID)
+	x.lease, x.handle, x.topic = lease, h, r.hub.retain(st.SessionID, &h.topic)
 	var out []*session.Event
 	x.yield = func(e *session.Event, err error) bool {
 		if e != nil && e.Seq != 0 {

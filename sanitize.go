@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/agentrt/agentrt/model"
@@ -108,7 +109,7 @@ func hasResult(results []model.Message, id string) bool {
 
 // checkArgs reports whether b is a JSON object.
 func checkArgs(b []byte) error {
-	if !model.ValidJSON(b) {
+	if !json.Valid(b) {
 		return fmt.Errorf("not valid JSON: %s", preview(string(b)))
 	}
 	for _, c := range b {

@@ -29,7 +29,7 @@ func (r *Runner) Watch(ctx context.Context, sessionID string, after int64) iter.
 			yield(nil, notFound(sessionID, err))
 			return
 		}
-		t := r.hub.retain(sessionID)
+		t := r.hub.retain(sessionID, nil)
 		defer r.hub.release(t)
 		sub := t.subscribe()
 		defer t.unsubscribe(sub)
@@ -218,12 +218,18 @@ type hubMsg struct {
 // a few hundred tokens.
 const subscriberBuffer = 512
 
-func (h *hub) retain(id string) *topic {
+// retain returns session id's topic, made from spare (zero, and the
+// caller's to give) or new if the session has none.
+func (h *hub) retain(id string, spare *topic) *topic {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[id]
 	if t == nil {
-		t = &topic{id: id, hub: h}
+		t = spare
+		if t == nil {
+			t = new(topic)
+		}
+		t.id, t.hub = id, h
 		h.topics[id] = t
 	}
 	t.refs++

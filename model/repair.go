@@ -1,6 +1,9 @@
 package model
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // RepairArguments makes a tool call's arguments valid JSON where that is
 // safe, and reports whether it changed them. Safe means the intent is not
@@ -16,7 +19,7 @@ import "bytes"
 // off by max_tokens, or garbled, are never guessed at. Valid arguments are
 // returned unchanged.
 func RepairArguments(args []byte, finish FinishReason) ([]byte, bool) {
-	if ValidJSON(args) {
+	if json.Valid(args) {
 		return args, false
 	}
 	t := bytes.TrimSpace(args)
@@ -53,7 +56,7 @@ func RepairArguments(args []byte, finish FinishReason) ([]byte, bool) {
 				// The first value ends here: keep it if only stray
 				// closers follow.
 				v, rest := t[:i+1], t[i+1:]
-				if len(bytes.Trim(rest, " \t\r\n}]")) == 0 && ValidJSON(v) {
+				if len(bytes.Trim(rest, " \t\r\n}]")) == 0 && json.Valid(v) {
 					return bytes.Clone(v), true
 				}
 				return args, false
@@ -75,7 +78,7 @@ func RepairArguments(args []byte, finish FinishReason) ([]byte, bool) {
 			fixed = append(fixed, ']')
 		}
 	}
-	if !ValidJSON(fixed) {
+	if !json.Valid(fixed) {
 		return args, false
 	}
 	return fixed, true

@@ -58,10 +58,7 @@ func handWritten(ctx context.Context, args json.RawMessage) (json.RawMessage, er
 // allocation), the call's context (lazy: no timer unless the tool asks for
 // Done) and two clock reads for Latency; and for an isolated tool, the
 // goroutine hand-off (a park and a wake-up, which in a real turn, with idle
-// threads to wake, costs several microseconds more than here). What it
-// saves: typed tools decode and encode simple types with internal/jsonfast,
-// several times faster than encoding/json, so the registry comes out ahead
-// of the loop.
+// threads to wake, costs several microseconds more than here).
 func BenchmarkRegistryCall(b *testing.B) {
 	ctx := context.Background()
 	b.Run("baseline", func(b *testing.B) {

@@ -16,6 +16,7 @@ import (
 type callCtx struct {
 	parent   context.Context
 	deadline time.Time
+	info     CallInfo // what CallInfoFrom finds; zero when the caller gave none
 
 	mu       sync.Mutex
 	derived  context.Context // made by Done; nil until then
@@ -23,8 +24,8 @@ type callCtx struct {
 	released bool // the call returned; the context is canceled
 }
 
-func (c *callCtx) init(parent context.Context, deadline time.Time) {
-	c.parent, c.deadline = parent, deadline
+func (c *callCtx) init(parent context.Context, deadline time.Time, info CallInfo) {
+	c.parent, c.deadline, c.info = parent, deadline, info
 }
 
 // Deadline implements context.Context: the earlier of the call's deadline
@@ -69,7 +70,12 @@ func (c *callCtx) Err() error {
 }
 
 // Value implements context.Context.
-func (c *callCtx) Value(key any) any { return c.parent.Value(key) }
+func (c *callCtx) Value(key any) any {
+	if _, ok := key.(callInfoKey); ok && c.info != (CallInfo{}) {
+		return c.info
+	}
+	return c.parent.Value(key)
+}
 
 // release ends the call: a derived context is canceled, and the context
 // reads as canceled from now on.

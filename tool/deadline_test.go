@@ -38,7 +38,7 @@ func TestCallCtxStates(t *testing.T) {
 		parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 		defer cancelParent()
 		var c callCtx
-		c.init(parent, time.Now().Add(time.Minute))
+		c.init(parent, time.Now().Add(time.Minute), CallInfo{})
 		if c.Err() != nil {
 			t.Fatalf("fresh: %v", c.Err())
 		}
@@ -60,7 +60,7 @@ func TestCallCtxStates(t *testing.T) {
 		}
 
 		var p callCtx
-		p.init(parent, time.Now().Add(time.Hour))
+		p.init(parent, time.Now().Add(time.Hour), CallInfo{})
 		done := p.Done()
 		cancelParent()
 		<-done
@@ -70,7 +70,7 @@ func TestCallCtxStates(t *testing.T) {
 		p.release()
 
 		var q callCtx
-		q.init(context.Background(), time.Now().Add(time.Hour))
+		q.init(context.Background(), time.Now().Add(time.Hour), CallInfo{})
 		q.release()
 		if !errors.Is(q.Err(), context.Canceled) {
 			t.Errorf("released without Done: %v", q.Err())

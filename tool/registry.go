@@ -275,8 +275,16 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 // default because the hand-off between goroutines costs microseconds per
 // call, more than all the rest of Call.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) Result {
+	return r.CallAs(ctx, CallInfo{}, name, args)
+}
+
+// CallAs is Call for the call info names: the tool finds info in its
+// context (CallInfoFrom), with the idempotency key made from the session
+// and call ids when info has none. It is how the runtime calls tools;
+// unlike context.WithValue, it allocates nothing unless the tool asks.
+func (r *Registry) CallAs(ctx context.Context, info CallInfo, name string, args json.RawMessage) Result {
 	start := r.now()
-	out, end, err := r.call(ctx, start, name, args)
+	out, end, err := r.call(ctx, start, info, name, args)
 	if end.IsZero() {
 		end = start.Add(time.Since(start))
 	}
@@ -301,7 +309,7 @@ func (r *Registry) now() time.Time {
 
 // call returns the tool's result and, when it read the clock after the
 // tool returned, that reading (else the zero time).
-func (r *Registry) call(ctx context.Context, start time.Time, name string, args json.RawMessage) (json.RawMessage, time.Time, error) {
+func (r *Registry) call(ctx context.Context, start time.Time, info CallInfo, name string, args json.RawMessage) (json.RawMessage, time.Time, error) {
 	e := r.table().byName[name]
 	if e == nil {
 		return nil, time.Time{}, r.unknown(name)
@@ -319,7 +327,7 @@ func (r *Registry) call(ctx context.Context, start time.Time, name string, args 
 			timeout = DefaultTimeout
 		}
 	}
-	out, end, err := run(ctx, name, inv, start, timeout, e.meta.Isolate)
+	out, end, err := run(ctx, info, name, inv, start, timeout, e.meta.Isolate)
 	if err != nil {
 		return nil, end, err
 	}
@@ -373,13 +381,13 @@ func (c *rawCall) result() (json.RawMessage, error) { return c.out, c.err }
 
 // run runs inv with a context that ends timeout after start, on the caller's
 // goroutine or, if isolate, on a goroutine of its own.
-func run(ctx context.Context, name string, inv invocation, start time.Time, timeout time.Duration, isolate bool) (json.RawMessage, time.Time, error) {
+func run(ctx context.Context, info CallInfo, name string, inv invocation, start time.Time, timeout time.Duration, isolate bool) (json.RawMessage, time.Time, error) {
 	st := inv.state()
 	deadline := start.Add(timeout)
 	if !isolate {
 		// On the caller's goroutine: a lazy context (see callCtx), since
 		// the call cannot outlive this function anyway.
-		st.ctx.init(ctx, deadline)
+		st.ctx.init(ctx, deadline, info)
 		runTool(&st.ctx, st.ctx.release, name, inv)
 		// start carries a monotonic reading: Since reads one clock, not two.
 		end := start.Add(time.Since(start))
@@ -393,6 +401,9 @@ func run(ctx context.Context, name string, inv invocation, start time.Time, time
 			return nil, end, callError(name, ctx, ctx.Err() == nil, timeout)
 		}
 		return out, end, err
+	}
+	if info != (CallInfo{}) {
+		ctx = WithCallInfo(ctx, info)
 	}
 	callCtx, cancel := context.WithDeadlineCause(ctx, deadline, errTimeoutCause)
 	defer cancel()

@@ -617,3 +617,41 @@ func TestResultJSON(t *testing.T) {
 		}
 	}
 }
+
+// CallAs hands the call's identity to the tool through its context, on
+// the caller's goroutine and on its own, and Call hands it on from ctx.
+func TestCallAsInfo(t *testing.T) {
+	t.Parallel()
+	var got []tool.CallInfo
+	var mu sync.Mutex
+	record := func(ctx context.Context, _ struct{}) (string, error) {
+		info, ok := tool.CallInfoFrom(ctx)
+		if !ok {
+			return "", errors.New("no call info")
+		}
+		mu.Lock()
+		got = append(got, info)
+		mu.Unlock()
+		return "ok", nil
+	}
+	r, err := tool.NewRegistry(newTool(t, "inline", record), newTool(t, "isolated", record, tool.Meta{Isolate: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := tool.CallInfo{SessionID: "s1", CallID: "c1", Attempt: 2}
+	for _, name := range []string{"inline", "isolated"} {
+		if res := r.CallAs(context.Background(), info, name, nil); !res.OK {
+			t.Fatalf("%s: %+v", name, res)
+		}
+	}
+	if res := r.Call(tool.WithCallInfo(context.Background(), info), "inline", nil); !res.OK {
+		t.Fatalf("Call with info in ctx: %+v", res)
+	}
+	if res := r.Call(context.Background(), "inline", nil); res.OK {
+		t.Errorf("Call without info: %+v", res)
+	}
+	want := tool.CallInfo{SessionID: "s1", CallID: "c1", IdempotencyKey: "s1/c1", Attempt: 2}
+	if diff := cmp.Diff([]tool.CallInfo{want, want, want}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

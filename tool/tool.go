@@ -78,9 +78,13 @@ func WithCallInfo(ctx context.Context, info CallInfo) context.Context {
 	return context.WithValue(ctx, callInfoKey{}, info)
 }
 
-// CallInfoFrom returns the CallInfo in ctx, if any.
+// CallInfoFrom returns the CallInfo in ctx, if any. Its IdempotencyKey
+// is set.
 func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 	info, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	if ok && info.IdempotencyKey == "" {
+		info.IdempotencyKey = IdempotencyKey(info.SessionID, info.CallID)
+	}
 	return info, ok
 }
 

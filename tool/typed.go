@@ -1,15 +1,12 @@
 package tool
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 
-	"github.com/agentrt/agentrt/internal/jsonfast"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -71,16 +68,11 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 		}
 	}
 	s := o.schema
-	// With the schema inferred from In, a fast decode is a schema check
-	// too (see jsonfast.NewSchemaDecoder); with one supplied, the schema
-	// is checked after the decode.
-	dec, checked := jsonfast.NewDecoder[In](), false
 	if s == nil {
 		var err error
 		if s, err = inferSchema[In](); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", name, err)
 		}
-		dec, checked = jsonfast.NewSchemaDecoder[In](), true
 	}
 	v, err := newValidator(name, s)
 	if err != nil {
@@ -95,10 +87,6 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 		meta: o.meta,
 		v:    v,
 		fn:   fn,
-		dec:  dec,
-		fast: checked,
-		enc:  jsonfast.NewEncoder[Out](),
-		bufs: new(sync.Pool),
 	}, nil
 }
 
@@ -147,19 +135,7 @@ type typed[In, Out any] struct {
 	meta Meta
 	v    *Validator
 	fn   func(context.Context, In) (Out, error)
-	// dec and enc are the fast paths for In and Out when their types are
-	// simple enough (nil otherwise): they give what encoding/json gives,
-	// several times faster, and decline anything else, which then goes to
-	// encoding/json.
-	dec  *jsonfast.Decoder[In]
-	fast bool // what dec takes fits the schema: no need to check it
-	enc  *jsonfast.Encoder[Out]
-	bufs *sync.Pool // of *[]byte, enc's buffers; shared by copies (withMeta)
 }
-
-// maxPooledResult is the largest buffer a typed tool keeps for encoding
-// its results.
-const maxPooledResult = 64 << 10
 
 func (t *typed[In, Out]) Definition() Definition { return t.def }
 func (t *typed[In, Out]) Meta() Meta             { return t.meta }
@@ -175,27 +151,14 @@ func (t *typed[In, Out]) Call(ctx context.Context, args json.RawMessage) (json.R
 
 func (t *typed[In, Out]) validator() *Validator { return t.v }
 
-// prepare validates args and decodes them into an In.
+// prepare validates args against the schema and decodes them into an In.
 //
 // It decodes first: json.Unmarshal checks the syntax anyway, and once it
 // has, the schema check need not check it again. When decoding fails, the
-// Validator explains why if it can, in terms of the schema. Simple types
-// take a fast path (internal/jsonfast) that, with the schema inferred from
-// In, also stands for the schema check; what it declines, missing required
-// fields and every invalid argument among them, goes the way just said.
+// Validator explains why if it can, in terms of the schema. Every call is
+// checked against the schema, whatever In would accept.
 func (t *typed[In, Out]) prepare(args json.RawMessage) (invocation, error) {
 	c := &typedCall[In, Out]{t: t}
-	if t.dec.Decode(args, &c.in) {
-		// Decoded as encoding/json would have.
-		if !t.fast {
-			if err := t.v.validateJSON(args); err != nil {
-				return nil, err
-			}
-		}
-		return c, nil
-	}
-	var zero In
-	c.in = zero // Decode may have written part of it
 	if err := json.Unmarshal(args, &c.in); err != nil {
 		if verr := t.v.Validate(args); verr != nil {
 			return nil, verr
@@ -228,24 +191,6 @@ func (c *typedCall[In, Out]) run(ctx context.Context) { c.out, c.err = c.t.fn(ct
 func (c *typedCall[In, Out]) result() (json.RawMessage, error) {
 	if c.err != nil {
 		return nil, c.err
-	}
-	if enc := c.t.enc; enc != nil {
-		bp, _ := c.t.bufs.Get().(*[]byte)
-		if bp == nil {
-			bp = new([]byte)
-		}
-		b, ok := enc.Append((*bp)[:0], &c.out)
-		var out []byte
-		if ok {
-			out = bytes.Clone(b) // one allocation, of the result's size
-		}
-		if cap(b) <= maxPooledResult {
-			*bp = b
-			c.t.bufs.Put(bp)
-		}
-		if ok {
-			return out, nil
-		}
 	}
 	b, err := json.Marshal(c.out)
 	if err != nil {

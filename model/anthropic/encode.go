@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -55,7 +56,7 @@ func (m *Model) encode(req *model.Request, stream bool) ([]byte, error) {
 		switch rf.Type {
 		case "", "text":
 		case "json_schema":
-			if !model.ValidJSON(rf.Schema) {
+			if !json.Valid(rf.Schema) {
 				return nil, errors.New("anthropic: response format schema is not valid JSON")
 			}
 			b = append(b, `,"output_config":{"format":{"type":"json_schema","schema":`...)
@@ -198,7 +199,7 @@ func (t *turns) appendText(b []byte, role string, msg *model.Message) []byte {
 // max_tokens, or garbled) become {}, as the official SDKs make them.
 func input(args []byte) []byte {
 	t := bytes.TrimSpace(args)
-	if len(t) == 0 || t[0] != '{' || !model.ValidJSON(t) {
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 		return []byte("{}")
 	}
 	return t
@@ -220,7 +221,7 @@ func appendTools(b []byte, req *model.Request) ([]byte, error) {
 		b = llmhttp.AppendKey(b, "input_schema")
 		if len(t.InputSchema) == 0 {
 			b = append(b, `{"type":"object","properties":{}}`...)
-		} else if !model.ValidJSON(t.InputSchema) {
+		} else if !json.Valid(t.InputSchema) {
 			return nil, fmt.Errorf("anthropic: tool %q: input schema is not valid JSON", t.Name)
 		} else {
 			b = append(b, t.InputSchema...)

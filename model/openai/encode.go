@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -46,7 +47,7 @@ func (m *Model) encode(req *model.Request, stream bool) ([]byte, error) {
 			b = llmhttp.AppendKey(b, "parameters")
 			if len(t.InputSchema) == 0 {
 				b = append(b, `{"type":"object","properties":{}}`...)
-			} else if !model.ValidJSON(t.InputSchema) {
+			} else if !json.Valid(t.InputSchema) {
 				return nil, fmt.Errorf("openai: tool %q: input schema is not valid JSON", t.Name)
 			} else {
 				b = append(b, t.InputSchema...)
@@ -90,7 +91,7 @@ func (m *Model) encode(req *model.Request, stream bool) ([]byte, error) {
 		b = llmhttp.AppendKey(b, "response_format")
 		switch rf.Type {
 		case "json_schema":
-			if !model.ValidJSON(rf.Schema) {
+			if !json.Valid(rf.Schema) {
 				return nil, fmt.Errorf("openai: response format schema is not valid JSON")
 			}
 			name := rf.Name

@@ -1,6 +1,6 @@
 //go:build goexperiment.jsonv2
 
-package jsonfast
+package llmhttp
 
 // invalidUTF8 is what json.Marshal writes for each byte of a string that is
 // not part of valid UTF-8. With GOEXPERIMENT=jsonv2, encoding/json is built
