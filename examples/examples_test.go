@@ -76,6 +76,32 @@ var cases = []exampleCase{
 		files:   []string{filepath.Join("state", "agentrt.db")},
 	},
 	{
+		name:    "charge-once/done",
+		example: "charge-once",
+		want: []string{
+			"provider: charged 4999 cents for order-17 (key order-17/call_",
+			"attempt 1), receipt r-1",
+			"process 1 exited: exit status 3",
+			"input_required (confirm): charge was running with arguments",
+			`respond done {"receipt":"r-1"} by ops@example.com`,
+			"final: Order-17 is paid: receipt r-1.",
+			"status: done",
+			"the provider holds 1 charge(s)",
+		},
+	},
+	{
+		name:    "charge-once/retry",
+		example: "charge-once",
+		args:    []string{"-retry"},
+		want: []string{
+			"process 1 exited: exit status 3",
+			"respond retry",
+			"was charged already (attempt 2): receipt r-1, nothing charged",
+			"final: Order-17 is paid: receipt r-1.",
+			"the provider holds 1 charge(s)",
+		},
+	},
+	{
 		name:    "custom-executor",
 		example: "custom-executor",
 		want: []string{

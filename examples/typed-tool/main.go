@@ -1,6 +1,6 @@
 // Command typed-tool shows the shortest path from a Go function to an agent
 // that calls it: tool.New infers the tool's JSON Schema from an input
-// struct, agent.New assembles the agent, and a agentrt.Runner runs it over
+// struct, agentrt.NewAgent assembles the agent, and an agentrt.Runner runs it over
 // an in-memory store.
 //
 // The model is scripted (model/scripted), so the program needs no network

@@ -736,3 +736,15 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version: %v", r)
 	}
 }
+
+// run --agent on a session of another agent is refused, not run as the
+// session's own agent.
+func TestRunWrongAgent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, demoConfig+"agents:\n  a1: {model: demo, tools: [calculator]}\n  a2: {model: demo}\n", nil)
+	e.must(cli.ExitOK, "run", "--agent", "a1", "--session", "s1", "what is 1+1")
+	r := e.run("run", "--agent", "a2", "--session", "s1", "what is 2+2")
+	if r.code != cli.ExitUsage || !strings.Contains(r.err, `session "s1" belongs to agent "a1", not "a2"`) {
+		t.Errorf("got %v", r)
+	}
+}

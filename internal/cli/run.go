@@ -46,7 +46,9 @@ func newRunCmd(g *globals) *cobra.Command {
 					return err
 				}
 				p := newPrinter(g.s, f.json, a.Notices)
-				res := p.print(a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: "cli"}))
+				// With --agent, a session of another agent is an error, not
+				// a silent run of that other agent.
+				res := p.print(a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: "cli", Agent: f.agent}))
 				return finishRun(ctx, g, a, p, f.approve, id, res)
 			})
 		},
