@@ -47,6 +47,7 @@ type execRun struct {
 
 	handle *Run         // the run's handle: cancel, interrupt, outcome
 	lease  *leaseKeeper // the session's lease; nil without a Leaser
+	fence  int64        // the lease's token, which commits carry (renewals keep it)
 	topic  *topic       // the session's watchers in this process
 
 	pending   []*session.Event
@@ -327,7 +328,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 	c.Turn = x.st.Turn
 	c.Usage = x.st.Usage
 	c.Time = x.pending[len(x.pending)-1].Time
-	c.Fence = x.lease.token()
+	c.Fence = x.fence
 	c.Snapshot = nil
 	if x.st.Seq-x.st.SnapshotSeq >= x.r.snapEvery {
 		b, err := x.st.MarshalSnapshot()

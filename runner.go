@@ -354,6 +354,7 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 		if a, err = r.agent(st.Agent); err == nil {
 			x := r.newExec(a, st)
 			x.lease, x.handle, x.topic = lease, h, r.hub.retain(id, spare)
+			x.fence = lease.token()
 			return x, nil
 		}
 	}
@@ -783,6 +784,7 @@ func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) 
 	}
 	x := r.newExec(a, st)
 	x.lease, x.handle, x.topic = lease, h, r.hub.retain(st.SessionID, &h.topic)
+	x.fence = lease.token()
 	var out []*session.Event
 	x.yield = func(e *session.Event, err error) bool {
 		if e != nil && e.Seq != 0 {
