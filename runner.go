@@ -481,18 +481,11 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 			return nil, nil, err
 		}
 	}
-	rctx, h := r.runContext(ctx, id, detached)
-	x, err := r.begin(ctx, id, h, false)
+	x, rctx, fail, err := r.beginRun(ctx, id, detached)
 	if err != nil {
-		h.cancel(nil)
 		return nil, nil, err
 	}
-	fail := func(err error) (*Exec, context.Context, error) {
-		x.handle = nil
-		r.finish(x)
-		h.cancel(nil)
-		return nil, nil, err
-	}
+	h := x.handle
 	if in.Agent != "" && x.st.Agent != in.Agent {
 		return fail(&Error{Kind: FailInput, Code: "wrong_agent",
 			Msg: fmt.Sprintf("session %q belongs to agent %q, not %q", id, x.st.Agent, in.Agent)})
@@ -534,6 +527,25 @@ func (r *Runner) ensureSession(ctx context.Context, id, agent string) error {
 		return notFound(id, err)
 	}
 	return nil
+}
+
+// beginRun begins a run of session id: its handle and context, the
+// session claimed, leased and loaded. fail undoes it all and returns err,
+// for a run that turns out not to be possible.
+func (r *Runner) beginRun(ctx context.Context, id string, detached bool) (x *Exec, rctx context.Context,
+	fail func(error) (*Exec, context.Context, error), err error) {
+	rctx, h := r.runContext(ctx, id, detached)
+	if x, err = r.begin(ctx, id, h, false); err != nil {
+		h.cancel(nil)
+		return nil, nil, nil, err
+	}
+	fail = func(err error) (*Exec, context.Context, error) {
+		x.handle = nil
+		r.finish(x)
+		h.cancel(nil)
+		return nil, nil, err
+	}
+	return x, rctx, fail, nil
 }
 
 // runContext returns a run's context and handle: canceled by the caller's
@@ -602,18 +614,11 @@ func (r *Runner) StartResume(ctx context.Context, sessionID string) (*Run, error
 // startResume begins a resumption: run_resumed emitted, or, for a session
 // that crashed its process too often without progress, its failure.
 func (r *Runner) startResume(ctx context.Context, id string, detached bool) (*Exec, context.Context, error) {
-	rctx, h := r.runContext(ctx, id, detached)
-	x, err := r.begin(ctx, id, h, false)
+	x, rctx, fail, err := r.beginRun(ctx, id, detached)
 	if err != nil {
-		h.cancel(nil)
 		return nil, nil, err
 	}
-	fail := func(err error) (*Exec, context.Context, error) {
-		x.handle = nil
-		r.finish(x)
-		h.cancel(nil)
-		return nil, nil, err
-	}
+	h := x.handle
 	st := x.st
 	var reason string
 	switch st.Status {

@@ -278,17 +278,7 @@ func TestProcessTwoResumersOneSession(t *testing.T) {
 	for i := range trials {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, `
-models:
-  s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
-agents:
-  assistant: {model: s, tools: [journal, stubborn]}
-`, map[string]string{
-				"crash.yaml": "replies:\n  - tool_calls: [{name: journal, arguments: {line: one}}, {name: stubborn}]\n",
-				"after.yaml": "replies:\n  - text: \"resumed\"\n",
-			})
-			journal := filepath.Join(e.dir, "journal")
-			env := []string{"AGENTRT_JOURNAL=" + journal}
+			e, journal, env := crashEnv(t, "", "resumed")
 			c := startChild(t, e.dir, append(env, "AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=crash.yaml"),
 				"--config", e.config, "run", "--json", "--session", "s1", "go")
 			c.waitEvent("tool_result") // journal's; stubborn blocks
@@ -331,18 +321,7 @@ func TestProcessRecoverAfterLeaseExpiry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs child processes")
 	}
-	e := newEnv(t, `
-lease_ttl: 1s
-models:
-  s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
-agents:
-  assistant: {model: s, tools: [journal, stubborn]}
-`, map[string]string{
-		"crash.yaml": "replies:\n  - tool_calls: [{name: journal, arguments: {line: one}}, {name: stubborn}]\n",
-		"after.yaml": "replies:\n  - text: \"recovered\"\n",
-	})
-	journal := filepath.Join(e.dir, "journal")
-	env := []string{"AGENTRT_JOURNAL=" + journal}
+	e, journal, env := crashEnv(t, "lease_ttl: 1s\n", "recovered")
 	// The first process runs under another host's name: nobody can see
 	// that it died, so only the lease's expiry frees the session.
 	c := startChild(t, e.dir, append(env, "AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=crash.yaml", "AGENTRT_OWNER=elsewhere:1:x"),
@@ -374,6 +353,24 @@ agents:
 	if len(runs) != 1 || !strings.HasSuffix(runs[0], " 1") {
 		t.Errorf("journal %v, want one first attempt", runs)
 	}
+}
+
+// crashEnv is a config whose agent calls journal, then stubborn (which
+// blocks when AGENTRT_STUBBORN=block) with crash.yaml, and answers answer
+// with after.yaml; the journal file, and the environment pointing at it.
+func crashEnv(t *testing.T, extra, answer string) (*env, string, []string) {
+	t.Helper()
+	e := newEnv(t, extra+`
+models:
+  s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
+agents:
+  assistant: {model: s, tools: [journal, stubborn]}
+`, map[string]string{
+		"crash.yaml": "replies:\n  - tool_calls: [{name: journal, arguments: {line: one}}, {name: stubborn}]\n",
+		"after.yaml": "replies:\n  - text: \"" + answer + "\"\n",
+	})
+	journal := filepath.Join(e.dir, "journal")
+	return e, journal, []string{"AGENTRT_JOURNAL=" + journal}
 }
 
 // procChild runs short commands as children.
