@@ -3,7 +3,6 @@ package agentrt
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -268,6 +267,3 @@ func pendingList(st *State) string {
 	}
 	return " (pending: " + strings.Join(ids, ", ") + ")"
 }
-
-// errNotResolvable: the request kinds Resolve takes.
-var errNotResolvable = errors.New("not resolvable")
