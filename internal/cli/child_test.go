@@ -29,9 +29,20 @@ import (
 //   - journal appends its line to the file AGENTRT_JOURNAL names, so that
 //     a test counts its runs across processes.
 func childTools() []tool.Tool {
-	stubborn := tool.Must(tool.New("stubborn", "ignores cancellation", func(context.Context, struct{}) (string, error) {
+	stubborn := tool.Must(tool.New("stubborn", "ignores cancellation", func(ctx context.Context, _ struct{}) (string, error) {
 		if os.Getenv("AGENTRT_STUBBORN") == "block" {
 			select {} // until the process dies
+		}
+		if path := os.Getenv("AGENTRT_JOURNAL"); path != "" {
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return "", err
+			}
+			info, _ := tool.CallInfoFrom(ctx)
+			fmt.Fprintf(f, "stubborn %s %d\n", info.IdempotencyKey, info.Attempt)
+			if err := f.Close(); err != nil {
+				return "", err
+			}
 		}
 		return "stubborn done", nil
 	}))
@@ -302,8 +313,12 @@ func TestProcessTwoResumersOneSession(t *testing.T) {
 					t.Errorf("the loser says:\n%s", out)
 				}
 			}
-			if runs := journalRuns(t, journal); len(runs) != 1 {
-				t.Errorf("journal ran %d times, want once: %v", len(runs), runs)
+			// journal's result was stored before the kill: it never runs
+			// again. stubborn was running: exactly one of the resumers runs
+			// it again, as its second attempt, with the same key.
+			runs := journalRuns(t, journal)
+			if len(runs) != 2 || !strings.HasPrefix(runs[0], "one ") || !strings.HasPrefix(runs[1], "stubborn ") || !strings.HasSuffix(runs[1], " 2") {
+				t.Errorf("journal %v, want journal once then stubborn once as attempt 2", runs)
 			}
 			evs := parseEvents(t, newProcChild(t, e).mustOut("--config", e.config, "sessions", "events", "s1"))
 			checkSeq(t, evs, 1)
@@ -350,8 +365,8 @@ func TestProcessRecoverAfterLeaseExpiry(t *testing.T) {
 		t.Errorf("sessions show:\n%s", show)
 	}
 	runs := journalRuns(t, journal)
-	if len(runs) != 1 || !strings.HasSuffix(runs[0], " 1") {
-		t.Errorf("journal %v, want one first attempt", runs)
+	if len(runs) != 2 || !strings.HasSuffix(runs[0], " 1") || !strings.HasSuffix(runs[1], " 2") {
+		t.Errorf("journal %v, want journal's first attempt, then stubborn's second", runs)
 	}
 }
 
