@@ -48,6 +48,7 @@ type execRun struct {
 	handle *Run         // the run's handle: cancel, interrupt, outcome
 	lease  *leaseKeeper // the session's lease; nil without a Leaser
 	fence  int64        // the lease's token, which commits carry (renewals keep it)
+	key    skey         // the session's tenant and id
 	topic  *topic       // the session's watchers in this process
 
 	pending   []*session.Event
@@ -139,7 +140,7 @@ func (x *Exec) now() time.Time {
 func (x *Exec) NewID() string { return x.r.newID() }
 
 func (x *Exec) info() HookInfo {
-	return HookInfo{SessionID: x.st.SessionID, RunID: x.st.RunID, Agent: x.agent.Name, Turn: x.st.Turn, Round: x.st.Round}
+	return HookInfo{Tenant: x.key.tenant, SessionID: x.st.SessionID, RunID: x.st.RunID, Agent: x.agent.Name, Turn: x.st.Turn, Round: x.st.Round}
 }
 
 // initEvent fills in e's envelope for payload d, at time t.

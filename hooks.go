@@ -13,6 +13,7 @@ import (
 
 // HookInfo tells a hook where it runs.
 type HookInfo struct {
+	Tenant    string
 	SessionID string
 	RunID     string
 	Agent     string

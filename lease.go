@@ -63,6 +63,7 @@ func ownerDead(owner string) bool {
 // A nil *leaseKeeper (a store without leases) is valid and does nothing.
 type leaseKeeper struct {
 	leaser session.Leaser
+	tenant string // the session's: renewals and the release run on contexts of their own
 	ttl    time.Duration
 	cancel context.CancelCauseFunc // the run's; set by watch
 
@@ -107,7 +108,7 @@ func (k *leaseKeeper) renew() {
 	k.mu.Unlock()
 	defer k.wg.Done()
 
-	ctx, cancel := context.WithTimeout(context.Background(), k.ttl/3)
+	ctx, cancel := context.WithTimeout(session.WithTenant(context.Background(), k.tenant), k.ttl/3)
 	nl, err := k.leaser.Renew(ctx, l, k.ttl)
 	cancel()
 
@@ -183,7 +184,7 @@ func (k *leaseKeeper) stop() {
 	if lost == nil {
 		// Not ctx, which may be canceled: the release must happen. A store
 		// bounds its own waits; if it fails, the lease expires.
-		_ = k.leaser.Release(context.Background(), l)
+		_ = k.leaser.Release(session.WithTenant(context.Background(), k.tenant), l)
 	}
 }
 
@@ -205,7 +206,7 @@ func (r *Runner) acquireLease(ctx context.Context, id string, wait bool, into *l
 			if k == nil {
 				k = new(leaseKeeper)
 			}
-			k.leaser, k.ttl, k.lease, k.renewed = r.leaser, r.leaseTTL, l, time.Now()
+			k.leaser, k.tenant, k.ttl, k.lease, k.renewed = r.leaser, session.TenantOf(ctx), r.leaseTTL, l, time.Now()
 			return k, nil
 		}
 		var held *session.LeaseHeldError
@@ -242,8 +243,8 @@ func leaseHeld(id string, l session.Lease) error {
 		Err: &session.LeaseHeldError{Lease: l}}
 }
 
-// Recover resumes, in this runner, the sessions whose run stopped because
-// their process did: status running, and a lease that expired, or that
+// Recover resumes, in this runner, the sessions of every tenant whose run
+// stopped because their process did: status running, and a lease that expired, or that
 // belonged to a process of this host that no longer exists. Each such
 // session is claimed by taking its lease, so across any number of
 // processes calling Recover at once each session is resumed exactly once.
@@ -258,17 +259,18 @@ func (r *Runner) Recover(ctx context.Context) ([]*Run, error) {
 		return nil, &Error{Kind: FailConfig, Code: "no_leases", Msg: "Recover needs a store with leases (session.Leaser): without them a crashed run cannot be told from one running elsewhere"}
 	}
 	var runs []*Run
-	opt := session.ListOptions{Status: session.StatusRunning, Limit: 200}
+	opt := session.ListOptions{Status: session.StatusRunning, Limit: 200, AllTenants: true}
 	for {
 		page, err := r.store.ListSessions(ctx, opt)
 		if err != nil {
 			return runs, &Error{Kind: FailStore, Msg: "list running sessions", Err: err}
 		}
 		for _, s := range page {
-			if !r.recoverable(s) {
+			sctx := session.WithTenant(ctx, s.Tenant)
+			if !r.recoverable(sctx, s) {
 				continue
 			}
-			h, err := r.StartResume(ctx, s.ID)
+			h, err := r.StartResume(sctx, s.ID)
 			var re *Error
 			switch {
 			case err == nil:
@@ -282,20 +284,21 @@ func (r *Runner) Recover(ctx context.Context) ([]*Run, error) {
 		if len(page) < opt.Limit {
 			return runs, nil
 		}
-		opt.After = page[len(page)-1].ID
+		last := page[len(page)-1]
+		opt.After, opt.AfterTenant = last.ID, last.Tenant
 	}
 }
 
 // recoverable reports whether s may be abandoned: not run by this runner,
 // of an agent it knows. Whether its lease is free is for Acquire, by the
 // store's clock, to decide (StartResume).
-func (r *Runner) recoverable(s *session.Session) bool {
+func (r *Runner) recoverable(ctx context.Context, s *session.Session) bool {
 	if _, ok := r.agents[s.Agent]; !ok {
 		return false
 	}
 	if s.Lease != nil && s.Lease.Owner == r.owner {
 		return false
 	}
-	_, active := r.Active(s.ID)
+	_, active := r.Active(ctx, s.ID)
 	return !active
 }

@@ -21,6 +21,7 @@ import (
 type Run struct {
 	r         *Runner
 	id        string
+	tenant    string
 	sessionID string
 	after     int64 // the session's last seq before the run's first event
 	cancel    context.CancelCauseFunc
@@ -50,6 +51,9 @@ func (h *Run) ID() string { return h.id }
 
 // SessionID returns the session the run belongs to.
 func (h *Run) SessionID() string { return h.sessionID }
+
+// Tenant returns the tenant of the run's session.
+func (h *Run) Tenant() string { return h.tenant }
 
 // Done returns a channel closed when the run has stopped and everything
 // it wrote is committed.
@@ -183,7 +187,7 @@ func (h *Run) finish(st *State) {
 // the store's.
 func (h *Run) Events(ctx context.Context) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
-		wctx, cancel := context.WithCancel(ctx)
+		wctx, cancel := context.WithCancel(session.WithTenant(ctx, h.tenant))
 		defer cancel()
 		for e, err := range h.r.Watch(wctx, h.sessionID, h.after) {
 			if err != nil {

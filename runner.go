@@ -92,7 +92,7 @@ type Runner struct {
 	agentHooks map[string]*Hooks
 
 	mu     sync.Mutex
-	active map[string]*Run // sessions with a run (or a resolution) in progress; guarded by mu
+	active map[skey]*Run // sessions with a run (or a resolution) in progress; guarded by mu
 	closed bool            // guarded by mu
 	runs   sync.WaitGroup  // runs started by Start and StartResume
 }
@@ -109,8 +109,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 		hooks:     cfg.Hooks,
 		now:       cfg.Now,
 		newID:     cfg.NewID,
-		active:    make(map[string]*Run),
-		hub:       hub{topics: make(map[string]*topic)},
+		active:    make(map[skey]*Run),
+		hub:       hub{topics: make(map[skey]*topic)},
 	}
 	r.leaser, _ = cfg.Store.(session.Leaser)
 	r.follower, _ = cfg.Store.(session.Follower)
@@ -302,40 +302,46 @@ func notFound(id string, err error) error {
 	return &Error{Kind: FailStore, Msg: "get session " + id, Err: err}
 }
 
-// claim marks session id as having a run (h, which may be nil for a
+// skey names a session in the runner's maps: its tenant and id.
+type skey struct{ tenant, id string }
+
+func keyOf(ctx context.Context, id string) skey { return skey{session.TenantOf(ctx), id} }
+
+// claim marks session k as having a run (h, which may be nil for a
 // resolution) in progress in this runner.
-func (r *Runner) claim(id string, h *Run) error {
+func (r *Runner) claim(k skey, h *Run) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return &Error{Kind: FailState, Code: "closed", Msg: "the runner is closed"}
 	}
-	if _, busy := r.active[id]; busy {
-		return &Error{Kind: FailState, Code: "busy", Msg: fmt.Sprintf("session %q is already running in this process", id)}
+	if _, busy := r.active[k]; busy {
+		return &Error{Kind: FailState, Code: "busy", Msg: fmt.Sprintf("session %q is already running in this process", k.id)}
 	}
-	r.active[id] = h
+	r.active[k] = h
 	return nil
 }
 
-func (r *Runner) unclaim(id string) {
+func (r *Runner) unclaim(k skey) {
 	r.mu.Lock()
-	delete(r.active, id)
+	delete(r.active, k)
 	r.mu.Unlock()
 }
 
-// Active returns the run of session id in progress in this runner, if
-// any.
-func (r *Runner) Active(id string) (*Run, bool) {
+// Active returns the run of session id (of ctx's tenant) in progress in
+// this runner, if any.
+func (r *Runner) Active(ctx context.Context, id string) (*Run, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := r.active[id]
+	h := r.active[keyOf(ctx, id)]
 	return h, h != nil
 }
 
 // begin claims session id, takes its lease and loads it. On success the
 // caller owns x and ends with r.finish(x).
 func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (*Exec, error) {
-	if err := r.claim(id, h); err != nil {
+	k := keyOf(ctx, id)
+	if err := r.claim(k, h); err != nil {
 		return nil, err
 	}
 	var into *leaseKeeper
@@ -345,7 +351,7 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 	}
 	lease, err := r.acquireLease(ctx, id, waitLease, into)
 	if err != nil {
-		r.unclaim(id)
+		r.unclaim(k)
 		return nil, err
 	}
 	st, err := r.Load(ctx, id)
@@ -353,13 +359,13 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 		var a *Agent
 		if a, err = r.agent(st.Agent); err == nil {
 			x := r.newExec(a, st)
-			x.lease, x.handle, x.topic = lease, h, r.hub.retain(id, spare)
+			x.lease, x.handle, x.topic, x.key = lease, h, r.hub.retain(k, spare), k
 			x.fence = lease.token()
 			return x, nil
 		}
 	}
 	lease.stop()
-	r.unclaim(id)
+	r.unclaim(k)
 	return nil, err
 }
 
@@ -395,7 +401,7 @@ const resolveWait = 15 * time.Second
 func (r *Runner) finish(x *Exec) {
 	x.lease.stop()
 	r.hub.release(x.topic)
-	r.unclaim(x.st.SessionID)
+	r.unclaim(x.key)
 	if h := x.handle; h != nil {
 		h.finish(x.st)
 		h.cancel(nil)
@@ -499,7 +505,7 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	}
 	runID := r.newID()
 	h.id, h.after = runID, x.st.Seq
-	info := HookInfo{SessionID: id, RunID: runID, Agent: x.agent.Name, Turn: x.st.Turn + 1}
+	info := HookInfo{Tenant: x.key.tenant, SessionID: id, RunID: runID, Agent: x.agent.Name, Turn: x.st.Turn + 1}
 	if err := x.hooks.turnStart(ctx, info, in.Text); err != nil {
 		return fail(err)
 	}
@@ -556,7 +562,9 @@ func (r *Runner) runContext(ctx context.Context, id string, detached bool) (cont
 		base = context.WithoutCancel(ctx)
 	}
 	rctx, cancel := context.WithCancelCause(base)
-	return rctx, newRun(r, id, 0, cancel)
+	h := newRun(r, id, 0, cancel)
+	h.tenant = session.TenantOf(ctx)
+	return rctx, h
 }
 
 func waitingErr(st *State) error {
@@ -779,16 +787,17 @@ func (r *Runner) Step(ctx context.Context, st *State) ([]*session.Event, error) 
 		return nil, err
 	}
 	sctx, h := r.runContext(ctx, st.SessionID, false)
-	if err := r.claim(st.SessionID, h); err != nil {
+	k := keyOf(ctx, st.SessionID)
+	if err := r.claim(k, h); err != nil {
 		return nil, err
 	}
 	lease, err := r.acquireLease(ctx, st.SessionID, false, &h.lease)
 	if err != nil {
-		r.unclaim(st.SessionID)
+		r.unclaim(k)
 		return nil, err
 	}
 	x := r.newExec(a, st)
-	x.lease, x.handle, x.topic = lease, h, r.hub.retain(st.SessionID, &h.topic)
+	x.lease, x.handle, x.topic, x.key = lease, h, r.hub.retain(k, &h.topic), k
 	x.fence = lease.token()
 	var out []*session.Event
 	x.yield = func(e *session.Event, err error) bool {

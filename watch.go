@@ -29,7 +29,7 @@ func (r *Runner) Watch(ctx context.Context, sessionID string, after int64) iter.
 			yield(nil, notFound(sessionID, err))
 			return
 		}
-		t := r.hub.retain(sessionID, nil)
+		t := r.hub.retain(keyOf(ctx, sessionID), nil)
 		defer r.hub.release(t)
 		sub := t.subscribe()
 		defer t.unsubscribe(sub)
@@ -188,13 +188,13 @@ func (w *watcher) catchUp(ctx context.Context) bool {
 // of the tokens published to them.
 type hub struct {
 	mu     sync.Mutex
-	topics map[string]*topic // guarded by mu
+	topics map[skey]*topic // guarded by mu
 }
 
 // topic is one session's watchers. A run and each watcher retain it while
 // they use it.
 type topic struct {
-	id    string
+	key   skey
 	refs  int           // guarded by hub.mu
 	subs  []*subscriber // guarded by hub.mu
 	nsubs atomic.Int32  // len(subs), read without the lock
@@ -220,17 +220,17 @@ const subscriberBuffer = 512
 
 // retain returns session id's topic, made from spare (zero, and the
 // caller's to give) or new if the session has none.
-func (h *hub) retain(id string, spare *topic) *topic {
+func (h *hub) retain(k skey, spare *topic) *topic {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	t := h.topics[id]
+	t := h.topics[k]
 	if t == nil {
 		t = spare
 		if t == nil {
 			t = new(topic)
 		}
-		t.id, t.hub = id, h
-		h.topics[id] = t
+		t.key, t.hub = k, h
+		h.topics[k] = t
 	}
 	t.refs++
 	return t
@@ -243,7 +243,7 @@ func (h *hub) release(t *topic) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if t.refs--; t.refs == 0 {
-		delete(h.topics, t.id)
+		delete(h.topics, t.key)
 	}
 }
 

@@ -49,6 +49,9 @@ type Config struct {
 	// postgresql://… or memory:. Parse also accepts a bare memory, since
 	// YAML wants memory: quoted, and stores it as memory:.
 	Store string `yaml:"store,omitempty"`
+	// Tenant is the tenant the CLI works in when --tenant is not given;
+	// empty means "default".
+	Tenant string `yaml:"tenant,omitempty"`
 	// LeaseTTL is how long a session's lease lasts unless renewed: how
 	// long a crashed process holds its sessions (zero: the runtime's
 	// default, 30s). A process on the same host sees a dead owner at once.

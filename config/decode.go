@@ -448,6 +448,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	}
 	d.mapping(root, "",
 		field{"store", d.str(&c.Store)},
+		field{"tenant", d.str(&c.Tenant)},
 		field{"lease_ttl", d.duration(&c.LeaseTTL)},
 		field{"max_recoveries", number(d, &c.MaxRecoveries)},
 		field{"models", func(n *yaml.Node, path string) { c.Models = named(d, n, path, d.model) }},

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/agentrt/agentrt/session"
 )
 
 // provider is what a provider needs from its model entry. New providers
@@ -141,6 +143,11 @@ func (d *decoder) validate(c *Config) {
 		}
 	} else if err := CheckStore(c.Store); err != nil {
 		d.atValue(c, "store", "%v", err)
+	}
+	if c.Tenant != "" {
+		if err := session.CheckTenant(c.Tenant); err != nil {
+			d.atValue(c, "tenant", "%v", err)
+		}
 	}
 	for _, name := range sortedKeys(c.Models) {
 		d.validateModel(c, name, c.Models[name])

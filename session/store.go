@@ -53,6 +53,9 @@ const (
 // Session is the summary row of a session. Status, Turn, Usage and LastSeq
 // are updated by every Commit.
 type Session struct {
+	// Tenant owns the session; stores set it from the context of
+	// CreateSession (see WithTenant).
+	Tenant    string            `json:"tenant"`
 	ID        string            `json:"id"`
 	Agent     string            `json:"agent"`
 	Status    Status            `json:"status"`
@@ -103,10 +106,20 @@ type ListOptions struct {
 	After string // the last id of the previous page
 	// Status, when set, keeps only the sessions with that status.
 	Status Status
+	// AllTenants lists the sessions of every tenant rather than of the
+	// context's, for operators and recovery; each Session says its tenant.
+	// Sessions are then ordered by CreatedAt, tenant and ID, descending,
+	// and the page after the session After of AfterTenant follows.
+	AllTenants  bool
+	AfterTenant string
 }
 
 // Store keeps sessions and their logs. All methods are safe for concurrent
 // use. Implementations run the storetest suite.
+//
+// Every method, and every optional capability, is scoped by the tenant of
+// its context (TenantOf): a session of another tenant is ErrNotFound, and
+// two tenants may have sessions with the same id.
 type Store interface {
 	CreateSession(ctx context.Context, s *Session) error
 	GetSession(ctx context.Context, id string) (*Session, error)

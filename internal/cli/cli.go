@@ -16,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/session"
 )
 
 // Exit codes (PRODUCT §2).
@@ -48,6 +49,7 @@ func usageErr(format string, args ...any) error {
 type globals struct {
 	config string
 	store  string
+	tenant string
 	s      Streams
 	opts   app.Options
 	// started is set once flags and arguments are parsed and a command
@@ -91,7 +93,17 @@ func (g *globals) withApp(cmd *cobra.Command, f func(ctx context.Context, a *app
 		return err
 	}
 	defer a.Close()
-	return f(ctx, a)
+	tenant := g.tenant
+	if tenant == "" {
+		tenant = a.Config.Tenant
+	}
+	if tenant == "" {
+		tenant = session.DefaultTenant
+	}
+	if err := session.CheckTenant(tenant); err != nil {
+		return usageErr("--tenant: %v", err)
+	}
+	return f(session.WithTenant(ctx, tenant), a)
 }
 
 // Main runs the CLI with args and returns the exit code.
@@ -170,6 +182,7 @@ func newRoot(g *globals) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default ./agentrt.yaml if present, else built-in defaults)")
 	root.PersistentFlags().StringVar(&g.store, "store", "", "store DSN, overriding the config (sqlite:PATH or memory:)")
+	root.PersistentFlags().StringVar(&g.tenant, "tenant", "", "the tenant whose sessions to use (default: the config's tenant, else default)")
 	root.AddCommand(
 		newRunCmd(g), newResumeCmd(g), newApproveCmd(g), newRespondCmd(g), newRecoverCmd(g), newSessionsCmd(g), newReplayCmd(g),
 		newToolsCmd(g), newConfigCmd(g), newVersionCmd(g),

@@ -748,3 +748,21 @@ func TestRunWrongAgent(t *testing.T) {
 		t.Errorf("got %v", r)
 	}
 }
+
+// --tenant (or the config's tenant) scopes every command: another
+// tenant's session is not found.
+func TestTenantFlag(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, demoConfig+"tenant: acme\n", nil)
+	e.must(cli.ExitOK, "run", "--session", "s1", "what is 1+1")
+	if r := e.run("--tenant", "globex", "sessions", "show", "s1"); r.code != cli.ExitUsage || !strings.Contains(r.err, `session "s1" not found`) {
+		t.Errorf("another tenant's session: %v", r)
+	}
+	e.must(cli.ExitOK, "--tenant", "globex", "run", "--session", "s1", "what is 2+2")
+	if out := e.must(cli.ExitOK, "sessions", "events", "s1").out; !strings.Contains(out, `"input":"what is 1+1"`) || strings.Contains(out, "2+2") {
+		t.Errorf("acme's s1:\n%s", out)
+	}
+	if r := e.run("--tenant", "bad tenant!", "sessions", "list"); r.code != cli.ExitUsage || !strings.Contains(r.err, "--tenant") {
+		t.Errorf("a bad tenant: %v", r)
+	}
+}

@@ -144,7 +144,7 @@ func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.Reque
 		}
 		if len(st.Requests) > 0 {
 			fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
-			return outcome(g, id, runResult{status: session.StatusWaiting}, a)
+			return outcome(ctx, g, id, runResult{status: session.StatusWaiting}, a)
 		}
 		p := newPrinter(g.s, asJSON, a.Notices)
 		return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))

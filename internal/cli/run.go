@@ -124,7 +124,7 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 		}
 		res = p.print(a.Runner.Resume(ctx, id))
 	}
-	return outcome(g, id, res, a)
+	return outcome(ctx, g, id, res, a)
 }
 
 // onlyApprovals reports whether every pending request of st asks for an
@@ -179,7 +179,7 @@ func howToResolve(id string, q agentrt.HumanRequest) string {
 	return fmt.Sprintf("agentrt respond %s %s TEXT", id, q.ID)
 }
 
-func outcome(g *globals, id string, res runResult, a *app.App) error {
+func outcome(ctx context.Context, g *globals, id string, res runResult, a *app.App) error {
 	if res.err != nil {
 		return res.err
 	}
@@ -190,7 +190,7 @@ func outcome(g *globals, id string, res runResult, a *app.App) error {
 		}
 		return nil
 	case session.StatusWaiting:
-		st, err := a.Runner.Load(context.Background(), id)
+		st, err := a.Runner.Load(context.WithoutCancel(ctx), id)
 		if err != nil {
 			return err
 		}

@@ -42,12 +42,17 @@ type Store struct {
 	now func() time.Time // the clock of leases
 
 	mu       sync.Mutex
-	sessions map[string]*entry // guarded by mu
+	sessions map[key]*entry // guarded by mu; by tenant and id
 	// last is the entry of the session committed to last, also guarded by
 	// mu: a run commits to one session a dozen times in a row, and with
 	// many sessions the map lookup is the dearest part of a commit.
 	last *entry
 }
+
+// key names a session: its tenant and its id.
+type key struct{ tenant, id string }
+
+func keyOf(ctx context.Context, id string) key { return key{session.TenantOf(ctx), id} }
 
 // entry is one session. All its fields are guarded by Store.mu.
 type entry struct {
@@ -84,7 +89,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // New returns an empty store.
 func New(opts ...Option) *Store {
-	s := &Store{sessions: make(map[string]*entry), now: time.Now}
+	s := &Store{sessions: make(map[key]*entry), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
@@ -102,6 +107,10 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 		return errors.New("memstore: create session: empty id")
 	}
 	row := *s
+	row.Tenant = session.TenantOf(ctx)
+	if s.Tenant != "" && s.Tenant != row.Tenant {
+		return fmt.Errorf("memstore: create session %q: its tenant %q is not the context's %q", s.ID, s.Tenant, row.Tenant)
+	}
 	row.LastSeq = 0
 	row.Metadata = maps.Clone(s.Metadata)
 	if row.CreatedAt.IsZero() {
@@ -111,12 +120,14 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 		row.UpdatedAt = row.CreatedAt
 	}
 
+	k := key{row.Tenant, s.ID}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, ok := st.sessions[s.ID]; ok {
+	if _, ok := st.sessions[k]; ok {
 		return fmt.Errorf("memstore: create session %q: %w", s.ID, session.ErrExists)
 	}
-	st.sessions[s.ID] = &entry{row: row}
+	st.sessions[k] = &entry{row: row}
+	s.Tenant = row.Tenant
 	return nil
 }
 
@@ -127,7 +138,7 @@ func (st *Store) GetSession(ctx context.Context, id string) (*session.Session, e
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	e, ok := st.sessions[id]
+	e, ok := st.sessions[keyOf(ctx, id)]
 	if !ok {
 		return nil, notFound("get session", id)
 	}
@@ -146,17 +157,22 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		limit = defaultLimit
 	}
 
+	tenant := session.TenantOf(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	all := make([]*entry, 0, len(st.sessions))
 	for _, e := range st.sessions {
-		if opt.Status == "" || e.row.Status == opt.Status {
+		if (opt.AllTenants || e.row.Tenant == tenant) && (opt.Status == "" || e.row.Status == opt.Status) {
 			all = append(all, e)
 		}
 	}
 	slices.SortFunc(all, func(a, b *entry) int { return newerFirst(&a.row, &b.row) })
 	if opt.After != "" {
-		cursor, ok := st.sessions[opt.After]
+		k := key{tenant, opt.After}
+		if opt.AllTenants {
+			k.tenant = cmp.Or(opt.AfterTenant, session.DefaultTenant)
+		}
+		cursor, ok := st.sessions[k]
 		if !ok {
 			return nil, notFound("list sessions after", opt.After)
 		}
@@ -177,9 +193,13 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	return out, nil
 }
 
-// newerFirst orders sessions by CreatedAt, then ID, both descending.
+// newerFirst orders sessions by CreatedAt, then tenant, then ID, all
+// descending.
 func newerFirst(a, b *session.Session) int {
 	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.Tenant, a.Tenant); c != 0 {
 		return c
 	}
 	return cmp.Compare(b.ID, a.ID)
@@ -191,15 +211,16 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	k := keyOf(ctx, id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	e, ok := st.sessions[id]
+	e, ok := st.sessions[k]
 	if !ok {
 		return notFound("delete session", id)
 	}
 	e.wakeFollowers()
-	delete(st.sessions, id)
-	if st.last != nil && st.last.row.ID == id {
+	delete(st.sessions, k)
+	if st.last == e {
 		st.last = nil // a commit to the deleted session must not find it
 	}
 	return nil
@@ -231,12 +252,13 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		now = time.Now()
 	}
 
+	tenant := session.TenantOf(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	e := st.last
-	if e == nil || e.row.ID != c.SessionID {
+	if e == nil || e.row.ID != c.SessionID || e.row.Tenant != tenant {
 		var ok bool
-		if e, ok = st.sessions[c.SessionID]; !ok {
+		if e, ok = st.sessions[key{tenant, c.SessionID}]; !ok {
 			return notFound("commit to session", c.SessionID)
 		}
 		st.last = e
@@ -305,7 +327,7 @@ func (st *Store) LoadSnapshot(ctx context.Context, id string) (*session.Snapshot
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	e, ok := st.sessions[id]
+	e, ok := st.sessions[keyOf(ctx, id)]
 	if !ok {
 		return nil, notFound("load snapshot of", id)
 	}
@@ -327,7 +349,7 @@ func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*
 			return
 		}
 		st.mu.Lock()
-		e, ok := st.sessions[id]
+		e, ok := st.sessions[keyOf(ctx, id)]
 		var log []*session.Event
 		if ok {
 			// The log is append-only: elements below len never change, so
@@ -357,7 +379,7 @@ func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*
 				return
 			}
 			st.mu.Lock()
-			e, ok := st.sessions[id]
+			e, ok := st.sessions[keyOf(ctx, id)]
 			var log []*session.Event
 			var wake chan struct{}
 			if ok {
@@ -401,7 +423,7 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	e, ok := st.sessions[id]
+	e, ok := st.sessions[keyOf(ctx, id)]
 	if !ok {
 		return session.Lease{}, notFound("acquire", id)
 	}
@@ -428,7 +450,7 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	e, ok := st.sessions[l.SessionID]
+	e, ok := st.sessions[keyOf(ctx, l.SessionID)]
 	if !ok {
 		return session.Lease{}, notFound("renew lease of", l.SessionID)
 	}
@@ -447,7 +469,7 @@ func (st *Store) Release(ctx context.Context, l session.Lease) error {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	e, ok := st.sessions[l.SessionID]
+	e, ok := st.sessions[keyOf(ctx, l.SessionID)]
 	if !ok {
 		return notFound("release lease of", l.SessionID)
 	}

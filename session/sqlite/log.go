@@ -55,6 +55,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		now = time.Now()
 	}
 
+	tenant := session.TenantOf(ctx)
 	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// The first events of a session give it its log number.
 		first := c.ExpectSeq == 0 && len(c.Events) > 0
@@ -63,7 +64,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			update = st.startLog
 		}
 		res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
-			string(c.Status), c.Turn, usage, last, now.UnixMicro(), c.SessionID, c.ExpectSeq,
+			string(c.Status), c.Turn, usage, last, now.UnixMicro(), tenant, c.SessionID, c.ExpectSeq,
 			c.Fence, c.Fence, st.now().UnixMicro())
 		if err != nil {
 			return err
@@ -71,18 +72,18 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return st.commitRefused(ctx, tx, c)
+			return st.commitRefused(ctx, tx, tenant, c)
 		}
 		if first {
 			if _, err := tx.StmtContext(ctx, st.bumpLog).ExecContext(ctx); err != nil {
 				return err
 			}
 		}
-		if err := st.insertEventRows(ctx, tx, c.SessionID, c.Events, encoded); err != nil {
+		if err := st.insertEventRows(ctx, tx, tenant, c.SessionID, c.Events, encoded); err != nil {
 			return err
 		}
 		if c.Snapshot != nil {
-			if _, err := tx.StmtContext(ctx, st.upsertSnapshot).ExecContext(ctx, c.SessionID, c.Snapshot.Seq, []byte(c.Snapshot.Data)); err != nil {
+			if _, err := tx.StmtContext(ctx, st.upsertSnapshot).ExecContext(ctx, tenant, c.SessionID, c.Snapshot.Seq, []byte(c.Snapshot.Data)); err != nil {
 				return fmt.Errorf("snapshot: %w", err)
 			}
 		}
@@ -92,7 +93,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
 	if len(c.Events) > 0 && st.nwait.Load() > 0 {
-		st.wake(c.SessionID)
+		st.wake(tenant, c.SessionID)
 	}
 	return nil
 }
@@ -104,15 +105,15 @@ const fenceCheck = `(CASE WHEN ? != 0 THEN lease_token = ? ELSE (lease_owner IS 
 
 // insertEventRows inserts evs from their encodings, maxInsert rows per
 // statement.
-func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, id string, evs []*session.Event, encoded [][]byte) error {
-	args := make([]any, 0, 4*min(len(evs), maxInsert)+1)
+func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, tenant, id string, evs []*session.Event, encoded [][]byte) error {
+	args := make([]any, 0, 4*min(len(evs), maxInsert)+2)
 	for len(evs) > 0 {
 		n := min(len(evs), maxInsert)
 		args = args[:0]
 		for i, ev := range evs[:n] {
 			args = append(args, ev.Seq, string(ev.Type), ev.Time.UnixMicro(), encoded[i])
 		}
-		args = append(args, id)
+		args = append(args, tenant, id)
 		res, err := tx.StmtContext(ctx, st.insertEvents[n]).ExecContext(ctx, args...)
 		if err != nil {
 			return fmt.Errorf("events %d to %d: %w", evs[0].Seq, evs[n-1].Seq, err)
@@ -130,9 +131,9 @@ func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, id string, evs
 // commitRefused explains why the UPDATE of a commit matched no row: the
 // session is gone, its last seq is not c.ExpectSeq, or the commit is
 // fenced off. It always returns an error.
-func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, c *session.Commit) error {
+func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, tenant string, c *session.Commit) error {
 	var last int64
-	err := tx.StmtContext(ctx, st.lastSeq).QueryRowContext(ctx, c.SessionID).Scan(&last)
+	err := tx.StmtContext(ctx, st.lastSeq).QueryRowContext(ctx, tenant, c.SessionID).Scan(&last)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return session.ErrNotFound
@@ -141,7 +142,7 @@ func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, c *session.Commi
 	}
 	// The fence first: a writer that lost the session must hear so, not
 	// that it should reload and try again.
-	l, err := st.lease(ctx, tx, c.SessionID)
+	l, err := st.lease(ctx, tx, tenant, c.SessionID)
 	if err != nil {
 		return err
 	}
@@ -155,13 +156,13 @@ func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, c *session.Commi
 }
 
 // lease reads a session's lease in tx; Owner is empty when none is held.
-func (st *Store) lease(ctx context.Context, tx *sql.Tx, id string) (session.Lease, error) {
+func (st *Store) lease(ctx context.Context, tx *sql.Tx, tenant, id string) (session.Lease, error) {
 	var (
 		owner   sql.NullString
 		l       = session.Lease{SessionID: id}
 		expires int64
 	)
-	err := tx.StmtContext(ctx, st.getLease).QueryRowContext(ctx, id).Scan(&owner, &l.Token, &expires)
+	err := tx.StmtContext(ctx, st.getLease).QueryRowContext(ctx, tenant, id).Scan(&owner, &l.Token, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, session.ErrNotFound
 	}
@@ -180,8 +181,9 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 		return session.Lease{}, fmt.Errorf("sqlite: acquire %q: need an owner and a positive ttl", id)
 	}
 	var out session.Lease
+	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		l, err := st.lease(ctx, tx, id)
+		l, err := st.lease(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}
@@ -196,7 +198,7 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 			l.Owner = owner
 		}
 		l.Expires = now.Add(ttl).Truncate(time.Microsecond)
-		if _, err := tx.StmtContext(ctx, st.setLease).ExecContext(ctx, l.Owner, l.Token, l.Expires.UnixMicro(), id); err != nil {
+		if _, err := tx.StmtContext(ctx, st.setLease).ExecContext(ctx, l.Owner, l.Token, l.Expires.UnixMicro(), tenant, id); err != nil {
 			return err
 		}
 		out = l
@@ -211,8 +213,9 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 // Renew extends l. See session.Leaser.
 func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) (session.Lease, error) {
 	l.Expires = st.now().Add(ttl).Truncate(time.Microsecond)
+	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return st.leaseUpdate(ctx, tx, l, st.renewLease, l.Expires.UnixMicro(), l.SessionID, l.Token)
+		return st.leaseUpdate(ctx, tx, tenant, l, st.renewLease, l.Expires.UnixMicro(), tenant, l.SessionID, l.Token)
 	})
 	if err != nil {
 		return session.Lease{}, fmt.Errorf("sqlite: renew lease of %q: %w", l.SessionID, err)
@@ -222,8 +225,9 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 
 // Release ends l. See session.Leaser.
 func (st *Store) Release(ctx context.Context, l session.Lease) error {
+	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return st.leaseUpdate(ctx, tx, l, st.releaseLease, l.SessionID, l.Token)
+		return st.leaseUpdate(ctx, tx, tenant, l, st.releaseLease, tenant, l.SessionID, l.Token)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: release lease of %q: %w", l.SessionID, err)
@@ -233,7 +237,7 @@ func (st *Store) Release(ctx context.Context, l session.Lease) error {
 
 // leaseUpdate runs a renewal or release, which matches no row when l is
 // not the session's lease.
-func (st *Store) leaseUpdate(ctx context.Context, tx *sql.Tx, l session.Lease, stmt *sql.Stmt, args ...any) error {
+func (st *Store) leaseUpdate(ctx context.Context, tx *sql.Tx, tenant string, l session.Lease, stmt *sql.Stmt, args ...any) error {
 	res, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
 	if err != nil {
 		return err
@@ -243,7 +247,7 @@ func (st *Store) leaseUpdate(ctx context.Context, tx *sql.Tx, l session.Lease, s
 	} else if n == 1 {
 		return nil
 	}
-	cur, err := st.lease(ctx, tx, l.SessionID)
+	cur, err := st.lease(ctx, tx, tenant, l.SessionID)
 	if err != nil {
 		return err
 	}
@@ -256,22 +260,26 @@ type waiter struct {
 	n  int           // Follow calls using it
 }
 
-// wait registers a Follow on session id and returns the channel the next
-// commit to it closes; done unregisters.
-func (st *Store) wait(id string) (ch <-chan struct{}, done func()) {
+// waitKey names a session the Follow calls wait on.
+type waitKey struct{ tenant, id string }
+
+// wait registers a Follow on session id of tenant and returns the channel
+// the next commit to it closes; done unregisters.
+func (st *Store) wait(tenant, id string) (ch <-chan struct{}, done func()) {
+	k := waitKey{tenant, id}
 	st.nwait.Add(1)
 	st.waitMu.Lock()
-	w := st.waiters[id]
+	w := st.waiters[k]
 	if w == nil {
 		w = &waiter{ch: make(chan struct{})}
-		st.waiters[id] = w
+		st.waiters[k] = w
 	}
 	w.n++
 	st.waitMu.Unlock()
 	return w.ch, func() {
 		st.waitMu.Lock()
-		if w.n--; w.n == 0 && st.waiters[id] == w {
-			delete(st.waiters, id)
+		if w.n--; w.n == 0 && st.waiters[k] == w {
+			delete(st.waiters, k)
 		}
 		st.waitMu.Unlock()
 		st.nwait.Add(-1)
@@ -279,11 +287,12 @@ func (st *Store) wait(id string) (ch <-chan struct{}, done func()) {
 }
 
 // wake closes the channel the Follow calls on session id wait on.
-func (st *Store) wake(id string) {
+func (st *Store) wake(tenant, id string) {
+	k := waitKey{tenant, id}
 	st.waitMu.Lock()
-	if w := st.waiters[id]; w != nil {
+	if w := st.waiters[k]; w != nil {
 		close(w.ch)
-		delete(st.waiters, id)
+		delete(st.waiters, k)
 	}
 	st.waitMu.Unlock()
 }
@@ -304,7 +313,7 @@ func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*
 		for {
 			// Wait before reading: a commit between the read and the wait
 			// then still wakes this Follow.
-			wake, done := st.wait(id)
+			wake, done := st.wait(session.TenantOf(ctx), id)
 			n := 0
 			for ev, err := range st.Events(ctx, id, last) {
 				if err != nil {
@@ -349,7 +358,7 @@ func (st *Store) LoadSnapshot(ctx context.Context, id string) (*session.Snapshot
 		seq  sql.NullInt64
 		data []byte
 	)
-	err := st.loadSnapshot.QueryRowContext(ctx, id).Scan(&seq, &data)
+	err := st.loadSnapshot.QueryRowContext(ctx, session.TenantOf(ctx), id).Scan(&seq, &data)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, notFound("load snapshot of", id)
@@ -372,7 +381,7 @@ func (st *Store) LoadSnapshot(ctx context.Context, id string) (*session.Snapshot
 func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		var log sql.NullInt64
-		err := st.logOf.QueryRowContext(ctx, id).Scan(&log)
+		err := st.logOf.QueryRowContext(ctx, session.TenantOf(ctx), id).Scan(&log)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			yield(nil, notFound("events of", id))

@@ -69,6 +69,47 @@ var migrations = [][]string{
 		`ALTER TABLE sessions ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0`,
 		`CREATE INDEX sessions_status ON sessions (status, created_at DESC, id DESC)`,
 	},
+	// Version 3: tenants. A session is keyed by (tenant, id), so that two
+	// tenants may use the same id; existing sessions belong to "default".
+	// Listing is per tenant (sessions_newest, sessions_status) or across
+	// tenants for recovery (sessions_all, sessions_all_status).
+	{
+		`CREATE TABLE sessions_v3 (
+			tenant        TEXT    NOT NULL,
+			id            TEXT    NOT NULL,
+			agent         TEXT    NOT NULL,
+			status        TEXT    NOT NULL,
+			turn          INTEGER NOT NULL,
+			usage         TEXT    NOT NULL,
+			last_seq      INTEGER NOT NULL,
+			metadata      TEXT,
+			created_at    INTEGER NOT NULL,
+			updated_at    INTEGER NOT NULL,
+			log           INTEGER,
+			lease_owner   TEXT,
+			lease_token   INTEGER NOT NULL DEFAULT 0,
+			lease_expires INTEGER NOT NULL DEFAULT 0,
+			PRIMARY KEY (tenant, id)
+		) WITHOUT ROWID`,
+		`INSERT INTO sessions_v3 SELECT 'default', id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at,
+			log, lease_owner, lease_token, lease_expires FROM sessions`,
+		`DROP TABLE sessions`,
+		`ALTER TABLE sessions_v3 RENAME TO sessions`,
+		`CREATE INDEX sessions_newest ON sessions (tenant, created_at DESC, id DESC)`,
+		`CREATE INDEX sessions_status ON sessions (tenant, status, created_at DESC, id DESC)`,
+		`CREATE INDEX sessions_all ON sessions (created_at DESC, tenant DESC, id DESC)`,
+		`CREATE INDEX sessions_all_status ON sessions (status, created_at DESC, tenant DESC, id DESC)`,
+		`CREATE TABLE snapshots_v3 (
+			tenant     TEXT    NOT NULL,
+			session_id TEXT    NOT NULL,
+			seq        INTEGER NOT NULL,
+			data       BLOB,
+			PRIMARY KEY (tenant, session_id)
+		)`,
+		`INSERT INTO snapshots_v3 SELECT 'default', session_id, seq, data FROM snapshots`,
+		`DROP TABLE snapshots`,
+		`ALTER TABLE snapshots_v3 RENAME TO snapshots`,
+	},
 }
 
 // migrate brings the schema up to date in one write transaction, so that

@@ -90,7 +90,7 @@ type Store struct {
 	// lock.
 	nwait   atomic.Int32
 	waitMu  sync.Mutex
-	waiters map[string]*waiter // guarded by waitMu
+	waiters map[waitKey]*waiter // guarded by waitMu; by tenant and session
 
 	// Statements, prepared once by Open. The w ones run inside
 	// transactions through tx.StmtContext, which reuses the preparation.
@@ -105,9 +105,6 @@ type Store struct {
 	deleteEvents   *sql.Stmt                // w
 	deleteSnapshot *sql.Stmt                // w
 	getSession     *sql.Stmt                // r
-	listFirst      *sql.Stmt                // r
-	listAfter      *sql.Stmt                // r
-	createdAt      *sql.Stmt                // r
 	loadSnapshot   *sql.Stmt                // r
 	eventsPage     *sql.Stmt                // r
 	logOf          *sql.Stmt                // r
@@ -115,8 +112,6 @@ type Store struct {
 	setLease       *sql.Stmt                // w
 	renewLease     *sql.Stmt                // w
 	releaseLease   *sql.Stmt                // w
-	listStatus     *sql.Stmt                // r
-	listStatusAft  *sql.Stmt                // r
 
 	closeOnce sync.Once
 	closeErr  error
@@ -130,7 +125,7 @@ var (
 
 // sessionColumns are the columns of a session.Session (not log, which is
 // the store's own).
-const sessionColumns = `id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at`
+const sessionColumns = `tenant, id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at`
 
 // selectColumns are the columns a session is read from: sessionColumns
 // and its lease.
@@ -218,7 +213,7 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		// any that does later is checked.
 		"_foreign_keys=on",
 	}
-	st := &Store{now: time.Now, poll: DefaultPollInterval, waiters: make(map[string]*waiter)}
+	st := &Store{now: time.Now, poll: DefaultPollInterval, waiters: make(map[waitKey]*waiter)}
 	for _, o := range opts {
 		o(st)
 	}
@@ -261,39 +256,31 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		query string
 	}{
 		{st.w, &st.insertSession, `INSERT INTO sessions (` + sessionColumns + `)
-			VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`},
 		{st.w, &st.updateSession, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?
-			WHERE id = ? AND last_seq = ? AND ` + fenceCheck},
+			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck},
 		{st.w, &st.startLog, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			log = coalesce(log, (SELECT next FROM logs WHERE id = 1))
-			WHERE id = ? AND last_seq = ? AND ` + fenceCheck},
+			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck},
 		{st.w, &st.bumpLog, `UPDATE logs SET next = next + 1 WHERE id = 1`},
-		{st.w, &st.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
-		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (session_id, seq, data) VALUES (?, ?, ?)
-			ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, data = excluded.data`},
-		{st.w, &st.deleteSession, `DELETE FROM sessions WHERE id = ? RETURNING log`},
+		{st.w, &st.lastSeq, `SELECT last_seq FROM sessions WHERE tenant = ? AND id = ?`},
+		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (tenant, session_id, seq, data) VALUES (?, ?, ?, ?)
+			ON CONFLICT (tenant, session_id) DO UPDATE SET seq = excluded.seq, data = excluded.data`},
+		{st.w, &st.deleteSession, `DELETE FROM sessions WHERE tenant = ? AND id = ? RETURNING log`},
 		{st.w, &st.deleteEvents, `DELETE FROM events WHERE key >= ? AND key < ?`},
-		{st.w, &st.deleteSnapshot, `DELETE FROM snapshots WHERE session_id = ?`},
-		{st.r, &st.getSession, `SELECT ` + selectColumns + ` FROM sessions WHERE id = ?`},
-		{st.r, &st.listFirst, `SELECT ` + selectColumns + ` FROM sessions
-			ORDER BY created_at DESC, id DESC LIMIT ?`},
-		{st.r, &st.listAfter, `SELECT ` + selectColumns + ` FROM sessions
-			WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`},
-		{st.r, &st.listStatus, `SELECT ` + selectColumns + ` FROM sessions WHERE status = ?
-			ORDER BY created_at DESC, id DESC LIMIT ?`},
-		{st.r, &st.listStatusAft, `SELECT ` + selectColumns + ` FROM sessions WHERE status = ?
-			AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`},
-		{st.w, &st.getLease, `SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE id = ?`},
-		{st.w, &st.setLease, `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE id = ?`},
+		{st.w, &st.deleteSnapshot, `DELETE FROM snapshots WHERE tenant = ? AND session_id = ?`},
+		{st.r, &st.getSession, `SELECT ` + selectColumns + ` FROM sessions WHERE tenant = ? AND id = ?`},
+		{st.w, &st.getLease, `SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE tenant = ? AND id = ?`},
+		{st.w, &st.setLease, `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE tenant = ? AND id = ?`},
 		{st.w, &st.renewLease, `UPDATE sessions SET lease_expires = ?
-			WHERE id = ? AND lease_token = ? AND lease_owner IS NOT NULL`},
+			WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`},
 		{st.w, &st.releaseLease, `UPDATE sessions SET lease_owner = NULL, lease_expires = 0
-			WHERE id = ? AND lease_token = ? AND lease_owner IS NOT NULL`},
-		{st.r, &st.createdAt, `SELECT created_at FROM sessions WHERE id = ?`},
-		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s LEFT JOIN snapshots sn ON sn.session_id = s.id
-			WHERE s.id = ?`},
+			WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`},
+		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s
+			LEFT JOIN snapshots sn ON sn.tenant = s.tenant AND sn.session_id = s.id
+			WHERE s.tenant = ? AND s.id = ?`},
 		{st.r, &st.eventsPage, `SELECT seq, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
-		{st.r, &st.logOf, `SELECT log FROM sessions WHERE id = ?`},
+		{st.r, &st.logOf, `SELECT log FROM sessions WHERE tenant = ? AND id = ?`},
 	}
 	for n := 1; n <= maxInsert; n++ {
 		stmts = append(stmts, struct {
@@ -312,9 +299,10 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 
 // insertEventsSQL returns an INSERT of n events of one session: for each,
 // (seq, type, time, json), then the session's id. The json goes in as
-// bytes and is stored as text. The session's log number comes from its
-// row, in the same statement; a session without one inserts nothing
-// (rather than letting a NULL key pick a rowid).
+// bytes and is stored as text, then the session's tenant and id. The
+// session's log number comes from its row, in the same statement; a
+// session without one inserts nothing (rather than letting a NULL key
+// pick a rowid).
 func insertEventsSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO events (key, session_id, seq, type, time, json)
@@ -326,7 +314,7 @@ func insertEventsSQL(n int) string {
 		}
 		b.WriteString(`(?, ?, ?, ?)`)
 	}
-	b.WriteString(`) v WHERE s.id = ? AND s.log IS NOT NULL`)
+	b.WriteString(`) v WHERE s.tenant = ? AND s.id = ? AND s.log IS NOT NULL`)
 	return b.String()
 }
 
@@ -397,8 +385,8 @@ func (st *Store) Close() error {
 		for _, s := range append([]*sql.Stmt{
 			st.insertSession, st.updateSession, st.startLog, st.bumpLog, st.lastSeq, st.upsertSnapshot,
 			st.deleteSession, st.deleteEvents, st.deleteSnapshot,
-			st.getSession, st.listFirst, st.listAfter, st.createdAt, st.loadSnapshot, st.eventsPage, st.logOf,
-			st.getLease, st.setLease, st.renewLease, st.releaseLease, st.listStatus, st.listStatusAft,
+			st.getSession, st.loadSnapshot, st.eventsPage, st.logOf,
+			st.getLease, st.setLease, st.renewLease, st.releaseLease,
 		}, st.insertEvents[:]...) {
 			if s != nil {
 				errs = append(errs, s.Close())
@@ -423,6 +411,10 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 	if s.ID == "" {
 		return errors.New("sqlite: create session: empty id")
 	}
+	tenant := session.TenantOf(ctx)
+	if s.Tenant != "" && s.Tenant != tenant {
+		return fmt.Errorf("sqlite: create session %q: its tenant %q is not the context's %q", s.ID, s.Tenant, tenant)
+	}
 	usage, err := json.Marshal(s.Usage)
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
@@ -443,7 +435,7 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 		updated = created
 	}
 	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, st.insertSession).ExecContext(ctx, s.ID, s.Agent, string(s.Status), s.Turn,
+		res, err := tx.StmtContext(ctx, st.insertSession).ExecContext(ctx, tenant, s.ID, s.Agent, string(s.Status), s.Turn,
 			string(usage), metadata, created.UnixMicro(), updated.UnixMicro())
 		if err != nil {
 			return err
@@ -458,12 +450,13 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
 	}
+	s.Tenant = tenant
 	return nil
 }
 
 // GetSession returns the session's row.
 func (st *Store) GetSession(ctx context.Context, id string) (*session.Session, error) {
-	s, err := scanSession(st.getSession.QueryRowContext(ctx, id))
+	s, err := scanSession(st.getSession.QueryRowContext(ctx, session.TenantOf(ctx), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("get session", id)
 	}
@@ -474,31 +467,50 @@ func (st *Store) GetSession(ctx context.Context, id string) (*session.Session, e
 }
 
 // ListSessions returns sessions newest first: by CreatedAt, then by ID,
-// both descending.
+// both descending (then by tenant before ID across tenants).
 func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*session.Session, error) {
 	limit := opt.Limit
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	var rows *sql.Rows
-	var err error
-	switch {
-	case opt.After == "" && opt.Status == "":
-		rows, err = st.listFirst.QueryContext(ctx, limit)
-	case opt.After == "":
-		rows, err = st.listStatus.QueryContext(ctx, string(opt.Status), limit)
-	default:
+	tenant := session.TenantOf(ctx)
+	var where []string
+	var args []any
+	if !opt.AllTenants {
+		where, args = append(where, "tenant = ?"), append(args, tenant)
+	}
+	if opt.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(opt.Status))
+	}
+	order := "created_at DESC, id DESC"
+	if opt.AllTenants {
+		order = "created_at DESC, tenant DESC, id DESC"
+	}
+	if opt.After != "" {
+		ct := tenant
+		if opt.AllTenants {
+			ct = cmpOr(opt.AfterTenant, session.DefaultTenant)
+		}
 		var created int64
-		err = st.createdAt.QueryRowContext(ctx, opt.After).Scan(&created)
+		err := st.r.QueryRowContext(ctx, `SELECT created_at FROM sessions WHERE tenant = ? AND id = ?`, ct, opt.After).Scan(&created)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, notFound("list sessions after", opt.After)
 		}
-		if err == nil && opt.Status == "" {
-			rows, err = st.listAfter.QueryContext(ctx, created, opt.After, limit)
-		} else if err == nil {
-			rows, err = st.listStatusAft.QueryContext(ctx, string(opt.Status), created, opt.After, limit)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+		}
+		if opt.AllTenants {
+			where, args = append(where, "(created_at, tenant, id) < (?, ?, ?)"), append(args, created, ct, opt.After)
+		} else {
+			where, args = append(where, "(created_at, id) < (?, ?)"), append(args, created, opt.After)
 		}
 	}
+	q := `SELECT ` + selectColumns + ` FROM sessions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY ` + order + ` LIMIT ?`
+	rows, err := st.r.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}
@@ -517,6 +529,13 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	return out, nil
 }
 
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
 // scanSession reads a row of selectColumns.
 func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) {
 	var (
@@ -528,7 +547,7 @@ func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) 
 		leaseToken       int64
 		leaseExpires     int64
 	)
-	if err := row.Scan(&s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated,
+	if err := row.Scan(&s.Tenant, &s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated,
 		&leaseOwner, &leaseToken, &leaseExpires); err != nil {
 		return nil, err
 	}
@@ -552,9 +571,10 @@ func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) 
 // DeleteSession removes a session, its events and its snapshot, in one
 // transaction.
 func (st *Store) DeleteSession(ctx context.Context, id string) error {
+	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var log sql.NullInt64
-		err := tx.StmtContext(ctx, st.deleteSession).QueryRowContext(ctx, id).Scan(&log)
+		err := tx.StmtContext(ctx, st.deleteSession).QueryRowContext(ctx, tenant, id).Scan(&log)
 		if errors.Is(err, sql.ErrNoRows) {
 			return session.ErrNotFound
 		}
@@ -567,14 +587,14 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		_, err = tx.StmtContext(ctx, st.deleteSnapshot).ExecContext(ctx, id)
+		_, err = tx.StmtContext(ctx, st.deleteSnapshot).ExecContext(ctx, tenant, id)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete session %q: %w", id, err)
 	}
 	if st.nwait.Load() > 0 {
-		st.wake(id)
+		st.wake(tenant, id)
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &session.Session{ID: "s1", Agent: "assistant", Status: session.StatusDone, Turn: 1, Usage: usage, LastSeq: 3,
+	want := &session.Session{Tenant: session.DefaultTenant, ID: "s1", Agent: "assistant", Status: session.StatusDone, Turn: 1, Usage: usage, LastSeq: 3,
 		Metadata: map[string]string{"tenant": "acme"}, CreatedAt: t0, UpdatedAt: t0.Add(time.Second)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("session after reopen (-want +got):\n%s", diff)

@@ -40,6 +40,9 @@
 //     not mutate events after Commit.)
 //   - A canceled context fails every method with an error that wraps
 //     context.Canceled, and a canceled Commit writes nothing.
+//   - Everything is scoped by the context's tenant (session.WithTenant):
+//     another tenant's session is ErrNotFound to every method and
+//     capability, and two tenants may use the same id.
 //
 // The optional capabilities have sections of their own, run when the
 // store implements them: session.Leaser (leases and fencing, with the
@@ -117,6 +120,7 @@ func Run(t *testing.T, newStore Factory) {
 			c.fn(t, newStore(t, NewClock(base).Now))
 		})
 	}
+	t.Run("Tenants", func(t *testing.T) { runTenants(t, newStore) })
 	t.Run("Leaser", func(t *testing.T) { runLeaser(t, newStore) })
 	t.Run("Follower", func(t *testing.T) { runFollower(t, newStore) })
 }
@@ -133,6 +137,7 @@ var sessionOpts = cmp.Options{cmpopts.EquateEmpty()}
 
 func newSession(id string, created time.Time) *session.Session {
 	return &session.Session{
+		Tenant:    session.DefaultTenant,
 		ID:        id,
 		Agent:     "assistant",
 		Status:    session.StatusIdle,
@@ -532,7 +537,7 @@ func testCommitUpdatesSession(t *testing.T, s session.Store) {
 		Status: session.StatusRunning, Turn: 1, Usage: u1, Time: at(time.Second),
 	})
 	want := &session.Session{
-		ID: "s1", Agent: "assistant", Status: session.StatusRunning, Turn: 1, Usage: u1, LastSeq: 2,
+		Tenant: session.DefaultTenant, ID: "s1", Agent: "assistant", Status: session.StatusRunning, Turn: 1, Usage: u1, LastSeq: 2,
 		Metadata: map[string]string{"k": "v"}, CreatedAt: at(0), UpdatedAt: at(time.Second),
 	}
 	if diff := cmp.Diff(want, get(t, s, "s1"), sessionOpts); diff != "" {
