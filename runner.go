@@ -92,9 +92,9 @@ type Runner struct {
 	agentHooks map[string]*Hooks
 
 	mu     sync.Mutex
-	active map[skey]*Run // sessions with a run (or a resolution) in progress; guarded by mu
-	closed bool            // guarded by mu
-	runs   sync.WaitGroup  // runs started by Start and StartResume
+	active map[skey]*Run  // sessions with a run (or a resolution) in progress; guarded by mu
+	closed bool           // guarded by mu
+	runs   sync.WaitGroup // runs started by Start and StartResume
 }
 
 // NewRunner returns a Runner.
