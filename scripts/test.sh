@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the test tools (pinned) and runs every check: gofmt, go vet,
+# Installs the test tools (pinned), starts a throwaway PostgreSQL on
+# 127.0.0.1 (installing it with apt when missing) unless
+# AGENTRT_TEST_POSTGRES names one, and runs every check: gofmt, go vet,
 # staticcheck, go mod tidy -diff, the build of every package and example,
 # and the race-enabled, shuffled test suite.
 set -euo pipefail
@@ -12,6 +14,34 @@ if ! "$BIN/staticcheck" -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v
   echo "== installing staticcheck $STATICCHECK_VERSION"
   GOBIN="$BIN" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
+
+echo "== postgres (a throwaway cluster on 127.0.0.1 for the tests)"
+if [ -z "${AGENTRT_TEST_POSTGRES:-}" ]; then
+  if ! ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then
+    echo "installing postgresql"
+    if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql >/dev/null
+  fi
+  PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  PGPORT=${PGPORT:-$(( 55000 + RANDOM % 900 ))}
+  PGDATA=$(mktemp -d /tmp/agentrt-pgtest.XXXXXX)
+  AS=()
+  if [ "$(id -u)" = 0 ]; then
+    chown postgres:postgres "$PGDATA"
+    AS=(runuser -u postgres --)
+  fi
+  chmod 700 "$PGDATA"
+  "${AS[@]}" "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+  "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDATA -c fsync=off -c synchronous_commit=off -c max_connections=500" start >/dev/null
+  stop_pg() { "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$PGDATA"; }
+  trap stop_pg EXIT
+  "$PGBIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres agentrt_test
+  export AGENTRT_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PGPORT/agentrt_test?sslmode=disable"
+fi
+echo "AGENTRT_TEST_POSTGRES=$AGENTRT_TEST_POSTGRES"
+# Tests that need Postgres fail rather than skip when it is missing.
+export CI=${CI:-1}
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*'))

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/model/record"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/postgres"
 	"github.com/agentrt/agentrt/session/sqlite"
 	"github.com/agentrt/agentrt/tool"
 	"github.com/agentrt/agentrt/tool/builtin"
@@ -192,14 +193,14 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	return a, nil
 }
 
-// OpenStore opens a store from a DSN: sqlite:PATH, memory:, or a bare path
-// (SQLite).
+// OpenStore opens a store from a DSN: sqlite:PATH, postgres://…,
+// memory:, or a bare path (SQLite).
 func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
 	switch {
 	case dsn == "memory:" || dsn == "memory":
 		return memstore.New(), nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return nil, errors.New("store: the Postgres store is not available in this build yet; use sqlite:PATH")
+		return postgres.Open(ctx, dsn)
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"))
 	case strings.HasPrefix(dsn, "file:"):
@@ -209,7 +210,7 @@ func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
 	}
 	if i := strings.Index(dsn, ":"); i > 1 && isScheme(dsn[:i]) {
 		// "sqllite:x" is a typo, not a file to create.
-		return nil, fmt.Errorf("store: unknown scheme %q in %q (use sqlite:PATH, memory: or a file path)", dsn[:i], dsn)
+		return nil, fmt.Errorf("store: unknown scheme %q in %q (use sqlite:PATH, postgres://…, memory: or a file path)", dsn[:i], postgres.Redact(dsn))
 	}
 	return sqlite.Open(ctx, dsn)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,10 +24,11 @@ func TestOpenStore(t *testing.T) {
 		st.Close()
 	}
 	for dsn, want := range map[string]string{
-		"":                          "empty DSN",
-		"sqllite:x.db":              `unknown scheme "sqllite"`,
-		"redis://127.0.0.1:6379/0":  `unknown scheme "redis"`,
-		"postgres://u@127.0.0.1/db": "Postgres store is not available",
+		"":                         "empty DSN",
+		"sqllite:x.db":             `unknown scheme "sqllite"`,
+		"redis://127.0.0.1:6379/0": `unknown scheme "redis"`,
+		// Nothing listens on port 1; the password is never shown.
+		"postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=5": "cannot reach postgres://u:xxxxx@127.0.0.1:1/db",
 	} {
 		st, err := OpenStore(ctx, dsn)
 		if err == nil {
@@ -34,10 +36,17 @@ func TestOpenStore(t *testing.T) {
 			t.Errorf("OpenStore(%q): no error", dsn)
 			continue
 		}
-		if !strings.Contains(err.Error(), want) {
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("OpenStore(%q) = %v, want it to mention %s", dsn, err, want)
 		}
 	}
+	// A real Postgres, when the test command started one.
+	dsn, _ := pgtest.Schema(t)
+	st, err := OpenStore(ctx, dsn)
+	if err != nil {
+		t.Fatalf("OpenStore(postgres): %v", err)
+	}
+	st.Close()
 }
 
 func TestBuildRejectsWhatThisBuildLacks(t *testing.T) {

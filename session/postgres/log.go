@@ -1,0 +1,550 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// migrations[v] takes the schema from version v to v+1; len(migrations) is
+// the version this build writes. Append; never edit a migration that has
+// shipped.
+//
+// Times are bigint unix microseconds, UTC. events.json is the whole event
+// as json.Marshal writes it, kept as text (jsonb would reorder its keys).
+var migrations = [][]string{
+	{
+		`CREATE TABLE sessions (
+			tenant        text   NOT NULL,
+			id            text   NOT NULL,
+			agent         text   NOT NULL,
+			status        text   NOT NULL,
+			turn          int    NOT NULL,
+			usage         text   NOT NULL,
+			last_seq      bigint NOT NULL,
+			metadata      text,
+			created_at    bigint NOT NULL,
+			updated_at    bigint NOT NULL,
+			lease_owner   text,
+			lease_token   bigint NOT NULL DEFAULT 0,
+			lease_expires bigint NOT NULL DEFAULT 0,
+			PRIMARY KEY (tenant, id)
+		)`,
+		`CREATE INDEX sessions_newest ON sessions (tenant, created_at DESC, id DESC)`,
+		`CREATE INDEX sessions_status ON sessions (tenant, status, created_at DESC, id DESC)`,
+		`CREATE INDEX sessions_all ON sessions (created_at DESC, tenant DESC, id DESC)`,
+		`CREATE INDEX sessions_all_status ON sessions (status, created_at DESC, tenant DESC, id DESC)`,
+		`CREATE TABLE events (
+			tenant     text   NOT NULL,
+			session_id text   NOT NULL,
+			seq        bigint NOT NULL,
+			type       text   NOT NULL,
+			time       bigint NOT NULL,
+			json       text   NOT NULL,
+			PRIMARY KEY (tenant, session_id, seq)
+		)`,
+		`CREATE TABLE snapshots (
+			tenant     text   NOT NULL,
+			session_id text   NOT NULL,
+			seq        bigint NOT NULL,
+			data       bytea,
+			PRIMARY KEY (tenant, session_id)
+		)`,
+	},
+}
+
+// migrate brings the schema up to date under an advisory lock.
+func (st *Store) migrate(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		if st.schema != "" {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+st.schema); err != nil {
+				return err
+			}
+		}
+		// One migrator at a time across processes (the key is arbitrary).
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7422466823)`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+			id      int NOT NULL PRIMARY KEY CHECK (id = 1),
+			version int NOT NULL
+		)`); err != nil {
+			return err
+		}
+		var version int
+		switch err := tx.QueryRow(ctx, `SELECT version FROM schema_version WHERE id = 1`).Scan(&version); {
+		case errors.Is(err, pgx.ErrNoRows):
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_version (id, version) VALUES (1, 0)`); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+		if version > len(migrations) {
+			return fmt.Errorf("the database's schema is version %d, newer than this build's %d: use a newer agentrt", version, len(migrations))
+		}
+		for v := version; v < len(migrations); v++ {
+			for _, stmt := range migrations[v] {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+				}
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE schema_version SET version = $1 WHERE id = 1`, len(migrations))
+		return err
+	})
+}
+
+// Commit appends c.Events, updates the session row and replaces the
+// snapshot if c.Snapshot is set, in one transaction, and notifies the
+// followers of other processes when it commits. The statements go in one
+// round trip (a pgx batch).
+func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
+	last := c.ExpectSeq + int64(len(c.Events))
+	for i, ev := range c.Events {
+		if ev == nil {
+			return fmt.Errorf("postgres: commit to session %q: event at index %d is nil", c.SessionID, i)
+		}
+		if want := c.ExpectSeq + int64(i) + 1; ev.Seq != want {
+			return fmt.Errorf("postgres: commit to session %q: event at index %d has seq %d, want %d: %w",
+				c.SessionID, i, ev.Seq, want, session.ErrConflict)
+		}
+	}
+	if c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
+		return fmt.Errorf("postgres: commit to session %q: snapshot seq %d is outside 0..%d, the commit's last seq",
+			c.SessionID, c.Snapshot.Seq, last)
+	}
+	seqs := make([]int64, len(c.Events))
+	types := make([]string, len(c.Events))
+	times := make([]int64, len(c.Events))
+	bodies := make([]string, len(c.Events))
+	for i, ev := range c.Events {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("postgres: commit to session %q: encoding event %d: %w", c.SessionID, ev.Seq, err)
+		}
+		seqs[i], types[i], times[i], bodies[i] = ev.Seq, string(ev.Type), ev.Time.UnixMicro(), string(b)
+	}
+	usage, err := json.Marshal(c.Usage)
+	if err != nil {
+		return fmt.Errorf("postgres: commit to session %q: %w", c.SessionID, err)
+	}
+	now := c.Time
+	if now.IsZero() {
+		now = time.Now()
+	}
+	tenant := session.TenantOf(ctx)
+	var snapSeq int64
+	var snapData []byte
+	if c.Snapshot != nil {
+		snapSeq, snapData = c.Snapshot.Seq, []byte(c.Snapshot.Data)
+	}
+	// One statement, so one round trip and atomic on its own: the events,
+	// the snapshot and the notification happen only if the session row
+	// was updated, which is the seq and fence check.
+	var updated, notified int
+	err = st.pool.QueryRow(ctx, commitSQL,
+		string(c.Status), c.Turn, string(usage), last, now.UnixMicro(), tenant, c.SessionID, c.ExpectSeq,
+		c.Fence, st.now().UnixMicro(),
+		seqs, types, times, bodies,
+		notifyChannel, tenant+"\n"+c.SessionID, len(c.Events) > 0,
+		snapSeq, snapData, c.Snapshot != nil,
+	).Scan(&updated, &notified)
+	if err == nil && updated == 0 {
+		err = st.commitRefused(ctx, tenant, c)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: commit to session %q: %w", c.SessionID, err)
+	}
+	if len(c.Events) > 0 && st.nwait.Load() > 0 {
+		st.wake(tenant, c.SessionID)
+	}
+	return nil
+}
+
+// commitSQL is a commit: the session row's update (which checks the seq
+// and the fence), and only if it matched, the events, the snapshot and the
+// notification. It returns how many rows were updated and notified.
+const commitSQL = `WITH u AS (
+	UPDATE sessions SET status = $1, turn = $2, usage = $3, last_seq = $4, updated_at = $5
+	WHERE tenant = $6 AND id = $7 AND last_seq = $8
+	AND (CASE WHEN $9::bigint <> 0 THEN lease_token = $9 ELSE (lease_owner IS NULL OR lease_expires <= $10) END)
+	RETURNING 1
+), e AS (
+	INSERT INTO events (tenant, session_id, seq, type, time, json)
+	SELECT $6, $7, s, t, tm, j FROM unnest($11::bigint[], $12::text[], $13::bigint[], $14::text[]) AS x(s, t, tm, j)
+	WHERE EXISTS (SELECT 1 FROM u)
+), sn AS (
+	INSERT INTO snapshots (tenant, session_id, seq, data)
+	SELECT $6, $7, $18, $19 FROM u WHERE $20::bool
+	ON CONFLICT (tenant, session_id) DO UPDATE SET seq = excluded.seq, data = excluded.data
+), n AS (
+	SELECT pg_notify($15, $16) FROM u WHERE $17::bool
+)
+SELECT (SELECT count(*) FROM u)::int, (SELECT count(*) FROM n)::int`
+
+// commitRefused explains why a commit's update matched no row. It always
+// returns an error.
+func (st *Store) commitRefused(ctx context.Context, tenant string, c *session.Commit) error {
+	var l session.Lease
+	var last int64
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		var err error
+		l, last, err = st.leaseOf(ctx, tx, tenant, c.SessionID, false)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.Fence != 0 && c.Fence != l.Token:
+		return fmt.Errorf("fence token %d, session's is %d: %w", c.Fence, l.Token, session.ErrFenced)
+	case c.Fence == 0 && l.Owner != "" && st.now().Before(l.Expires):
+		return fmt.Errorf("no fence token, and %s holds a live lease: %w", l.Owner, session.ErrFenced)
+	}
+	return fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
+}
+
+// leaseOf reads a session's lease and last seq in tx, locking its row if
+// forUpdate; Owner is empty when none is held.
+func (st *Store) leaseOf(ctx context.Context, tx pgx.Tx, tenant, id string, forUpdate bool) (session.Lease, int64, error) {
+	q := `SELECT lease_owner, lease_token, lease_expires, last_seq FROM sessions WHERE tenant = $1 AND id = $2`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	var (
+		owner   *string
+		l       = session.Lease{SessionID: id}
+		expires int64
+		last    int64
+	)
+	err := tx.QueryRow(ctx, q, tenant, id).Scan(&owner, &l.Token, &expires, &last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return l, 0, session.ErrNotFound
+	}
+	if err != nil {
+		return l, 0, err
+	}
+	if owner != nil {
+		l.Owner, l.Expires = *owner, time.UnixMicro(expires).UTC()
+	}
+	return l, last, nil
+}
+
+// Acquire gives owner the session's lease. See session.Leaser.
+func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (session.Lease, error) {
+	if owner == "" || ttl <= 0 {
+		return session.Lease{}, fmt.Errorf("postgres: acquire %q: need an owner and a positive ttl", id)
+	}
+	tenant := session.TenantOf(ctx)
+	var out session.Lease
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		l, _, err := st.leaseOf(ctx, tx, tenant, id, true)
+		if err != nil {
+			return err
+		}
+		now := st.now()
+		live := l.Owner != "" && now.Before(l.Expires)
+		switch {
+		case live && l.Owner == owner:
+		case live:
+			return &session.LeaseHeldError{Lease: l}
+		default:
+			l.Token++
+			l.Owner = owner
+		}
+		l.Expires = now.Add(ttl).Truncate(time.Microsecond)
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET lease_owner = $1, lease_token = $2, lease_expires = $3 WHERE tenant = $4 AND id = $5`,
+			l.Owner, l.Token, l.Expires.UnixMicro(), tenant, id); err != nil {
+			return err
+		}
+		out = l
+		return nil
+	})
+	if err != nil {
+		return session.Lease{}, fmt.Errorf("postgres: acquire %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// Renew extends l. See session.Leaser.
+func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) (session.Lease, error) {
+	l.Expires = st.now().Add(ttl).Truncate(time.Microsecond)
+	err := st.leaseUpdate(ctx, l, `UPDATE sessions SET lease_expires = $4
+		WHERE tenant = $1 AND id = $2 AND lease_token = $3 AND lease_owner IS NOT NULL`, l.Expires.UnixMicro())
+	if err != nil {
+		return session.Lease{}, fmt.Errorf("postgres: renew lease of %q: %w", l.SessionID, err)
+	}
+	return l, nil
+}
+
+// Release ends l. See session.Leaser.
+func (st *Store) Release(ctx context.Context, l session.Lease) error {
+	err := st.leaseUpdate(ctx, l, `UPDATE sessions SET lease_owner = NULL, lease_expires = 0
+		WHERE tenant = $1 AND id = $2 AND lease_token = $3 AND lease_owner IS NOT NULL`)
+	if err != nil {
+		return fmt.Errorf("postgres: release lease of %q: %w", l.SessionID, err)
+	}
+	return nil
+}
+
+// leaseUpdate runs a renewal or release, which matches no row when l is
+// not the session's lease.
+func (st *Store) leaseUpdate(ctx context.Context, l session.Lease, q string, extra ...any) error {
+	tenant := session.TenantOf(ctx)
+	return pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, q, append([]any{tenant, l.SessionID, l.Token}, extra...)...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		cur, _, err := st.leaseOf(ctx, tx, tenant, l.SessionID, false)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("token %d, session's is %d: %w", l.Token, cur.Token, session.ErrFenced)
+	})
+}
+
+// LoadSnapshot returns the session's latest snapshot, or nil if it has
+// none.
+func (st *Store) LoadSnapshot(ctx context.Context, id string) (*session.Snapshot, error) {
+	var (
+		seq  *int64
+		data []byte
+	)
+	err := st.pool.QueryRow(ctx, `SELECT sn.seq, sn.data FROM sessions s
+		LEFT JOIN snapshots sn ON sn.tenant = s.tenant AND sn.session_id = s.id
+		WHERE s.tenant = $1 AND s.id = $2`, session.TenantOf(ctx), id).Scan(&seq, &data)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, notFound("load snapshot of", id)
+	case err != nil:
+		return nil, fmt.Errorf("postgres: load snapshot of %q: %w", id, err)
+	case seq == nil:
+		return nil, nil
+	}
+	return &session.Snapshot{Seq: *seq, Data: data}, nil
+}
+
+// Events yields the session's events with seq > after, in order, pageSize
+// at a time, holding no connection while it yields.
+func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		tenant := session.TenantOf(ctx)
+		var exists bool
+		if err := st.pool.QueryRow(ctx, `SELECT true FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id).Scan(&exists); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				yield(nil, notFound("events of", id))
+			} else {
+				yield(nil, fmt.Errorf("postgres: events of %q: %w", id, err))
+			}
+			return
+		}
+		from := max(after, 0)
+		for {
+			page, err := st.readPage(ctx, tenant, id, from)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, ev := range page {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if len(page) < pageSize {
+				return
+			}
+			from = page[len(page)-1].Seq
+		}
+	}
+}
+
+func (st *Store) readPage(ctx context.Context, tenant, id string, from int64) ([]*session.Event, error) {
+	rows, err := st.pool.Query(ctx, `SELECT seq, json FROM events WHERE tenant = $1 AND session_id = $2 AND seq > $3
+		ORDER BY seq LIMIT $4`, tenant, id, from, pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: events of %q: %w", id, err)
+	}
+	defer rows.Close()
+	var page []*session.Event
+	for rows.Next() {
+		var (
+			seq int64
+			raw string
+		)
+		if err := rows.Scan(&seq, &raw); err != nil {
+			return nil, fmt.Errorf("postgres: events of %q: %w", id, err)
+		}
+		ev := new(session.Event)
+		if err := json.Unmarshal([]byte(raw), ev); err != nil {
+			return nil, fmt.Errorf("postgres: session %q event %d: undecodable row: %w", id, seq, err)
+		}
+		if ev.Seq != seq {
+			return nil, fmt.Errorf("postgres: session %q event %d: corrupt row: it holds seq %d", id, seq, ev.Seq)
+		}
+		page = append(page, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: events of %q: %w", id, err)
+	}
+	return page, nil
+}
+
+// waitKey names a session the Follow calls wait on.
+type waitKey struct{ tenant, id string }
+
+type waiter struct {
+	ch chan struct{}
+	n  int
+}
+
+func (st *Store) wait(tenant, id string) (<-chan struct{}, func()) {
+	k := waitKey{tenant, id}
+	st.nwait.Add(1)
+	st.waitMu.Lock()
+	w := st.waiters[k]
+	if w == nil {
+		w = &waiter{ch: make(chan struct{})}
+		st.waiters[k] = w
+	}
+	w.n++
+	st.waitMu.Unlock()
+	return w.ch, func() {
+		st.waitMu.Lock()
+		if w.n--; w.n == 0 && st.waiters[k] == w {
+			delete(st.waiters, k)
+		}
+		st.waitMu.Unlock()
+		st.nwait.Add(-1)
+	}
+}
+
+func (st *Store) wake(tenant, id string) {
+	k := waitKey{tenant, id}
+	st.waitMu.Lock()
+	if w := st.waiters[k]; w != nil {
+		close(w.ch)
+		delete(st.waiters, k)
+	}
+	st.waitMu.Unlock()
+}
+
+// listen starts, once, the goroutine that LISTENs for other processes'
+// commits and wakes this process's followers; Close stops it.
+func (st *Store) listen() {
+	st.listenOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		st.listenStop, st.listenDone = cancel, make(chan struct{})
+		go func() {
+			defer close(st.listenDone)
+			for ctx.Err() == nil {
+				st.listenOnceConn(ctx)
+				if ctx.Err() == nil {
+					// The connection broke: followers still poll; try again soon.
+					t := time.NewTimer(st.poll)
+					select {
+					case <-ctx.Done():
+						t.Stop()
+					case <-t.C:
+					}
+				}
+			}
+		}()
+	})
+}
+
+// listenOnceConn LISTENs on one connection until it fails or ctx ends.
+func (st *Store) listenOnceConn(ctx context.Context) {
+	conn, err := st.pool.Acquire(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
+		return
+	}
+	defer func() {
+		// The connection goes back to the pool: stop listening on it.
+		uctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _ = conn.Exec(uctx, `UNLISTEN `+notifyChannel)
+		cancel()
+	}()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			if !isCanceled(err) {
+				conn.Conn().Close(context.Background()) // do not reuse a broken connection
+			}
+			return
+		}
+		if tenant, id, ok := strings.Cut(n.Payload, "\n"); ok && st.nwait.Load() > 0 {
+			st.wake(tenant, id)
+		}
+	}
+}
+
+// Follow yields the session's events after after, then each new one as it
+// is committed, until ctx ends. Commits through this Store wake it at
+// once; those of other processes through LISTEN/NOTIFY, with a poll every
+// WithPollInterval as a safety net. See session.Follower.
+func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		st.listen()
+		tenant := session.TenantOf(ctx)
+		last := max(after, 0)
+		var timer *time.Timer
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
+		for {
+			wake, done := st.wait(tenant, id)
+			n := 0
+			for ev, err := range st.Events(ctx, id, last) {
+				if err != nil {
+					done()
+					if ctx.Err() == nil {
+						yield(nil, err)
+					}
+					return
+				}
+				if !yield(ev, nil) {
+					done()
+					return
+				}
+				last = ev.Seq
+				n++
+			}
+			if n > 0 {
+				done()
+				continue
+			}
+			if timer == nil {
+				timer = time.NewTimer(st.poll)
+			} else {
+				timer.Reset(st.poll)
+			}
+			select {
+			case <-wake:
+			case <-timer.C:
+			case <-ctx.Done():
+				done()
+				return
+			}
+			done()
+		}
+	}
+}
