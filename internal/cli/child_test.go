@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/tool"
 )
 
@@ -285,11 +286,25 @@ func TestProcessTwoResumersOneSession(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs child processes")
 	}
-	const trials = 20
+	twoResumers(t, func(*testing.T) string { return "" }, 20)
+}
+
+// The same on Postgres, where the processes share a database server.
+func TestProcessTwoResumersPostgres(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	twoResumers(t, func(t *testing.T) string { dsn, _ := pgtest.Schema(t); return dsn }, 5)
+}
+
+// twoResumers runs trials, each on a store newStore makes ("" for SQLite).
+func twoResumers(t *testing.T, newStore func(t *testing.T) string, trials int) {
 	for i := range trials {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
-			e, journal, env := crashEnv(t, "", "resumed")
+			store := newStore(t)
+			e, journal, env := crashEnv(t, store, "", "resumed")
 			c := startChild(t, e.dir, append(env, "AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=crash.yaml"),
 				"--config", e.config, "run", "--json", "--session", "s1", "go")
 			c.waitEvent("tool_result") // journal's; stubborn blocks
@@ -336,7 +351,20 @@ func TestProcessRecoverAfterLeaseExpiry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs child processes")
 	}
-	e, journal, env := crashEnv(t, "lease_ttl: 1s\n", "recovered")
+	recoverAfterExpiry(t, "")
+}
+
+func TestProcessRecoverPostgres(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	dsn, _ := pgtest.Schema(t)
+	recoverAfterExpiry(t, dsn)
+}
+
+func recoverAfterExpiry(t *testing.T, store string) {
+	e, journal, env := crashEnv(t, store, "lease_ttl: 1s\n", "recovered")
 	// The first process runs under another host's name: nobody can see
 	// that it died, so only the lease's expiry frees the session.
 	c := startChild(t, e.dir, append(env, "AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=crash.yaml", "AGENTRT_OWNER=elsewhere:1:x"),
@@ -373,9 +401,9 @@ func TestProcessRecoverAfterLeaseExpiry(t *testing.T) {
 // crashEnv is a config whose agent calls journal, then stubborn (which
 // blocks when AGENTRT_STUBBORN=block) with crash.yaml, and answers answer
 // with after.yaml; the journal file, and the environment pointing at it.
-func crashEnv(t *testing.T, extra, answer string) (*env, string, []string) {
+func crashEnv(t *testing.T, store, extra, answer string) (*env, string, []string) {
 	t.Helper()
-	e := newEnv(t, extra+`
+	e := newEnvStore(t, store, extra+`
 models:
   s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
 agents:
@@ -410,4 +438,45 @@ func (p procChild) mustOut(args ...string) string {
 		p.t.Fatalf("agentrt %s: exit %d\n%s", strings.Join(args, " "), code, c.stderrText())
 	}
 	return b.String()
+}
+
+// A session is followed from another process as it runs, on SQLite and on
+// Postgres: sessions events --follow prints each event as it commits, and
+// Ctrl-C ends it.
+func TestProcessFollow(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			dsn := ""
+			if store == "postgres" {
+				dsn, _ = pgtest.Schema(t)
+			}
+			e := newEnvStore(t, dsn, demoConfig, nil)
+			// The session exists before the follower starts.
+			first := startChild(t, e.dir, nil, "--config", e.config, "run", "--session", "s1", "what is 1+1")
+			if code := first.wait(); code != cli.ExitOK {
+				t.Fatalf("first run: exit %d\n%s", code, first.stderrText())
+			}
+			f := startChild(t, e.dir, nil, "--config", e.config, "sessions", "events", "s1", "--follow")
+			f.waitEvent("run_finished") // the first turn, from the log
+			// Now a turn in another process: the follower prints its
+			// events as they commit.
+			r := startChild(t, e.dir, nil, "--config", e.config, "run", "--session", "s1", "what is 2+3")
+			if code := r.wait(); code != cli.ExitOK {
+				t.Fatalf("second run: exit %d\n%s", code, r.stderrText())
+			}
+			if ev := f.waitEvent("final"); !strings.Contains(string(ev.Data), "2+3 = 5") {
+				t.Errorf("the follower's final: %s", ev.Data)
+			}
+			f.waitEvent("run_finished")
+			f.signal(os.Interrupt)
+			if code := f.wait(); code != cli.ExitOK {
+				t.Errorf("the follower exited %d after Ctrl-C\n%s", code, f.stderrText())
+			}
+		})
+	}
 }

@@ -58,12 +58,22 @@ type env struct {
 // files (name -> content) into a fresh directory.
 func newEnv(t *testing.T, config string, files map[string]string) *env {
 	t.Helper()
+	return newEnvStore(t, "", config, files)
+}
+
+// newEnvStore is newEnv with the store given (a SQLite file in the
+// directory when store is empty).
+func newEnvStore(t *testing.T, store, config string, files map[string]string) *env {
+	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
 		writeFile(t, filepath.Join(dir, name), content)
 	}
+	if store == "" {
+		store = "sqlite:" + filepath.Join(dir, "agentrt.db")
+	}
 	path := filepath.Join(dir, "agentrt.yaml")
-	writeFile(t, path, "store: sqlite:"+filepath.Join(dir, "agentrt.db")+"\n"+config)
+	writeFile(t, path, "store: "+strconv.Quote(store)+"\n"+config)
 	return &env{t: t, dir: dir, config: path}
 }
 
@@ -288,8 +298,8 @@ func TestUsageErrors(t *testing.T) {
 		{"approve args and reject", []string{"approve", "--reject", "--args", "{}", "s1", "r"}, "--args cannot be used with --reject"},
 		{"show unknown session", []string{"sessions", "show", "nosuch"}, `session "nosuch" not found`},
 		{"events unknown session", []string{"sessions", "events", "nosuch"}, `session "nosuch" not found`},
-		{"events negative after", []string{"sessions", "events", "s1", "--after", "-1"}, "--after must not be negative"},
-		{"events bad after", []string{"sessions", "events", "s1", "--after", "x"}, `invalid argument "x"`},
+		{"events negative after", []string{"sessions", "events", "s1", "--after", "-1"}, `--after wants a seq number (0 or more), not "-1"`},
+		{"events bad after", []string{"sessions", "events", "s1", "--after", "abc"}, `--after wants a seq number (0 or more), not "abc"`},
 		{"delete unknown session", []string{"sessions", "delete", "nosuch"}, `session "nosuch" not found`},
 		{"replay unknown session", []string{"replay", "nosuch"}, `session "nosuch" not found`},
 		{"tools unknown agent", []string{"tools", "--agent", "nope"}, `unknown agent "nope"`},

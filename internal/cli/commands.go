@@ -274,17 +274,35 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
-	var after int64
+	var afterText string
+	var follow bool
 	events := &cobra.Command{
-		Use:   "events ID [--after N]",
-		Short: "print a session's events as JSON lines",
+		Use:   "events ID [--after N] [--follow]",
+		Short: "print a session's events as JSON lines; with --follow, then each new one as it commits (Ctrl-C ends)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if after < 0 {
-				return usageErr("--after must not be negative")
+			after, err := strconv.ParseInt(afterText, 10, 64)
+			if err != nil || after < 0 {
+				return usageErr("--after wants a seq number (0 or more), not %q", afterText)
 			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
 				enc := json.NewEncoder(g.s.Out)
+				if follow {
+					// Committed events, from this process or any other,
+					// until Ctrl-C (which cancels ctx and ends Watch).
+					for e, err := range a.Runner.Watch(ctx, args[0], after) {
+						if err != nil {
+							return notFound(args[0], err)
+						}
+						if e.Seq == 0 {
+							continue // live tokens of a run in this process: not part of the log
+						}
+						if err := enc.Encode(e); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
 				for e, err := range a.Store.Events(ctx, args[0], after) {
 					if err != nil {
 						return notFound(args[0], err)
@@ -297,7 +315,8 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	events.Flags().Int64Var(&after, "after", 0, "only events with seq greater than N")
+	events.Flags().StringVar(&afterText, "after", "0", "only events with seq greater than N")
+	events.Flags().BoolVar(&follow, "follow", false, "keep printing events as they commit, until Ctrl-C")
 	del := &cobra.Command{
 		Use:   "delete ID",
 		Short: "delete a session and its log",
