@@ -442,15 +442,20 @@ func (st *Store) wake(tenant, id string) {
 }
 
 // listen starts, once, the goroutine that LISTENs for other processes'
-// commits and wakes this process's followers; Close stops it.
-func (st *Store) listen() {
+// commits and wakes this process's followers; Close stops it. It returns
+// a channel closed once the first LISTEN is in place (or failed), so that
+// a Follow reads the log only when no later commit can go unheard.
+func (st *Store) listen() <-chan struct{} {
 	st.listenOnce.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		st.listenStop, st.listenDone = cancel, make(chan struct{})
+		st.listenReady = make(chan struct{})
 		go func() {
 			defer close(st.listenDone)
+			ready := st.listenReady
 			for ctx.Err() == nil {
-				st.listenOnceConn(ctx)
+				st.listenOnceConn(ctx, ready)
+				ready = nil
 				if ctx.Err() == nil {
 					// The connection broke: followers still poll; try again soon.
 					t := time.NewTimer(st.poll)
@@ -463,10 +468,19 @@ func (st *Store) listen() {
 			}
 		}()
 	})
+	return st.listenReady
 }
 
-// listenOnceConn LISTENs on one connection until it fails or ctx ends.
-func (st *Store) listenOnceConn(ctx context.Context) {
+// listenOnceConn LISTENs on one connection until it fails or ctx ends,
+// closing ready (if not nil) once listening, or on failure.
+func (st *Store) listenOnceConn(ctx context.Context, ready chan struct{}) {
+	signal := func() {
+		if ready != nil {
+			close(ready)
+			ready = nil
+		}
+	}
+	defer signal()
 	conn, err := st.pool.Acquire(ctx)
 	if err != nil {
 		return
@@ -475,6 +489,7 @@ func (st *Store) listenOnceConn(ctx context.Context) {
 	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
 		return
 	}
+	signal()
 	defer func() {
 		// The connection goes back to the pool: stop listening on it.
 		uctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -501,7 +516,11 @@ func (st *Store) listenOnceConn(ctx context.Context) {
 // WithPollInterval as a safety net. See session.Follower.
 func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
-		st.listen()
+		select {
+		case <-st.listen():
+		case <-ctx.Done():
+			return
+		}
 		tenant := session.TenantOf(ctx)
 		last := max(after, 0)
 		var timer *time.Timer

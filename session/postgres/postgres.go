@@ -61,9 +61,10 @@ type Store struct {
 	waitMu  sync.Mutex
 	waiters map[waitKey]*waiter // guarded by waitMu
 
-	listenOnce sync.Once
-	listenStop context.CancelFunc
-	listenDone chan struct{}
+	listenOnce  sync.Once
+	listenStop  context.CancelFunc
+	listenDone  chan struct{}
+	listenReady chan struct{}
 
 	closeOnce sync.Once
 }
