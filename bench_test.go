@@ -2,18 +2,23 @@ package agentrt_test
 
 import (
 	"context"
+
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/postgres"
 	"github.com/agentrt/agentrt/session/sqlite"
 	"github.com/agentrt/agentrt/tool"
 )
@@ -176,6 +181,69 @@ func BenchmarkTurn(b *testing.B) {
 		}
 		defer st.Close()
 		runTurns(b, st, false) // like the floor's, the database grows
+	})
+	b.Run("runtime-postgres", func(b *testing.B) {
+		dsn, _ := pgtest.Schema(b)
+		st, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		runTurns(b, st, false)
+	})
+	b.Run("postgres-floor", func(b *testing.B) {
+		commits := recordTurnCommits(b)
+		dsn, _ := pgtest.Schema(b)
+		pool, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer pool.Close()
+		for _, q := range []string{
+			`CREATE TABLE events (session_id text, seq bigint, json text, PRIMARY KEY (session_id, seq))`,
+			`CREATE TABLE sessions (id text PRIMARY KEY, last_seq bigint)`,
+			`CREATE TABLE snapshots (session_id text PRIMARY KEY, data bytea)`,
+		} {
+			if _, err := pool.Exec(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n, made := 0, 0
+		b.ReportAllocs()
+		for b.Loop() {
+			if n == made {
+				b.StopTimer()
+				for range 1024 {
+					made++
+					if _, err := pool.Exec(ctx, `INSERT INTO sessions (id, last_seq) VALUES ($1, 0)`, "s"+strconv.Itoa(made)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+			}
+			n++
+			id := "s" + strconv.Itoa(n)
+			seq := int64(0)
+			for _, c := range commits {
+				// One transaction per commit, its statements pipelined.
+				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					batch := &pgx.Batch{}
+					for _, ev := range c.events {
+						seq++
+						batch.Queue(`INSERT INTO events (session_id, seq, json) VALUES ($1, $2, $3)`, id, seq, string(ev))
+					}
+					batch.Queue(`UPDATE sessions SET last_seq = $1 WHERE id = $2`, seq, id)
+					if c.snapshot != nil {
+						batch.Queue(`INSERT INTO snapshots (session_id, data) VALUES ($1, $2)
+							ON CONFLICT (session_id) DO UPDATE SET data = excluded.data`, id, c.snapshot)
+					}
+					return tx.SendBatch(ctx, batch).Close()
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 	})
 	b.Run("sqlite-floor", func(b *testing.B) {
 		commits := recordTurnCommits(b)
