@@ -776,3 +776,32 @@ func TestTenantFlag(t *testing.T) {
 		t.Errorf("a bad tenant: %v", r)
 	}
 }
+
+func TestSessionsFork(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, demoConfig, nil)
+	e.must(cli.ExitOK, "run", "--session", "s1", "what is 1+1")
+	r := e.must(cli.ExitOK, "sessions", "fork", "s1", "--at", "3", "--id", "f1")
+	if strings.TrimSpace(r.out) != "f1" || !strings.Contains(r.err, "forked s1 at event 3 into f1 (status running)") {
+		t.Errorf("fork: %v", r)
+	}
+	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "f1").out)
+	if len(evs) != 3 {
+		t.Errorf("the fork has %d events, want 3", len(evs))
+	}
+	if r := e.must(cli.ExitOK, "resume", "f1"); !strings.Contains(r.out, "1+1 = 2") {
+		t.Errorf("the fork resumed:\n%s", r.out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sessions", "fork", "s1", "--at", "99"}, "has events 1 to"},
+		{[]string{"sessions", "fork", "s1"}, "--at wants the seq"},
+		{[]string{"sessions", "fork", "nope", "--at", "1"}, `session "nope" not found`},
+	} {
+		if r := e.run(tc.args...); r.code != cli.ExitUsage || !strings.Contains(r.err, tc.want) {
+			t.Errorf("%v: %v, want exit 2 and %q", tc.args, r, tc.want)
+		}
+	}
+}

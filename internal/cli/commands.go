@@ -330,7 +330,30 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(list, show, events, del)
+	var forkAt, forkID string
+	fork := &cobra.Command{
+		Use:   "fork ID --at SEQ [--id NEW]",
+		Short: "make a new session whose log is a copy of ID's up to SEQ; it then runs on its own",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			at, err := strconv.ParseInt(forkAt, 10, 64)
+			if forkAt == "" || err != nil {
+				return usageErr("--at wants the seq of the last event to copy, not %q", forkAt)
+			}
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				s, err := a.Runner.Fork(ctx, args[0], at, forkID)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(g.s.Out, s.ID)
+				fmt.Fprintf(g.s.Err, "forked %s at event %d into %s (status %s)\n", args[0], at, s.ID, s.Status)
+				return nil
+			})
+		},
+	}
+	fork.Flags().StringVar(&forkAt, "at", "", "the seq of the last event to copy")
+	fork.Flags().StringVar(&forkID, "id", "", "the new session's id (default: a fresh one)")
+	cmd.AddCommand(list, show, events, del, fork)
 	return cmd
 }
 

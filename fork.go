@@ -1,0 +1,67 @@
+package agentrt
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// Fork makes a new session whose log is a copy of session id's up to and
+// including event atSeq, with its state rebuilt from that copy; it then
+// runs on its own. A fork of a waiting session keeps its pending
+// requests; a fork taken in the middle of a run is a run that stopped
+// there, which Resume continues. newID names the fork ("" for a fresh
+// id); its metadata records where it came from (forked_from,
+// forked_at). Both sessions are of ctx's tenant.
+func (r *Runner) Fork(ctx context.Context, id string, atSeq int64, newID string) (*session.Session, error) {
+	src, err := r.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, notFound(id, err)
+	}
+	if atSeq < 1 || atSeq > src.LastSeq {
+		return nil, &Error{Kind: FailInput, Code: "bad_seq",
+			Msg: fmt.Sprintf("session %s has events 1 to %d: cannot fork at %d", id, src.LastSeq, atSeq)}
+	}
+	if newID == "" {
+		newID = r.newID()
+	}
+	st := NewState(newID, src.Agent)
+	if a, ok := r.agents[src.Agent]; ok && a.Policy != nil {
+		if err := st.AttachPolicy(a.Policy); err != nil {
+			return nil, &Error{Kind: FailPolicy, Msg: "fork of session " + id, Err: err}
+		}
+	}
+	var evs []*session.Event
+	for e, err := range r.store.Events(ctx, id, 0) {
+		if err != nil {
+			return nil, &Error{Kind: FailStore, Msg: "read events of session " + id, Err: err}
+		}
+		if e.Seq > atSeq {
+			break
+		}
+		c := *e // events are immutable: the payload is shared
+		c.SessionID = newID
+		if err := st.Apply(&c); err != nil {
+			return nil, &Error{Kind: FailStore, Msg: "replay session " + id, Err: err}
+		}
+		evs = append(evs, &c)
+	}
+	meta := map[string]string{"forked_from": id, "forked_at": fmt.Sprint(atSeq)}
+	for k, v := range src.Metadata {
+		if _, ok := meta[k]; !ok {
+			meta[k] = v
+		}
+	}
+	now := r.now()
+	s := &session.Session{ID: newID, Agent: src.Agent, Status: session.StatusIdle, Metadata: meta, CreatedAt: now, UpdatedAt: now}
+	if err := r.store.CreateSession(ctx, s); err != nil {
+		return nil, &Error{Kind: FailInput, Code: "session_exists", Msg: fmt.Sprintf("cannot create the fork %q", newID), Err: err}
+	}
+	c := &session.Commit{SessionID: newID, Events: evs, Status: st.Status, Turn: st.Turn, Usage: st.Usage, Time: now}
+	if err := r.store.Commit(ctx, c); err != nil {
+		_ = r.store.DeleteSession(context.WithoutCancel(ctx), newID)
+		return nil, storeError(newID, err)
+	}
+	return r.store.GetSession(ctx, newID)
+}
