@@ -23,7 +23,6 @@ if [ -z "${AGENTRT_TEST_POSTGRES:-}" ]; then
     $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql >/dev/null
   fi
   PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-  PGPORT=${PGPORT:-$(( 55000 + RANDOM % 900 ))}
   PGDATA=$(mktemp -d /tmp/agentrt-pgtest.XXXXXX)
   AS=()
   if [ "$(id -u)" = 0 ]; then
@@ -32,10 +31,22 @@ if [ -z "${AGENTRT_TEST_POSTGRES:-}" ]; then
   fi
   chmod 700 "$PGDATA"
   "${AS[@]}" "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
-  "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDATA -c fsync=off -c synchronous_commit=off -c max_connections=500" start >/dev/null
   stop_pg() { "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$PGDATA"; }
   trap stop_pg EXIT
+  # A free port: try a few at random (another cluster may hold one).
+  started=
+  for _ in 1 2 3 4 5 6 7 8; do
+    PGPORT=$(( 55000 + RANDOM % 900 ))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$PGPORT") 2>/dev/null; then continue; fi
+    if "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w -t 60 \
+      -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDATA -c fsync=off -c synchronous_commit=off -c max_connections=500" start >/dev/null; then
+      started=1
+      break
+    fi
+  done
+  if [ -z "$started" ]; then
+    echo "could not start PostgreSQL; its log:"; cat "$PGDATA/server.log"; exit 1
+  fi
   "$PGBIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres agentrt_test
   export AGENTRT_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PGPORT/agentrt_test?sslmode=disable"
 fi
