@@ -44,6 +44,7 @@ type Agent struct {
 	// once the tools that must not run twice blindly.
 	approvals map[string]tool.Approval
 	once      map[string]bool
+	askUser   map[string]bool
 }
 
 // approvalFor returns the approval policy for a call of the named tool.
@@ -54,6 +55,16 @@ func (a *Agent) approvalFor(name string) tool.Approval {
 	// A tool added to the registry after init, or one it does not hold:
 	// the registry still runs the former, so its own policy applies.
 	return a.Approval.For(name, a.tool(name))
+}
+
+// asksUser reports whether calls of the named tool go to a person
+// (tool.Meta.AsksUser).
+func (a *Agent) asksUser(name string) bool {
+	if v, ok := a.askUser[name]; ok {
+		return v
+	}
+	t := a.tool(name)
+	return t != nil && tool.MetaOf(t).AsksUser
 }
 
 // atMostOnce reports whether calls of the named tool must not be repeated
@@ -174,12 +185,14 @@ func (a *Agent) init() error {
 	a.specs = a.specs[:0]
 	a.approvals = make(map[string]tool.Approval)
 	a.once = make(map[string]bool)
+	a.askUser = make(map[string]bool)
 	if a.Tools != nil {
 		for _, d := range a.Tools.Definitions() {
 			t := a.tool(d.Name)
 			a.specs = append(a.specs, model.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
 			a.approvals[d.Name] = a.Approval.For(d.Name, t)
 			a.once[d.Name] = tool.MetaOf(t).AtMostOnce
+			a.askUser[d.Name] = tool.MetaOf(t).AsksUser
 		}
 	}
 	a.Hooks.sort()

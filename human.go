@@ -34,6 +34,14 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 			emit(x, session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: q, Calls: []model.ToolCall{c}})
 		}
 	case session.RequestPrompt, session.RequestSelect:
+		if len(ins.Calls) > 0 {
+			// Calls of a tool that asks the user: the question is in each
+			// call's arguments.
+			for _, c := range ins.Calls {
+				emit(x, userQuestion(x, c))
+			}
+			return nil
+		}
 		if strings.TrimSpace(ask.Question) == "" {
 			return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human %s has no question", ask.Kind)}
 		}
@@ -46,6 +54,27 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 		return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human of unknown kind %q (approval, confirm, prompt or select)", ask.Kind)}
 	}
 	return nil
+}
+
+// userQuestion turns a call of ask_user into a prompt, or a select when
+// it gives options. Arguments that do not hold a question still ask one,
+// quoting them, rather than fail the run: the person can answer that.
+func userQuestion(x *Exec, c model.ToolCall) session.InputRequired {
+	var in struct {
+		Question string   `json:"question"`
+		Options  []string `json:"options"`
+		Multi    bool     `json:"multi"`
+	}
+	q := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: session.RequestPrompt, Calls: []model.ToolCall{c}}
+	if err := json.Unmarshal(c.Arguments, &in); err != nil || strings.TrimSpace(in.Question) == "" {
+		q.Question = "The assistant asks (" + c.Name + " " + clipArgs(c.Arguments) + ")"
+		return q
+	}
+	q.Question = in.Question
+	if len(in.Options) > 0 {
+		q.Kind, q.Options, q.Multi = session.RequestSelect, in.Options, in.Multi
+	}
+	return q
 }
 
 func callQuestion(k session.RequestKind, c model.ToolCall) string {
@@ -202,7 +231,7 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 			return bad("empty_answer", "request %s asks %q: the answer is empty", q.ID, q.Question)
 		}
 		d.Decision, d.Text = session.DecisionAnswer, res.Text
-		return d, nil, nil
+		return d, answerResult(call, map[string]any{"answer": res.Text}), nil
 	case session.RequestSelect:
 		if res.Decision != "" && res.Decision != session.DecisionAnswer {
 			return bad("bad_decision", "request %s asks for a choice: answer it with options, not decision %q", q.ID, res.Decision)
@@ -222,9 +251,19 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 			}
 		}
 		d.Decision, d.Selected = session.DecisionAnswer, slices.Clone(res.Selected)
-		return d, nil, nil
+		return d, answerResult(call, map[string]any{"selected": d.Selected}), nil
 	}
 	return bad("unknown_request", "request %s is of unknown kind %q", q.ID, q.Kind)
+}
+
+// answerResult is the tool_result that carries a person's answer to the
+// call that asked it (ask_user), or nil for a request no call made.
+func answerResult(call *CallState, answer map[string]any) *session.ToolResult {
+	if call == nil {
+		return nil
+	}
+	b, _ := json.Marshal(answer)
+	return &session.ToolResult{CallID: call.Call.ID, Name: call.Call.Name, OK: true, Result: b}
 }
 
 func cmpOr(ss ...string) string {

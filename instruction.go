@@ -94,7 +94,7 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 		// running), needing an approval, in doubt (a call of an at-most-once
 		// tool that was running when its process stopped), or waiting for
 		// a person.
-		var nready, nask, nconfirm int
+		var nready, nask, nconfirm, nuser int
 		waiting := false
 		// pristine: no call's arguments changed since the model made it
 		// (an edit on approval, or a tool_call event's, change them).
@@ -111,6 +111,8 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 				nask++
 			case classConfirm:
 				nconfirm++
+			case classUser:
+				nuser++
 			case classWaiting:
 				waiting = true
 			}
@@ -128,6 +130,9 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 			return Instruction{Kind: KindAskHuman, Ask: &Ask{Kind: session.RequestApproval}, Calls: callsOf(a, s, classAsk, nask)}, nil
 		case nconfirm > 0:
 			return Instruction{Kind: KindAskHuman, Ask: &Ask{Kind: session.RequestConfirm}, Calls: callsOf(a, s, classConfirm, nconfirm)}, nil
+		case nuser > 0:
+			// ask_user: one request per call, its question from the call.
+			return Instruction{Kind: KindAskHuman, Ask: &Ask{Kind: session.RequestPrompt}, Calls: callsOf(a, s, classUser, nuser)}, nil
 		case waiting:
 			return Instruction{Kind: KindWait}, nil
 		}
@@ -153,6 +158,7 @@ const (
 	classReady
 	classAsk
 	classConfirm
+	classUser // a call of a tool that asks the user (ask_user)
 	classWaiting
 )
 
@@ -178,6 +184,9 @@ func callClass(a *Agent, c *CallState) callClassKind {
 	}
 	if c.Approval == CallUndecided && ap == tool.ApprovalAsk {
 		return classAsk
+	}
+	if a.asksUser(name) {
+		return classUser
 	}
 	return classReady
 }

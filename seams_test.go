@@ -20,6 +20,7 @@ import (
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/session/storetest"
 	"github.com/agentrt/agentrt/tool"
+	"github.com/agentrt/agentrt/tool/builtin"
 )
 
 // gate is a tool that waits until released (or its context ends), and
@@ -939,4 +940,40 @@ func TestFork(t *testing.T) {
 		t.Errorf("fork onto an existing id: %v", err)
 	}
 	storedLog(t, e.store, "fork1")
+}
+
+// The model asks the user with the ask_user tool: the call becomes a
+// prompt (or a select, with options), and the answer is its result.
+func TestAskUserTool(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("ask_user", `{"question":"Which region?","options":["eu","us"]}`)}},
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("ask_user", `{"question":"Why?"}`)}, Expect: &scripted.Expect{LastToolResultContains: `{"selected":["eu"]}`}},
+		scripted.Reply{Text: "eu, for latency", Expect: &scripted.Expect{LastToolResultContains: `{"answer":"latency"}`}},
+	)
+	reg, err := tool.NewRegistry(builtin.AskUser())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, reg))
+	ctx := context.Background()
+	id := e.session(t, "calc")
+	res := e.run(t, id, "deploy somewhere")
+	st, _ := e.r.Load(ctx, id)
+	if res.Status != session.StatusWaiting || len(st.Requests) != 1 || st.Requests[0].Kind != session.RequestSelect || st.Requests[0].Question != "Which region?" {
+		t.Fatalf("first question: %+v %+v", res, st.Requests)
+	}
+	if _, err := e.r.Resolve(ctx, id, st.Requests[0].ID, agentrt.Resolution{Selected: []string{"eu"}}); err != nil {
+		t.Fatal(err)
+	}
+	res = e.resume(t, id)
+	st, _ = e.r.Load(ctx, id)
+	if res.Status != session.StatusWaiting || st.Requests[0].Kind != session.RequestPrompt {
+		t.Fatalf("second question: %+v %+v", res, st.Requests)
+	}
+	if _, err := e.r.Resolve(ctx, id, st.Requests[0].ID, agentrt.Resolution{Text: "latency"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.resume(t, id); res.Status != session.StatusDone || res.Text != "eu, for latency" {
+		t.Fatalf("done: %+v", res)
+	}
 }

@@ -270,9 +270,9 @@ func (s *State) Apply(e *session.Event) error {
 				}
 			case session.DecisionRetry:
 				c.Approval = CallRetry
-			case session.DecisionDone, session.DecisionFailed:
-				// The person's verdict is the tool_result committed with
-				// this event.
+			case session.DecisionDone, session.DecisionFailed, session.DecisionAnswer:
+				// The person's verdict, or answer, is the tool_result
+				// committed with this event.
 				c.Approval = CallApproved
 			default:
 				c.Approval = CallRejected

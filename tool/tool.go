@@ -53,6 +53,11 @@ type Meta struct {
 	// or to be retried. Without it a call in flight at a crash runs again
 	// (at least once), with the same CallInfo.IdempotencyKey.
 	AtMostOnce bool `json:"at_most_once,omitempty"`
+	// AsksUser marks a tool the runtime does not run: a call of it becomes
+	// a human request (a prompt, or a select when the arguments carry
+	// options: builtin.AskUserInput), and the person's answer is the
+	// call's result.
+	AsksUser bool `json:"asks_user,omitempty"`
 }
 
 // CallInfo identifies one call of a tool across attempts and processes.

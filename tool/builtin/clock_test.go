@@ -95,11 +95,24 @@ func TestAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"calculator", "clock"}, reg.Names()); diff != "" {
+	if diff := cmp.Diff([]string{"calculator", "clock", "ask_user"}, reg.Names()); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)
 	}
 	res := reg.Call(context.Background(), "calculator", json.RawMessage(`{"expression": "21*2+5"}`))
 	if !res.OK || string(res.Output) != `{"expression":"21*2+5","result":47}` {
 		t.Errorf("calculator via registry = %+v", res)
+	}
+}
+
+// ask_user is answered by a person: run as a tool, it fails, and its
+// Meta says so.
+func TestAskUser(t *testing.T) {
+	t.Parallel()
+	a := builtin.AskUser()
+	if !tool.MetaOf(a).AsksUser {
+		t.Error("ask_user does not say it asks the user")
+	}
+	if _, err := a.Call(context.Background(), json.RawMessage(`{"question":"x"}`)); err == nil {
+		t.Error("calling ask_user directly succeeded")
 	}
 }
