@@ -436,7 +436,7 @@ agents:
 		}
 	}
 
-	r = e.must(cli.ExitOK, "approve", sid, req)
+	r = e.must(cli.ExitOK, "approve", "--by", "ana", sid, req)
 	for _, want := range []string{`[tool] calculator ok: {"expression":"6*7","result":42}`, "6*7 is 42"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("approve stdout lacks %q:\n%s", want, r.out)
@@ -450,7 +450,7 @@ agents:
 	}
 	// The request is resolved: approving it again is bad usage, and says
 	// who resolved it and when.
-	if r := e.run("approve", sid, req); r.code != cli.ExitUsage || !strings.Contains(r.err, "was already resolved by cli at ") {
+	if r := e.run("approve", sid, req); r.code != cli.ExitUsage || !strings.Contains(r.err, "was already resolved by ana at ") {
 		t.Errorf("second approve: want exit 2 and already resolved, got %v", r)
 	}
 
@@ -461,7 +461,7 @@ agents:
 		t.Fatalf("want one input_resolved, got %v", types(evs))
 	}
 	d := data(t, res[0])
-	if diff := cmp.Diff(map[string]any{"request_id": req, "kind": "approval", "decision": "approve", "by": "cli"}, d); diff != "" {
+	if diff := cmp.Diff(map[string]any{"request_id": req, "kind": "approval", "decision": "approve", "by": "ana"}, d); diff != "" {
 		t.Errorf("input_resolved data (-want +got):\n%s", diff)
 	}
 }
@@ -803,5 +803,32 @@ func TestSessionsFork(t *testing.T) {
 		if r := e.run(tc.args...); r.code != cli.ExitUsage || !strings.Contains(r.err, tc.want) {
 			t.Errorf("%v: %v, want exit 2 and %q", tc.args, r, tc.want)
 		}
+	}
+}
+
+// --no-resume records the decision only; the audit trail names the OS
+// user when --by is not given.
+func TestApproveNoResumeAndBy(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	e := newEnv(t, "models:\n  s: {provider: demo}\nagents:\n  deployer:\n    model: s\n    tools: [deploy]\n    approval: {ask: [deploy]}\n", nil)
+	e.opts.ExtraTools = []tool.Tool{counter(&runs)}
+	e.opts.Models = map[string]model.Model{"s": scripted.New("s",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"target":"prod"}`)}},
+		scripted.Reply{Text: "done"},
+	)}
+	sid, req := pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "n1", "deploy"))
+	r := e.must(cli.ExitOK, "approve", "--no-resume", sid, req)
+	if !strings.Contains(r.err, "recorded; continue with: agentrt resume n1") || runs.Load() != 0 {
+		t.Errorf("--no-resume: %v (runs %d)", r, runs.Load())
+	}
+	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "n1").out)
+	res := ofType(evs, "input_resolved")
+	if len(res) != 1 || data(t, res[0])["by"] == "" || data(t, res[0])["by"] == "cli" {
+		t.Errorf("by: %v", res)
+	}
+	e.must(cli.ExitOK, "resume", sid)
+	if runs.Load() != 1 {
+		t.Errorf("deploy ran %d times", runs.Load())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -38,8 +40,8 @@ func newResumeCmd(g *globals) *cobra.Command {
 }
 
 func newApproveCmd(g *globals) *cobra.Command {
-	var reject, asJSON bool
-	var reason, args string
+	var reject, asJSON, noResume bool
+	var reason, args, by string
 	cmd := &cobra.Command{
 		Use:   "approve SESSION REQUEST [--reject] [--reason R] [--args JSON]",
 		Short: "approve (or reject) a pending tool call; the run resumes",
@@ -48,7 +50,7 @@ func newApproveCmd(g *globals) *cobra.Command {
 			if reject && args != "" {
 				return usageErr("--args cannot be used with --reject")
 			}
-			res := agentrt.Resolution{Decision: session.DecisionApprove, Reason: reason, By: "cli"}
+			res := agentrt.Resolution{Decision: session.DecisionApprove, Reason: reason, By: decider(by)}
 			if reject {
 				res.Decision = session.DecisionReject
 			}
@@ -56,21 +58,42 @@ func newApproveCmd(g *globals) *cobra.Command {
 				res.Decision = session.DecisionEdit
 				res.Arguments = []byte(args)
 			}
-			return g.resolve(cmd, a2[0], a2[1], session.RequestApproval, res, asJSON)
+			return g.resolve(cmd, a2[0], a2[1], session.RequestApproval, res, asJSON, noResume)
 		},
 	}
 	cmd.Flags().BoolVar(&reject, "reject", false, "reject the call; the model is told so")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (shown to the model on reject)")
 	cmd.Flags().StringVar(&args, "args", "", "replacement arguments (a JSON object)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line")
+	addDeciderFlags(cmd, &by, &noResume)
 	return cmd
+}
+
+// addDeciderFlags adds the flags of the commands that resolve requests.
+func addDeciderFlags(cmd *cobra.Command, by *string, noResume *bool) {
+	cmd.Flags().StringVar(by, "by", "", "who decides, for the audit trail (default: the OS user)")
+	cmd.Flags().BoolVar(noResume, "no-resume", false, "only record the decision; do not continue the run")
+}
+
+// decider is who the audit trail says decided: by, else the OS user.
+func decider(by string) string {
+	if by != "" {
+		return by
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "cli"
 }
 
 func newRespondCmd(g *globals) *cobra.Command {
 	var (
-		selected                    string
-		done, failed, retry, asJSON bool
-		result, reason              string
+		selected                              string
+		done, failed, retry, asJSON, noResume bool
+		result, reason, by                    string
 	)
 	cmd := &cobra.Command{
 		Use:   "respond SESSION REQUEST (TEXT | --select a,b | --done [--result JSON] | --failed [--reason R] | --retry)",
@@ -90,7 +113,7 @@ func newRespondCmd(g *globals) *cobra.Command {
 			if result != "" && !done {
 				return usageErr("--result goes with --done")
 			}
-			res := agentrt.Resolution{Reason: reason, By: "cli"}
+			res := agentrt.Resolution{Reason: reason, By: decider(by)}
 			kind := session.RequestPrompt
 			switch {
 			case text != "":
@@ -111,7 +134,7 @@ func newRespondCmd(g *globals) *cobra.Command {
 			case retry:
 				kind, res.Decision = session.RequestConfirm, session.DecisionRetry
 			}
-			return g.resolve(cmd, a[0], a[1], kind, res, asJSON)
+			return g.resolve(cmd, a[0], a[1], kind, res, asJSON, noResume)
 		},
 	}
 	cmd.Flags().StringVar(&selected, "select", "", "the chosen options, separated by commas")
@@ -121,13 +144,14 @@ func newRespondCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&retry, "retry", false, "run the call again")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (shown to the model)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line")
+	addDeciderFlags(cmd, &by, &noResume)
 	return cmd
 }
 
 // resolve records res on request rid of session id, which should be of
 // kind want (a mismatch says which command answers it), and resumes the
 // run once nothing is pending.
-func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.RequestKind, res agentrt.Resolution, asJSON bool) error {
+func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.RequestKind, res agentrt.Resolution, asJSON, noResume bool) error {
 	return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
 		st, err := a.Runner.Load(ctx, id)
 		if err != nil {
@@ -145,6 +169,10 @@ func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.Reque
 		if len(st.Requests) > 0 {
 			fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
 			return outcome(ctx, g, id, runResult{status: session.StatusWaiting}, a)
+		}
+		if noResume {
+			fmt.Fprintf(g.s.Err, "recorded; continue with: agentrt resume %s\n", id)
+			return nil
 		}
 		p := newPrinter(g.s, asJSON, a.Notices)
 		return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))

@@ -118,7 +118,7 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 			if d == "ask" {
 				d, args = prompt(g.s, st, q)
 			}
-			if _, err := a.Runner.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: d, Arguments: args, By: "cli"}); err != nil {
+			if _, err := a.Runner.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: d, Arguments: args, By: decider("")}); err != nil {
 				return err
 			}
 		}
