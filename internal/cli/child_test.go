@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -480,3 +481,74 @@ func TestProcessFollow(t *testing.T) {
 		})
 	}
 }
+
+// Resolving from several processes at once: two people approving the same
+// request — exactly one wins, the other is told who did and when; two
+// people deciding different requests of one session — both succeed.
+func TestProcessConcurrentResolutions(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	const trials = 20
+	for i := range trials {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, `
+models:
+  s: {provider: scripted, script: ask.yaml}
+agents:
+  assistant:
+    model: s
+    tools: [calculator, clock]
+    approval: {ask: [calculator, clock]}
+`, map[string]string{"ask.yaml": "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"1+1\"}}, {name: clock}]\n"})
+			c := startChild(t, e.dir, nil, "--config", e.config, "run", "--session", "s1", "go")
+			if code := c.wait(); code != cli.ExitWaiting {
+				t.Fatalf("run: exit %d\n%s", code, c.stderrText())
+			}
+			reqs := approveCmdAll.FindAllStringSubmatch(c.stderrText(), -1)
+			if len(reqs) != 2 {
+				t.Fatalf("want two requests in:\n%s", c.stderrText())
+			}
+			// At the same moment: the first request from two people, the
+			// second from a third.
+			var ps [3]*child
+			for j := range ps {
+				req := reqs[0][2]
+				if j == 2 {
+					req = reqs[1][2]
+				}
+				ps[j] = startChild(t, e.dir, nil, "--config", e.config, "approve", "--no-resume", "--by", fmt.Sprint("person", j), "s1", req)
+			}
+			// A recorded decision exits 0, or 3 while the other request
+			// still waits.
+			recorded := func(code int) bool { return code == cli.ExitOK || code == cli.ExitWaiting }
+			var won, lost int
+			var loser string
+			for _, p := range ps[:2] {
+				switch code := p.wait(); {
+				case recorded(code):
+					won++
+				case code == cli.ExitUsage:
+					lost++
+					loser = p.stderrText()
+				}
+			}
+			if won != 1 || lost != 1 || !strings.Contains(loser, "was already resolved by person") {
+				t.Fatalf("the same request twice: %d won, %d lost; the loser says:\n%s", won, lost, loser)
+			}
+			if code := ps[2].wait(); !recorded(code) {
+				t.Fatalf("the other request: exit %d\n%s", code, ps[2].stderrText())
+			}
+			evs := parseEvents(t, newProcChild(t, e).mustOut("--config", e.config, "sessions", "events", "s1"))
+			checkSeq(t, evs, 1)
+			if n := len(ofType(evs, "input_resolved")); n != 2 {
+				t.Errorf("%d input_resolved events, want 2", n)
+			}
+		})
+	}
+}
+
+// approveCmdAll finds every "agentrt approve SESSION REQUEST" line.
+var approveCmdAll = regexp.MustCompile(`agentrt approve (\S+) (\S+)`)
