@@ -261,6 +261,15 @@ func (d *decoder) checkModelRef(c *Config, p, ref string) {
 	if _, ok := c.Models[ref]; ok {
 		return
 	}
+	if ref == "auto" || ref == "demo" {
+		// The auto model and the demo model need no entry: they are what
+		// their names say.
+		if c.Models == nil {
+			c.Models = map[string]Model{}
+		}
+		c.Models[ref] = Model{Provider: ref}
+		return
+	}
 	names := c.ModelNames()
 	if len(names) == 0 {
 		d.atValue(c, p, "unknown model %q: models defines none", ref)
@@ -320,6 +329,21 @@ func (c *Config) CheckTools(known func(pattern string) bool) error {
 				problems = append(problems, c.Problemf(p, "%q matches no tool", pat))
 			}
 		}
+	}
+	return errorOf(problems)
+}
+
+// CheckStrategies reports, with its position, each agent whose strategy
+// is not one of available (what this build can run).
+func (c *Config) CheckStrategies(available ...string) error {
+	var problems []Problem
+	for _, name := range c.AgentNames() {
+		s := c.Agents[name].Strategy
+		if s == "" || slices.Contains(available, s) {
+			continue
+		}
+		p := "agents." + name + ".strategy"
+		problems = append(problems, c.Problemf(p, "strategy %q is not available in this build yet (use %s)", s, strings.Join(available, " or ")))
 	}
 	return errorOf(problems)
 }

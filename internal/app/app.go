@@ -103,6 +103,7 @@ func Check(cfg *config.Config, opts Options) error {
 		names = append(names, cfg.Agents[n].Models()...)
 	}
 	return errors.Join(
+		cfg.CheckStrategies(config.StrategyReact),
 		cfg.CheckTools(func(p string) bool {
 			_, err := reg.Filter([]string{p})
 			return err == nil

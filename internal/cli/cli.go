@@ -173,6 +173,7 @@ func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "agentrt",
 		Short:         "agentrt runs LLM agents over durable sessions",
+		Version:       Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {

@@ -832,3 +832,78 @@ func TestApproveNoResumeAndBy(t *testing.T) {
 		t.Errorf("deploy ran %d times", runs.Load())
 	}
 }
+
+// What a new user ran into (issue 9), each fixed.
+func TestNewUserFrictions(t *testing.T) {
+	t.Parallel()
+	t.Run("run - reads stdin", func(t *testing.T) {
+		e := newEnv(t, demoConfig, nil)
+		var out, errb bytes.Buffer
+		code := cli.MainWith(t.Context(), []string{"--config", e.config, "run", "-"},
+			cli.Streams{In: strings.NewReader("what is 6*7\n"), Out: &out, Err: &errb}, e.opts)
+		if code != cli.ExitOK || !strings.Contains(out.String(), "6*7 = 42") {
+			t.Errorf("exit %d\n%s\n%s", code, out.String(), errb.String())
+		}
+	})
+	t.Run("--version", func(t *testing.T) {
+		if r := agentrt(t, app.Options{}, "--version"); r.code != cli.ExitOK || !strings.HasPrefix(r.out, "agentrt version ") {
+			t.Errorf("%v", r)
+		}
+	})
+	t.Run("tools with two agents", func(t *testing.T) {
+		e := newEnv(t, demoConfig+"agents:\n  a1: {model: demo}\n  a2: {model: demo}\n", nil)
+		if r := e.run("tools"); r.code != cli.ExitUsage || !strings.Contains(r.err, "choose an agent with --agent (configured: a1, a2)") {
+			t.Errorf("%v", r)
+		}
+	})
+	t.Run("delete says so, list shows the first input", func(t *testing.T) {
+		e := newEnv(t, demoConfig, nil)
+		e.must(cli.ExitOK, "run", "--session", "d1", "what is  1+1")
+		if out := e.must(cli.ExitOK, "sessions", "list").out; !strings.Contains(out, "FIRST INPUT") || !strings.Contains(out, "what is 1+1") {
+			t.Errorf("list:\n%s", out)
+		}
+		if r := e.must(cli.ExitOK, "sessions", "delete", "d1"); !strings.Contains(r.err, "deleted session d1") {
+			t.Errorf("delete: %v", r)
+		}
+	})
+	t.Run("memory store: no continue hint", func(t *testing.T) {
+		e := newEnv(t, demoConfig, nil)
+		if r := e.must(cli.ExitOK, "--store", "memory:", "run", "what is 1+1"); strings.Contains(r.err, "continue with") {
+			t.Errorf("%v", r)
+		}
+	})
+	t.Run("a failed run says how to resume", func(t *testing.T) {
+		e := newEnv(t, "models:\n  s: {provider: demo}\nagents:\n  a: {model: s}\n", nil)
+		e.opts.Models = map[string]model.Model{"s": scripted.New("s", scripted.Reply{Error: "boom"})}
+		if r := e.run("run", "--session", "f1", "hi"); r.code != cli.ExitFailed || !strings.Contains(r.err, "agentrt resume f1") {
+			t.Errorf("%v", r)
+		}
+	})
+	t.Run("a long argument is clipped for people", func(t *testing.T) {
+		e := newEnv(t, "models:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [calculator]}\n", nil)
+		long := strings.Repeat("1+", 20000) + "1"
+		e.opts.Models = map[string]model.Model{"s": scripted.New("s",
+			scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", map[string]any{"expression": long})}},
+			scripted.Reply{Text: "big"})}
+		r := e.must(cli.ExitOK, "run", "sum")
+		if len(r.out) > 4000 || !strings.Contains(r.out, "...") {
+			t.Errorf("%d bytes of output", len(r.out))
+		}
+	})
+	t.Run("config check FILE, and what this build cannot run", func(t *testing.T) {
+		e := newEnv(t, demoConfig+"agents:\n  a: {model: demo, strategy: plan_execute}\n", nil)
+		r := agentrt(t, app.Options{}, "config", "check", e.config)
+		if r.code != cli.ExitUsage || !strings.Contains(r.err, `agentrt.yaml:5:20:`) || !strings.Contains(r.err, `agents.a.strategy: strategy "plan_execute" is not available`) {
+			t.Errorf("%v", r)
+		}
+		if r := e.run("run", "--agent", "a", "hi"); r.code != cli.ExitUsage || !strings.Contains(r.err, `agents.a.strategy`) {
+			t.Errorf("run agrees with config check: %v", r)
+		}
+	})
+	t.Run("model: auto", func(t *testing.T) {
+		e := newEnv(t, "agents:\n  a: {model: auto, tools: [calculator]}\n", nil)
+		if r := e.run("config", "check"); r.code != cli.ExitOK {
+			t.Errorf("%v", r)
+		}
+	})
+}

@@ -251,9 +251,10 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				tw := tabwriter.NewWriter(g.s.Out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTURN\tEVENTS\tUPDATED")
+				fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTURN\tEVENTS\tUPDATED\tFIRST INPUT")
 				for _, s := range ss {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq,
+						s.UpdatedAt.Local().Format(time.DateTime), firstInput(ctx, a, s.ID))
 				}
 				return tw.Flush()
 			})
@@ -354,6 +355,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				if err := a.Store.DeleteSession(ctx, args[0]); err != nil {
 					return notFound(args[0], err)
 				}
+				fmt.Fprintf(g.s.Err, "deleted session %s and its %s\n", args[0], "events")
 				return nil
 			})
 		},
@@ -383,6 +385,23 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	fork.Flags().StringVar(&forkID, "id", "", "the new session's id (default: a fresh one)")
 	cmd.AddCommand(list, show, events, del, fork)
 	return cmd
+}
+
+// firstInput is the session's first input, on one short line ("" when it
+// has none).
+func firstInput(ctx context.Context, a *app.App, id string) string {
+	for e, err := range a.Store.Events(ctx, id, 0) {
+		if err != nil {
+			return ""
+		}
+		if d, ok := e.Data.(*session.RunStarted); ok {
+			return clip(strings.Join(strings.Fields(d.Input), " "), 50)
+		}
+		if e.Seq > 1 {
+			break
+		}
+	}
+	return ""
 }
 
 func notFound(id string, err error) error {
@@ -510,9 +529,14 @@ func newToolsCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			if agentName == "" {
-				agentName = "assistant"
-				if names := a.Runner.AgentNames(); !contains(names, agentName) && len(names) > 0 {
+				// As run chooses: assistant, or the only agent.
+				switch names := a.Runner.AgentNames(); {
+				case contains(names, "assistant"):
+					agentName = "assistant"
+				case len(names) == 1:
 					agentName = names[0]
+				default:
+					return usageErr("choose an agent with --agent (configured: %s)", strings.Join(names, ", "))
 				}
 			}
 			ag, ok := a.Runner.Agent(agentName)
@@ -542,10 +566,13 @@ func newToolsCmd(g *globals) *cobra.Command {
 func newConfigCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "work with agentrt.yaml", Args: cobra.NoArgs, RunE: groupRunE}
 	cmd.AddCommand(&cobra.Command{
-		Use:   "check",
-		Short: "validate the config and say precisely what is wrong and where",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "check [FILE]",
+		Short: "validate the config (FILE, else --config, else ./agentrt.yaml) and say precisely what is wrong and where",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				g.config = args[0]
+			}
 			cfg, err := g.loadConfig()
 			if err != nil {
 				return err

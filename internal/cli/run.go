@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
 )
 
 type runFlags struct {
@@ -27,7 +28,7 @@ type runFlags struct {
 func newRunCmd(g *globals) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run [--agent A] [--session ID] [--json] [--approve ask|auto|deny] TEXT",
+		Use:   "run [--agent A] [--session ID] [--json] [--approve ask|auto|deny] TEXT|-",
 		Short: "run one turn and print its events",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -37,6 +38,15 @@ func newRunCmd(g *globals) *cobra.Command {
 				return usageErr("--approve must be ask, auto or deny, not %q", f.approve)
 			}
 			text := strings.Join(args, " ")
+			if text == "-" {
+				// The input from stdin: it may be far longer than a command
+				// line can hold.
+				b, err := io.ReadAll(g.s.In)
+				if err != nil {
+					return fmt.Errorf("reading the input from stdin: %w", err)
+				}
+				text = string(b)
+			}
 			if strings.TrimSpace(text) == "" {
 				return usageErr("the input text is empty")
 			}
@@ -185,7 +195,8 @@ func outcome(ctx context.Context, g *globals, id string, res runResult, a *app.A
 	}
 	switch res.status {
 	case session.StatusDone:
-		if !res.json {
+		if _, inMemory := a.Store.(*memstore.Store); !res.json && !inMemory {
+			// (A session in memory is gone when this process ends.)
 			fmt.Fprintf(g.s.Err, "session %s (continue with: agentrt run --session %s TEXT)\n", id, id)
 		}
 		return nil
@@ -211,6 +222,9 @@ func outcome(ctx context.Context, g *globals, id string, res runResult, a *app.A
 	msg := fmt.Sprintf("session %s: run %s", id, res.status)
 	if res.errEvent != nil {
 		msg += ": " + res.errEvent.Message
+	}
+	if _, inMemory := a.Store.(*memstore.Store); !inMemory {
+		msg += fmt.Sprintf("; once the cause is fixed, continue with: agentrt resume %s", id)
 	}
 	return &exitError{code: ExitFailed, msg: msg}
 }
@@ -304,7 +318,7 @@ func (p *printer) human(e *session.Event) {
 		p.endLine()
 	case *session.ToolCall:
 		p.endLine()
-		fmt.Fprintf(out, "[tool] %s %s\n", d.Name, d.Arguments)
+		fmt.Fprintf(out, "[tool] %s %s\n", d.Name, clip(string(d.Arguments), 400))
 	case *session.ToolResult:
 		if d.OK {
 			fmt.Fprintf(out, "[tool] %s ok: %s\n", d.Name, clip(string(d.Result), 400))
