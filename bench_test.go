@@ -362,3 +362,75 @@ func recordTurnCommits(b *testing.B) []recordedCommit {
 	}
 	return rs.commits
 }
+
+// BenchmarkLongSession compares a turn late in a long conversation with
+// the first turn of a new session (the same work per turn): turn-1 runs
+// each turn in a new session; turn-500 runs 500 turns untimed in one
+// session, then times the next ones in it.
+func BenchmarkLongSession(b *testing.B) {
+	ctx := context.Background()
+	stores := map[string]func(b *testing.B) session.Store{
+		"sqlite": func(b *testing.B) session.Store {
+			st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "long.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		},
+		"postgres": func(b *testing.B) session.Store {
+			dsn, _ := pgtest.Schema(b)
+			st, err := postgres.Open(ctx, dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+	for _, name := range []string{"sqlite", "postgres"} {
+		turn := func(b *testing.B, r *agentrt.Runner, m *scripted.Model, id string) {
+			m.Reset()
+			res, err := agentrt.Collect(r.Run(ctx, id, agentrt.Input{Text: "add 1+2, 3+4 and 5+6"}))
+			if err != nil || res.Status != session.StatusDone {
+				b.Fatal(res, err)
+			}
+		}
+		b.Run(name+"/turn-1", func(b *testing.B) {
+			a, m := benchAgent(b)
+			r, err := agentrt.NewRunner(agentrt.Config{Store: stores[name](b), Agents: []*agentrt.Agent{a}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for b.Loop() {
+				n++
+				b.StopTimer()
+				s, err := r.CreateSession(ctx, "bench", "s"+strconv.Itoa(n), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				turn(b, r, m, s.ID)
+			}
+		})
+		b.Run(name+"/turn-500", func(b *testing.B) {
+			a, m := benchAgent(b)
+			r, err := agentrt.NewRunner(agentrt.Config{Store: stores[name](b), Agents: []*agentrt.Agent{a}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := r.CreateSession(ctx, "bench", "long", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range 500 {
+				turn(b, r, m, s.ID)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				turn(b, r, m, s.ID)
+			}
+		})
+	}
+}

@@ -57,6 +57,7 @@ type execRun struct {
 	end       session.Status
 	reason    string
 	stopped   bool // the consumer stopped reading
+	dirty     bool // a commit failed: the state is ahead of the store
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
@@ -331,7 +332,11 @@ func (x *Exec) Commit(ctx context.Context) error {
 	c.Time = x.pending[len(x.pending)-1].Time
 	c.Fence = x.fence
 	c.Snapshot = nil
-	if x.st.Seq-x.st.SnapshotSeq >= x.r.snapEvery {
+	every := x.r.snapEvery
+	if n := int64(len(x.st.Messages)); x.r.snapGrow && n > every {
+		every = n
+	}
+	if x.st.Seq-x.st.SnapshotSeq >= every {
 		b, err := x.st.MarshalSnapshot()
 		if err != nil {
 			x.pending = x.pending[:0]
@@ -349,6 +354,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 		// The state in memory is now ahead of the store: the run stops,
 		// and whoever goes on reloads the session.
 		x.pending = x.pending[:0]
+		x.dirty = true
 		return storeError(x.st.SessionID, err)
 	}
 	x.committed = x.st.Seq

@@ -130,7 +130,7 @@ func TestReadFailures(t *testing.T) {
 			var faults storetest.Faults
 			mem := memstore.New()
 			c := &countTool{runs: map[string]int{}}
-			e := newEnv(t, storetest.Faulty(mem, &faults), agentrt.Config{}, calcAgent(scripted.New("m", faultTurn()...), registry(t, c.tool())))
+			e := newEnv(t, storetest.Faulty(mem, &faults), agentrt.Config{StateCache: -1} /* every read of a load */, calcAgent(scripted.New("m", faultTurn()...), registry(t, c.tool())))
 			id := e.session(t, "calc")
 			e.run(t, id, "go")
 			before := storedLog(t, mem, id)

@@ -35,8 +35,11 @@ type Config struct {
 	// NewID makes run and request ids; nil means random 128-bit hex.
 	NewID func() string
 	// SnapshotEvery is how many events may be committed after a session's
-	// last state snapshot before a commit writes a new one; zero means
-	// DefaultSnapshotEvery. Loading a session replays at most about this
+	// last state snapshot before a commit writes a new one. Zero means
+	// DefaultSnapshotEvery, or the number of messages in the session's
+	// history if that is more: a snapshot holds the whole history, so
+	// spacing them by its length keeps their cost per event constant as a
+	// conversation grows. Loading a session replays at most about that
 	// many events after its snapshot.
 	SnapshotEvery int
 	// Owner names this runner in the leases it takes; "" means
@@ -51,6 +54,11 @@ type Config struct {
 	// failed with reason crash_loop; zero means DefaultMaxRecoveries, a
 	// negative value no limit.
 	MaxRecoveries int
+	// StateCache is how many sessions' states the runner keeps between
+	// runs (checked against the store before use), so that a long
+	// conversation's next turn does not rebuild its state; zero means
+	// DefaultStateCache, a negative value none.
+	StateCache int
 }
 
 // DefaultSnapshotEvery is the snapshot cadence when Config.SnapshotEvery
@@ -76,6 +84,8 @@ type Runner struct {
 	now       func() time.Time
 	newID     func() string
 	snapEvery int64
+	snapGrow  bool // snapEvery grows with the history (SnapshotEvery zero)
+	cache     *stateCache
 	wallClock bool // now is time.Now (see Exec.now)
 	owner     string
 	leaseTTL  time.Duration
@@ -125,7 +135,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	case cfg.SnapshotEvery < 0:
 		return nil, fmt.Errorf("agentrt: SnapshotEvery %d is negative", cfg.SnapshotEvery)
 	case cfg.SnapshotEvery == 0:
-		r.snapEvery = DefaultSnapshotEvery
+		r.snapEvery, r.snapGrow = DefaultSnapshotEvery, true
 	default:
 		r.snapEvery = int64(cfg.SnapshotEvery)
 	}
@@ -136,6 +146,12 @@ func NewRunner(cfg Config) (*Runner, error) {
 		r.leaseTTL = DefaultLeaseTTL
 	default:
 		r.leaseTTL = cfg.LeaseTTL
+	}
+	switch {
+	case cfg.StateCache == 0:
+		r.cache = newStateCache(DefaultStateCache)
+	case cfg.StateCache > 0:
+		r.cache = newStateCache(cfg.StateCache)
 	}
 	r.maxRecov = cfg.MaxRecoveries
 	if r.maxRecov == 0 {
@@ -354,7 +370,7 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 		r.unclaim(k)
 		return nil, err
 	}
-	st, err := r.Load(ctx, id)
+	st, err := r.loadCached(ctx, k)
 	if err == nil {
 		var a *Agent
 		if a, err = r.agent(st.Agent); err == nil {
@@ -367,6 +383,30 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 	lease.stop()
 	r.unclaim(k)
 	return nil, err
+}
+
+// loadCached is Load, from the cached State of the session when it is
+// current (or can be brought up to date with the events after it).
+func (r *Runner) loadCached(ctx context.Context, k skey) (*State, error) {
+	st := r.cache.take(k)
+	if st == nil {
+		return r.Load(ctx, k.id)
+	}
+	sess, err := r.store.GetSession(ctx, k.id)
+	if err != nil {
+		return nil, notFound(k.id, err)
+	}
+	switch {
+	case sess.LastSeq == st.Seq && sess.Agent == st.Agent:
+		return st, nil
+	case sess.LastSeq > st.Seq && sess.Agent == st.Agent && sess.LastSeq-st.Seq <= r.snapEvery:
+		// Another process wrote since: its events, not the whole state.
+		if err := r.replay(ctx, st); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return r.Load(ctx, k.id)
 }
 
 // beginWaiting is begin for a short write (a resolution), which waits for
@@ -399,6 +439,11 @@ const resolveWait = 15 * time.Second
 // free again in this runner, the run's outcome is recorded, and x goes
 // back to the pool.
 func (r *Runner) finish(x *Exec) {
+	if len(x.pending) == 0 && !x.dirty {
+		// Everything this run applied is in the store: keep the state for
+		// the session's next run.
+		r.cache.put(x.key, x.st)
+	}
 	x.lease.stop()
 	r.hub.release(x.topic)
 	r.unclaim(x.key)
