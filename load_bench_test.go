@@ -6,6 +6,7 @@ import (
 	"iter"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,15 +127,21 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 }
 
 // BenchmarkClients runs 16 clients, each taking turns back to back in
-// sessions of its own, with no model latency: one op is one turn, so
-// turns per second is 1e9 / (ns/op).
+// sessions of its own, each model call taking 50 ms (as in
+// BenchmarkConcurrentSessions): one op is one turn, so turns per second is
+// 1e9 / (ns/op). The sub-benchmarks named "-nolatency" take no time in the
+// model, to show the stores' own throughput.
 func BenchmarkClients(b *testing.B) {
 	const clients = 16
 	ctx := context.Background()
 	stores := loadStores(b)
-	for _, name := range []string{"memory", "sqlite", "postgres"} {
+	for _, name := range []string{"memory", "sqlite", "postgres", "memory-nolatency", "sqlite-nolatency", "postgres-nolatency"} {
 		b.Run(name, func(b *testing.B) {
-			r := loadRunner(b, stores[name](), 0)
+			store, lat := strings.TrimSuffix(name, "-nolatency"), 50*time.Millisecond
+			if store != name {
+				lat = 0
+			}
+			r := loadRunner(b, stores[store](), lat)
 			var mu sync.Mutex
 			n := 0
 			next := func() (int, bool) {
