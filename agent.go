@@ -124,6 +124,24 @@ type ApprovalPolicy struct {
 	Default tool.Approval
 	Ask     []string
 	Deny    []string
+	// Expires is how long a request for a person about a call waits
+	// before it gets its default decision (an approval: reject; a
+	// confirmation: failed), recorded by "system" with reason expired;
+	// zero means never. ExpiresFor sets it per tool: the first pattern
+	// (name or glob) that matches wins.
+	Expires    time.Duration
+	ExpiresFor map[string]time.Duration
+}
+
+// expiresFor returns how long a request about a call of the named tool
+// waits, zero for ever.
+func (p ApprovalPolicy) expiresFor(name string) time.Duration {
+	for pat, d := range p.ExpiresFor {
+		if matchAny([]string{pat}, name) {
+			return d
+		}
+	}
+	return p.Expires
 }
 
 // For returns the approval policy for a call of the named tool.

@@ -31,7 +31,12 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 			if q == "" {
 				q = callQuestion(ask.Kind, c)
 			}
-			emit(x, session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: q, Calls: []model.ToolCall{c}})
+			ir := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: q, Calls: []model.ToolCall{c}}
+			if d := x.agent.Approval.expiresFor(c.Name); d > 0 {
+				t := x.now().Add(d)
+				ir.Expires = &t
+			}
+			emit(x, ir)
 		}
 	case session.RequestPrompt, session.RequestSelect:
 		if len(ins.Calls) > 0 {
@@ -305,4 +310,52 @@ func pendingList(st *State) string {
 		ids[i] = q.ID
 	}
 	return " (pending: " + strings.Join(ids, ", ") + ")"
+}
+
+// expire gives the requests of x's session whose deadline passed their
+// default decision, by "system" with reason expired, and commits it. Every
+// runner that takes the session does it first (Run, Resume, Resolve,
+// Recover), so an expired request is decided by the next process that
+// touches the session.
+func (x *Exec) expire(ctx context.Context) error {
+	now := x.now()
+	var expired []HumanRequest
+	for _, q := range x.st.Requests {
+		if q.Expires != nil && !now.Before(*q.Expires) {
+			expired = append(expired, q)
+		}
+	}
+	for _, q := range expired {
+		qq := x.st.Pending(q.ID)
+		if qq == nil {
+			continue
+		}
+		var d *session.InputResolved
+		var result *session.ToolResult
+		switch q.Kind {
+		case session.RequestApproval, session.RequestConfirm:
+			res := Resolution{Decision: session.DecisionReject, By: "system", Reason: "expired"}
+			if q.Kind == session.RequestConfirm {
+				res.Decision = session.DecisionFailed
+			}
+			var err error
+			if d, result, err = x.resolution(qq, res); err != nil {
+				return err
+			}
+		default:
+			const none = "(no answer: the question expired)"
+			d = &session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: session.DecisionAnswer, By: "system", Reason: "expired", Text: none}
+			if q.CallID != "" {
+				result = answerResult(x.st.call(q.CallID), map[string]any{"answer": none})
+			}
+		}
+		emit(x, *d)
+		if result != nil {
+			emit(x, *result)
+		}
+	}
+	if len(expired) == 0 {
+		return nil
+	}
+	return x.Commit(ctx)
 }

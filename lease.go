@@ -244,7 +244,9 @@ func leaseHeld(id string, l session.Lease) error {
 }
 
 // Recover resumes, in this runner, the sessions of every tenant whose run
-// stopped because their process did: status running, and a lease that expired, or that
+// can go on without a person: waiting sessions whose requests all expired
+// (they get their default decisions), and those whose run stopped because
+// their process did: status running, and a lease that expired, or that
 // belonged to a process of this host that no longer exists. Each such
 // session is claimed by taking its lease, so across any number of
 // processes calling Recover at once each session is resumed exactly once.
@@ -259,7 +261,22 @@ func (r *Runner) Recover(ctx context.Context) ([]*Run, error) {
 		return nil, &Error{Kind: FailConfig, Code: "no_leases", Msg: "Recover needs a store with leases (session.Leaser): without them a crashed run cannot be told from one running elsewhere"}
 	}
 	var runs []*Run
-	opt := session.ListOptions{Status: session.StatusRunning, Limit: 200, AllTenants: true}
+	for _, status := range []session.Status{session.StatusRunning, session.StatusWaiting} {
+		rs, err := r.recoverStatus(ctx, status)
+		runs = append(runs, rs...)
+		if err != nil {
+			return runs, err
+		}
+	}
+	return runs, nil
+}
+
+// recoverStatus resumes the sessions of one status that Recover takes:
+// running ones whose process stopped, and waiting ones whose requests have
+// all expired (begin gives them their default decisions).
+func (r *Runner) recoverStatus(ctx context.Context, status session.Status) ([]*Run, error) {
+	var runs []*Run
+	opt := session.ListOptions{Status: status, Limit: 200, AllTenants: true}
 	for {
 		page, err := r.store.ListSessions(ctx, opt)
 		if err != nil {
@@ -275,8 +292,10 @@ func (r *Runner) Recover(ctx context.Context) ([]*Run, error) {
 			switch {
 			case err == nil:
 				runs = append(runs, h)
-			case errors.As(err, &re) && (re.Code == "lease_held" || re.Code == "busy" || re.Code == "nothing_to_resume" || re.Code == "not_found"):
-				// Another process (or this one) got there first.
+			case errors.As(err, &re) && (re.Code == "lease_held" || re.Code == "busy" || re.Code == "nothing_to_resume" ||
+				re.Code == "not_found" || re.Code == "waiting"):
+				// Another process (or this one) got there first, or the
+				// session still waits for a person.
 			default:
 				return runs, err
 			}

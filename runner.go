@@ -377,6 +377,11 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 			x := r.newExec(a, st)
 			x.lease, x.handle, x.topic, x.key = lease, h, r.hub.retain(k, spare), k
 			x.fence = lease.token()
+			if err := x.expire(ctx); err != nil {
+				x.handle = nil
+				r.finish(x)
+				return nil, err
+			}
 			return x, nil
 		}
 	}

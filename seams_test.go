@@ -1022,3 +1022,58 @@ func TestStateCacheAcrossRunners(t *testing.T) {
 		t.Errorf("cached and loaded differ:\n%s", diff)
 	}
 }
+
+// A request with a deadline gets its default decision once it passes,
+// from the next process that touches the session, or from Recover.
+func TestRequestExpiry(t *testing.T) {
+	for _, via := range []string{"resume", "recover"} {
+		t.Run(via, func(t *testing.T) {
+			var runs atomic.Int32
+			clock := storetest.NewClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
+			m := scripted.New("m",
+				scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+				scripted.Reply{Text: "not deployed", Expect: &scripted.Expect{LastToolResultContains: "rejected this call: expired"}},
+			)
+			a := calcAgent(m, registry(t, askTool(t, &runs)))
+			a.Approval = agentrt.ApprovalPolicy{ExpiresFor: map[string]time.Duration{"dep*": time.Hour}}
+			e := newEnv(t, nil, agentrt.Config{Now: clock.Now}, a)
+			id := e.session(t, "calc")
+			res := e.run(t, id, "deploy")
+			req := res.Events[len(res.Events)-2].Data.(*session.InputRequired)
+			if req.Expires == nil || !req.Expires.Equal(clock.Now().Add(time.Hour)) {
+				t.Fatalf("request expires %v", req.Expires)
+			}
+			// Before the deadline nothing happens.
+			if _, err := agentrt.Collect(e.r.Resume(context.Background(), id)); errCode(err) != "waiting" {
+				t.Fatalf("resume before the deadline: %v", err)
+			}
+			clock.Advance(time.Hour)
+			switch via {
+			case "resume":
+				res = e.resume(t, id)
+			case "recover":
+				runs, err := e.r.Recover(context.Background())
+				if err != nil || len(runs) != 1 {
+					t.Fatalf("recover: %d runs, %v", len(runs), err)
+				}
+				r, err := runs[0].Wait(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				res = r
+			}
+			if res.Status != session.StatusDone || res.Text != "not deployed" || runs.Load() != 0 {
+				t.Fatalf("after the deadline: %+v (deploy ran %d)", res, runs.Load())
+			}
+			var d *session.InputResolved
+			for _, ev := range storedLog(t, e.store, id) {
+				if x, ok := ev.Data.(*session.InputResolved); ok {
+					d = x
+				}
+			}
+			if d == nil || d.By != "system" || d.Reason != "expired" || d.Decision != "reject" {
+				t.Errorf("resolution %+v", d)
+			}
+		})
+	}
+}

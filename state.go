@@ -107,8 +107,10 @@ type HumanRequest struct {
 	// call the request is about.
 	CallID string   `json:"call_id,omitempty"`
 	Calls  []string `json:"calls,omitempty"`
-	// Asked is when the request was made.
-	Asked time.Time `json:"asked"`
+	// Asked is when the request was made; Expires, when set, when it
+	// gets its default decision.
+	Asked   time.Time  `json:"asked"`
+	Expires *time.Time `json:"expires,omitempty"`
 }
 
 // PolicyState is a policy's own state: a fold of the session's events,
@@ -246,7 +248,7 @@ func (s *State) Apply(e *session.Event) error {
 				c.Approval = CallPending
 			}
 		}
-		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time}
+		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires}
 		if len(ids) == 1 {
 			r.CallID = ids[0]
 		}

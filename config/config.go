@@ -153,6 +153,11 @@ type Approval struct {
 	Default string   `yaml:"default,omitempty"`
 	Ask     []string `yaml:"ask,omitempty"`
 	Deny    []string `yaml:"deny,omitempty"`
+	// Expires is how long a request for a person waits before it gets its
+	// default decision (an approval: reject, reason expired); zero means
+	// never. ExpiresFor sets it per tool (names or globs).
+	Expires    Duration            `yaml:"expires,omitempty"`
+	ExpiresFor map[string]Duration `yaml:"expires_for,omitempty"`
 }
 
 // Limits bound a run. Zero means no limit, except MaxRounds, which Load and

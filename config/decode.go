@@ -526,6 +526,16 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 				field{"default", d.str(&a.Approval.Default)},
 				field{"ask", d.list(&a.Approval.Ask)},
 				field{"deny", d.list(&a.Approval.Deny)},
+				field{"expires", d.duration(&a.Approval.Expires)},
+				field{"expires_for", func(n *yaml.Node, path string) {
+					m := map[string]Duration{}
+					d.each(n, path, func(k, v *yaml.Node, p string) {
+						var dur Duration
+						d.duration(&dur)(v, p)
+						m[k.Value] = dur
+					})
+					a.Approval.ExpiresFor = m
+				}},
 			)
 		}},
 		field{"limits", func(n *yaml.Node, path string) {

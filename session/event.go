@@ -201,6 +201,10 @@ type InputRequired struct {
 	Multi   bool     `json:"multi,omitempty"`
 	// Calls are the tool calls an approval or confirm request is about.
 	Calls []model.ToolCall `json:"calls,omitempty"`
+	// Expires, when set, is when the request gets its default decision
+	// if nobody has answered (an approval is rejected, a confirmation
+	// marked failed), by "system" with reason expired.
+	Expires *time.Time `json:"expires,omitempty"`
 }
 
 // Decisions a human can give: approve, reject and edit answer an approval

@@ -158,9 +158,11 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			ToolFilter(ac.Tools...).
 			MaxRounds(ac.Limits.MaxRounds).
 			Approval(agentrt.ApprovalPolicy{
-				Default: tool.Approval(ac.Approval.Default),
-				Ask:     ac.Approval.Ask,
-				Deny:    ac.Approval.Deny,
+				Default:    tool.Approval(ac.Approval.Default),
+				Ask:        ac.Approval.Ask,
+				Deny:       ac.Approval.Deny,
+				Expires:    ac.Approval.Expires.Std(),
+				ExpiresFor: expiresFor(ac.Approval.ExpiresFor),
 			})
 		if len(ac.Tools) == 0 {
 			b.Registry(nil)
@@ -242,4 +244,15 @@ func (a *App) Close() error {
 		errs = append(errs, a.recorder.Close())
 	}
 	return errors.Join(errs...)
+}
+
+func expiresFor(m map[string]config.Duration) map[string]time.Duration {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]time.Duration, len(m))
+	for k, v := range m {
+		out[k] = v.Std()
+	}
+	return out
 }

@@ -293,7 +293,11 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				}
 				for _, q := range st.Requests {
 					age := time.Since(q.Asked).Round(time.Second)
-					fmt.Fprintf(out, "pending  %s (%s, asked %s ago): %s\n           %s\n", q.ID, q.Kind, age, clip(q.Question, 300), howToResolve(s.ID, q))
+					expires := ""
+					if q.Expires != nil {
+						expires = ", expires " + q.Expires.Local().Format(time.DateTime)
+					}
+					fmt.Fprintf(out, "pending  %s (%s, asked %s ago%s): %s\n           %s\n", q.ID, q.Kind, age, expires, clip(q.Question, 300), howToResolve(s.ID, q))
 				}
 				if st.Final != "" {
 					fmt.Fprintf(out, "answer   %s\n", st.Final)
