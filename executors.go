@@ -414,6 +414,16 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 			}
 		case cs.Approval != CallApproved && cs.Approval != CallRetry && a.approvalFor(call.Name) == tool.ApprovalDeny:
 			j.block = "calls to " + call.Name + " are denied by policy"
+		case cs.Approval == CallUndecided && a.approvalFor(call.Name) == tool.ApprovalAsk:
+			if r := x.st.RuleFor(cs.Call); r != nil {
+				j.rule = r.ID
+				if r.Decision == session.DecisionReject {
+					j.block = "rejected by a standing decision (" + r.ID + ")"
+					if r.Reason != "" {
+						j.block += ": " + r.Reason
+					}
+				}
+			}
 		}
 		if j.block == "" && !x.hooks.empty() {
 			d := x.hooks.beforeTool(ctx, info, j.call)
@@ -424,7 +434,7 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 				j.block = "blocked: " + d.Reason
 			}
 		}
-		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments}
+		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule}
 		if j.attempt > 1 {
 			tc.Attempt = j.attempt
 		}
@@ -530,6 +540,7 @@ func afterEnd(ctx context.Context) (context.Context, context.CancelFunc) {
 type toolJob struct {
 	call    model.ToolCall
 	attempt int
+	rule    string // the standing decision that approved or rejected it
 	block   string // non-empty: do not run, fail with this
 }
 

@@ -118,6 +118,10 @@ type Resolution struct {
 	Reason    string
 	// By names who decided; it is recorded in the event.
 	By string
+	// Always, on an approval of one call, makes the decision stand for
+	// later calls of the tool (or with the same arguments), in this
+	// session or every session of the agent, until revoked.
+	Always *Always
 }
 
 // Resolve records a person's answer to a pending request of a session. The
@@ -141,6 +145,20 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 	d, result, err := x.resolution(q, res)
 	if err != nil {
 		return nil, err
+	}
+	if res.Always != nil {
+		rule, err := x.newRule(q, res, d.Decision)
+		if err != nil {
+			return nil, err
+		}
+		if rule.Scope == session.RuleAgent {
+			// Into the agent's rule log first: a decision recorded
+			// without its rule would be worse than a rule without it.
+			if err := r.addAgentRule(ctx, rule); err != nil {
+				return nil, err
+			}
+		}
+		d.Rule = rule
 	}
 	emit(x, *d)
 	resolved := x.pending[len(x.pending)-1]

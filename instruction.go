@@ -104,7 +104,7 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 			if c.Approval != CallUndecided || c.Started {
 				pristine = false
 			}
-			switch callClass(a, c) {
+			switch callClass(a, s, c) {
 			case classReady:
 				nready++
 			case classAsk:
@@ -162,7 +162,7 @@ const (
 	classWaiting
 )
 
-func callClass(a *Agent, c *CallState) callClassKind {
+func callClass(a *Agent, s *State, c *CallState) callClassKind {
 	if c.Done {
 		return classDone
 	}
@@ -183,6 +183,9 @@ func callClass(a *Agent, c *CallState) callClassKind {
 		return classConfirm
 	}
 	if c.Approval == CallUndecided && ap == tool.ApprovalAsk {
+		if s.RuleFor(c.Call) != nil {
+			return classReady // decided by a standing rule (CallTools says which)
+		}
 		return classAsk
 	}
 	if a.asksUser(name) {
@@ -194,7 +197,7 @@ func callClass(a *Agent, c *CallState) callClassKind {
 func callsOf(a *Agent, s *State, class callClassKind, n int) []model.ToolCall {
 	out := make([]model.ToolCall, 0, n)
 	for i := range s.Calls {
-		if callClass(a, &s.Calls[i]) == class {
+		if callClass(a, s, &s.Calls[i]) == class {
 			out = append(out, s.Calls[i].Call)
 		}
 	}

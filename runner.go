@@ -377,6 +377,11 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 			x := r.newExec(a, st)
 			x.lease, x.handle, x.topic, x.key = lease, h, r.hub.retain(k, spare), k
 			x.fence = lease.token()
+			// The agent's standing decisions, read if a call needs one.
+			st.agentRules, st.loadRules = nil, func() []session.Rule {
+				rules, _ := r.agentRules(context.WithoutCancel(ctx), st.Agent)
+				return rules
+			}
 			if err := x.expire(ctx); err != nil {
 				x.handle = nil
 				r.finish(x)

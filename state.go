@@ -58,8 +58,16 @@ type State struct {
 	// PolicyJSON is the policy's own state as of the snapshot (see
 	// PolicyState); Load decodes it.
 	PolicyJSON json.RawMessage `json:"policy,omitempty"`
+	// Rules are the session's standing decisions (an "always" answer of
+	// scope session), not revoked.
+	Rules []session.Rule `json:"rules,omitempty"`
 
 	policy PolicyState
+	// agentRules are the agent's standing decisions, from its rule log
+	// (not the session's): read on first need through loadRules, which the
+	// runner sets when it takes the session.
+	agentRules []session.Rule
+	loadRules  func() []session.Rule
 	// SnapshotSeq is the seq of the session's newest stored snapshot, as
 	// far as this state knows (Load sets it; commits that write one update
 	// it). It is bookkeeping, not part of the snapshot.
@@ -281,6 +289,11 @@ func (s *State) Apply(e *session.Event) error {
 			}
 		}
 		s.removeRequest(d.RequestID)
+		if d.Rule != nil && d.Rule.Scope == session.RuleSession {
+			s.Rules = append(s.Rules, *d.Rule)
+		}
+	case *session.RuleRevoked:
+		s.Rules = slices.DeleteFunc(s.Rules, func(r session.Rule) bool { return r.ID == d.RuleID })
 	case *session.Final:
 		s.Final = d.Text
 	case *session.Error:
@@ -375,6 +388,52 @@ func (s *State) AttachPolicy(p Policy) error {
 	}
 	s.policy = ps
 	return nil
+}
+
+// RuleFor returns the standing decision that covers call, if any: the
+// session's rules first, then the agent's.
+func (s *State) RuleFor(call model.ToolCall) *session.Rule {
+	if s.loadRules != nil {
+		s.agentRules, s.loadRules = s.loadRules(), nil
+	}
+	for _, rules := range [2][]session.Rule{s.Rules, s.agentRules} {
+		for i := range rules {
+			if ruleMatches(&rules[i], call) {
+				return &rules[i]
+			}
+		}
+	}
+	return nil
+}
+
+// AgentRules returns the agent's standing decisions as the runner found
+// them when it took the session.
+func (s *State) AgentRules() []session.Rule {
+	if s.loadRules != nil {
+		s.agentRules, s.loadRules = s.loadRules(), nil
+	}
+	return s.agentRules
+}
+
+func ruleMatches(r *session.Rule, call model.ToolCall) bool {
+	if r.Tool != call.Name {
+		return false
+	}
+	if len(r.Arguments) == 0 {
+		return true
+	}
+	return jsonEqual(r.Arguments, call.Arguments)
+}
+
+// jsonEqual reports whether a and b hold equal JSON values.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
 }
 
 // LastAssistant returns the last assistant message, if any.

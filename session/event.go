@@ -28,6 +28,8 @@ const (
 	TypeInputRequired Type = "input_required"
 	TypeInputResolved Type = "input_resolved"
 	TypeInterrupted   Type = "interrupted"
+	TypeRuleAdded     Type = "rule_added"
+	TypeRuleRevoked   Type = "rule_revoked"
 	// TypeApprovalRequired and TypeApprovalResolved are the names logs
 	// written before the one human-request model used for approvals. They
 	// are read as input_required and input_resolved of kind approval.
@@ -160,6 +162,9 @@ type ToolCall struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Attempt   int             `json:"attempt,omitempty"`
+	// Rule names the standing decision that approved (or rejected) the
+	// call without asking.
+	Rule string `json:"rule,omitempty"`
 }
 
 // ToolResult is a tool call's outcome; unknown tools and blocked calls get one too.
@@ -234,6 +239,47 @@ type InputResolved struct {
 	Text      string          `json:"text,omitempty"`
 	Selected  []string        `json:"selected,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
+	// Rule, when the person answered "always", is the standing decision
+	// made with this one.
+	Rule *Rule `json:"rule,omitempty"`
+}
+
+// Rule is a standing decision about tool calls: later calls it matches
+// are approved (or rejected) without asking. Scope "session" holds in
+// its session; "agent" in every session of the agent (of the tenant),
+// kept in the agent's rule log. A rule matches calls of Tool, and, when
+// Arguments is set, only calls with those arguments (as JSON values).
+type Rule struct {
+	ID        string          `json:"id"`
+	Scope     string          `json:"scope"`
+	Agent     string          `json:"agent,omitempty"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Decision  string          `json:"decision"`
+	By        string          `json:"by,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Time      time.Time       `json:"time"`
+	// Session is the session whose request the rule was made on.
+	Session string `json:"session,omitempty"`
+}
+
+// Rule scopes.
+const (
+	RuleSession = "session"
+	RuleAgent   = "agent"
+)
+
+// RuleAdded records a standing decision in an agent's rule log.
+type RuleAdded struct {
+	Rule Rule `json:"rule"`
+}
+
+// RuleRevoked ends a standing decision, in its session's log or its
+// agent's rule log.
+type RuleRevoked struct {
+	RuleID string `json:"rule_id"`
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Interrupted records that a run was stopped at a safe point because
@@ -276,6 +322,8 @@ func (*ToolResult) EventType() Type    { return TypeToolResult }
 func (*InputRequired) EventType() Type { return TypeInputRequired }
 func (*InputResolved) EventType() Type { return TypeInputResolved }
 func (*Interrupted) EventType() Type   { return TypeInterrupted }
+func (*RuleAdded) EventType() Type     { return TypeRuleAdded }
+func (*RuleRevoked) EventType() Type   { return TypeRuleRevoked }
 func (*Final) EventType() Type         { return TypeFinal }
 func (*Error) EventType() Type         { return TypeError }
 
@@ -306,6 +354,10 @@ func newData(t Type) Data {
 		return new(InputResolved)
 	case TypeInterrupted:
 		return new(Interrupted)
+	case TypeRuleAdded:
+		return new(RuleAdded)
+	case TypeRuleRevoked:
+		return new(RuleRevoked)
 	case TypeFinal:
 		return new(Final)
 	case TypeError:

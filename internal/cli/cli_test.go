@@ -907,3 +907,36 @@ func TestNewUserFrictions(t *testing.T) {
 		}
 	})
 }
+
+// approve --always makes the decision stand; agentrt rules lists and
+// revokes it.
+func TestApproveAlwaysAndRules(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	e := newEnv(t, "models:\n  s: {provider: demo}\nagents:\n  deployer:\n    model: s\n    tools: [deploy]\n    approval: {ask: [deploy]}\n", nil)
+	e.opts.ExtraTools = []tool.Tool{counter(&runs)}
+	call := scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"target":"prod"}`)}}
+	e.opts.Models = map[string]model.Model{"s": scripted.New("s", call, scripted.Reply{Text: "one"}, call, scripted.Reply{Text: "two"}, call)}
+	sid, req := pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "a1", "deploy"))
+	e.must(cli.ExitOK, "approve", "--always", "--for", "agent", "--by", "ana", sid, req)
+	// Another session: no question.
+	e.must(cli.ExitOK, "run", "--session", "a2", "deploy")
+	out := e.must(cli.ExitOK, "rules", "list", "--agent", "deployer").out
+	if !strings.Contains(out, "agent") || !strings.Contains(out, "deploy") || !strings.Contains(out, "ana") {
+		t.Fatalf("rules list:\n%s", out)
+	}
+	rule := strings.Fields(strings.Split(out, "\n")[1])[0]
+	if r := e.must(cli.ExitOK, "rules", "revoke", "a2", rule); !strings.Contains(r.err, "revoked "+rule) {
+		t.Errorf("revoke: %v", r)
+	}
+	e.must(cli.ExitWaiting, "run", "--session", "a3", "deploy")
+	if runs.Load() != 2 {
+		t.Errorf("deploy ran %d times, want 2", runs.Load())
+	}
+	if out := e.must(cli.ExitOK, "sessions", "list").out; strings.Contains(out, "_rules.") {
+		t.Errorf("the rule log shows in sessions list:\n%s", out)
+	}
+	if r := e.run("approve", "--for", "agent", "a3", "x"); r.code != cli.ExitUsage || !strings.Contains(r.err, "--for and --match go with --always") {
+		t.Errorf("%v", r)
+	}
+}

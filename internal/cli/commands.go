@@ -40,8 +40,8 @@ func newResumeCmd(g *globals) *cobra.Command {
 }
 
 func newApproveCmd(g *globals) *cobra.Command {
-	var reject, asJSON, noResume bool
-	var reason, args, by string
+	var reject, asJSON, noResume, always bool
+	var reason, args, by, alwaysFor, alwaysMatch string
 	cmd := &cobra.Command{
 		Use:   "approve SESSION REQUEST [--reject] [--reason R] [--args JSON]",
 		Short: "approve (or reject) a pending tool call; the run resumes",
@@ -58,6 +58,11 @@ func newApproveCmd(g *globals) *cobra.Command {
 				res.Decision = session.DecisionEdit
 				res.Arguments = []byte(args)
 			}
+			if always {
+				res.Always = &agentrt.Always{Scope: alwaysFor, Match: alwaysMatch}
+			} else if alwaysFor != "" || alwaysMatch != "" {
+				return usageErr("--for and --match go with --always")
+			}
 			return g.resolve(cmd, a2[0], a2[1], session.RequestApproval, res, asJSON, noResume)
 		},
 	}
@@ -65,7 +70,71 @@ func newApproveCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&reason, "reason", "", "why (shown to the model on reject)")
 	cmd.Flags().StringVar(&args, "args", "", "replacement arguments (a JSON object)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line")
+	cmd.Flags().BoolVar(&always, "always", false, "let the decision stand for later calls (see --for, --match; agentrt rules)")
+	cmd.Flags().StringVar(&alwaysFor, "for", "", "with --always: session (default) or agent (every session of the agent)")
+	cmd.Flags().StringVar(&alwaysMatch, "match", "", "with --always: tool (default: every call of the tool) or arguments (these exact arguments)")
 	addDeciderFlags(cmd, &by, &noResume)
+	return cmd
+}
+
+func newRulesCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "rules", Short: "standing decisions: approvals answered \"always\"", Args: cobra.NoArgs, RunE: groupRunE}
+	var agentName string
+	list := &cobra.Command{
+		Use:   "list [SESSION] [--agent A]",
+		Short: "the standing decisions in force for a session (its own and its agent's), or an agent's",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == (agentName != "") {
+				return usageErr("name a session, or an agent with --agent")
+			}
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				var rules []session.Rule
+				var err error
+				if agentName != "" {
+					rules, err = a.Runner.AgentRules(ctx, agentName)
+				} else {
+					rules, err = a.Runner.Rules(ctx, args[0])
+				}
+				if err != nil {
+					return err
+				}
+				if len(rules) == 0 {
+					fmt.Fprintln(g.s.Err, "no standing decisions")
+					return nil
+				}
+				tw := tabwriter.NewWriter(g.s.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RULE\tSCOPE\tTOOL\tARGUMENTS\tDECISION\tBY\tWHEN")
+				for _, r := range rules {
+					args := "(any)"
+					if len(r.Arguments) > 0 {
+						args = clip(string(r.Arguments), 60)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Scope, r.Tool, args, r.Decision, r.By, r.Time.Local().Format(time.DateTime))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	list.Flags().StringVar(&agentName, "agent", "", "list the agent's standing decisions")
+	var reason, by string
+	revoke := &cobra.Command{
+		Use:   "revoke SESSION RULE [--reason R]",
+		Short: "end a standing decision (the session's, or its agent's)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				if err := a.Runner.RevokeRule(ctx, args[0], args[1], decider(by), reason); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.s.Err, "revoked %s\n", args[1])
+				return nil
+			})
+		},
+	}
+	revoke.Flags().StringVar(&reason, "reason", "", "why")
+	revoke.Flags().StringVar(&by, "by", "", "who revokes (default: the OS user)")
+	cmd.AddCommand(list, revoke)
 	return cmd
 }
 
@@ -253,6 +322,9 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				tw := tabwriter.NewWriter(g.s.Out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTURN\tEVENTS\tUPDATED\tFIRST INPUT")
 				for _, s := range ss {
+					if strings.HasPrefix(s.ID, "_rules.") {
+						continue // an agent's rule log (agentrt rules)
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq,
 						s.UpdatedAt.Local().Format(time.DateTime), firstInput(ctx, a, s.ID))
 				}
