@@ -127,8 +127,9 @@ type ApprovalPolicy struct {
 	// Expires is how long a request for a person about a call waits
 	// before it gets its default decision (an approval: reject; a
 	// confirmation: failed), recorded by "system" with reason expired;
-	// zero means never. ExpiresFor sets it per tool: the first pattern
-	// (name or glob) that matches wins.
+	// zero means never. ExpiresFor sets it per tool: the tool's own name
+	// wins, else the longest glob that matches (the most specific; among
+	// equally long ones, the first in byte order).
 	Expires    time.Duration
 	ExpiresFor map[string]time.Duration
 }
@@ -136,10 +137,20 @@ type ApprovalPolicy struct {
 // expiresFor returns how long a request about a call of the named tool
 // waits, zero for ever.
 func (p ApprovalPolicy) expiresFor(name string) time.Duration {
-	for pat, d := range p.ExpiresFor {
-		if matchAny([]string{pat}, name) {
-			return d
+	if d, ok := p.ExpiresFor[name]; ok {
+		return d
+	}
+	best, found := "", false
+	for pat := range p.ExpiresFor {
+		if !matchAny([]string{pat}, name) {
+			continue
 		}
+		if !found || len(pat) > len(best) || (len(pat) == len(best) && pat < best) {
+			best, found = pat, true
+		}
+	}
+	if found {
+		return p.ExpiresFor[best]
 	}
 	return p.Expires
 }
