@@ -61,7 +61,7 @@ func (a *App) buildModel(ctx context.Context, cfg *config.Config, name string, t
 		m, err = a.autoModel(ctx, t, opts)
 	case "demo":
 		m = demo.New()
-		a.Notices = append(a.Notices, "agentrt: using the offline demo model (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add a model to agentrt.yaml)")
+		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: model %s is the offline demo model: arithmetic and the date only", name))
 	case "scripted":
 		path := mc.Script
 		if !filepath.IsAbs(path) && cfg.File() != "" {

@@ -212,3 +212,22 @@ func TestRecordThenReplay(t *testing.T) {
 		t.Error("both AGENTRT_RECORD and AGENTRT_REPLAY accepted")
 	}
 }
+
+// TestExplicitDemoNotice: a demo model chosen in the file is named as
+// such, not reported as "no model found".
+func TestExplicitDemoNotice(t *testing.T) {
+	cfg, err := config.Parse("agentrt.yaml", []byte("models:\n  offline: {provider: demo}\nagents:\n  a: {model: offline}\n"),
+		func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	got := strings.Join(a.Notices, "\n")
+	if want := "agentrt: model offline is the offline demo model: arithmetic and the date only"; got != want {
+		t.Errorf("notices %q, want %q", got, want)
+	}
+}

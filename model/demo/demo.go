@@ -24,8 +24,8 @@ import (
 const Name = "demo"
 
 // Notice is the demo model's reply to anything it cannot handle.
-const Notice = "This is agentrt's offline demo model: no language model is configured, " +
-	"so it can only do arithmetic with a calculator tool and tell the date and time with a clock tool. " +
+const Notice = "This is agentrt's offline demo model, not a language model: " +
+	"it can only do arithmetic with a calculator tool and tell the date and time with a clock tool. " +
 	"To use a real model, set OPENAI_API_KEY (and OPENAI_BASE_URL for any OpenAI-compatible server) " +
 	"or ANTHROPIC_API_KEY, or add a models entry to agentrt.yaml."
 

@@ -119,7 +119,7 @@ func TestToolChoice(t *testing.T) {
 
 func TestNotice(t *testing.T) {
 	t.Parallel()
-	for _, want := range []string{"offline demo model", "no language model is configured",
+	for _, want := range []string{"offline demo model", "not a language model",
 		"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "agentrt.yaml"} {
 		if !strings.Contains(demo.Notice, want) {
 			t.Errorf("Notice does not mention %q", want)

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -8,19 +9,40 @@ import (
 // calculator reads.
 var symbols = strings.NewReplacer("×", "*", "÷", "/", "−", "-", "–", "-")
 
+// percentOf finds "10% of 250" and "10 percent of 250".
+var percentOf = regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(\d+(?:\.\d+)?)`)
+
+// normalise writes × ÷ and − as * / and -, and "X% of Y" as X/100*Y (the
+// calculator's % is the remainder).
+func normalise(text string) string {
+	return percentOf.ReplaceAllString(symbols.Replace(text), "$1/100*$2")
+}
+
+// functions are the calculator's functions of one argument the demo model
+// recognises in a question ("sqrt(16)"); pi is its constant.
+var functions = map[string]bool{
+	"sqrt": true, "abs": true, "floor": true, "ceil": true, "round": true,
+	"log": true, "ln": true, "exp": true, "sin": true, "cos": true, "tan": true,
+}
+
 // expression returns the longest arithmetic expression in text, such as
-// "21*2+5" in "what is 21*2+5?", with × ÷ and − written * / and -.
-// It returns "" when text holds no expression with at least one operator.
+// "21*2+5" in "what is 21*2+5?", normalised (see normalise). Numbers may
+// have an exponent (1e308); sqrt(16) and the other one-argument functions
+// count as operations. It returns "" when text holds no expression with at
+// least one operation.
 func expression(text string) string {
-	text = symbols.Replace(text)
+	text = normalise(text)
 	best := ""
 	start := -1
-	for i := 0; i <= len(text); i++ {
-		if i < len(text) && isExprByte(text[i]) {
-			if start < 0 {
-				start = i
+	for i := 0; i <= len(text); {
+		if n := i; n < len(text) {
+			if l := exprToken(text, n); l > 0 {
+				if start < 0 {
+					start = i
+				}
+				i += l
+				continue
 			}
-			continue
 		}
 		if start >= 0 {
 			if e := clean(text[start:i]); len(e) > len(best) && valid(e) {
@@ -28,13 +50,65 @@ func expression(text string) string {
 			}
 			start = -1
 		}
+		i++
 	}
 	return best
 }
 
-func isExprByte(c byte) bool {
-	return c >= '0' && c <= '9' || strings.IndexByte(" .+-*/^()", c) >= 0
+// exprToken returns the length of the expression token that starts at
+// text[i]: a number (with its exponent), an operator, a parenthesis, a
+// space, pi, or a function name followed by "(". It returns 0 for
+// anything else, and for letters inside a word.
+func exprToken(text string, i int) int {
+	c := text[i]
+	switch {
+	case isDigit(c) || c == '.':
+		return numberLen(text[i:])
+	case strings.IndexByte(" +-*/^()", c) >= 0:
+		return 1
+	case isLetter(c):
+		if i > 0 && (isLetter(text[i-1]) || isDigit(text[i-1])) {
+			return 0
+		}
+		j := i
+		for j < len(text) && isLetter(text[j]) {
+			j++
+		}
+		w := strings.ToLower(text[i:j])
+		if w == "pi" {
+			return j - i
+		}
+		if functions[w] && strings.HasPrefix(strings.TrimLeft(text[j:], " "), "(") {
+			return j - i
+		}
+	}
+	return 0
 }
+
+// numberLen returns the length of the number at the start of s: digits
+// and dots, then an exponent (e or E, an optional sign, digits) if one
+// follows.
+func numberLen(s string) int {
+	j := 0
+	for j < len(s) && (isDigit(s[j]) || s[j] == '.') {
+		j++
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		k := j + 1
+		if k < len(s) && (s[k] == '+' || s[k] == '-') {
+			k++
+		}
+		if k < len(s) && isDigit(s[k]) {
+			for k < len(s) && isDigit(s[k]) {
+				k++
+			}
+			j = k
+		}
+	}
+	return j
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // clean trims what ends a sentence or belongs to the words around an
 // expression: spaces, a final full stop or operator, unmatched parentheses.
@@ -68,7 +142,8 @@ func isOperandStart(c byte) bool { return isDigit(c) || c == '(' || c == '.' }
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // valid reports whether s is a well-formed expression with at least one
-// binary operator: numbers, + - * / ^, unary minus and parentheses.
+// operation (a binary operator or a function): numbers, pi, + - * / ^,
+// unary minus, parentheses and functions of one argument.
 func valid(s string) bool {
 	depth, ops := 0, 0
 	operand := false // whether the last token was an operand
@@ -81,18 +156,32 @@ func valid(s string) bool {
 			if operand {
 				return false // two numbers in a row
 			}
-			j, dots, digits := i, 0, 0
-			for ; j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == '.'); j++ {
-				if s[j] == '.' {
-					dots++
-				} else {
-					digits++
-				}
+			n := numberLen(s[i:])
+			mantissa := s[i : i+n]
+			if e := strings.IndexAny(mantissa, "eE"); e >= 0 {
+				mantissa = mantissa[:e]
 			}
-			if dots > 1 || digits == 0 {
+			if strings.Count(mantissa, ".") > 1 || strings.Trim(mantissa, ".") == "" {
 				return false
 			}
-			operand, i = true, j
+			operand, i = true, i+n
+		case isLetter(c):
+			j := i
+			for j < len(s) && isLetter(s[j]) {
+				j++
+			}
+			w := strings.ToLower(s[i:j])
+			switch {
+			case operand:
+				return false
+			case w == "pi":
+				operand = true
+			case functions[w] && strings.HasPrefix(strings.TrimLeft(s[j:], " "), "("):
+				ops++ // the "(" that follows is checked as any other
+			default:
+				return false
+			}
+			i = j
 		case c == '(':
 			if operand {
 				return false
