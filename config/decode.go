@@ -90,7 +90,7 @@ func (d *decoder) parse(data []byte) *yaml.Node {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if !errors.Is(err, io.EOF) {
-			d.syntaxError(err)
+			d.syntaxError(err, data)
 		}
 		return nil
 	}
@@ -99,7 +99,7 @@ func (d *decoder) parse(data []byte) *yaml.Node {
 	case err == nil:
 		d.errorf(&extra, "", "a second YAML document; the config is a single mapping")
 	case !errors.Is(err, io.EOF):
-		d.syntaxError(err)
+		d.syntaxError(err, data)
 	}
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		return doc.Content[0]
@@ -108,14 +108,25 @@ func (d *decoder) parse(data []byte) *yaml.Node {
 }
 
 // syntaxError reports a YAML syntax error. yaml.v3 gives no column and
-// its line may be one early (or missing, on the first line), so the line
-// is only a hint.
-func (d *decoder) syntaxError(err error) {
+// its line may be early (or missing, on the first line), so an unclosed
+// bracket or a wrongly indented line is located in src (syntax.go);
+// otherwise yaml's line is only a hint.
+func (d *decoder) syntaxError(err error, src []byte) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	p := Problem{File: d.file}
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		p.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
+	}
+	locate := locateIndent
+	if strings.HasPrefix(msg, "did not find expected ',' or") {
+		locate = locateUnclosed
+	}
+	if line, col, found, ok := locate(string(src)); ok {
+		p.Line, p.Column = line, col
+		p.Message = "YAML syntax error: " + found + " (" + msg + ")"
+		d.problems = append(d.problems, p)
+		return
 	}
 	if msg == "mapping values are not allowed in this context" {
 		msg += `; quote a value that holds ": " or ends in ":", e.g. store: "memory:"`

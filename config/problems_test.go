@@ -264,7 +264,32 @@ func TestProblems(t *testing.T) {
 		{
 			name: "YAML syntax error",
 			src:  "models:\n  m: {provider: demo\n",
-			want: "agentrt.yaml:1: YAML syntax error: did not find expected ',' or '}'",
+			want: "agentrt.yaml:2:6: YAML syntax error: the { opened here is never closed: add } (did not find expected ',' or '}')",
+		},
+		{
+			name: "unclosed list before more keys",
+			src:  "agents:\n  a:\n    tools: [calculator, clock\n    instructions: hi\n",
+			want: "agentrt.yaml:3:12: YAML syntax error: the [ opened here is never closed: add ] (did not find expected ',' or ']')",
+		},
+		{
+			name: "bracket closed by the wrong one",
+			src:  "agents:\n  a: {tools: [clock}, model: m]\n",
+			want: "agentrt.yaml:2:14: YAML syntax error: the [ opened here is closed by } at line 2, column 20; expected ] (did not find expected ',' or ']')",
+		},
+		{
+			name: "key lining up with nothing",
+			src:  "models:\n  m:\n    provider: openai\n   model: gpt\n",
+			want: "agentrt.yaml:4:4: YAML syntax error: this line is indented 3 spaces, which lines up with no key above it (keys above are indented 0, 2) (did not find expected key)",
+		},
+		{
+			name: "key indented under a value",
+			src:  "models:\n  m:\n    provider: openai\n      model: gpt\n",
+			want: "agentrt.yaml:4:7: YAML syntax error: this line is indented deeper than line 3, whose key already has a value (mapping values are not allowed in this context)",
+		},
+		{
+			name: "lists and block text are followed",
+			src:  "agents:\n  a:\n    tools:\n    - calculator\n    - clock\n    instructions: |\n      be nice\n        really\n   limits: {max_rounds: 2}\n",
+			want: "agentrt.yaml:9:4: YAML syntax error: this line is indented 3 spaces, which lines up with no key above it (keys above are indented 0, 2) (did not find expected key)",
 		},
 		{
 			name: "unquoted value ending in a colon",
@@ -402,4 +427,24 @@ func TestCheckStore(t *testing.T) {
 			t.Errorf("CheckStore(%q) error repeats the password: %v", dsn, err)
 		}
 	}
+}
+
+// FuzzLocate: the locators never panic, and what they report is inside
+// the source.
+func FuzzLocate(f *testing.F) {
+	for _, s := range []string{"a: {b: [1, 2\n", "a:\n  b: 1\n   c: 2\n", "- a: 1\n  b: [x]\n- 'q''s': \"x\\\"\"\n", "k: |\n  x\n y: 1\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		lines := strings.Count(src, "\n") + 1
+		for _, locate := range []func(string) (int, int, string, bool){locateUnclosed, locateIndent} {
+			line, col, msg, ok := locate(src)
+			if !ok {
+				continue
+			}
+			if line < 1 || line > lines || col < 1 || msg == "" {
+				t.Errorf("locate(%q) = %d:%d %q", src, line, col, msg)
+			}
+		}
+	})
 }

@@ -1,0 +1,195 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// yaml.v3 reports a syntax error with the line where the construct it was
+// parsing began, often the line before the mistake, and no column. For the
+// two mistakes people make most in a config file, an unclosed { or [ and a
+// key indented wrongly, locate finds the place itself by scanning the
+// source; it reports ok false when it is not sure, and the caller keeps
+// yaml's message.
+
+// locateUnclosed finds the { or [ that is never closed: the innermost
+// flow collection still open at the end of the file, or the first closed
+// by the wrong bracket.
+func locateUnclosed(src string) (line, col int, msg string, ok bool) {
+	type open struct {
+		c         byte
+		line, col int
+	}
+	var stack []open
+	for n, text := range strings.Split(src, "\n") {
+		valueStart := true // whether the next non-space byte starts a value
+		for i := 0; i < len(text); i++ {
+			c := text[i]
+			switch {
+			case c == ' ' || c == '\t':
+				continue
+			case c == '#' && (i == 0 || text[i-1] == ' ' || text[i-1] == '\t'):
+				i = len(text)
+				continue
+			case c == '"' || c == '\'':
+				i = skipQuoted(text, i)
+			case c == '{' || c == '[':
+				if len(stack) > 0 || valueStart {
+					stack = append(stack, open{c, n + 1, i + 1})
+					valueStart = true
+					continue
+				}
+			case c == '}' || c == ']':
+				if len(stack) == 0 {
+					break
+				}
+				top := stack[len(stack)-1]
+				if want := closer(top.c); c != want {
+					return top.line, top.col, fmt.Sprintf("the %c opened here is closed by %c at line %d, column %d; expected %c",
+						top.c, c, n+1, i+1, want), true
+				}
+				stack = stack[:len(stack)-1]
+			case c == ',' && len(stack) > 0:
+				valueStart = true
+				continue
+			case c == ':' && (i+1 == len(text) || text[i+1] == ' '):
+				valueStart = true
+				continue
+			case c == '-' && valueStart && (i+1 == len(text) || text[i+1] == ' '):
+				continue // a list item: its value follows
+			}
+			valueStart = false
+		}
+	}
+	if len(stack) == 0 {
+		return 0, 0, "", false
+	}
+	top := stack[len(stack)-1]
+	return top.line, top.col, fmt.Sprintf("the %c opened here is never closed: add %c", top.c, closer(top.c)), true
+}
+
+func closer(c byte) byte {
+	if c == '{' {
+		return '}'
+	}
+	return ']'
+}
+
+// skipQuoted returns the index of the quote that closes the string opened
+// at text[i], or the last index when it is not closed on this line.
+func skipQuoted(text string, i int) int {
+	q := text[i]
+	for j := i + 1; j < len(text); j++ {
+		switch {
+		case q == '"' && text[j] == '\\':
+			j++
+		case text[j] == q:
+			if q == '\'' && j+1 < len(text) && text[j+1] == '\'' {
+				j++ // '' is a quote inside a single-quoted string
+				continue
+			}
+			return j
+		}
+	}
+	return len(text) - 1
+}
+
+// locateIndent finds a line of a block mapping whose indentation is wrong:
+// deeper than the line above although that line's key already has a value,
+// or lining up with no key above it. It skips what it cannot follow (flow
+// collections over several lines, block scalars), so it may find nothing.
+func locateIndent(src string) (line, col int, msg string, ok bool) {
+	var levels []indentLevel // the enclosing blocks, outermost first
+	opens := false           // whether the previous line opened a block ("key:" or "- ")
+	blockScalar := -1        // the indentation of the key whose | or > text is being skipped
+	for n, text := range strings.Split(src, "\n") {
+		trimmed := strings.TrimLeft(text, " ")
+		indent := len(text) - len(trimmed)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if blockScalar >= 0 {
+			if indent > blockScalar {
+				continue
+			}
+			blockScalar = -1
+		}
+		if strings.HasPrefix(trimmed, "---") || strings.HasPrefix(trimmed, "...") {
+			levels, opens = nil, false
+			continue
+		}
+		popped := false
+		for len(levels) > 0 && levels[len(levels)-1].indent > indent {
+			levels = levels[:len(levels)-1]
+			popped = true
+		}
+		switch {
+		case len(levels) == 0 || levels[len(levels)-1].indent < indent:
+			if len(levels) > 0 && !opens {
+				if popped {
+					return n + 1, indent + 1, fmt.Sprintf("this line is indented %d spaces, which lines up with no key above it (%s)",
+						indent, indents(levels)), true
+				}
+				above := levels[len(levels)-1]
+				return n + 1, indent + 1, fmt.Sprintf("this line is indented deeper than line %d, whose key already has a value", above.line), true
+			}
+			levels = append(levels, indentLevel{indent, n + 1})
+		default:
+			levels[len(levels)-1].line = n + 1
+		}
+		content := trimmed
+		for strings.HasPrefix(content, "- ") { // "- key: v" opens a mapping two columns in
+			content = strings.TrimLeft(content[2:], " ")
+			in := len(text) - len(content)
+			levels = append(levels, indentLevel{in, n + 1})
+		}
+		value, isKey := keyValue(content)
+		switch {
+		case strings.HasPrefix(value, "|") || strings.HasPrefix(value, ">"):
+			blockScalar, opens = indent, false
+		case strings.HasPrefix(value, "{") || strings.HasPrefix(value, "["):
+			if _, _, _, open := locateUnclosed(value); open {
+				return 0, 0, "", false // a flow collection over several lines: not followed
+			}
+			opens = false
+		default:
+			opens = (isKey && value == "") || content == "-"
+		}
+	}
+	return 0, 0, "", false
+}
+
+// keyValue splits "key: value" (or "key:") and returns the value with its
+// comment removed; isKey is false for a line that is not a key.
+func keyValue(s string) (value string, isKey bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\'':
+			if i == 0 {
+				i = skipQuoted(s, i)
+			}
+		case c == '#' && i > 0 && s[i-1] == ' ':
+			return "", false
+		case c == ':' && (i+1 == len(s) || s[i+1] == ' '):
+			v := strings.TrimSpace(s[i+1:])
+			if strings.HasPrefix(v, "#") {
+				v = ""
+			} else if j := strings.Index(v, " #"); j >= 0 {
+				v = strings.TrimSpace(v[:j])
+			}
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// indentLevel is a block's indentation and the last line seen at it.
+type indentLevel struct{ indent, line int }
+
+func indents(levels []indentLevel) string {
+	parts := make([]string, len(levels))
+	for i, l := range levels {
+		parts[i] = fmt.Sprintf("%d", l.indent)
+	}
+	return "keys above are indented " + strings.Join(parts, ", ")
+}
