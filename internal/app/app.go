@@ -91,16 +91,27 @@ func Tools(opts Options) (*tool.Registry, error) {
 	return tool.NewRegistry(append(builtin.All(now), opts.ExtraTools...)...)
 }
 
-// Check validates cfg beyond what parsing checks: every tool pattern
-// matches a tool.
+// Check validates cfg beyond what parsing checks, as a run needs it: the
+// strategies are built, every tool pattern matches a tool, and the models
+// the agents use can be built here (their api_key is set).
 func Check(cfg *config.Config, opts Options) error {
-	reg, err := Tools(opts)
-	if err != nil {
-		return err
-	}
 	var names []string
 	for _, n := range cfg.AgentNames() {
 		names = append(names, cfg.Agents[n].Models()...)
+	}
+	return check(cfg, opts, names) // none: CheckModels checks them all
+}
+
+// CheckAll is Check of every model in the file, used or not (a model kept
+// for later must work too): agentrt config check.
+func CheckAll(cfg *config.Config, opts Options) error {
+	return check(cfg, opts, cfg.ModelNames())
+}
+
+func check(cfg *config.Config, opts Options, models []string) error {
+	reg, err := Tools(opts)
+	if err != nil {
+		return err
 	}
 	return errors.Join(
 		cfg.CheckStrategies(config.StrategyReact),
@@ -108,7 +119,7 @@ func Check(cfg *config.Config, opts Options) error {
 			_, err := reg.Filter([]string{p})
 			return err == nil
 		}),
-		cfg.CheckModels(names...),
+		cfg.CheckModels(models...),
 	)
 }
 

@@ -845,6 +845,13 @@ func TestNewUserFrictions(t *testing.T) {
 			t.Errorf("exit %d\n%s\n%s", code, out.String(), errb.String())
 		}
 	})
+	t.Run("an empty api_key is said once", func(t *testing.T) {
+		e := newEnv(t, "models:\n  m: {provider: openai, model: gpt, api_key: \"${AGENTRT_TEST_UNSET_KEY}\"}\nagents:\n  a: {model: m}\n", nil)
+		r := e.run("config", "check")
+		if r.code != cli.ExitUsage || strings.Count(r.err, "api_key is empty because ${AGENTRT_TEST_UNSET_KEY} is not set") != 1 {
+			t.Errorf("%v", r)
+		}
+	})
 	t.Run("--version", func(t *testing.T) {
 		if r := agentrt(t, app.Options{}, "--version"); r.code != cli.ExitOK || !strings.HasPrefix(r.out, "agentrt version ") {
 			t.Errorf("%v", r)

@@ -655,7 +655,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 			}
 			// Every model, not only those the agents use: a model kept for
 			// later must work too.
-			if err := errors.Join(app.Check(cfg, g.options()), cfg.CheckModels()); err != nil {
+			if err := app.CheckAll(cfg, g.options()); err != nil {
 				return err
 			}
 			opts := g.options()
