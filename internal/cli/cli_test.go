@@ -845,6 +845,21 @@ func TestNewUserFrictions(t *testing.T) {
 			t.Errorf("exit %d\n%s\n%s", code, out.String(), errb.String())
 		}
 	})
+	t.Run("--approve auto and deny say what they decided", func(t *testing.T) {
+		e := newEnv(t, demoConfig+"agents:\n  assistant: {model: demo, tools: [calculator], approval: {ask: [calculator]}}\n", nil)
+		r := e.must(cli.ExitOK, "run", "--approve", "auto", "what is 2+3")
+		if want := "[approval] calculator {\"expression\":\"2+3\"}: approved (--approve auto)\n"; !strings.Contains(r.out, want) || strings.Contains(r.out, "Allow calculator") {
+			t.Errorf("auto:\n%s\nwant a line %q and no question", r.out, want)
+		}
+		r = e.must(cli.ExitOK, "run", "--approve", "deny", "what is 2+3")
+		if want := "[approval] calculator {\"expression\":\"2+3\"}: rejected (--approve deny)\n"; !strings.Contains(r.out, want) {
+			t.Errorf("deny:\n%s\nwant a line %q", r.out, want)
+		}
+		r = e.must(cli.ExitOK, "run", "--json", "--approve", "auto", "what is 4+5")
+		if !strings.Contains(r.out, `"type":"input_resolved"`) {
+			t.Errorf("--json: the decision is not among the events:\n%s", r.out)
+		}
+	})
 	t.Run("an empty api_key is said once", func(t *testing.T) {
 		e := newEnv(t, "models:\n  m: {provider: openai, model: gpt, api_key: \"${AGENTRT_TEST_UNSET_KEY}\"}\nagents:\n  a: {model: m}\n", nil)
 		r := e.run("config", "check")

@@ -29,6 +29,7 @@ func newResumeCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
 				p := newPrinter(g.s, asJSON, a.Notices)
+				p.decideBy(approve)
 				res := p.print(a.Runner.Resume(ctx, args[0]))
 				return finishRun(ctx, g, a, p, approve, args[0], res)
 			})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 )
@@ -56,6 +57,7 @@ func newRunCmd(g *globals) *cobra.Command {
 					return err
 				}
 				p := newPrinter(g.s, f.json, a.Notices)
+				p.decideBy(f.approve)
 				// With --agent, a session of another agent is an error, not
 				// a silent run of that other agent.
 				res := p.print(a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: "cli", Agent: f.agent}))
@@ -128,7 +130,11 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 			if d == "ask" {
 				d, args = prompt(g.s, st, q)
 			}
-			if _, err := a.Runner.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: d, Arguments: args, By: decider("")}); err != nil {
+			ev, err := a.Runner.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: d, Arguments: args, By: decider("")})
+			if err != nil {
+				return err
+			}
+			if err := p.emit(ev); err != nil {
 				return err
 			}
 		}
@@ -245,6 +251,10 @@ type printer struct {
 	streamed bool // the last model call streamed text
 	spin     *spinner
 	notices  []string // printed to stderr at the first event, then nil
+	// decide is the --approve mode when it answers approvals itself
+	// (auto, deny): the requests are then said as decisions, not asked.
+	decide  string
+	pending map[string][]model.ToolCall // the calls of approvals not said yet, with decide
 }
 
 func newPrinter(s Streams, asJSON bool, notices []string) *printer {
@@ -274,18 +284,31 @@ func (p *printer) print(seq iter.Seq2[*session.Event, error]) runResult {
 		case *session.Error:
 			res.errEvent = d
 		}
-		if p.json {
-			if err := p.enc.Encode(e); err != nil {
-				res.err = err
-				break
-			}
-			continue
+		if err := p.emit(e); err != nil {
+			res.err = err
+			break
 		}
-		p.human(e)
 	}
 	p.spin.stop()
 	p.endLine()
 	return res
+}
+
+// decideBy tells the printer that --approve mode answers approvals
+// itself when it is auto or deny.
+func (p *printer) decideBy(mode string) {
+	if mode == "auto" || mode == "deny" {
+		p.decide = mode
+	}
+}
+
+// emit shows one event: as JSON, or as a line for people.
+func (p *printer) emit(e *session.Event) error {
+	if p.json {
+		return p.enc.Encode(e)
+	}
+	p.human(e)
+	return nil
 }
 
 func (p *printer) endLine() {
@@ -328,12 +351,29 @@ func (p *printer) human(e *session.Event) {
 	case *session.InputRequired:
 		p.endLine()
 		label := "[" + string(d.Kind) + "]"
+		if d.Kind == session.RequestApproval && p.decide != "" {
+			// Said when --approve answers it; if it does not (a person
+			// must answer another request too), the outcome lists it.
+			if p.pending == nil {
+				p.pending = map[string][]model.ToolCall{}
+			}
+			p.pending[d.RequestID] = d.Calls
+			break
+		}
 		if d.Kind == session.RequestSelect {
 			fmt.Fprintf(out, "%s %s (options: %s; request %s)\n", label, d.Question, strings.Join(d.Options, ", "), d.RequestID)
 			break
 		}
 		fmt.Fprintf(out, "%s %s (request %s)\n", label, d.Question, d.RequestID)
 	case *session.InputResolved:
+		if calls, ok := p.pending[d.RequestID]; ok && d.Kind == session.RequestApproval {
+			delete(p.pending, d.RequestID)
+			verdict := map[string]string{session.DecisionApprove: "approved", session.DecisionReject: "rejected"}[d.Decision]
+			for _, c := range calls {
+				fmt.Fprintf(out, "[approval] %s %s: %s (--approve %s)\n", c.Name, clip(string(c.Arguments), 400), cmpOr(verdict, d.Decision), p.decide)
+			}
+			break
+		}
 		fmt.Fprintf(out, "[%s] %s: %s\n", cmpOr(string(d.Kind), "approval"), d.RequestID, d.Decision)
 	case *session.Interrupted:
 		p.endLine()
