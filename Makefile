@@ -8,4 +8,4 @@ run:
 	go run ./cmd/agentrt run "what is 21*2+5"
 
 bench:
-	go test -run '^$$' -bench . -benchmem -count 6 ./runtime/ | tee bench.out
+	go test -run '^$$' -bench . -benchmem -count 6 . | tee bench.out

@@ -182,7 +182,7 @@ func newRoot(g *globals) *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default ./agentrt.yaml if present, else built-in defaults)")
-	root.PersistentFlags().StringVar(&g.store, "store", "", "store DSN, overriding the config (sqlite:PATH or memory:)")
+	root.PersistentFlags().StringVar(&g.store, "store", "", "store DSN, overriding the config (sqlite:PATH, postgres://USER:PASS@HOST/DB or memory:)")
 	root.PersistentFlags().StringVar(&g.tenant, "tenant", "", "the tenant whose sessions to use (default: the config's tenant, else default)")
 	root.AddCommand(
 		newRunCmd(g), newResumeCmd(g), newApproveCmd(g), newRespondCmd(g), newRecoverCmd(g), newRulesCmd(g), newSessionsCmd(g), newReplayCmd(g),

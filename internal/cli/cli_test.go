@@ -860,6 +860,26 @@ func TestNewUserFrictions(t *testing.T) {
 			t.Errorf("--json: the decision is not among the events:\n%s", r.out)
 		}
 	})
+	t.Run("the README tour: an edit and a prompt", func(t *testing.T) {
+		e := newEnv(t, demoConfig+"agents:\n  assistant: {model: demo, tools: [calculator, clock, ask_user], approval: {ask: [calculator]}}\n", nil)
+		r := e.must(cli.ExitWaiting, "run", "--session", "t1", "what is 21*2+5")
+		m := approveCmd.FindStringSubmatch(r.err)
+		if m == nil {
+			t.Fatalf("no approve line:\n%s", r.err)
+		}
+		r = e.must(cli.ExitOK, "approve", "t1", m[2], "--args", `{"expression":"21*2+6"}`, "--reason", "the model misread")
+		if !strings.Contains(r.out, "21*2+6 = 48") {
+			t.Errorf("after the edit:\n%s", r.out)
+		}
+		r = e.must(cli.ExitWaiting, "run", "--session", "t2", "ask me: what is your name?")
+		q := regexp.MustCompile(`\[prompt\] what is your name\? \(request (\S+)\)`).FindStringSubmatch(r.out)
+		if q == nil || !strings.Contains(r.err, "agentrt respond t2 "+q[1]+" TEXT") {
+			t.Fatalf("no prompt:\n%s\n%s", r.out, r.err)
+		}
+		if r = e.must(cli.ExitOK, "respond", "t2", q[1], "Ada"); !strings.Contains(r.out, "You answered: Ada") {
+			t.Errorf("after the answer:\n%s", r.out)
+		}
+	})
 	t.Run("an empty api_key is said once", func(t *testing.T) {
 		e := newEnv(t, "models:\n  m: {provider: openai, model: gpt, api_key: \"${AGENTRT_TEST_UNSET_KEY}\"}\nagents:\n  a: {model: m}\n", nil)
 		r := e.run("config", "check")

@@ -1,7 +1,7 @@
 // Package demo is agentrt's offline default model, used when no real model
 // is configured. It is a handful of rules, and says so: it calls a
-// calculator tool for arithmetic, a clock tool for the date and time,
-// answers from their results, and otherwise explains how to configure a
+// calculator tool for arithmetic, a clock tool for the date and time, the
+// ask_user tool for "ask me: QUESTION", answers from their results, and otherwise explains how to configure a
 // real model (see Notice).
 //
 // It streams its text word by word and reports an estimated usage, so the
@@ -33,6 +33,7 @@ const Notice = "This is agentrt's offline demo model, not a language model: " +
 const (
 	calculatorTool = "calculator"
 	clockTool      = "clock"
+	askUserTool    = "ask_user"
 )
 
 // Model is the demo model. The zero value is ready to use, and it is safe
@@ -99,6 +100,12 @@ func respond(req *model.Request) (string, *model.ToolCall) {
 		return answer(req.Messages), nil
 	case model.RoleUser:
 		text := last.Text()
+		if q, ok := askMe(text); ok && offers(req, askUserTool) {
+			args, _ := json.Marshal(struct {
+				Question string `json:"question"`
+			}{q})
+			return "", newCall(req, askUserTool, args)
+		}
 		if expr := expression(text); expr != "" && offers(req, calculatorTool) {
 			args, _ := json.Marshal(struct {
 				Expression string `json:"expression"`
@@ -185,6 +192,19 @@ func answerOne(m model.Message, name string) string {
 				return fmt.Sprintf("The result is %s.", out.Result)
 			}
 			return fmt.Sprintf("%s = %s", out.Expression, out.Result)
+		}
+	case askUserTool:
+		var out struct {
+			Answer   string   `json:"answer"`
+			Selected []string `json:"selected"`
+		}
+		if decode(text, &out) {
+			switch {
+			case out.Answer != "":
+				return fmt.Sprintf("You answered: %s", out.Answer)
+			case len(out.Selected) > 0:
+				return fmt.Sprintf("You chose: %s", strings.Join(out.Selected, ", "))
+			}
 		}
 	case clockTool:
 		var out struct {

@@ -16,6 +16,7 @@ import (
 var (
 	calculator = model.ToolSpec{Name: "calculator", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	clock      = model.ToolSpec{Name: "clock", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	askUser    = model.ToolSpec{Name: "ask_user", InputSchema: json.RawMessage(`{"type":"object"}`)}
 )
 
 func generate(t *testing.T, req *model.Request) *model.Response {
@@ -65,6 +66,13 @@ func TestUserMessages(t *testing.T) {
 		{"please update the docs", both, "", ""},
 		{"what is (2+3", both, "calculator", `{"expression":"2+3"}`},
 		{"what is 2+", both, "", ""},
+		{"what is 1e308*10", both, "calculator", `{"expression":"1e308*10"}`},
+		{"what is sqrt(16)", both, "calculator", `{"expression":"sqrt(16)"}`},
+		{"what is 10% of 250?", both, "calculator", `{"expression":"10/100*250"}`},
+		{"ask me: what is your name?", []model.ToolSpec{calculator, askUser}, "ask_user", `{"question":"what is your name?"}`},
+		{"Ask me: 2+2?", []model.ToolSpec{calculator, askUser}, "ask_user", `{"question":"2+2?"}`},
+		{"ask me: what is your name?", both, "", ""},
+		{"ask me:", []model.ToolSpec{askUser}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.input, func(t *testing.T) {
@@ -159,6 +167,18 @@ func TestToolResults(t *testing.T) {
 			calls:   []model.ToolCall{call("c1", "calculator")},
 			results: []model.Message{toolResult("c1", "calculator", `{"expression":"21*2+5","result":47}`, false)},
 			want:    "21*2+5 = 47",
+		},
+		{
+			name:    "ask_user answer",
+			calls:   []model.ToolCall{call("c1", "ask_user")},
+			results: []model.Message{toolResult("c1", "ask_user", `{"answer":"Ada"}`, false)},
+			want:    "You answered: Ada",
+		},
+		{
+			name:    "ask_user selection",
+			calls:   []model.ToolCall{call("c1", "ask_user")},
+			results: []model.Message{toolResult("c1", "ask_user", `{"selected":["red","blue"]}`, false)},
+			want:    "You chose: red, blue",
 		},
 		{
 			name:    "fraction",

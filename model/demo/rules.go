@@ -208,6 +208,17 @@ func valid(s string) bool {
 	return operand && depth == 0 && ops > 0
 }
 
+// askMe returns the question of "ask me: QUESTION", which the demo model
+// asks the person with the ask_user tool.
+func askMe(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	if len(t) < 7 || !strings.EqualFold(t[:7], "ask me:") {
+		return "", false
+	}
+	q := strings.TrimSpace(t[7:])
+	return q, q != ""
+}
+
 // timePhrases are what people ask for the date or time.
 var timePhrases = []string{
 	"what time", "what's the time", "whats the time", "the time now", "current time",
