@@ -65,3 +65,29 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatalf("schema version %d (%v), want %d", version, err, len(migrations))
 	}
 }
+
+// The store runs synchronous=NORMAL (a power loss may lose the last
+// commits; a process crash loses nothing); a DSN may ask for FULL, which
+// wins over the store's default (docs/configuration.md, the cost in
+// docs/benchmarks.md).
+func TestSynchronous(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	for dsn, want := range map[string]int{
+		filepath.Join(dir, "normal.db"):                                1,
+		"file:" + filepath.Join(dir, "full.db") + "?_synchronous=FULL": 2,
+	} {
+		st, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		if err := st.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: synchronous = %d, want %d", dsn, got, want)
+		}
+		st.Close()
+	}
+}
