@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/follow"
 )
 
 // migrations[v] takes the schema from version v to v+1; len(migrations) is
@@ -164,8 +165,8 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	if err != nil {
 		return fmt.Errorf("postgres: commit to session %q: %w", c.SessionID, err)
 	}
-	if len(c.Events) > 0 && st.nwait.Load() > 0 {
-		st.wake(tenant, c.SessionID)
+	if len(c.Events) > 0 && st.waiters.Any() {
+		st.waiters.Wake(tenant, c.SessionID)
 	}
 	return nil
 }
@@ -402,45 +403,6 @@ func (st *Store) readPage(ctx context.Context, tenant, id string, from int64) ([
 	return page, nil
 }
 
-// waitKey names a session the Follow calls wait on.
-type waitKey struct{ tenant, id string }
-
-type waiter struct {
-	ch chan struct{}
-	n  int
-}
-
-func (st *Store) wait(tenant, id string) (<-chan struct{}, func()) {
-	k := waitKey{tenant, id}
-	st.nwait.Add(1)
-	st.waitMu.Lock()
-	w := st.waiters[k]
-	if w == nil {
-		w = &waiter{ch: make(chan struct{})}
-		st.waiters[k] = w
-	}
-	w.n++
-	st.waitMu.Unlock()
-	return w.ch, func() {
-		st.waitMu.Lock()
-		if w.n--; w.n == 0 && st.waiters[k] == w {
-			delete(st.waiters, k)
-		}
-		st.waitMu.Unlock()
-		st.nwait.Add(-1)
-	}
-}
-
-func (st *Store) wake(tenant, id string) {
-	k := waitKey{tenant, id}
-	st.waitMu.Lock()
-	if w := st.waiters[k]; w != nil {
-		close(w.ch)
-		delete(st.waiters, k)
-	}
-	st.waitMu.Unlock()
-}
-
 // listen starts, once, the goroutine that LISTENs for other processes'
 // commits and wakes this process's followers; Close stops it. It returns
 // a channel closed once the first LISTEN is in place (or failed), so that
@@ -504,8 +466,8 @@ func (st *Store) listenOnceConn(ctx context.Context, ready chan struct{}) {
 			}
 			return
 		}
-		if tenant, id, ok := strings.Cut(n.Payload, "\n"); ok && st.nwait.Load() > 0 {
-			st.wake(tenant, id)
+		if tenant, id, ok := strings.Cut(n.Payload, "\n"); ok && st.waiters.Any() {
+			st.waiters.Wake(tenant, id)
 		}
 	}
 }
@@ -522,48 +484,8 @@ func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*
 			return
 		}
 		tenant := session.TenantOf(ctx)
-		last := max(after, 0)
-		var timer *time.Timer
-		defer func() {
-			if timer != nil {
-				timer.Stop()
-			}
-		}()
-		for {
-			wake, done := st.wait(tenant, id)
-			n := 0
-			for ev, err := range st.Events(ctx, id, last) {
-				if err != nil {
-					done()
-					if ctx.Err() == nil {
-						yield(nil, err)
-					}
-					return
-				}
-				if !yield(ev, nil) {
-					done()
-					return
-				}
-				last = ev.Seq
-				n++
-			}
-			if n > 0 {
-				done()
-				continue
-			}
-			if timer == nil {
-				timer = time.NewTimer(st.poll)
-			} else {
-				timer.Reset(st.poll)
-			}
-			select {
-			case <-wake:
-			case <-timer.C:
-			case <-ctx.Done():
-				done()
-				return
-			}
-			done()
-		}
+		follow.Loop(ctx, &st.waiters, tenant, id, after, st.poll, func(after int64) iter.Seq2[*session.Event, error] {
+			return st.Events(ctx, id, after)
+		})(yield)
 	}
 }

@@ -29,7 +29,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
+
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/follow"
 )
 
 const (
@@ -56,10 +57,8 @@ type Store struct {
 	schema string // the search_path schema, when WithSchema set one
 
 	// Follow's waiters: a commit of this process, or a notification from
-	// another, closes its session's channel.
-	nwait   atomic.Int32
-	waitMu  sync.Mutex
-	waiters map[waitKey]*waiter // guarded by waitMu
+	// another, wakes its session's.
+	waiters follow.Waiters
 
 	listenOnce  sync.Once
 	listenStop  context.CancelFunc
@@ -105,7 +104,7 @@ const DefaultPollInterval = time.Second
 // key=value DSN, as pgx takes them), migrates the schema and returns the
 // store. Errors never show the DSN's password.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	st := &Store{now: time.Now, poll: DefaultPollInterval, waiters: make(map[waitKey]*waiter)}
+	st := &Store{now: time.Now, poll: DefaultPollInterval}
 	for _, o := range opts {
 		o(st)
 	}
@@ -386,8 +385,8 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("postgres: delete session %q: %w", id, err)
 	}
-	if st.nwait.Load() > 0 {
-		st.wake(tenant, id)
+	if st.waiters.Any() {
+		st.waiters.Wake(tenant, id)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/follow"
 )
 
 // Commit appends c.Events, updates the session row and replaces the
@@ -92,8 +93,8 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
-	if len(c.Events) > 0 && st.nwait.Load() > 0 {
-		st.wake(tenant, c.SessionID)
+	if len(c.Events) > 0 && st.waiters.Any() {
+		st.waiters.Wake(tenant, c.SessionID)
 	}
 	return nil
 }
@@ -254,101 +255,14 @@ func (st *Store) leaseUpdate(ctx context.Context, tx *sql.Tx, tenant string, l s
 	return fmt.Errorf("token %d, session's is %d: %w", l.Token, cur.Token, session.ErrFenced)
 }
 
-// waiter is what the Follow calls on one session wait for.
-type waiter struct {
-	ch chan struct{} // closed by the next commit to the session
-	n  int           // Follow calls using it
-}
-
-// waitKey names a session the Follow calls wait on.
-type waitKey struct{ tenant, id string }
-
-// wait registers a Follow on session id of tenant and returns the channel
-// the next commit to it closes; done unregisters.
-func (st *Store) wait(tenant, id string) (ch <-chan struct{}, done func()) {
-	k := waitKey{tenant, id}
-	st.nwait.Add(1)
-	st.waitMu.Lock()
-	w := st.waiters[k]
-	if w == nil {
-		w = &waiter{ch: make(chan struct{})}
-		st.waiters[k] = w
-	}
-	w.n++
-	st.waitMu.Unlock()
-	return w.ch, func() {
-		st.waitMu.Lock()
-		if w.n--; w.n == 0 && st.waiters[k] == w {
-			delete(st.waiters, k)
-		}
-		st.waitMu.Unlock()
-		st.nwait.Add(-1)
-	}
-}
-
-// wake closes the channel the Follow calls on session id wait on.
-func (st *Store) wake(tenant, id string) {
-	k := waitKey{tenant, id}
-	st.waitMu.Lock()
-	if w := st.waiters[k]; w != nil {
-		close(w.ch)
-		delete(st.waiters, k)
-	}
-	st.waitMu.Unlock()
-}
-
 // Follow yields the session's events after after, then each new one as it
 // is committed, until ctx ends. Commits through this Store wake it at
 // once; commits by other processes are found by polling (see
 // WithPollInterval). See session.Follower.
 func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
-	return func(yield func(*session.Event, error) bool) {
-		last := max(after, 0)
-		var timer *time.Timer
-		defer func() {
-			if timer != nil {
-				timer.Stop()
-			}
-		}()
-		for {
-			// Wait before reading: a commit between the read and the wait
-			// then still wakes this Follow.
-			wake, done := st.wait(session.TenantOf(ctx), id)
-			n := 0
-			for ev, err := range st.Events(ctx, id, last) {
-				if err != nil {
-					done()
-					if ctx.Err() == nil {
-						yield(nil, err)
-					}
-					return
-				}
-				if !yield(ev, nil) {
-					done()
-					return
-				}
-				last = ev.Seq
-				n++
-			}
-			if n > 0 {
-				done()
-				continue
-			}
-			if timer == nil {
-				timer = time.NewTimer(st.poll)
-			} else {
-				timer.Reset(st.poll)
-			}
-			select {
-			case <-wake:
-			case <-timer.C:
-			case <-ctx.Done():
-				done()
-				return
-			}
-			done()
-		}
-	}
+	return follow.Loop(ctx, &st.waiters, session.TenantOf(ctx), id, after, st.poll, func(after int64) iter.Seq2[*session.Event, error] {
+		return st.Events(ctx, id, after)
+	})
 }
 
 // LoadSnapshot returns the session's latest snapshot, or nil if it has

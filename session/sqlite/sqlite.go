@@ -42,12 +42,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
+
 	"time"
 
 	sqlitedrv "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/follow"
 )
 
 const (
@@ -85,12 +86,8 @@ type Store struct {
 	now  func() time.Time // the clock of leases
 	poll time.Duration    // how often Follow looks for other processes' commits
 
-	// Follow's waiters, by session: a commit closes its session's channel.
-	// nwait counts them, so that a commit with nobody following takes no
-	// lock.
-	nwait   atomic.Int32
-	waitMu  sync.Mutex
-	waiters map[waitKey]*waiter // guarded by waitMu; by tenant and session
+	// Follow's waiters, by session: a commit wakes its session's.
+	waiters follow.Waiters
 
 	// Statements, prepared once by Open. The w ones run inside
 	// transactions through tx.StmtContext, which reuses the preparation.
@@ -213,7 +210,7 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		// any that does later is checked.
 		"_foreign_keys=on",
 	}
-	st := &Store{now: time.Now, poll: DefaultPollInterval, waiters: make(map[waitKey]*waiter)}
+	st := &Store{now: time.Now, poll: DefaultPollInterval}
 	for _, o := range opts {
 		o(st)
 	}
@@ -593,8 +590,8 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: delete session %q: %w", id, err)
 	}
-	if st.nwait.Load() > 0 {
-		st.wake(tenant, id)
+	if st.waiters.Any() {
+		st.waiters.Wake(tenant, id)
 	}
 	return nil
 }
