@@ -153,6 +153,26 @@ type Lease struct {
 	Expires   time.Time `json:"expires"`
 }
 
+// Take is the rule every store's Acquire applies to a session's current
+// lease l (Owner empty when none was ever held): the live owner acquiring
+// again keeps its token; another owner of a live lease gets a
+// *LeaseHeldError; otherwise the token grows by one and owner takes it.
+// The lease then lasts ttl from now (to the microsecond, as stores keep
+// it).
+func (l Lease) Take(owner string, now time.Time, ttl time.Duration) (Lease, error) {
+	live := l.Owner != "" && now.Before(l.Expires)
+	switch {
+	case live && l.Owner == owner:
+	case live:
+		return Lease{}, &LeaseHeldError{Lease: l}
+	default:
+		l.Token++
+		l.Owner = owner
+	}
+	l.Expires = now.Add(ttl).Truncate(time.Microsecond)
+	return l, nil
+}
+
 // LeaseHeldError is Acquire's error when another owner holds a live
 // lease: who, and until when. It wraps ErrLeaseHeld.
 type LeaseHeldError struct {

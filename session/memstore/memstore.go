@@ -427,20 +427,13 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 	if !ok {
 		return session.Lease{}, notFound("acquire", id)
 	}
-	now := st.now()
-	l := &e.lease
-	switch {
-	case l.Owner == owner && now.Before(l.Expires):
-		// The live owner again: same token.
-	case l.Owner != "" && now.Before(l.Expires):
-		return session.Lease{}, fmt.Errorf("memstore: acquire: %w", &session.LeaseHeldError{Lease: *l})
-	default:
-		l.Token++
-		l.Owner = owner
+	e.lease.SessionID = id
+	l, err := e.lease.Take(owner, st.now(), ttl)
+	if err != nil {
+		return session.Lease{}, fmt.Errorf("memstore: acquire: %w", err)
 	}
-	l.SessionID = id
-	l.Expires = now.Add(ttl)
-	return *l, nil
+	e.lease = l
+	return l, nil
 }
 
 // Renew extends l. See session.Leaser.

@@ -252,17 +252,10 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 		if err != nil {
 			return err
 		}
-		now := st.now()
-		live := l.Owner != "" && now.Before(l.Expires)
-		switch {
-		case live && l.Owner == owner:
-		case live:
-			return &session.LeaseHeldError{Lease: l}
-		default:
-			l.Token++
-			l.Owner = owner
+		l, err = l.Take(owner, st.now(), ttl)
+		if err != nil {
+			return err
 		}
-		l.Expires = now.Add(ttl).Truncate(time.Microsecond)
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET lease_owner = $1, lease_token = $2, lease_expires = $3 WHERE tenant = $4 AND id = $5`,
 			l.Owner, l.Token, l.Expires.UnixMicro(), tenant, id); err != nil {
 			return err
