@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -207,6 +208,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	return a, nil
 }
 
+// keywordDSN matches a libpq key=value connection string.
+var keywordDSN = regexp.MustCompile(`(^|\s)(host|hostaddr|port|dbname|user|password|sslmode)=`)
+
 // OpenStore opens a store from a DSN: sqlite:PATH, postgres://…,
 // memory:, or a bare path (SQLite).
 func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
@@ -221,6 +225,10 @@ func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
 		return sqlite.Open(ctx, dsn) // a SQLite URI, which sqlite.Open takes as it is
 	case dsn == "":
 		return nil, errors.New("store: empty DSN")
+	}
+	if keywordDSN.MatchString(dsn) {
+		// Not a file name: it would put the password in one.
+		return nil, fmt.Errorf("store: %q looks like a key=value Postgres DSN; write it as postgres://USER:PASSWORD@HOST:PORT/DBNAME", postgres.Redact(dsn))
 	}
 	if i := strings.Index(dsn, ":"); i > 1 && isScheme(dsn[:i]) {
 		// "sqllite:x" is a typo, not a file to create.

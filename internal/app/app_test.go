@@ -27,6 +27,7 @@ func TestOpenStore(t *testing.T) {
 		"":                         "empty DSN",
 		"sqllite:x.db":             `unknown scheme "sqllite"`,
 		"redis://127.0.0.1:6379/0": `unknown scheme "redis"`,
+		"host=127.0.0.1 port=1 user=u password=s3cret dbname=x": `"host=127.0.0.1 port=1 user=u password=xxxxx dbname=x" looks like a key=value Postgres DSN; write it as postgres://`,
 		// Nothing listens on port 1; the password is never shown.
 		"postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=5": "cannot reach postgres://u:xxxxx@127.0.0.1:1/db",
 	} {

@@ -156,10 +156,14 @@ func Redact(dsn string) string {
 		if _, ok := u.User.Password(); ok {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
 		}
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
 		return u.Redacted()
 	}
 	if strings.Contains(dsn, "://") {
-		return urlPassword.ReplaceAllString(dsn, "${1}xxxxx@")
+		return redactSecrets(dsn, dsn)
 	}
 	// key=value form: drop password=...
 	fields := strings.Fields(dsn)
@@ -171,25 +175,48 @@ func Redact(dsn string) string {
 	return strings.Join(fields, " ")
 }
 
+// secrets returns the passwords written in dsn: in the URL's user info, in
+// its password parameter, or as a password= field.
+func secrets(dsn string) []string {
+	var out []string
+	if u, err := url.Parse(dsn); err == nil {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+		out = append(out, u.Query()["password"]...)
+	} else if m := urlPassword.FindStringSubmatch(dsn); m != nil {
+		out = append(out, strings.TrimSuffix(strings.TrimPrefix(m[0], m[1]), "@"))
+	}
+	for f := range strings.FieldsSeq(dsn) {
+		if v, ok := strings.CutPrefix(strings.ToLower(f), "password="); ok && v != "" {
+			out = append(out, f[len("password="):])
+		}
+	}
+	if i := strings.Index(strings.ToLower(dsn), "password="); i >= 0 {
+		// A password parameter of a URL that does not parse.
+		v := dsn[i+len("password="):]
+		if j := strings.IndexAny(v, "& "); j >= 0 {
+			v = v[:j]
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// redactSecrets returns text with dsn's passwords replaced by xxxxx.
+func redactSecrets(text, dsn string) string {
+	for _, p := range secrets(dsn) {
+		if p != "" {
+			text = strings.ReplaceAll(text, p, "xxxxx")
+		}
+	}
+	return text
+}
+
 // redactErr returns err's text without dsn's password, which pgx may
 // quote.
 func redactErr(err error, dsn string) string {
-	msg := err.Error()
-	if u, perr := url.Parse(dsn); perr == nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
-	} else if m := urlPassword.FindStringSubmatch(dsn); m != nil {
-		if p := strings.TrimSuffix(strings.TrimPrefix(m[0], m[1]), "@"); p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
-	}
-	for _, f := range strings.Fields(dsn) {
-		if v, ok := strings.CutPrefix(strings.ToLower(f), "password="); ok && v != "" {
-			msg = strings.ReplaceAll(msg, f[len("password="):], "xxxxx")
-		}
-	}
-	return msg
+	return redactSecrets(err.Error(), dsn)
 }
 
 // Close stops following and closes the pool. It is idempotent.

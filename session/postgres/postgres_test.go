@@ -98,6 +98,10 @@ func TestOpenErrors(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret-pw") || !strings.Contains(err.Error(), "cannot reach postgres://agentrt:xxxxx@127.0.0.1:1/agentrt") {
 		t.Errorf("an unreachable database: %v", err)
 	}
+	_, err = postgres.Open(t.Context(), "postgres://agentrt@127.0.0.1:1/agentrt?password=s3cret-pw&connect_timeout=5")
+	if err == nil || strings.Contains(err.Error(), "s3cret-pw") || !strings.Contains(err.Error(), "password=xxxxx") {
+		t.Errorf("an unreachable database, the password as a parameter: %v", err)
+	}
 	_, err = postgres.Open(t.Context(), "postgres://u:s3cret-pw@[bad")
 	if err == nil || strings.Contains(err.Error(), "s3cret-pw") {
 		t.Errorf("a malformed DSN: %v", err)
@@ -106,9 +110,13 @@ func TestOpenErrors(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://u:pw@h/db":           "postgres://u:xxxxx@h/db",
-		"postgres://u@h/db":              "postgres://u@h/db",
-		"host=h user=u password=pw db=x": "host=h user=u password=xxxxx db=x",
+		"postgres://u:pw@h/db":                                   "postgres://u:xxxxx@h/db",
+		"postgres://u@h/db":                                      "postgres://u@h/db",
+		"host=h user=u password=pw db=x":                         "host=h user=u password=xxxxx db=x",
+		"postgres://u@h/db?password=secret&sslmode=disable":      "postgres://u@h/db?password=xxxxx&sslmode=disable",
+		"postgres://u:secret@h/db?password=secret":               "postgres://u:xxxxx@h/db?password=xxxxx",
+		"postgres://u:se%cret@h/db":                              "postgres://u:xxxxx@h/db",
+		"postgres://u@h:badport/db?sslmode=x&password=secret2 x": "postgres://u@h:badport/db?sslmode=x&password=xxxxx x",
 	} {
 		if got := postgres.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
