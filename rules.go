@@ -162,3 +162,16 @@ func (r *Runner) RevokeRule(ctx context.Context, id, ruleID, by, reason string) 
 	}
 	return r.writeRules(ctx, agent, &session.RuleRevoked{RuleID: ruleID, By: by, Reason: reason})
 }
+
+// RevokeAgentRule ends one of the named agent's standing decisions (of
+// ctx's tenant), without naming a session.
+func (r *Runner) RevokeAgentRule(ctx context.Context, agent, ruleID, by, reason string) error {
+	rules, err := r.AgentRules(ctx, agent)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(rules, func(rr session.Rule) bool { return rr.ID == ruleID }) {
+		return &Error{Kind: FailInput, Code: "unknown_rule", Msg: fmt.Sprintf("agent %s has no standing decision %q", agent, ruleID)}
+	}
+	return r.writeRules(ctx, agent, &session.RuleRevoked{RuleID: ruleID, By: by, Reason: reason})
+}

@@ -960,15 +960,28 @@ func TestApproveAlwaysAndRules(t *testing.T) {
 	call := scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"target":"prod"}`)}}
 	e.opts.Models = map[string]model.Model{"s": scripted.New("s", call, scripted.Reply{Text: "one"}, call, scripted.Reply{Text: "two"}, call)}
 	sid, req := pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "a1", "deploy"))
-	e.must(cli.ExitOK, "approve", "--always", "--for", "agent", "--by", "ana", sid, req)
-	// Another session: no question.
-	e.must(cli.ExitOK, "run", "--session", "a2", "deploy")
-	out := e.must(cli.ExitOK, "rules", "list", "--agent", "deployer").out
-	if !strings.Contains(out, "agent") || !strings.Contains(out, "deploy") || !strings.Contains(out, "ana") {
-		t.Fatalf("rules list:\n%s", out)
+	r := e.must(cli.ExitOK, "approve", "--always", "--for", "agent", "--by", "ana", sid, req)
+	said := regexp.MustCompile(`standing decision (\S+): approve later calls of deploy for agent deployer`).FindStringSubmatch(r.err)
+	if said == nil {
+		t.Fatalf("approve --always does not say which rule it made:\n%s", r.err)
 	}
-	rule := strings.Fields(strings.Split(out, "\n")[1])[0]
-	if r := e.must(cli.ExitOK, "rules", "revoke", "a2", rule); !strings.Contains(r.err, "revoked "+rule) {
+	// Another session: no question, and the output says why.
+	if r := e.must(cli.ExitOK, "run", "--session", "a2", "deploy"); !strings.Contains(r.out, "(decided by standing decision "+said[1]+")") {
+		t.Errorf("the rule's call is not marked:\n%s", r.out)
+	}
+	for _, list := range [][]string{{"rules", "list", "--agent", "deployer"}, {"rules", "list"}, {"rules", "list", "a2"}} {
+		out := e.must(cli.ExitOK, list...).out
+		if !strings.Contains(out, said[1]+"  agent deployer") || !strings.Contains(out, "deploy") || !strings.Contains(out, "ana") {
+			t.Fatalf("%v:\n%s", list, out)
+		}
+	}
+	if r := e.run("rules", "revoke", said[1]); r.code != cli.ExitUsage || !strings.Contains(r.err, "name the session and the rule, or the rule with --agent A") {
+		t.Errorf("revoke without session or agent: %v", r)
+	}
+	if r := e.run("rules", "revoke", "--agent", "deployer", "nope"); r.code == cli.ExitOK || !strings.Contains(r.err, `agent deployer has no standing decision "nope"`) {
+		t.Errorf("revoke an unknown rule: %v", r)
+	}
+	if r := e.must(cli.ExitOK, "rules", "revoke", "--agent", "deployer", said[1]); !strings.Contains(r.err, "revoked "+said[1]) {
 		t.Errorf("revoke: %v", r)
 	}
 	e.must(cli.ExitWaiting, "run", "--session", "a3", "deploy")

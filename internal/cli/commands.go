@@ -82,23 +82,34 @@ func newRulesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "rules", Short: "standing decisions: approvals answered \"always\"", Args: cobra.NoArgs, RunE: groupRunE}
 	var agentName string
 	list := &cobra.Command{
-		Use:   "list [SESSION] [--agent A]",
-		Short: "the standing decisions in force for a session (its own and its agent's), or an agent's",
+		Use:   "list [SESSION | --agent A]",
+		Short: "the standing decisions in force for a session (its own and its agent's), an agent's, or (with neither) every agent's",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (len(args) == 1) == (agentName != "") {
-				return usageErr("name a session, or an agent with --agent")
+			if len(args) == 1 && agentName != "" {
+				return usageErr("name a session or an agent (--agent), not both")
 			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
 				var rules []session.Rule
-				var err error
-				if agentName != "" {
-					rules, err = a.Runner.AgentRules(ctx, agentName)
-				} else {
-					rules, err = a.Runner.Rules(ctx, args[0])
-				}
-				if err != nil {
-					return err
+				switch {
+				case len(args) == 1:
+					rs, err := a.Runner.Rules(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					rules = rs
+				default:
+					agents := a.Runner.AgentNames()
+					if agentName != "" {
+						agents = []string{agentName}
+					}
+					for _, name := range agents {
+						rs, err := a.Runner.AgentRules(ctx, name)
+						if err != nil {
+							return err
+						}
+						rules = append(rules, rs...)
+					}
 				}
 				if len(rules) == 0 {
 					fmt.Fprintln(g.s.Err, "no standing decisions")
@@ -111,28 +122,43 @@ func newRulesCmd(g *globals) *cobra.Command {
 					if len(r.Arguments) > 0 {
 						args = clip(string(r.Arguments), 60)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Scope, r.Tool, args, r.Decision, r.By, r.Time.Local().Format(time.DateTime))
+					scope := r.Scope
+					if r.Scope == session.RuleAgent {
+						scope += " " + r.Agent
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, scope, r.Tool, args, r.Decision, r.By, r.Time.Local().Format(time.DateTime))
 				}
 				return tw.Flush()
 			})
 		},
 	}
 	list.Flags().StringVar(&agentName, "agent", "", "list the agent's standing decisions")
-	var reason, by string
+	var reason, by, revokeAgent string
 	revoke := &cobra.Command{
-		Use:   "revoke SESSION RULE [--reason R]",
-		Short: "end a standing decision (the session's, or its agent's)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "revoke (SESSION RULE | --agent A RULE) [--reason R]",
+		Short: "end a standing decision (the session's or its agent's; with --agent, the agent's)",
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) != (revokeAgent != "") {
+				return usageErr("name the session and the rule, or the rule with --agent A")
+			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				if err := a.Runner.RevokeRule(ctx, args[0], args[1], decider(by), reason); err != nil {
+				var err error
+				rule := args[len(args)-1]
+				if revokeAgent != "" {
+					err = a.Runner.RevokeAgentRule(ctx, revokeAgent, rule, decider(by), reason)
+				} else {
+					err = a.Runner.RevokeRule(ctx, args[0], rule, decider(by), reason)
+				}
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(g.s.Err, "revoked %s\n", args[1])
+				fmt.Fprintf(g.s.Err, "revoked %s\n", rule)
 				return nil
 			})
 		},
 	}
+	revoke.Flags().StringVar(&revokeAgent, "agent", "", "the agent whose standing decision to end")
 	revoke.Flags().StringVar(&reason, "reason", "", "why")
 	revoke.Flags().StringVar(&by, "by", "", "who revokes (default: the OS user)")
 	cmd.AddCommand(list, revoke)
@@ -230,8 +256,17 @@ func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.Reque
 		if q := st.Pending(rid); q != nil && !kindMatches(q.Kind, want) {
 			return usageErr("request %s is %s, not %s; answer it with: %s", rid, describeKind(q.Kind), describeKind(want), howToResolve(id, *q))
 		}
-		if _, err := a.Runner.Resolve(ctx, id, rid, res); err != nil {
+		ev, err := a.Runner.Resolve(ctx, id, rid, res)
+		if err != nil {
 			return err
+		}
+		if d, ok := ev.Data.(*session.InputResolved); ok && d.Rule != nil {
+			where := "in session " + id
+			if d.Rule.Scope == session.RuleAgent {
+				where = "for agent " + d.Rule.Agent
+			}
+			fmt.Fprintf(g.s.Err, "standing decision %s: %s later calls of %s %s (agentrt rules revoke ends it)\n",
+				d.Rule.ID, d.Rule.Decision, d.Rule.Tool, where)
 		}
 		if st, err = a.Runner.Load(ctx, id); err != nil {
 			return err

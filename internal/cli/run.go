@@ -341,6 +341,10 @@ func (p *printer) human(e *session.Event) {
 		p.endLine()
 	case *session.ToolCall:
 		p.endLine()
+		if d.Rule != "" {
+			fmt.Fprintf(out, "[tool] %s %s (decided by standing decision %s)\n", d.Name, clip(string(d.Arguments), 400), d.Rule)
+			break
+		}
 		fmt.Fprintf(out, "[tool] %s %s\n", d.Name, clip(string(d.Arguments), 400))
 	case *session.ToolResult:
 		if d.OK {
