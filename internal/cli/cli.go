@@ -120,7 +120,7 @@ func MainWith(ctx context.Context, args []string, s Streams, opts app.Options) i
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -131,20 +131,40 @@ func MainWith(ctx context.Context, args []string, s Streams, opts app.Options) i
 		}
 		return ee.code
 	}
-	fmt.Fprintln(s.Err, "agentrt: "+oneLine(err))
 	var ce *config.Error
 	var re *agentrt.Error
 	switch {
 	case errors.As(err, &ce):
+		fmt.Fprintln(s.Err, "agentrt: "+oneLine(err))
 		return ExitUsage
 	case errors.As(err, &re) && (re.Kind == agentrt.FailInput || re.Kind == agentrt.FailState):
+		fmt.Fprintln(s.Err, "agentrt: "+oneLine(err))
 		return ExitUsage
 	case !g.started && isCobraUsage(err):
 		// Only before a command runs: a runtime error may well contain
 		// "invalid argument" (EINVAL) without being a usage error.
+		fmt.Fprintln(s.Err, "agentrt: "+usageLine(err))
+		if cmd != nil && !strings.HasPrefix(err.Error(), "unknown command") {
+			fmt.Fprintln(s.Err, "usage: "+cmd.UseLine())
+		}
 		return ExitUsage
 	}
+	fmt.Fprintln(s.Err, "agentrt: "+oneLine(err))
 	return ExitFailed
+}
+
+// usageLine is cobra's usage error on one line: "unknown command "x" for
+// "agentrt"; did you mean sessions?" rather than its paragraph.
+func usageLine(err error) string {
+	msg, suggest, ok := strings.Cut(err.Error(), "Did you mean this?")
+	if !ok {
+		return oneLine(err)
+	}
+	var names []string
+	for f := range strings.FieldsSeq(suggest) {
+		names = append(names, f)
+	}
+	return strings.TrimSpace(msg) + "; did you mean " + strings.Join(names, " or ") + "?"
 }
 
 func oneLine(err error) string {
@@ -156,7 +176,13 @@ func oneLine(err error) string {
 	if errors.As(err, &re) && re.Code == "not_found" && re.Msg != "" {
 		return re.Msg // the wrapped store error only repeats it
 	}
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	var lines []string
+	for l := range strings.Lines(err.Error()) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, strings.TrimSuffix(l, ":"))
+		}
+	}
+	return strings.Join(lines, "; ")
 }
 
 func isCobraUsage(err error) bool {

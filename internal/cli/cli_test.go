@@ -305,6 +305,7 @@ func TestUsageErrors(t *testing.T) {
 		{"tools unknown agent", []string{"tools", "--agent", "nope"}, `unknown agent "nope"`},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"unknown sessions command", []string{"sessions", "frobnicate"}, `unknown command "frobnicate"`},
+		{"misspelled command", []string{"sesions", "list"}, `unknown command "sesions" for "agentrt"; did you mean sessions?`},
 		{"missing config file", []string{"--config", missing, "run", "hi"}, "config file " + missing + " does not exist"},
 	}
 	for _, tt := range tests {
@@ -313,9 +314,15 @@ func TestUsageErrors(t *testing.T) {
 			if r.code != cli.ExitUsage {
 				t.Fatalf("want exit %d, got %v", cli.ExitUsage, r)
 			}
-			msg := strings.TrimSuffix(r.err, "\n")
-			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "agentrt: ") || !strings.Contains(msg, tt.want) {
-				t.Errorf("want one line on stderr starting %q and containing %q, got:\n%s", "agentrt: ", tt.want, r.err)
+			// One line, and for cobra's argument and flag errors a second
+			// with the command's usage.
+			msg, usage, _ := strings.Cut(strings.TrimSuffix(r.err, "\n"), "\n")
+			if strings.Contains(usage, "\n") || !strings.HasPrefix(msg, "agentrt: ") || !strings.Contains(msg, tt.want) {
+				t.Errorf("want a line on stderr starting %q and containing %q, got:\n%s", "agentrt: ", tt.want, r.err)
+			}
+			cobraArgs := strings.Contains(tt.want, "unknown flag") || strings.Contains(tt.want, " arg")
+			if cobraArgs != (usage != "") || usage != "" && !strings.HasPrefix(usage, "usage: agentrt "+tt.args[0]) {
+				t.Errorf("usage line %q (want one for cobra's argument errors only, naming the command)", usage)
 			}
 		})
 	}
@@ -797,7 +804,8 @@ func TestSessionsFork(t *testing.T) {
 		want string
 	}{
 		{[]string{"sessions", "fork", "s1", "--at", "99"}, "has events 1 to"},
-		{[]string{"sessions", "fork", "s1"}, "--at wants the seq"},
+		{[]string{"sessions", "fork", "s1"}, "--at SEQ is required: the seq of the last event to copy (agentrt sessions events s1 lists them)"},
+		{[]string{"sessions", "fork", "s1", "--at", "x"}, `--at wants the seq of the last event to copy, not "x"`},
 		{[]string{"sessions", "fork", "nope", "--at", "1"}, `session "nope" not found`},
 	} {
 		if r := e.run(tc.args...); r.code != cli.ExitUsage || !strings.Contains(r.err, tc.want) {

@@ -478,8 +478,11 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "make a new session whose log is a copy of ID's up to SEQ; it then runs on its own",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if forkAt == "" {
+				return usageErr("--at SEQ is required: the seq of the last event to copy (agentrt sessions events %s lists them)", args[0])
+			}
 			at, err := strconv.ParseInt(forkAt, 10, 64)
-			if forkAt == "" || err != nil {
+			if err != nil {
 				return usageErr("--at wants the seq of the last event to copy, not %q", forkAt)
 			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
