@@ -830,6 +830,9 @@ func TestApproveNoResumeAndBy(t *testing.T) {
 	if !strings.Contains(r.err, "recorded; continue with: agentrt resume n1") || runs.Load() != 0 {
 		t.Errorf("--no-resume: %v (runs %d)", r, runs.Load())
 	}
+	if out := e.must(cli.ExitOK, "sessions", "show", "n1").out; !strings.Contains(out, "every request is answered; continue with: agentrt resume n1") {
+		t.Errorf("show after --no-resume:\n%s", out)
+	}
 	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "n1").out)
 	res := ofType(evs, "input_resolved")
 	if len(res) != 1 || data(t, res[0])["by"] == "" || data(t, res[0])["by"] == "cli" {

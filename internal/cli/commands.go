@@ -407,6 +407,11 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					}
 					fmt.Fprintf(out, "pending  %s (%s, asked %s ago%s): %s\n           %s\n", q.ID, q.Kind, age, expires, clip(q.Question, 300), howToResolve(s.ID, q))
 				}
+				if s.Status == session.StatusWaiting && len(st.Requests) == 0 {
+					// Decided with --no-resume (or by another process that
+					// has not resumed yet): only a resume is missing.
+					fmt.Fprintf(out, "next     every request is answered; continue with: agentrt resume %s\n", s.ID)
+				}
 				if st.Final != "" {
 					fmt.Fprintf(out, "answer   %s\n", st.Final)
 				}
