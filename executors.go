@@ -426,12 +426,25 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 			}
 		}
 		if j.block == "" && !x.hooks.empty() {
-			d := x.hooks.beforeTool(ctx, info, j.call)
+			hi := info
+			hi.Answer = cs.Answer
+			d := x.hooks.beforeTool(ctx, hi, j.call)
 			if d.Arguments != nil {
 				j.call.Arguments = d.Arguments
 			}
-			if d.Block {
+			switch {
+			case d.Block:
 				j.block = "blocked: " + d.Reason
+			case d.Ask != nil && cs.Answer != nil:
+				j.block = "blocked: a hook asked again about a call a person already answered"
+			case d.Ask != nil:
+				// Not run: it waits for a person (the policy sees it pending).
+				q, err := hookQuestion(x, d.Ask, j.call)
+				if err != nil {
+					return err
+				}
+				emit(x, q)
+				continue
 			}
 		}
 		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule}

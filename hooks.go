@@ -19,6 +19,10 @@ type HookInfo struct {
 	Agent     string
 	Turn      int
 	Round     int
+	// Answer, for a BeforeTool hook, is the person's answer to the
+	// question a hook asked about this call (ToolDecision.Ask); nil
+	// otherwise.
+	Answer *session.InputResolved
 }
 
 // BeforeModelFunc may inspect or replace the request; returning a nil
@@ -37,6 +41,12 @@ type ToolDecision struct {
 	Reason string
 	// Arguments, when not nil, replace the call's arguments.
 	Arguments json.RawMessage
+	// Ask, when not nil, asks a person before the call runs: an approval
+	// (a rejection blocks the call), a prompt or a select. The call waits,
+	// and its run with it, until the request is answered; then the
+	// BeforeTool hooks run again for it with HookInfo.Answer set. Asking
+	// again about an answered call blocks it.
+	Ask *Ask
 }
 
 // BeforeToolFunc runs before each tool call.
@@ -209,6 +219,10 @@ func (s hookSet) beforeTool(ctx context.Context, info HookInfo, call model.ToolC
 		}
 		if d.Block {
 			out.Block, out.Reason = true, d.Reason
+			return out
+		}
+		if d.Ask != nil {
+			out.Ask = d.Ask
 			return out
 		}
 	}

@@ -61,6 +61,39 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 	return nil
 }
 
+// hookQuestion is the request a BeforeTool hook's Ask makes about call.
+func hookQuestion(x *Exec, ask *Ask, call model.ToolCall) (session.InputRequired, error) {
+	bad := func(format string, args ...any) (session.InputRequired, error) {
+		return session.InputRequired{}, &Error{Kind: FailHook, Code: "bad_instruction",
+			Msg: fmt.Sprintf("a BeforeTool hook's question about %s (%s): ", call.Name, call.ID) + fmt.Sprintf(format, args...)}
+	}
+	q := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: ask.Question,
+		Calls: []model.ToolCall{call}, Hook: true}
+	switch ask.Kind {
+	case session.RequestApproval:
+		if q.Question == "" {
+			q.Question = callQuestion(ask.Kind, call)
+		}
+	case session.RequestPrompt, session.RequestSelect:
+		if strings.TrimSpace(q.Question) == "" {
+			return bad("no question")
+		}
+		if ask.Kind == session.RequestSelect {
+			if len(ask.Options) == 0 {
+				return bad("a select without options")
+			}
+			q.Options, q.Multi = slices.Clone(ask.Options), ask.Multi
+		}
+	default:
+		return bad("kind %q is not approval, prompt or select", ask.Kind)
+	}
+	if d := x.agent.Approval.expiresFor(call.Name); d > 0 {
+		t := x.now().Add(d)
+		q.Expires = &t
+	}
+	return q, nil
+}
+
 // userQuestion turns a call of ask_user into a prompt, or a select when
 // it gives options. Arguments that do not hold a question still ask one,
 // quoting them, rather than fail the run: the person can answer that.
@@ -254,6 +287,9 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 			return bad("empty_answer", "request %s asks %q: the answer is empty", q.ID, q.Question)
 		}
 		d.Decision, d.Text = session.DecisionAnswer, res.Text
+		if q.Hook {
+			return d, nil, nil // the hook reads it, when the call comes up again
+		}
 		return d, answerResult(call, map[string]any{"answer": res.Text}), nil
 	case session.RequestSelect:
 		if res.Decision != "" && res.Decision != session.DecisionAnswer {
@@ -274,6 +310,9 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 			}
 		}
 		d.Decision, d.Selected = session.DecisionAnswer, slices.Clone(res.Selected)
+		if q.Hook {
+			return d, nil, nil
+		}
 		return d, answerResult(call, map[string]any{"selected": d.Selected}), nil
 	}
 	return bad("unknown_request", "request %s is of unknown kind %q", q.ID, q.Kind)
@@ -360,6 +399,14 @@ func (x *Exec) expire(ctx context.Context) error {
 			if d, result, err = x.resolution(qq, res); err != nil {
 				return err
 			}
+		case session.RequestPrompt, session.RequestSelect:
+			if q.Hook {
+				// A hook's question about a call: unanswered, the call does
+				// not run.
+				d = &session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: session.DecisionReject, By: "system", Reason: "expired"}
+				break
+			}
+			fallthrough
 		default:
 			const none = "(no answer: the question expired)"
 			d = &session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: session.DecisionAnswer, By: "system", Reason: "expired", Text: none}

@@ -1175,3 +1175,142 @@ func TestStandingDecisions(t *testing.T) {
 		}
 	}
 }
+
+// TestHookAsksAPerson: a BeforeTool hook asks a person before a call runs
+// (seed 003's request_human_select/prompt from a hook): the call waits,
+// the answer goes back to the hook, and the model never sees the
+// question. A rejected approval blocks the call; an unanswered question
+// expires into a blocked call; a malformed question fails the run.
+func TestHookAsksAPerson(t *testing.T) {
+	ctx := context.Background()
+	deploy := func(env string) scripted.Reply {
+		return scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", fmt.Sprintf(`{"env":%q}`, env))}}
+	}
+	newAgent := func(m model.Model, runs *atomic.Int32, ask *agentrt.Ask, seen *[]*session.InputResolved) *agentrt.Agent {
+		tools := registry(t, tool.Must(tool.New("deploy", "deploys", func(_ context.Context, in struct {
+			Env string `json:"env"`
+		}) (string, error) {
+			runs.Add(1)
+			return "deployed to " + in.Env, nil
+		})))
+		a := calcAgent(m, tools)
+		a.Approval.ExpiresFor = map[string]time.Duration{"deploy": time.Hour}
+		a.Hooks.BeforeTool(0, func(_ context.Context, info agentrt.HookInfo, call model.ToolCall) agentrt.ToolDecision {
+			if info.Answer == nil {
+				return agentrt.ToolDecision{Ask: ask}
+			}
+			*seen = append(*seen, info.Answer)
+			if len(info.Answer.Selected) == 1 {
+				return agentrt.ToolDecision{Arguments: json.RawMessage(fmt.Sprintf(`{"env":%q}`, info.Answer.Selected[0]))}
+			}
+			return agentrt.ToolDecision{}
+		})
+		return a
+	}
+	pending := func(e *env, id string) agentrt.HumanRequest {
+		t.Helper()
+		st, err := e.r.Load(ctx, id)
+		if err != nil || len(st.Requests) != 1 {
+			t.Fatalf("want one pending request: %+v %v", st, err)
+		}
+		return st.Requests[0]
+	}
+
+	t.Run("select", func(t *testing.T) {
+		var runs atomic.Int32
+		var seen []*session.InputResolved
+		m := scripted.New("m", deploy("prod"), scripted.Reply{Text: "done", Expect: &scripted.Expect{LastToolResultContains: "deployed to staging"}})
+		ask := &agentrt.Ask{Kind: session.RequestSelect, Question: "which environment?", Options: []string{"staging", "prod"}}
+		e := newEnv(t, nil, agentrt.Config{}, newAgent(m, &runs, ask, &seen))
+		id := e.session(t, "calc")
+		res := e.run(t, id, "deploy")
+		if res.Status != session.StatusWaiting || runs.Load() != 0 {
+			t.Fatalf("the call did not wait: %+v (runs %d)", res, runs.Load())
+		}
+		q := pending(e, id)
+		if q.Kind != session.RequestSelect || !q.Hook || q.Question != "which environment?" || q.CallID == "" || q.Expires == nil {
+			t.Fatalf("request %+v", q)
+		}
+		if _, err := e.r.Resolve(ctx, id, q.ID, agentrt.Resolution{Selected: []string{"qa"}}); err == nil {
+			t.Fatal("an answer outside the options was accepted")
+		}
+		if _, err := e.r.Resolve(ctx, id, q.ID, agentrt.Resolution{Selected: []string{"staging"}, By: "ana"}); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.resume(t, id); res.Status != session.StatusDone || res.Text != "done" {
+			t.Fatalf("%+v", res)
+		}
+		if runs.Load() != 1 || len(seen) != 1 || seen[0].By != "ana" {
+			t.Fatalf("runs %d, the hook saw %+v", runs.Load(), seen)
+		}
+		// The log: the question is not a tool result; the call ran once,
+		// with the arguments the hook made from the answer.
+		var results, calls []string
+		for ev, err := range e.store.Events(ctx, id, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch d := ev.Data.(type) {
+			case *session.ToolResult:
+				results = append(results, string(d.Result))
+			case *session.ToolCall:
+				calls = append(calls, string(d.Arguments))
+			}
+		}
+		if diff := cmp.Diff([]string{`{"env":"staging"}`}, calls); diff != "" {
+			t.Errorf("tool calls (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{`"deployed to staging"`}, results); diff != "" {
+			t.Errorf("tool results (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("approval rejected", func(t *testing.T) {
+		var runs atomic.Int32
+		var seen []*session.InputResolved
+		m := scripted.New("m", deploy("prod"), scripted.Reply{Text: "not deployed", Expect: &scripted.Expect{LastToolResultContains: "rejected this call: friday"}})
+		e := newEnv(t, nil, agentrt.Config{}, newAgent(m, &runs, &agentrt.Ask{Kind: session.RequestApproval}, &seen))
+		id := e.session(t, "calc")
+		e.run(t, id, "deploy")
+		q := pending(e, id)
+		if q.Kind != session.RequestApproval || !strings.Contains(q.Question, "Allow deploy") {
+			t.Fatalf("request %+v", q)
+		}
+		if _, err := e.r.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: "reject", Reason: "friday"}); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.resume(t, id); res.Status != session.StatusDone || runs.Load() != 0 || len(seen) != 0 {
+			t.Fatalf("%+v (runs %d, seen %v)", res, runs.Load(), seen)
+		}
+	})
+
+	t.Run("prompt expires", func(t *testing.T) {
+		var runs atomic.Int32
+		var seen []*session.InputResolved
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		m := scripted.New("m", deploy("prod"), scripted.Reply{Text: "nobody answered", Expect: &scripted.Expect{LastToolResultContains: "expired"}})
+		e := newEnv(t, nil, agentrt.Config{Now: func() time.Time { return now }},
+			newAgent(m, &runs, &agentrt.Ask{Kind: session.RequestPrompt, Question: "ticket number?"}, &seen))
+		id := e.session(t, "calc")
+		e.run(t, id, "deploy")
+		if q := pending(e, id); q.Kind != session.RequestPrompt || !q.Hook {
+			t.Fatalf("request %+v", q)
+		}
+		now = now.Add(2 * time.Hour)
+		if res := e.resume(t, id); res.Status != session.StatusDone || runs.Load() != 0 {
+			t.Fatalf("%+v (runs %d)", res, runs.Load())
+		}
+	})
+
+	t.Run("a select without options fails the run", func(t *testing.T) {
+		var runs atomic.Int32
+		var seen []*session.InputResolved
+		m := scripted.New("m", deploy("prod"))
+		e := newEnv(t, nil, agentrt.Config{}, newAgent(m, &runs, &agentrt.Ask{Kind: session.RequestSelect, Question: "which?"}, &seen))
+		id := e.session(t, "calc")
+		res := e.run(t, id, "deploy")
+		if res.Status != session.StatusFailed || res.Err == nil || res.Err.Code != "bad_instruction" || !strings.Contains(res.Err.Message, "a select without options") || runs.Load() != 0 {
+			t.Fatalf("%+v (runs %d)", res, runs.Load())
+		}
+	})
+}

@@ -100,6 +100,9 @@ type CallState struct {
 	Attempts int                 `json:"attempts,omitempty"`
 	Done     bool                `json:"done,omitempty"`
 	Result   *session.ToolResult `json:"result,omitempty"`
+	// Answer is the person's answer to the question a BeforeTool hook
+	// asked about this call; the hooks see it as HookInfo.Answer.
+	Answer *session.InputResolved `json:"answer,omitempty"`
 }
 
 // HumanRequest is a pending request for a person: an approval of tool
@@ -119,6 +122,8 @@ type HumanRequest struct {
 	// gets its default decision.
 	Asked   time.Time  `json:"asked"`
 	Expires *time.Time `json:"expires,omitempty"`
+	// Hook is true for a question a BeforeTool hook asked about the call.
+	Hook bool `json:"hook,omitempty"`
 }
 
 // PolicyState is a policy's own state: a fold of the session's events,
@@ -256,7 +261,7 @@ func (s *State) Apply(e *session.Event) error {
 				c.Approval = CallPending
 			}
 		}
-		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires}
+		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires, Hook: d.Hook}
 		if len(ids) == 1 {
 			r.CallID = ids[0]
 		}
@@ -272,6 +277,10 @@ func (s *State) Apply(e *session.Event) error {
 				continue
 			}
 			c.Reason = d.Reason
+			if r.Hook {
+				answer := *d
+				c.Answer = &answer
+			}
 			switch d.Decision {
 			case session.DecisionApprove, session.DecisionEdit:
 				c.Approval = CallApproved

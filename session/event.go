@@ -210,6 +210,10 @@ type InputRequired struct {
 	// if nobody has answered (an approval is rejected, a confirmation
 	// marked failed), by "system" with reason expired.
 	Expires *time.Time `json:"expires,omitempty"`
+	// Hook is true when a BeforeTool hook asked, about Calls: the answer
+	// goes back to the hook when the call comes up again (HookInfo.Answer),
+	// not to the model.
+	Hook bool `json:"hook,omitempty"`
 }
 
 // Decisions a human can give: approve, reject and edit answer an approval
