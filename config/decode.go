@@ -119,8 +119,11 @@ func (d *decoder) syntaxError(err error, src []byte) {
 		msg = m[2]
 	}
 	locate := locateIndent
-	if strings.HasPrefix(msg, "did not find expected ',' or") {
+	switch {
+	case strings.HasPrefix(msg, "did not find expected ',' or"):
 		locate = locateUnclosed
+	case strings.Contains(msg, "unexpected end of stream"), strings.Contains(msg, "found unexpected end"):
+		locate = locateQuote
 	}
 	if line, col, found, ok := locate(string(src)); ok {
 		p.Line, p.Column = line, col

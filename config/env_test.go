@@ -185,9 +185,9 @@ agents:
 `
 	c := parse(t, src, nil)
 	known := map[string]bool{"calculator": true, "clock": true, "fs.*": true, "fs.write_file": true}
-	err := c.CheckTools(func(p string) bool { return known[p] })
+	err := c.CheckTools(func(p string) bool { return known[p] }, "calculator", "clock", "fs.write_file")
 	want := `agentrt.yaml:5:45: agents.assistant.tools[3]: "web.*" matches no tool` + "\n" +
-		`agentrt.yaml:5:54: agents.assistant.tools[4]: "clok" matches no tool` + "\n" +
+		`agentrt.yaml:5:54: agents.assistant.tools[4]: "clok" matches no tool; did you mean clock?` + "\n" +
 		`agentrt.yaml:6:47: agents.assistant.approval.deny[0]: "fs.delete" matches no tool`
 	if err == nil || err.Error() != want {
 		t.Errorf("CheckTools:\n got: %v\nwant: %s", err, want)

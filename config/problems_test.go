@@ -267,6 +267,16 @@ func TestProblems(t *testing.T) {
 			want: "agentrt.yaml:2:6: YAML syntax error: the { opened here is never closed: add } (did not find expected ',' or '}')",
 		},
 		{
+			name: "unknown model and no models",
+			src:  "agents:\n  a: {model: gpt4}\n",
+			want: `agentrt.yaml:2:14: agents.a.model: unknown model "gpt4": the file has no models; use auto (the first model agentrt finds), demo, or add models.gpt4 with a provider`,
+		},
+		{
+			name: "unclosed quote",
+			src:  "agents:\n  a:\n    instructions: \"be nice\n    model: auto\n",
+			want: "agentrt.yaml:3:19: YAML syntax error: the \" opened here is never closed (found unexpected end of stream)",
+		},
+		{
 			name: "unclosed list before more keys",
 			src:  "agents:\n  a:\n    tools: [calculator, clock\n    instructions: hi\n",
 			want: "agentrt.yaml:3:12: YAML syntax error: the [ opened here is never closed: add ] (did not find expected ',' or ']')",
@@ -437,7 +447,7 @@ func FuzzLocate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		lines := strings.Count(src, "\n") + 1
-		for _, locate := range []func(string) (int, int, string, bool){locateUnclosed, locateIndent} {
+		for _, locate := range []func(string) (int, int, string, bool){locateUnclosed, locateIndent, locateQuote} {
 			line, col, msg, ok := locate(src)
 			if !ok {
 				continue

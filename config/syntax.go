@@ -12,6 +12,46 @@ import (
 // source; it reports ok false when it is not sure, and the caller keeps
 // yaml's message.
 
+// locateQuote finds the quote that opens a quoted value never closed: a
+// quoted scalar may span lines, so it runs to the end of the file.
+func locateQuote(src string) (line, col int, msg string, ok bool) {
+	var q byte // the open quote, 0 outside one
+	var qLine, qCol int
+	for n, text := range strings.Split(src, "\n") {
+		valueStart := true
+		for i := 0; i < len(text); i++ {
+			c := text[i]
+			if q != 0 {
+				switch {
+				case q == '"' && c == '\\':
+					i++
+				case c == q && q == '\'' && i+1 < len(text) && text[i+1] == '\'':
+					i++
+				case c == q:
+					q, valueStart = 0, false
+				}
+				continue
+			}
+			switch {
+			case c == ' ' || c == '\t':
+			case c == '#' && (i == 0 || text[i-1] == ' ' || text[i-1] == '\t'):
+				i = len(text)
+			case (c == '"' || c == '\'') && valueStart:
+				q, qLine, qCol = c, n+1, i+1
+			case c == ':' && (i+1 == len(text) || text[i+1] == ' '), c == ',', c == '[', c == '{':
+				valueStart = true
+			case c == '-' && valueStart && (i+1 == len(text) || text[i+1] == ' '):
+			default:
+				valueStart = false
+			}
+		}
+	}
+	if q == 0 {
+		return 0, 0, "", false
+	}
+	return qLine, qCol, fmt.Sprintf("the %c opened here is never closed", q), true
+}
+
 // locateUnclosed finds the { or [ that is never closed: the innermost
 // flow collection still open at the end of the file, or the first closed
 // by the wrong bracket.

@@ -272,7 +272,7 @@ func (d *decoder) checkModelRef(c *Config, p, ref string) {
 	}
 	names := c.ModelNames()
 	if len(names) == 0 {
-		d.atValue(c, p, "unknown model %q: models defines none", ref)
+		d.atValue(c, p, "unknown model %q: the file has no models; use auto (the first model agentrt finds), demo, or add models.%s with a provider", ref, ref)
 		return
 	}
 	d.atValue(c, p, "unknown model %q%s (models: %s)", ref, suggest(ref, names), strings.Join(names, ", "))
@@ -313,7 +313,10 @@ func (d *decoder) validateServer(c *Config) {
 // runtime has (built-in and MCP tools); the name of another agent always
 // counts as a tool. A pattern in approval that matches nothing is most
 // likely a typo that leaves a tool unguarded, hence reported too.
-func (c *Config) CheckTools(known func(pattern string) bool) error {
+//
+// names, when given, are the tools there are: a pattern that matches none
+// gets a "did you mean" among them.
+func (c *Config) CheckTools(known func(pattern string) bool, names ...string) error {
 	var problems []Problem
 	for _, name := range c.AgentNames() {
 		a := c.Agents[name]
@@ -326,7 +329,7 @@ func (c *Config) CheckTools(known func(pattern string) bool) error {
 					continue
 				}
 				p := fmt.Sprintf("agents.%s.%s[%d]", name, list.key, i)
-				problems = append(problems, c.Problemf(p, "%q matches no tool", pat))
+				problems = append(problems, c.Problemf(p, "%q matches no tool%s", pat, suggest(pat, names)))
 			}
 		}
 	}

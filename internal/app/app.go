@@ -119,7 +119,7 @@ func check(cfg *config.Config, opts Options, models []string) error {
 		cfg.CheckTools(func(p string) bool {
 			_, err := reg.Filter([]string{p})
 			return err == nil
-		}),
+		}, reg.Names()...),
 		cfg.CheckModels(models...),
 	)
 }
