@@ -314,6 +314,10 @@ func (x *Exec) Commit(ctx context.Context) error {
 				now = x.now()
 			}
 			e.Time = now
+			if d, ok := e.Data.(*session.InputRequired); ok {
+				// The State folded it before it had a time.
+				x.st.stampRequest(d.RequestID, now)
+			}
 		}
 	}
 	x.stamp = now

@@ -400,6 +400,10 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	var buf [4]toolJob
 	jobs := buf[:0]
 	var single *eventPair[session.ToolCall, session.ToolResult]
+	// Questions hooks ask about calls; nothing is emitted until every
+	// call's hooks have run, so that a malformed question fails the step
+	// before any tool_call is announced.
+	var asks []session.InputRequired
 	for _, call := range ins.Calls {
 		cs := x.st.call(call.ID)
 		if cs == nil || cs.Done {
@@ -426,27 +430,32 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 			}
 		}
 		if j.block == "" && !x.hooks.empty() {
-			hi := info
-			hi.Answer = cs.Answer
-			d := x.hooks.beforeTool(ctx, hi, j.call)
+			d, asker := x.hooks.beforeTool(ctx, info, j.call, cs.Answers)
 			if d.Arguments != nil {
 				j.call.Arguments = d.Arguments
 			}
 			switch {
 			case d.Block:
 				j.block = "blocked: " + d.Reason
-			case d.Ask != nil && cs.Answer != nil:
+			case d.Ask != nil && cs.Answers[asker] != nil:
 				j.block = "blocked: a hook asked again about a call a person already answered"
 			case d.Ask != nil:
 				// Not run: it waits for a person (the policy sees it pending).
-				q, err := hookQuestion(x, d.Ask, j.call)
+				q, err := hookQuestion(x, d.Ask, j.call, asker)
 				if err != nil {
 					return err
 				}
-				emit(x, q)
+				asks = append(asks, q)
 				continue
 			}
 		}
+		jobs = append(jobs, j)
+	}
+	for _, q := range asks {
+		emit(x, q)
+	}
+	for i := range jobs {
+		j := &jobs[i]
 		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule}
 		if j.attempt > 1 {
 			tc.Attempt = j.attempt
@@ -458,7 +467,6 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		} else {
 			emit(x, tc)
 		}
-		jobs = append(jobs, j)
 	}
 	if len(jobs) == 0 {
 		return nil

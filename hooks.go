@@ -20,8 +20,10 @@ type HookInfo struct {
 	Turn      int
 	Round     int
 	// Answer, for a BeforeTool hook, is the person's answer to the
-	// question a hook asked about this call (ToolDecision.Ask); nil
-	// otherwise.
+	// question this hook asked about this call (ToolDecision.Ask); nil
+	// otherwise. A hook is known by its place among the agent's BeforeTool
+	// hooks: change them while a question waits and the answer may reach
+	// another.
 	Answer *session.InputResolved
 }
 
@@ -44,8 +46,10 @@ type ToolDecision struct {
 	// Ask, when not nil, asks a person before the call runs: an approval
 	// (a rejection blocks the call), a prompt or a select. The call waits,
 	// and its run with it, until the request is answered; then the
-	// BeforeTool hooks run again for it with HookInfo.Answer set. Asking
-	// again about an answered call blocks it.
+	// BeforeTool hooks run again for it, the asking hook with
+	// HookInfo.Answer set; another hook may then ask its own question.
+	// Asking again about a call the hook's question was answered for
+	// blocks the call.
 	Ask *Ask
 }
 
@@ -209,9 +213,12 @@ func (s hookSet) afterModel(ctx context.Context, info HookInfo, resp *model.Resp
 	return resp, nil
 }
 
-func (s hookSet) beforeTool(ctx context.Context, info HookInfo, call model.ToolCall) ToolDecision {
-	var out ToolDecision
-	for _, h := range s.h.beforeTool {
+// beforeTool runs the BeforeTool hooks for call; hook i sees answers[i],
+// the answer to the question it asked about the call, as info.Answer.
+// asker is the index of the hook that asked (out.Ask), if any.
+func (s hookSet) beforeTool(ctx context.Context, info HookInfo, call model.ToolCall, answers map[int]*session.InputResolved) (out ToolDecision, asker int) {
+	for i, h := range s.h.beforeTool {
+		info.Answer = answers[i]
 		d := h.fn(ctx, info, call)
 		if d.Arguments != nil {
 			call.Arguments = d.Arguments
@@ -219,14 +226,14 @@ func (s hookSet) beforeTool(ctx context.Context, info HookInfo, call model.ToolC
 		}
 		if d.Block {
 			out.Block, out.Reason = true, d.Reason
-			return out
+			return out, 0
 		}
 		if d.Ask != nil {
 			out.Ask = d.Ask
-			return out
+			return out, i
 		}
 	}
-	return out
+	return out, 0
 }
 
 func (s hookSet) afterTool(ctx context.Context, info HookInfo, call model.ToolCall, res tool.Result) tool.Result {

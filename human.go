@@ -62,13 +62,13 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 }
 
 // hookQuestion is the request a BeforeTool hook's Ask makes about call.
-func hookQuestion(x *Exec, ask *Ask, call model.ToolCall) (session.InputRequired, error) {
+func hookQuestion(x *Exec, ask *Ask, call model.ToolCall, hook int) (session.InputRequired, error) {
 	bad := func(format string, args ...any) (session.InputRequired, error) {
 		return session.InputRequired{}, &Error{Kind: FailHook, Code: "bad_instruction",
 			Msg: fmt.Sprintf("a BeforeTool hook's question about %s (%s): ", call.Name, call.ID) + fmt.Sprintf(format, args...)}
 	}
 	q := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: ask.Question,
-		Calls: []model.ToolCall{call}, Hook: true}
+		Calls: []model.ToolCall{call}, Hook: true, HookIndex: hook}
 	switch ask.Kind {
 	case session.RequestApproval:
 		if q.Question == "" {

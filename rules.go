@@ -32,6 +32,9 @@ func (x *Exec) newRule(q *HumanRequest, res Resolution, decision string) (*sessi
 	switch {
 	case q.Kind != session.RequestApproval || call == nil:
 		return bad("only an approval of one call can stand for later calls")
+	case q.Hook:
+		// A rule decides the approval policy's question, not a hook's.
+		return bad("a hook's question cannot stand for later calls: the hook asks again each time")
 	case decision == session.DecisionEdit:
 		return bad("an edited call cannot stand for later calls: approve or reject")
 	}

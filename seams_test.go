@@ -1228,9 +1228,10 @@ func TestHookAsksAPerson(t *testing.T) {
 			t.Fatalf("the call did not wait: %+v (runs %d)", res, runs.Load())
 		}
 		q := pending(e, id)
-		if q.Kind != session.RequestSelect || !q.Hook || q.Question != "which environment?" || q.CallID == "" || q.Expires == nil {
+		if q.Kind != session.RequestSelect || !q.Hook || q.Question != "which environment?" || q.CallID == "" || q.Expires == nil || q.Asked.IsZero() {
 			t.Fatalf("request %+v", q)
 		}
+
 		if _, err := e.r.Resolve(ctx, id, q.ID, agentrt.Resolution{Selected: []string{"qa"}}); err == nil {
 			t.Fatal("an answer outside the options was accepted")
 		}
@@ -1276,6 +1277,11 @@ func TestHookAsksAPerson(t *testing.T) {
 		if q.Kind != session.RequestApproval || !strings.Contains(q.Question, "Allow deploy") {
 			t.Fatalf("request %+v", q)
 		}
+		// A rule decides the approval policy's question, not a hook's.
+		if _, err := e.r.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: "approve", Always: &agentrt.Always{}}); err == nil ||
+			!strings.Contains(err.Error(), "a hook's question cannot stand for later calls") {
+			t.Fatalf("always on a hook's approval: %v", err)
+		}
 		if _, err := e.r.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: "reject", Reason: "friday"}); err != nil {
 			t.Fatal(err)
 		}
@@ -1299,6 +1305,75 @@ func TestHookAsksAPerson(t *testing.T) {
 		now = now.Add(2 * time.Hour)
 		if res := e.resume(t, id); res.Status != session.StatusDone || runs.Load() != 0 {
 			t.Fatalf("%+v (runs %d)", res, runs.Load())
+		}
+	})
+
+	t.Run("two hooks, each its own answer", func(t *testing.T) {
+		var runs atomic.Int32
+		var seen []*session.InputResolved
+		m := scripted.New("m", deploy("prod"), scripted.Reply{Text: "done", Expect: &scripted.Expect{LastToolResultContains: "deployed to staging"}})
+		a := newAgent(m, &runs, &agentrt.Ask{Kind: session.RequestPrompt, Question: "ticket?"}, &seen)
+		var second []*session.InputResolved
+		a.Hooks.BeforeTool(-1, func(_ context.Context, info agentrt.HookInfo, call model.ToolCall) agentrt.ToolDecision {
+			if info.Answer == nil {
+				return agentrt.ToolDecision{Ask: &agentrt.Ask{Kind: session.RequestSelect, Question: "where?", Options: []string{"staging"}}}
+			}
+			second = append(second, info.Answer)
+			return agentrt.ToolDecision{Arguments: json.RawMessage(`{"env":"staging"}`)}
+		})
+		e := newEnv(t, nil, agentrt.Config{}, a)
+		id := e.session(t, "calc")
+		e.run(t, id, "deploy")
+		q := pending(e, id)
+		if q.Kind != session.RequestPrompt || q.HookIndex != 0 {
+			t.Fatalf("first question %+v", q)
+		}
+		if _, err := e.r.Resolve(ctx, id, q.ID, agentrt.Resolution{Text: "T-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.resume(t, id); res.Status != session.StatusWaiting {
+			t.Fatalf("the second hook did not ask: %+v", res)
+		}
+		q = pending(e, id)
+		if q.Kind != session.RequestSelect || q.HookIndex != 1 {
+			t.Fatalf("second question %+v", q)
+		}
+		if _, err := e.r.Resolve(ctx, id, q.ID, agentrt.Resolution{Selected: []string{"staging"}}); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.resume(t, id); res.Status != session.StatusDone || runs.Load() != 1 {
+			t.Fatalf("%+v (runs %d)", res, runs.Load())
+		}
+		if len(seen) == 0 || seen[len(seen)-1].Text != "T-1" || len(second) != 1 || second[0].Selected[0] != "staging" {
+			t.Fatalf("first hook saw %+v, second %+v", seen, second)
+		}
+	})
+
+	t.Run("a malformed question announces no call", func(t *testing.T) {
+		var runs atomic.Int32
+		var seen []*session.InputResolved
+		both := scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"dev"}`), scripted.ToolCall("deploy", `{"env":"prod"}`)}}
+		m := scripted.New("m", both)
+		a := newAgent(m, &runs, nil, &seen)
+		a.Hooks = agentrt.Hooks{}
+		a.Hooks.BeforeTool(0, func(_ context.Context, _ agentrt.HookInfo, call model.ToolCall) agentrt.ToolDecision {
+			if strings.Contains(string(call.Arguments), "prod") {
+				return agentrt.ToolDecision{Ask: &agentrt.Ask{Kind: session.RequestSelect, Question: "sure?"}}
+			}
+			return agentrt.ToolDecision{}
+		})
+		e := newEnv(t, nil, agentrt.Config{}, a)
+		id := e.session(t, "calc")
+		if res := e.run(t, id, "deploy"); res.Status != session.StatusFailed || runs.Load() != 0 {
+			t.Fatalf("%+v (runs %d)", res, runs.Load())
+		}
+		for ev, err := range e.store.Events(ctx, id, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type == session.TypeToolCall {
+				t.Errorf("a tool_call was committed for a call that never ran: %+v", ev.Data)
+			}
 		}
 	})
 

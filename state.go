@@ -100,9 +100,20 @@ type CallState struct {
 	Attempts int                 `json:"attempts,omitempty"`
 	Done     bool                `json:"done,omitempty"`
 	Result   *session.ToolResult `json:"result,omitempty"`
-	// Answer is the person's answer to the question a BeforeTool hook
-	// asked about this call; the hooks see it as HookInfo.Answer.
-	Answer *session.InputResolved `json:"answer,omitempty"`
+	// Answers are the person's answers to the questions BeforeTool hooks
+	// asked about this call, by the asking hook's index; each hook sees
+	// its own as HookInfo.Answer.
+	Answers map[int]*session.InputResolved `json:"answers,omitempty"`
+}
+
+// stampRequest sets when request id was asked, for a request folded before
+// its event had a time (emitted, not yet committed).
+func (s *State) stampRequest(id string, t time.Time) {
+	for i := range s.Requests {
+		if s.Requests[i].ID == id && s.Requests[i].Asked.IsZero() {
+			s.Requests[i].Asked = t
+		}
+	}
 }
 
 // HumanRequest is a pending request for a person: an approval of tool
@@ -122,8 +133,10 @@ type HumanRequest struct {
 	// gets its default decision.
 	Asked   time.Time  `json:"asked"`
 	Expires *time.Time `json:"expires,omitempty"`
-	// Hook is true for a question a BeforeTool hook asked about the call.
-	Hook bool `json:"hook,omitempty"`
+	// Hook is true for a question a BeforeTool hook asked about the call;
+	// HookIndex is which hook (see session.InputRequired).
+	Hook      bool `json:"hook,omitempty"`
+	HookIndex int  `json:"hook_index,omitempty"`
 }
 
 // PolicyState is a policy's own state: a fold of the session's events,
@@ -261,7 +274,7 @@ func (s *State) Apply(e *session.Event) error {
 				c.Approval = CallPending
 			}
 		}
-		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires, Hook: d.Hook}
+		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires, Hook: d.Hook, HookIndex: d.HookIndex}
 		if len(ids) == 1 {
 			r.CallID = ids[0]
 		}
@@ -279,7 +292,10 @@ func (s *State) Apply(e *session.Event) error {
 			c.Reason = d.Reason
 			if r.Hook {
 				answer := *d
-				c.Answer = &answer
+				if c.Answers == nil {
+					c.Answers = make(map[int]*session.InputResolved, 1)
+				}
+				c.Answers[r.HookIndex] = &answer
 			}
 			switch d.Decision {
 			case session.DecisionApprove, session.DecisionEdit:

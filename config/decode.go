@@ -118,12 +118,22 @@ func (d *decoder) syntaxError(err error, src []byte) {
 		p.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
-	locate := locateIndent
+	var locate func(string) (int, int, string, bool)
 	switch {
 	case strings.HasPrefix(msg, "did not find expected ',' or"):
 		locate = locateUnclosed
-	case strings.Contains(msg, "unexpected end of stream"), strings.Contains(msg, "found unexpected end"):
-		locate = locateQuote
+	case strings.Contains(msg, "unexpected end of stream"):
+		// yaml's line is the quote's: the locator adds its column, and is
+		// believed only when it agrees.
+		locate = func(src string) (int, int, string, bool) {
+			line, col, found, ok := locateQuote(src)
+			return line, col, found, ok && (p.Line == 0 || p.Line == line)
+		}
+	case msg == "mapping values are not allowed in this context", msg == "did not find expected key":
+		locate = locateIndent
+	}
+	if locate == nil {
+		locate = func(string) (int, int, string, bool) { return 0, 0, "", false }
 	}
 	if line, col, found, ok := locate(string(src)); ok {
 		p.Line, p.Column = line, col

@@ -277,6 +277,26 @@ func TestProblems(t *testing.T) {
 			want: "agentrt.yaml:3:19: YAML syntax error: the \" opened here is never closed (found unexpected end of stream)",
 		},
 		{
+			name: "a value over two lines, then the real mistake",
+			src:  "agents:\n  a:\n    instructions: You are a very\n      helpful assistant\nstore: memory:x: y\n",
+			want: "agentrt.yaml:5: YAML syntax error: mapping values are not allowed in this context; quote a value that holds \": \" or ends in \":\", e.g. store: \"memory:\"",
+		},
+		{
+			name: "an anchor opens a block",
+			src:  "base: &b\n  model: auto\nstore: a: b\n",
+			want: "agentrt.yaml:3: YAML syntax error: mapping values are not allowed in this context; quote a value that holds \": \" or ends in \":\", e.g. store: \"memory:\"",
+		},
+		{
+			name: "block text is not scanned for quotes",
+			src:  "agents:\n  a:\n    instructions: |\n      'tis the season\n    model: auto\nstore: \"memory\n",
+			want: "agentrt.yaml:6:8: YAML syntax error: the \" opened here is never closed (found unexpected end of stream)",
+		},
+		{
+			name: "block text is not scanned for brackets",
+			src:  "agents:\n  a:\n    instructions: |\n      [draft]\n    tools: [clock\n",
+			want: "agentrt.yaml:5:12: YAML syntax error: the [ opened here is never closed: add ] (did not find expected ',' or ']')",
+		},
+		{
 			name: "unclosed list before more keys",
 			src:  "agents:\n  a:\n    tools: [calculator, clock\n    instructions: hi\n",
 			want: "agentrt.yaml:3:12: YAML syntax error: the [ opened here is never closed: add ] (did not find expected ',' or ']')",

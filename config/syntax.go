@@ -12,12 +12,41 @@ import (
 // source; it reports ok false when it is not sure, and the caller keeps
 // yaml's message.
 
+// blockText tracks the lines of a block scalar (a value written | or >),
+// whose text is not YAML to scan.
+type blockText struct{ indent int } // the key's indentation; -1 outside
+
+// skip reports whether line is inside the block scalar, and starts one
+// after a line whose value is | or >.
+func (b *blockText) skip(text string) bool {
+	trimmed := strings.TrimLeft(text, " ")
+	indent := len(text) - len(trimmed)
+	if b.indent >= 0 {
+		if trimmed == "" || indent > b.indent {
+			return true
+		}
+		b.indent = -1
+	}
+	content := trimmed
+	for strings.HasPrefix(content, "- ") {
+		content = strings.TrimLeft(content[2:], " ")
+	}
+	if v, isKey := keyValue(content); isKey && (strings.HasPrefix(v, "|") || strings.HasPrefix(v, ">")) {
+		b.indent = indent
+	}
+	return false
+}
+
 // locateQuote finds the quote that opens a quoted value never closed: a
 // quoted scalar may span lines, so it runs to the end of the file.
 func locateQuote(src string) (line, col int, msg string, ok bool) {
 	var q byte // the open quote, 0 outside one
 	var qLine, qCol int
+	block := blockText{indent: -1}
 	for n, text := range strings.Split(src, "\n") {
+		if q == 0 && block.skip(text) {
+			continue
+		}
 		valueStart := true
 		for i := 0; i < len(text); i++ {
 			c := text[i]
@@ -61,7 +90,11 @@ func locateUnclosed(src string) (line, col int, msg string, ok bool) {
 		line, col int
 	}
 	var stack []open
+	block := blockText{indent: -1}
 	for n, text := range strings.Split(src, "\n") {
+		if len(stack) == 0 && block.skip(text) {
+			continue
+		}
 		valueStart := true // whether the next non-space byte starts a value
 		for i := 0; i < len(text); i++ {
 			c := text[i]
@@ -148,6 +181,9 @@ func locateIndent(src string) (line, col int, msg string, ok bool) {
 		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
 			continue
 		}
+		if strings.HasPrefix(trimmed, "\t") {
+			return 0, 0, "", false // tabs: not followed
+		}
 		if blockScalar >= 0 {
 			if indent > blockScalar {
 				continue
@@ -162,6 +198,10 @@ func locateIndent(src string) (line, col int, msg string, ok bool) {
 		for len(levels) > 0 && levels[len(levels)-1].indent > indent {
 			levels = levels[:len(levels)-1]
 			popped = true
+		}
+		if _, isKey := keyValue(trimmed); !isKey && !strings.HasPrefix(trimmed, "- ") && trimmed != "-" &&
+			len(levels) > 0 && levels[len(levels)-1].indent < indent && !opens {
+			continue // a plain value going on over several lines
 		}
 		switch {
 		case len(levels) == 0 || levels[len(levels)-1].indent < indent:
@@ -192,8 +232,15 @@ func locateIndent(src string) (line, col int, msg string, ok bool) {
 				return 0, 0, "", false // a flow collection over several lines: not followed
 			}
 			opens = false
+		case strings.HasPrefix(value, "\"") || strings.HasPrefix(value, "'"):
+			if _, _, _, open := locateQuote(value); open {
+				return 0, 0, "", false // a quoted value over several lines: not followed
+			}
+			opens = false
 		default:
-			opens = (isKey && value == "") || content == "-"
+			// An anchor or a tag alone ("key: &base") still opens a block.
+			bare := value == "" || !strings.ContainsRune(value, ' ') && (strings.HasPrefix(value, "&") || strings.HasPrefix(value, "!"))
+			opens = (isKey && bare) || content == "-"
 		}
 	}
 	return 0, 0, "", false

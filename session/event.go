@@ -214,6 +214,9 @@ type InputRequired struct {
 	// goes back to the hook when the call comes up again (HookInfo.Answer),
 	// not to the model.
 	Hook bool `json:"hook,omitempty"`
+	// HookIndex is the asking hook's place among the agent's BeforeTool
+	// hooks (in the order they run): its answer goes to that hook only.
+	HookIndex int `json:"hook_index,omitempty"`
 }
 
 // Decisions a human can give: approve, reject and edit answer an approval

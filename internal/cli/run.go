@@ -144,10 +144,10 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 }
 
 // onlyApprovals reports whether every pending request of st asks for an
-// approval, which --approve can answer.
+// approval, which --approve can answer; a hook's question is for a person.
 func onlyApprovals(st *agentrt.State) bool {
 	for _, q := range st.Requests {
-		if q.Kind != session.RequestApproval {
+		if q.Kind != session.RequestApproval || q.Hook {
 			return false
 		}
 	}
@@ -355,7 +355,7 @@ func (p *printer) human(e *session.Event) {
 	case *session.InputRequired:
 		p.endLine()
 		label := "[" + string(d.Kind) + "]"
-		if d.Kind == session.RequestApproval && p.decide != "" {
+		if d.Kind == session.RequestApproval && p.decide != "" && !d.Hook {
 			// Said when --approve answers it; if it does not (a person
 			// must answer another request too), the outcome lists it.
 			if p.pending == nil {

@@ -451,7 +451,7 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 		return session.Lease{}, fmt.Errorf("memstore: renew lease of %q: token %d, session's is %d: %w",
 			l.SessionID, l.Token, e.lease.Token, session.ErrFenced)
 	}
-	e.lease.Expires = st.now().Add(ttl)
+	e.lease.Expires = st.now().Add(ttl).Truncate(time.Microsecond) // as Acquire (session.Lease.Take)
 	return e.lease, nil
 }
 
