@@ -456,7 +456,7 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	}
 	for i := range jobs {
 		j := &jobs[i]
-		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule}
+		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule, Blocked: j.block}
 		if j.attempt > 1 {
 			tc.Attempt = j.attempt
 		}

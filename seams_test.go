@@ -1389,3 +1389,29 @@ func TestHookAsksAPerson(t *testing.T) {
 		}
 	})
 }
+
+// TestBlockedCallIsNotInDoubt: a call announced as blocked does not run,
+// so a process that stops before its failed result is stored leaves no
+// doubt about it: on resume it is not a confirm request, even for an
+// at-most-once tool.
+func TestBlockedCallIsNotInDoubt(t *testing.T) {
+	call := model.ToolCall{ID: "c1", Name: "charge", Arguments: json.RawMessage(`{}`)}
+	for _, tc := range []struct {
+		blocked string
+		started bool
+	}{{"", true}, {"the user rejected this call", false}} {
+		st := agentrt.NewState("s", "a")
+		for _, d := range []session.Data{
+			&session.RunStarted{Input: "charge"},
+			&session.ModelFinished{ToolCalls: []model.ToolCall{call}},
+			&session.ToolCall{CallID: "c1", Name: "charge", Arguments: call.Arguments, Blocked: tc.blocked},
+		} {
+			if err := st.Apply(&session.Event{Type: d.EventType(), Data: d}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(st.Calls) != 1 || st.Calls[0].Started != tc.started {
+			t.Errorf("blocked %q: calls %+v, want started %v", tc.blocked, st.Calls, tc.started)
+		}
+	}
+}

@@ -250,7 +250,9 @@ func (s *State) Apply(e *session.Event) error {
 		}
 	case *session.ToolCall:
 		if c := s.call(d.CallID); c != nil {
-			c.Started = true
+			// A blocked call does not run: stopping before its result is
+			// no doubt about whether it took effect.
+			c.Started = d.Blocked == ""
 			c.Attempts = max(c.Attempts+1, d.Attempt)
 			c.Call.Arguments = d.Arguments
 			if c.Approval == CallRetry {

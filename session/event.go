@@ -165,6 +165,9 @@ type ToolCall struct {
 	// Rule names the standing decision that approved (or rejected) the
 	// call without asking.
 	Rule string `json:"rule,omitempty"`
+	// Blocked, when set, says why the call does not run (rejected, denied,
+	// blocked by a hook or a rule); its failed tool_result follows.
+	Blocked string `json:"blocked,omitempty"`
 }
 
 // ToolResult is a tool call's outcome; unknown tools and blocked calls get one too.

@@ -493,7 +493,7 @@ agents:
 	)}
 	sid, req := pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "r1", "deploy to prod"))
 	r := e.must(cli.ExitOK, "approve", "--reject", "--reason", "no", sid, req)
-	if !strings.Contains(r.out, "not deployed, as you wish") || !strings.Contains(r.out, "[tool] deploy failed: the user rejected this call: no") {
+	if !strings.Contains(r.out, "not deployed, as you wish") || !strings.Contains(r.out, `[tool] deploy {"target":"prod"} not run: the user rejected this call: no`) {
 		t.Errorf("approve --reject stdout:\n%s", r.out)
 	}
 	if n := runs.Load(); n != 0 {
@@ -865,6 +865,9 @@ func TestNewUserFrictions(t *testing.T) {
 		r = e.must(cli.ExitOK, "run", "--approve", "deny", "what is 2+3")
 		if want := "[approval] calculator {\"expression\":\"2+3\"}: rejected (--approve deny)\n"; !strings.Contains(r.out, want) {
 			t.Errorf("deny:\n%s\nwant a line %q", r.out, want)
+		}
+		if want := "[tool] calculator {\"expression\":\"2+3\"} not run: the user rejected this call\n"; !strings.Contains(r.out, want) || strings.Contains(r.out, "[tool] calculator failed") {
+			t.Errorf("deny:\n%s\nwant a line %q, and no failure line for a call that never ran", r.out, want)
 		}
 		r = e.must(cli.ExitOK, "run", "--json", "--approve", "auto", "what is 4+5")
 		if !strings.Contains(r.out, `"type":"input_resolved"`) {

@@ -255,6 +255,7 @@ type printer struct {
 	// (auto, deny): the requests are then said as decisions, not asked.
 	decide  string
 	pending map[string][]model.ToolCall // the calls of approvals not said yet, with decide
+	blocked map[string]bool             // calls said not to run, whose failed result is not shown again
 }
 
 func newPrinter(s Streams, asJSON bool, notices []string) *printer {
@@ -341,12 +342,24 @@ func (p *printer) human(e *session.Event) {
 		p.endLine()
 	case *session.ToolCall:
 		p.endLine()
+		if d.Blocked != "" {
+			if p.blocked == nil {
+				p.blocked = map[string]bool{}
+			}
+			p.blocked[d.CallID] = true
+			fmt.Fprintf(out, "[tool] %s %s not run: %s\n", d.Name, clip(string(d.Arguments), 400), clip(d.Blocked, 400))
+			break
+		}
 		if d.Rule != "" {
 			fmt.Fprintf(out, "[tool] %s %s (decided by standing decision %s)\n", d.Name, clip(string(d.Arguments), 400), d.Rule)
 			break
 		}
 		fmt.Fprintf(out, "[tool] %s %s\n", d.Name, clip(string(d.Arguments), 400))
 	case *session.ToolResult:
+		if p.blocked[d.CallID] {
+			delete(p.blocked, d.CallID)
+			break
+		}
 		if d.OK {
 			fmt.Fprintf(out, "[tool] %s ok: %s\n", d.Name, clip(string(d.Result), 400))
 		} else {
