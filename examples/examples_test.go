@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/testenv"
 )
 
 // exampleCase is one run of an example program.
@@ -115,9 +117,7 @@ var cases = []exampleCase{
 }
 
 func TestExamples(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs programs")
-	}
+	testenv.SkipShort(t, "builds and runs programs")
 	root := moduleRoot(t)
 	bin := buildExamples(t, root)
 	for _, tc := range cases {

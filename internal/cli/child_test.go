@@ -20,6 +20,7 @@ import (
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/testenv"
 	"github.com/agentrt/agentrt/tool"
 )
 
@@ -200,9 +201,7 @@ func (c *child) signal(sig os.Signal) {
 // lease's owner is a dead process of this host).
 func TestProcessSecondSignalExitsAtOnce(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
+	testenv.SkipShort(t, "runs child processes")
 	for _, tc := range []struct {
 		name   string
 		second os.Signal
@@ -243,9 +242,7 @@ agents:
 // as canceled and resumable.
 func TestProcessFirstSignalStopsGracefully(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
+	testenv.SkipShort(t, "runs child processes")
 	e := newEnv(t, `
 models:
   s: {provider: scripted, script: slow.yaml}
@@ -284,18 +281,14 @@ func journalRuns(t *testing.T, path string) []string {
 // flight at the crash: at least once), and the log has no gap or duplicate.
 func TestProcessTwoResumersOneSession(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
+	testenv.SkipShort(t, "runs child processes")
 	twoResumers(t, func(*testing.T) string { return "" }, 20)
 }
 
 // The same on Postgres, where the processes share a database server.
 func TestProcessTwoResumersPostgres(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
+	testenv.SkipShort(t, "runs child processes")
 	twoResumers(t, func(t *testing.T) string { dsn, _ := pgtest.Schema(t); return dsn }, 5)
 }
 
@@ -349,17 +342,13 @@ func twoResumers(t *testing.T, newStore func(t *testing.T) string, trials int) {
 // expires: `agentrt recover` in a loop, with a deadline.
 func TestProcessRecoverAfterLeaseExpiry(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
+	testenv.SkipShort(t, "runs child processes")
 	recoverAfterExpiry(t, "")
 }
 
 func TestProcessRecoverPostgres(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
+	testenv.SkipShort(t, "runs child processes")
 	dsn, _ := pgtest.Schema(t)
 	recoverAfterExpiry(t, dsn)
 }
@@ -446,9 +435,7 @@ func (p procChild) mustOut(args ...string) string {
 // Ctrl-C ends it.
 func TestProcessFollow(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
+	testenv.SkipShort(t, "runs child processes")
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
@@ -487,9 +474,7 @@ func TestProcessFollow(t *testing.T) {
 // people deciding different requests of one session — both succeed.
 func TestProcessConcurrentResolutions(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
+	testenv.SkipShort(t, "runs child processes")
 	const trials = 20
 	for i := range trials {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

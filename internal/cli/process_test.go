@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/fakellm"
+	"github.com/agentrt/agentrt/internal/testenv"
 )
 
 // These tests run the real agentrt binary, built once for the package, as
@@ -49,9 +50,7 @@ func TestMain(m *testing.M) {
 // (so that go test -run for the in-process tests alone builds nothing).
 func binary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the agentrt binary")
-	}
+	testenv.SkipShort(t, "builds and runs the agentrt binary")
 	buildOnce.Do(func() {
 		gomod, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {

@@ -1,0 +1,21 @@
+// Package testenv holds what tests share about where they run.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// SkipShort skips a test that runs real programs or processes under
+// go test -short, saying why; under CI (CI set, as scripts/test.sh sets
+// it) such a test must run, so -short there fails it instead.
+func SkipShort(t testing.TB, why string) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s: -short under CI, where every real-component test must run", why)
+	}
+	t.Skip(why)
+}
