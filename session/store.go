@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 
@@ -98,6 +99,24 @@ type Commit struct {
 	// session's current token, and a commit without one while another
 	// owner holds a live lease. Stores without leases ignore it.
 	Fence int64
+}
+
+// Check reports what makes c unfit to store, whatever the store: a nil
+// event, events not numbered ExpectSeq+1, ExpectSeq+2, ... (ErrConflict),
+// a snapshot past the commit's last seq. Stores call it first.
+func (c *Commit) Check() error {
+	for i, ev := range c.Events {
+		if ev == nil {
+			return fmt.Errorf("event at index %d is nil", i)
+		}
+		if want := c.ExpectSeq + int64(i) + 1; ev.Seq != want {
+			return fmt.Errorf("event at index %d has seq %d, want %d: %w", i, ev.Seq, want, ErrConflict)
+		}
+	}
+	if last := c.ExpectSeq + int64(len(c.Events)); c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
+		return fmt.Errorf("snapshot seq %d is outside 0..%d, the commit's last seq", c.Snapshot.Seq, last)
+	}
+	return nil
 }
 
 // ListOptions pages through sessions, newest first.

@@ -234,18 +234,8 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		return err
 	}
 	last := c.ExpectSeq + int64(len(c.Events))
-	for i, ev := range c.Events {
-		if ev == nil {
-			return fmt.Errorf("memstore: commit to session %q: event at index %d is nil", c.SessionID, i)
-		}
-		if want := c.ExpectSeq + int64(i) + 1; ev.Seq != want {
-			return fmt.Errorf("memstore: commit to session %q: event at index %d has seq %d, want %d: %w",
-				c.SessionID, i, ev.Seq, want, session.ErrConflict)
-		}
-	}
-	if c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
-		return fmt.Errorf("memstore: commit to session %q: snapshot seq %d is outside 0..%d, the commit's last seq",
-			c.SessionID, c.Snapshot.Seq, last)
+	if err := c.Check(); err != nil {
+		return fmt.Errorf("memstore: commit to session %q: %w", c.SessionID, err)
 	}
 	now := c.Time
 	if now.IsZero() {

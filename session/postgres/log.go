@@ -110,18 +110,8 @@ func (st *Store) migrate(ctx context.Context) error {
 // round trip (a pgx batch).
 func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	last := c.ExpectSeq + int64(len(c.Events))
-	for i, ev := range c.Events {
-		if ev == nil {
-			return fmt.Errorf("postgres: commit to session %q: event at index %d is nil", c.SessionID, i)
-		}
-		if want := c.ExpectSeq + int64(i) + 1; ev.Seq != want {
-			return fmt.Errorf("postgres: commit to session %q: event at index %d has seq %d, want %d: %w",
-				c.SessionID, i, ev.Seq, want, session.ErrConflict)
-		}
-	}
-	if c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
-		return fmt.Errorf("postgres: commit to session %q: snapshot seq %d is outside 0..%d, the commit's last seq",
-			c.SessionID, c.Snapshot.Seq, last)
+	if err := c.Check(); err != nil {
+		return fmt.Errorf("postgres: commit to session %q: %w", c.SessionID, err)
 	}
 	seqs := make([]int64, len(c.Events))
 	types := make([]string, len(c.Events))

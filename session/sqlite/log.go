@@ -24,21 +24,11 @@ import (
 // most one snapshot upsert, all prepared by Open.
 func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	last := c.ExpectSeq + int64(len(c.Events))
-	for i, ev := range c.Events {
-		if ev == nil {
-			return fmt.Errorf("sqlite: commit to session %q: event at index %d is nil", c.SessionID, i)
-		}
-		if want := c.ExpectSeq + int64(i) + 1; ev.Seq != want {
-			return fmt.Errorf("sqlite: commit to session %q: event at index %d has seq %d, want %d: %w",
-				c.SessionID, i, ev.Seq, want, session.ErrConflict)
-		}
+	if err := c.Check(); err != nil {
+		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
 	if last > maxSeq {
 		return fmt.Errorf("sqlite: commit to session %q: seq %d is past this store's limit %d", c.SessionID, last, int64(maxSeq))
-	}
-	if c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
-		return fmt.Errorf("sqlite: commit to session %q: snapshot seq %d is outside 0..%d, the commit's last seq",
-			c.SessionID, c.Snapshot.Seq, last)
 	}
 	encoded := make([][]byte, len(c.Events))
 	for i, ev := range c.Events {
