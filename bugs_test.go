@@ -66,10 +66,10 @@ func parallelReply(n, waiting int) scripted.Reply {
 func TestFailedCommitDuringParallelCalls(t *testing.T) {
 	for n := 2; n <= 5; n++ {
 		// The commits of a turn: run_started with model_started, then
-		// model_finished, the tool_calls, then one per result. Fail each
-		// of the results of the calls that do not wait (the others wait
-		// until the failure cancels them).
-		for failAt := 4; failAt <= 3+(n-n/2); failAt++ {
+		// model_finished with the tool_calls, then one per result. Fail
+		// each of the results of the calls that do not wait (the others
+		// wait until the failure cancels them).
+		for failAt := 3; failAt <= 2+(n-n/2); failAt++ {
 			for iter := range 5 {
 				t.Run(fmt.Sprintf("calls=%d/fail=%d/%d", n, failAt, iter), func(t *testing.T) {
 					var faults storetest.Faults
@@ -381,7 +381,7 @@ func TestIdempotencyKeyAndAtMostOnce(t *testing.T) {
 		rec := &callRecorder{}
 		e := newEnv(t, storetest.Faulty(mem, &faults), agentrt.Config{}, calcAgent(scripted.New("m", charge), registry(t, rec.tool("charge", meta, nil))))
 		id := e.session(t, "calc")
-		faults.FailCommit(4, false) // model_started, model_finished, tool_call, then the result
+		faults.FailCommit(3, false) // model_started, model_finished with tool_call, then the result
 		if _, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "pay"})); !errors.Is(err, storetest.ErrInjected) {
 			t.Fatalf("run: %v", err)
 		}
@@ -466,7 +466,7 @@ func TestConfirmBadInput(t *testing.T) {
 	charge := scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("charge", `{"cents":5}`)}}
 	e := newEnv(t, storetest.Faulty(mem, &faults), agentrt.Config{}, calcAgent(scripted.New("m", charge), registry(t, rec.tool("charge", meta, nil))))
 	id := e.session(t, "calc")
-	faults.FailCommit(4, false)
+	faults.FailCommit(3, false)
 	agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "pay"}))
 	e = newEnv(t, mem, agentrt.Config{}, calcAgent(scripted.New("m"), registry(t, rec.tool("charge", meta, nil))))
 	res := e.resume(t, id)

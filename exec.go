@@ -58,6 +58,7 @@ type execRun struct {
 	reason    string
 	stopped   bool // the consumer stopped reading
 	dirty     bool // a commit failed: the state is ahead of the store
+	lazy      bool // built-in steps may leave their events to the next commit (see Runner.step)
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one

@@ -55,7 +55,7 @@ func (m loadModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[mod
 	}
 }
 
-func loadRunner(b *testing.B, store session.Store, delay time.Duration) *agentrt.Runner {
+func loadRunner(b testing.TB, store session.Store, delay time.Duration) *agentrt.Runner {
 	reg, err := tool.NewRegistry(tool.Must(tool.New("add", "adds two numbers", add)))
 	if err != nil {
 		b.Fatal(err)

@@ -725,8 +725,9 @@ func (r *Runner) drive(ctx context.Context, x *Exec) {
 	r.loop(ctx, x)
 }
 
-// loop steps until the run stops.
+// loop steps until the run stops. Its steps commit lazily (see step).
 func (r *Runner) loop(ctx context.Context, x *Exec) {
+	x.lazy = true
 	for x.st.Status == session.StatusRunning {
 		if reason := x.handle.interrupted(); reason != "" {
 			x.interrupt(ctx, reason)
@@ -753,15 +754,15 @@ func (r *Runner) loop(ctx context.Context, x *Exec) {
 	}
 }
 
-// stepChecked is step, failing a step that commits nothing while the run
+// stepChecked is step, failing a step that records nothing while the run
 // goes on: a policy that finds nothing to do would otherwise loop forever.
 func (r *Runner) stepChecked(ctx context.Context, x *Exec) error {
-	before := x.committed
+	before := x.st.Seq
 	ins, err := r.step(ctx, x)
 	if err != nil {
 		return err
 	}
-	if x.st.Status == session.StatusRunning && x.committed == before {
+	if x.st.Status == session.StatusRunning && x.st.Seq == before {
 		return &Error{Kind: FailPolicy, Code: "no_progress",
 			Msg: fmt.Sprintf("the policy chose %s, which changed nothing; it would choose it again forever", ins.Kind)}
 	}
@@ -769,6 +770,16 @@ func (r *Runner) stepChecked(ctx context.Context, x *Exec) error {
 }
 
 // step decides and executes one instruction and commits its events.
+//
+// In a lazy run (x.lazy, the run loop's) a built-in executor's events may
+// stay pending when the run goes on: the next step commits them with its
+// own, and every built-in executor commits before it does anything with
+// an effect (a model call, a tool call) or ends the run. A turn of three
+// tool rounds so commits 8 times instead of 15, and nothing that happened
+// outside the process goes unrecorded before the next thing does. Events
+// are pending only while the run computes: a policy other than React, and
+// an executor of the caller's, find every event committed, as a custom
+// executor's side effect must follow a durable record.
 func (r *Runner) step(ctx context.Context, x *Exec) (Instruction, error) {
 	if err := ctx.Err(); err != nil {
 		return Instruction{}, err
@@ -776,6 +787,11 @@ func (r *Runner) step(ctx context.Context, x *Exec) (Instruction, error) {
 	p := x.agent.Policy
 	if p == nil {
 		p = React{}
+	}
+	if _, ok := p.(React); !ok {
+		if err := x.Commit(ctx); err != nil {
+			return Instruction{}, err
+		}
 	}
 	ins, err := p.Next(ctx, x.agent, x.st)
 	if err != nil {
@@ -785,24 +801,35 @@ func (r *Runner) step(ctx context.Context, x *Exec) (Instruction, error) {
 		x.End(session.StatusWaiting, "input_required")
 		return ins, x.Commit(ctx)
 	}
-	exec := r.executor(x.agent, ins.Kind)
+	exec, builtin := r.executor(x.agent, ins.Kind)
 	if exec == nil {
 		return ins, &Error{Kind: FailConfig, Code: "no_executor", Msg: fmt.Sprintf("no executor for instruction %q", ins.Kind)}
+	}
+	if !builtin {
+		if err := x.Commit(ctx); err != nil {
+			return ins, err
+		}
 	}
 	if err := exec(ctx, x, ins); err != nil {
 		return ins, err
 	}
+	if x.lazy && builtin && x.end == "" && x.st.Status == session.StatusRunning {
+		return ins, nil
+	}
 	return ins, x.Commit(ctx)
 }
 
-func (r *Runner) executor(a *Agent, k Kind) Executor {
+// executor returns the executor of instructions of kind k for a, and
+// whether it is a built-in one.
+func (r *Runner) executor(a *Agent, k Kind) (Executor, bool) {
 	if e := a.Executors[k]; e != nil {
-		return e
+		return e, false
 	}
 	if e := r.executors[k]; e != nil {
-		return e
+		return e, false
 	}
-	return builtinExecutor(k)
+	e := builtinExecutor(k)
+	return e, e != nil
 }
 
 // interrupt ends the run at a safe point (between steps, or after an

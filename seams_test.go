@@ -159,7 +159,7 @@ func crashed(t *testing.T, store *memstore.Store, id, owner string) string {
 	if _, err := e.r.CreateSession(context.Background(), "calc", id, nil); err != nil {
 		t.Fatal(err)
 	}
-	faults.FailCommit(4, false) // the tool's result
+	faults.FailCommit(3, false) // the tool's result
 	if _, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "go"})); !errors.Is(err, storetest.ErrInjected) {
 		t.Fatalf("setup run: %v", err)
 	}
@@ -858,7 +858,7 @@ func TestTenants(t *testing.T) {
 		if _, err := ce.r.CreateSession(ctx, "calc", id, nil); err != nil {
 			t.Fatal(err)
 		}
-		faults.FailCommit(4, false)
+		faults.FailCommit(3, false)
 		agentrt.Collect(ce.r.Run(ctx, id, agentrt.Input{Text: "go"}))
 	}
 	crashedIn(acme, "c1")
