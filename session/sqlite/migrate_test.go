@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -89,5 +90,77 @@ func TestSynchronous(t *testing.T) {
 			t.Errorf("%s: synchronous = %d, want %d", dsn, got, want)
 		}
 		st.Close()
+	}
+}
+
+// A database of schema version 3 (events keyed by log<<32 | seq) opens:
+// its events read back in order, each session's own, and new events
+// append after them.
+func TestMigrateFromVersion3(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "v3.db")
+	base, err := baseDSN(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{
+		`CREATE TABLE schema_version (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
+		`INSERT INTO schema_version (id, version) VALUES (1, 3)`,
+	}
+	for _, m := range migrations[:3] {
+		stmts = append(stmts, m...)
+	}
+	ev := func(id string, seq int) string {
+		return fmt.Sprintf(`{"v":1,"seq":%d,"session_id":%q,"turn":1,"type":"final","time":"2026-01-01T00:00:00Z","data":{"text":"%s %d"}}`, seq, id, id, seq)
+	}
+	stmts = append(stmts,
+		`INSERT INTO sessions (tenant, id, agent, status, turn, usage, last_seq, created_at, updated_at, log)
+			VALUES ('default', 'a', 'x', 'done', 1, '{}', 2, 1, 1, 1), ('default', 'b', 'x', 'done', 1, '{}', 2, 2, 2, 2)`,
+		`UPDATE logs SET next = 3`,
+		// Written interleaved, as two sessions running at once did.
+		fmt.Sprintf(`INSERT INTO events (key, session_id, seq, type, time, json) VALUES
+			((2 << 32) | 1, 'b', 1, 'final', 1, '%s'), ((1 << 32) | 1, 'a', 1, 'final', 1, '%s'),
+			((1 << 32) | 2, 'a', 2, 'final', 1, '%s'), ((2 << 32) | 2, 'b', 2, 'final', 1, '%s')`,
+			ev("b", 1), ev("a", 1), ev("a", 2), ev("b", 2)),
+	)
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	db.Close()
+
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	read := func(id string) []string {
+		var out []string
+		for e, err := range st.Events(ctx, id, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(e.Seq, " ", e.Data.(*session.Final).Text))
+		}
+		return out
+	}
+	if got, want := fmt.Sprint(read("a"), read("b")), "[1 a 1 2 a 2] [1 b 1 2 b 2]"; got != want {
+		t.Fatalf("events after migration: %s, want %s", got, want)
+	}
+	if err := st.Commit(ctx, &session.Commit{SessionID: "a", ExpectSeq: 2, Status: session.StatusDone,
+		Events: []*session.Event{event("a", 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	// A seq stays unique: the index refuses a second event 3 of a.
+	if _, err := st.w.ExecContext(ctx, `INSERT INTO events (key, session_id, seq, type, time, json) VALUES ((1 << 32) | 3, 'a', 3, 'final', 1, '{}')`); err == nil {
+		t.Error("a duplicate key was inserted")
+	}
+	if got := read("a"); len(got) != 3 || got[2] != "3 answer 3" {
+		t.Errorf("events of a after a new commit: %v", got)
 	}
 }

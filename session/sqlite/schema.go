@@ -11,16 +11,16 @@ import (
 // len(migrations) is the version this build writes. Append to it; never
 // edit a migration that has shipped.
 //
-// Events are keyed by log<<32 | seq, where log is a number the session
-// gets from the logs counter at its first event and never gives back. A
-// session's log is thus one contiguous range of the events table's own
-// b-tree: an append writes no secondary index, a read is a range scan, and
-// the logs of sessions that start later sit after those of earlier ones,
-// so new sessions append at the end of the table whatever order they were
-// created in. That bounds seq below 2^32 and the number of logs below
-// 2^31. (A WITHOUT ROWID table keyed by (session_id, seq) would need no
-// log number, but its rows spill into overflow pages above ~1 KB, which
-// events often are.)
+// Events are stored in the order they were written (their rowid) and
+// found by key, log<<32 | seq, where log is a number the session gets
+// from the logs counter at its first event and never gives back: a
+// session's log is one range of the unique index events_key, so a read
+// is a range scan, and the rows of the many sessions a transaction of the
+// group commit writes append at the end of the table. That bounds seq
+// below 2^32 and the number of logs below 2^31. (A WITHOUT ROWID table
+// keyed by (session_id, seq) would need no log number, but its rows spill
+// into overflow pages above ~1 KB, which events often are; version 1 to 3
+// keyed the table itself by log<<32 | seq, see version 4.)
 //
 // Times are INTEGER unix microseconds, UTC. events.json is the whole event
 // as json.Marshal produces it; events.session_id, type and time copy some
@@ -109,6 +109,29 @@ var migrations = [][]string{
 		`INSERT INTO snapshots_v3 SELECT 'default', session_id, seq, data FROM snapshots`,
 		`DROP TABLE snapshots`,
 		`ALTER TABLE snapshots_v3 RENAME TO snapshots`,
+	},
+	// Version 4: events in the order they were written. Keyed by
+	// log<<32 | seq, the rows of many sessions running at once went into
+	// as many places of the table's b-tree: a transaction of the group
+	// commit touched a page per session and split pages in the middle of
+	// the tree. The rows now append at the end (their rowid), and the
+	// unique index events_key, whose entries are a few bytes, keeps a
+	// session's log one range and a seq unique.
+	{
+		`CREATE TABLE events_v4 (
+			id         INTEGER PRIMARY KEY, -- the order of writing
+			key        INTEGER NOT NULL,    -- log<<32 | seq
+			session_id TEXT    NOT NULL,
+			seq        INTEGER NOT NULL,
+			type       TEXT    NOT NULL,
+			time       INTEGER NOT NULL,
+			json       TEXT    NOT NULL
+		)`,
+		`INSERT INTO events_v4 (key, session_id, seq, type, time, json)
+			SELECT key, session_id, seq, type, time, json FROM events ORDER BY key`,
+		`DROP TABLE events`,
+		`ALTER TABLE events_v4 RENAME TO events`,
+		`CREATE UNIQUE INDEX events_key ON events (key)`,
 	},
 }
 

@@ -1,0 +1,196 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// holdLead takes the group commit's lead, so that writes queue, and
+// returns a function that waits until n writes are queued.
+func holdLead(t *testing.T, g *group) (waitQueued func(n int), release func()) {
+	t.Helper()
+	g.lead <- struct{}{}
+	var once sync.Once
+	release = func() { once.Do(func() { <-g.lead }) }
+	t.Cleanup(release)
+	return func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			g.mu.Lock()
+			q := len(g.queue)
+			g.mu.Unlock()
+			if q == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d writes queued, want %d", q, n)
+			}
+			time.Sleep(time.Millisecond) // polling a condition, not a delay
+		}
+	}, release
+}
+
+func openStore(t *testing.T) *Store {
+	t.Helper()
+	st, err := Open(t.Context(), filepath.Join(t.TempDir(), "agentrt.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func event(id string, seq int64) *session.Event {
+	return &session.Event{V: session.SchemaVersion, Seq: seq, SessionID: id, Type: session.TypeFinal,
+		Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Data: &session.Final{Text: fmt.Sprint("answer ", seq)}}
+}
+
+// Commits of many sessions that wait together go in one transaction, and
+// each gets its own outcome: the refused ones (a stale seq, a session that
+// does not exist) are rolled back alone, the others are stored.
+func TestGroupCommitOutcomesAreEach(t *testing.T) {
+	st := openStore(t)
+	ctx := t.Context()
+	const n = 60
+	for i := range n {
+		if err := st.CreateSession(ctx, &session.Session{ID: fmt.Sprint("s", i), Agent: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitQueued, release := holdLead(t, st.g)
+	errs := make([]error, n+1)
+	var wg sync.WaitGroup
+	for i := range n + 1 {
+		wg.Go(func() {
+			id, expect := fmt.Sprint("s", i), int64(0)
+			switch {
+			case i == n:
+				id = "missing"
+			case i%3 == 1:
+				expect = 5 // stale
+			}
+			errs[i] = st.Commit(ctx, &session.Commit{SessionID: id, ExpectSeq: expect,
+				Events: []*session.Event{event(id, expect+1), event(id, expect+2)}, Status: session.StatusRunning})
+		})
+	}
+	waitQueued(n + 1) // every commit waits: the next leader takes them all
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		var want error
+		switch {
+		case i == n:
+			want = session.ErrNotFound
+		case i%3 == 1:
+			want = session.ErrConflict
+		}
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Errorf("commit %d: %v, want %v", i, err, want)
+			continue
+		}
+		if i == n {
+			continue
+		}
+		var got []int64
+		for e, err := range st.Events(ctx, fmt.Sprint("s", i), 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.Seq)
+		}
+		if wantN := map[bool]int{true: 0, false: 2}[want != nil]; len(got) != wantN {
+			t.Errorf("session s%d has events %v, want %d", i, got, wantN)
+		}
+	}
+}
+
+// A write that fails after it changed something is rolled back to its
+// savepoint; the writes beside it in the transaction are kept.
+func TestGroupCommitRollsBackAFailedWrite(t *testing.T) {
+	st := openStore(t)
+	ctx := t.Context()
+	if _, err := st.w.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	waitQueued, release := holdLead(t, st.g)
+	const n = 12
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (?)`, i); err != nil {
+					return err
+				}
+				if i%4 == 0 {
+					return fmt.Errorf("write %d fails after its insert", i)
+				}
+				return nil
+			})
+		})
+	}
+	waitQueued(n)
+	release()
+	wg.Wait()
+	var kept []int
+	rows, err := st.r.QueryContext(ctx, `SELECT x FROM t ORDER BY x`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var x int
+		if err := rows.Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, x)
+	}
+	want := []int{1, 2, 3, 5, 6, 7, 9, 10, 11}
+	if fmt.Sprint(kept) != fmt.Sprint(want) {
+		t.Errorf("rows %v, want %v", kept, want)
+	}
+	for i, err := range errs {
+		if (i%4 == 0) != (err != nil) {
+			t.Errorf("write %d: %v", i, err)
+		}
+	}
+}
+
+// A write whose context ends while it waits in the queue leaves it, and
+// is not written when the queue moves on.
+func TestGroupCommitCanceledWhileQueued(t *testing.T) {
+	st := openStore(t)
+	if err := st.CreateSession(t.Context(), &session.Session{ID: "s1", Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	waitQueued, release := holdLead(t, st.g)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() {
+		done <- st.Commit(ctx, &session.Commit{SessionID: "s1", Events: []*session.Event{event("s1", 1)}})
+	}()
+	waitQueued(1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Commit canceled in the queue: %v", err)
+	}
+	waitQueued(0)
+	release()
+	// The queue moves on without it.
+	if err := st.Commit(t.Context(), &session.Commit{SessionID: "s1", Events: []*session.Event{event("s1", 1)}}); err != nil {
+		t.Fatalf("next commit: %v", err)
+	}
+	s, err := st.GetSession(t.Context(), "s1")
+	if err != nil || s.LastSeq != 1 {
+		t.Fatalf("session after: %+v %v", s, err)
+	}
+}
