@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/storetest"
 	"github.com/agentrt/agentrt/tool"
 )
 
@@ -123,6 +125,34 @@ func TestCustomStepsFindEverythingCommitted(t *testing.T) {
 			id = e.session(t, "calc")
 			if res := e.run(t, id, "1+2"); res.Status != session.StatusDone {
 				t.Fatalf("run: %s", res.Status)
+			}
+		})
+	}
+}
+
+// A run's last commit releases its session's lease (session.Commit.Release):
+// the run makes one lease call, its Acquire, and the session is free at
+// once. When that commit fails, the lease is released on its own.
+func TestLastCommitReleasesLease(t *testing.T) {
+	for _, failLast := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ok", true: "last commit fails"}[failLast], func(t *testing.T) {
+			var faults storetest.Faults
+			mem := memstore.New()
+			call := scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+2"}`)}}
+			e := newEnv(t, storetest.Faulty(mem, &faults), agentrt.Config{}, calcAgent(scripted.New("m", call, scripted.Reply{Text: "3"}), registry(t)))
+			id := e.session(t, "calc")
+			if failLast {
+				faults.FailCommit(4, false) // run_started.., model_finished+tool_call, tool_result.., the last
+			}
+			res, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "1+2"}))
+			if failLast != (err != nil) {
+				t.Fatalf("run: %+v, %v", res, err)
+			}
+			if got, want := faults.LeaseCalls(), map[bool]int{false: 1, true: 2}[failLast]; got != want {
+				t.Errorf("%d lease calls, want %d", got, want)
+			}
+			if _, err := mem.Acquire(context.Background(), id, "someone else", time.Minute); err != nil {
+				t.Errorf("the session is still leased after the run: %v", err)
 			}
 		})
 	}

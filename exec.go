@@ -336,6 +336,9 @@ func (x *Exec) Commit(ctx context.Context) error {
 	c.Usage = x.st.Usage
 	c.Time = x.pending[len(x.pending)-1].Time
 	c.Fence = x.fence
+	// The run's last commit frees the session: no write of its own for
+	// the release (the keeper's renewals stop first).
+	c.Release = end != "" && x.fence != 0 && x.lease.halt()
 	c.Snapshot = nil
 	every := x.r.snapEvery
 	if n := int64(len(x.st.Messages)); x.r.snapGrow && n > every {
@@ -353,6 +356,9 @@ func (x *Exec) Commit(ctx context.Context) error {
 	err := x.r.store.Commit(ctx, c)
 	if err == nil && c.Snapshot != nil {
 		x.st.SnapshotSeq = c.Snapshot.Seq
+	}
+	if err == nil && c.Release {
+		x.lease.released()
 	}
 	c.Snapshot, x.snapshot = nil, session.Snapshot{}
 	if err != nil {

@@ -72,6 +72,7 @@ type leaseKeeper struct {
 	renewed time.Time     // monotonic time of the last grant; guarded by mu
 	lost    error         // guarded by mu
 	stopped bool          // guarded by mu
+	freed   bool          // released by the run's last commit; guarded by mu
 	timer   *time.Timer   // guarded by mu
 	wg      sync.WaitGroup
 }
@@ -165,11 +166,12 @@ func (k *leaseKeeper) check(ctx context.Context) error {
 	return nil // the store hiccupped, but the lease is still ours for a while
 }
 
-// stop stops the renewals, waits for one in flight, and releases the
-// lease unless it was lost.
-func (k *leaseKeeper) stop() {
+// halt stops the renewals and waits for one in flight. It reports
+// whether the lease is still held, as far as this process knows: the
+// run's last commit then releases it (session.Commit.Release).
+func (k *leaseKeeper) halt() bool {
 	if k == nil {
-		return
+		return false
 	}
 	k.mu.Lock()
 	k.stopped = true
@@ -179,13 +181,29 @@ func (k *leaseKeeper) stop() {
 	k.mu.Unlock()
 	k.wg.Wait()
 	k.mu.Lock()
-	l, lost := k.lease, k.lost
+	defer k.mu.Unlock()
+	return k.lost == nil && !k.freed
+}
+
+// released records that a commit released the lease.
+func (k *leaseKeeper) released() {
+	k.mu.Lock()
+	k.freed = true
 	k.mu.Unlock()
-	if lost == nil {
-		// Not ctx, which may be canceled: the release must happen. A store
-		// bounds its own waits; if it fails, the lease expires.
-		_ = k.leaser.Release(session.WithTenant(context.Background(), k.tenant), l)
+}
+
+// stop stops the renewals, waits for one in flight, and releases the
+// lease unless it was lost or a commit released it.
+func (k *leaseKeeper) stop() {
+	if !k.halt() {
+		return
 	}
+	k.mu.Lock()
+	l := k.lease
+	k.mu.Unlock()
+	// Not ctx, which may be canceled: the release must happen. A store
+	// bounds its own waits; if it fails, the lease expires.
+	_ = k.leaser.Release(session.WithTenant(context.Background(), k.tenant), l)
 }
 
 // acquireLease takes session id's lease for this runner. A lease held by a

@@ -99,6 +99,12 @@ type Commit struct {
 	// session's current token, and a commit without one while another
 	// owner holds a live lease. Stores without leases ignore it.
 	Fence int64
+	// Release, with a Fence, releases the writer's lease in the commit's
+	// transaction, as Leaser.Release would after it: the last commit of a
+	// run frees its session without a write of its own. A refused commit
+	// releases nothing. A store that implements Leaser must honour it;
+	// stores without leases ignore it.
+	Release bool
 }
 
 // Check reports what makes c unfit to store, whatever the store: a nil

@@ -274,6 +274,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	e.row.Usage = c.Usage
 	e.row.LastSeq = last
 	e.row.UpdatedAt = now
+	if c.Release && c.Fence != 0 {
+		e.lease.Owner, e.lease.Expires = "", time.Time{}
+	}
 	if c.Snapshot != nil {
 		// Readers only ever see copies of e.snap.Data, so its buffer can
 		// be reused.

@@ -148,6 +148,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		seqs, types, times, bodies,
 		notifyChannel, tenant+"\n"+c.SessionID, len(c.Events) > 0,
 		snapSeq, snapData, c.Snapshot != nil,
+		c.Release && c.Fence != 0,
 	).Scan(&updated, &notified)
 	if err == nil && updated == 0 {
 		err = st.commitRefused(ctx, tenant, c)
@@ -165,7 +166,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 // and the fence), and only if it matched, the events, the snapshot and the
 // notification. It returns how many rows were updated and notified.
 const commitSQL = `WITH u AS (
-	UPDATE sessions SET status = $1, turn = $2, usage = $3, last_seq = $4, updated_at = $5
+	UPDATE sessions SET status = $1, turn = $2, usage = $3, last_seq = $4, updated_at = $5,
+		lease_owner = CASE WHEN $21::bool THEN NULL ELSE lease_owner END,
+		lease_expires = CASE WHEN $21::bool THEN 0 ELSE lease_expires END
 	WHERE tenant = $6 AND id = $7 AND last_seq = $8
 	AND (CASE WHEN $9::bigint <> 0 THEN lease_token = $9 ELSE (lease_owner IS NULL OR lease_expires <= $10) END)
 	RETURNING 1

@@ -83,6 +83,7 @@ func runLeaser(t *testing.T, newStore Factory) {
 		{"ReleaseDeadOwner", testReleaseDeadOwner},
 		{"CommitFenced", testCommitFenced},
 		{"CommitWithoutToken", testCommitWithoutToken},
+		{"CommitReleases", testCommitReleases},
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"SessionShowsLease", testSessionShowsLease},
 	}
@@ -274,6 +275,38 @@ func testCommitFenced(t *testing.T, s session.Store, l session.Leaser, c *Clock)
 	// nobody took the session over: nobody else can have written.
 	c.Advance(2 * ttl)
 	commit(t, s, &session.Commit{SessionID: "s1", ExpectSeq: 2, Events: events("s1", 2, 1), Status: session.StatusDone, Fence: a.Token, Time: at(time.Minute)})
+}
+
+// A commit with Release frees the lease with its events; a refused one
+// (stale seq, stale token) releases nothing; the token stays, so the next
+// owner's is larger and the released owner's commits are fenced.
+func testCommitReleases(t *testing.T, s session.Store, l session.Leaser, c *Clock) {
+	a := acquire(t, l, "s1", "a")
+	commit(t, s, &session.Commit{SessionID: "s1", Events: events("s1", 0, 1), Status: session.StatusRunning, Fence: a.Token, Time: at(time.Second)})
+	for _, bad := range []*session.Commit{
+		{SessionID: "s1", ExpectSeq: 0, Events: events("s1", 0, 1), Fence: a.Token, Release: true},
+		{SessionID: "s1", ExpectSeq: 1, Events: events("s1", 1, 1), Fence: a.Token + 1, Release: true},
+	} {
+		if err := s.Commit(t.Context(), bad); err == nil {
+			t.Fatalf("a bad commit with Release (seq %d, token %d) was stored", bad.ExpectSeq, bad.Fence)
+		}
+		if _, err := l.Acquire(t.Context(), "s1", "b", ttl); !errors.Is(err, session.ErrLeaseHeld) {
+			t.Fatalf("Acquire after a refused releasing commit: %v, want ErrLeaseHeld", err)
+		}
+	}
+	commit(t, s, &session.Commit{SessionID: "s1", ExpectSeq: 1, Events: events("s1", 1, 1), Status: session.StatusDone,
+		Fence: a.Token, Release: true, Time: at(time.Minute)})
+	if got := get(t, s, "s1"); got.Lease != nil {
+		t.Errorf("session after a releasing commit shows lease %+v", got.Lease)
+	}
+	b := acquire(t, l, "s1", "b") // at once, before a's lease would have expired
+	if b.Token <= a.Token {
+		t.Errorf("next owner's token %d, want more than %d", b.Token, a.Token)
+	}
+	err := s.Commit(t.Context(), &session.Commit{SessionID: "s1", ExpectSeq: 2, Events: events("s1", 2, 1), Fence: a.Token})
+	if !errors.Is(err, session.ErrFenced) {
+		t.Errorf("commit with the released token: %v, want ErrFenced", err)
+	}
 }
 
 func testCommitWithoutToken(t *testing.T, s session.Store, l session.Leaser, c *Clock) {

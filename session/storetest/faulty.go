@@ -60,6 +60,10 @@ func (f *Faults) arm(c class, n int, following bool) {
 // Commits returns the number of commits attempted so far.
 func (f *Faults) Commits() int { return f.count(commits) }
 
+// LeaseCalls returns the number of lease calls (Acquire, Renew, Release)
+// attempted so far.
+func (f *Faults) LeaseCalls() int { return f.count(leases) }
+
 // Failed returns the number of calls that failed by injection.
 func (f *Faults) Failed() int {
 	f.mu.Lock()
