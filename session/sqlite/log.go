@@ -55,25 +55,23 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		if first {
 			update = st.startLog
 		}
-		var log sql.NullInt64
-		err := tx.StmtContext(ctx, update).QueryRowContext(ctx,
+		res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
 			string(c.Status), c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq,
-			c.Fence, c.Fence, st.now().UnixMicro()).Scan(&log)
-		if errors.Is(err, sql.ErrNoRows) {
-			return st.commitRefused(ctx, tx, tenant, c)
-		}
+			c.Fence, c.Fence, st.now().UnixMicro())
 		if err != nil {
 			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return st.commitRefused(ctx, tx, tenant, c)
 		}
 		if first {
 			if _, err := tx.StmtContext(ctx, st.bumpLog).ExecContext(ctx); err != nil {
 				return err
 			}
 		}
-		if len(c.Events) > 0 && !log.Valid {
-			return errors.New("the session has no log number")
-		}
-		if err := st.insertEventRows(ctx, tx, log.Int64, c.SessionID, c.Events, encoded); err != nil {
+		if err := st.insertEventRows(ctx, tx, tenant, c.SessionID, c.Events, encoded); err != nil {
 			return err
 		}
 		if c.Snapshot != nil {
@@ -92,27 +90,34 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	return nil
 }
 
-// fenceCheck is the part of a commit's WHERE that applies session.Leaser's
-// fencing; its parameters are the commit's fence token, twice, and the
-// lease clock's time.
 // releaseSet is the part of a commit's SET that applies Commit.Release;
 // its parameter is whether to release, twice.
 const releaseSet = `lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_expires = CASE WHEN ? THEN 0 ELSE lease_expires END`
 
+// fenceCheck is the part of a commit's WHERE that applies session.Leaser's
+// fencing; its parameters are the commit's fence token, twice, and the
+// lease clock's time.
 const fenceCheck = `(CASE WHEN ? != 0 THEN lease_token = ? ELSE (lease_owner IS NULL OR lease_expires <= ?) END)`
 
-// insertEventRows inserts evs of the session id whose log number is log,
-// from their encodings, maxInsert rows per statement.
-func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, log int64, id string, evs []*session.Event, encoded [][]byte) error {
-	args := make([]any, 0, 6*min(len(evs), maxInsert))
+// insertEventRows inserts evs from their encodings, maxInsert rows per
+// statement.
+func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, tenant, id string, evs []*session.Event, encoded [][]byte) error {
+	args := make([]any, 0, 4*min(len(evs), maxInsert)+2)
 	for len(evs) > 0 {
 		n := min(len(evs), maxInsert)
 		args = args[:0]
 		for i, ev := range evs[:n] {
-			args = append(args, log<<32|ev.Seq, id, ev.Seq, string(ev.Type), ev.Time.UnixMicro(), encoded[i])
+			args = append(args, ev.Seq, string(ev.Type), ev.Time.UnixMicro(), encoded[i])
 		}
-		if _, err := tx.StmtContext(ctx, st.insertEvents[n]).ExecContext(ctx, args...); err != nil {
+		args = append(args, tenant, id)
+		res, err := tx.StmtContext(ctx, st.insertEvents[n]).ExecContext(ctx, args...)
+		if err != nil {
 			return fmt.Errorf("events %d to %d: %w", evs[0].Seq, evs[n-1].Seq, err)
+		}
+		if m, err := res.RowsAffected(); err != nil {
+			return err
+		} else if m != int64(n) {
+			return fmt.Errorf("events %d to %d: %d rows inserted: the session has no log number", evs[0].Seq, evs[n-1].Seq, m)
 		}
 		evs, encoded = evs[n:], encoded[n:]
 	}

@@ -276,11 +276,11 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`},
 		{st.w, &st.updateSession, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			` + releaseSet + `
-			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck + ` RETURNING log`},
+			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck},
 		{st.w, &st.startLog, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			` + releaseSet + `,
 			log = coalesce(log, (SELECT next FROM logs WHERE id = 1))
-			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck + ` RETURNING log`},
+			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck},
 		{st.w, &st.bumpLog, `UPDATE logs SET next = next + 1 WHERE id = 1`},
 		{st.w, &st.lastSeq, `SELECT last_seq FROM sessions WHERE tenant = ? AND id = ?`},
 		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (tenant, session_id, seq, data) VALUES (?, ?, ?, ?)
@@ -327,17 +327,23 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 }
 
 // insertEventsSQL returns an INSERT of n events of one session: for each,
-// (key, session id, seq, type, time, json). The json goes in as bytes and
-// is stored as text.
+// (seq, type, time, json), then the session's id. The json goes in as
+// bytes and is stored as text, then the session's tenant and id. The
+// session's log number comes from its row, in the same statement; a
+// session without one inserts nothing (rather than letting a NULL key
+// pick a rowid).
 func insertEventsSQL(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO events (key, session_id, seq, type, time, json) VALUES `)
+	b.WriteString(`INSERT INTO events (key, session_id, seq, type, time, json)
+		SELECT (s.log << 32) | v.column1, s.id, v.column1, v.column2, v.column3, CAST(v.column4 AS TEXT)
+		FROM sessions s, (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(`(?, ?, ?, ?, ?, CAST(? AS TEXT))`)
+		b.WriteString(`(?, ?, ?, ?)`)
 	}
+	b.WriteString(`) v WHERE s.tenant = ? AND s.id = ? AND s.log IS NOT NULL`)
 	return b.String()
 }
 
