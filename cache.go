@@ -1,9 +1,6 @@
 package agentrt
 
-import (
-	"container/list"
-	"sync"
-)
+import "sync"
 
 // DefaultStateCache is how many sessions' states a Runner keeps between
 // runs when Config.StateCache is zero.
@@ -18,21 +15,38 @@ const DefaultStateCache = 1024
 // the session's last seq says whether anybody wrote since (then the
 // events after the cached State's seq are replayed into it).
 //
-// Safe for concurrent use; bounded (least recently used out).
+// Safe for concurrent use; bounded (least recently used out). Its nodes
+// are reused: a run takes its State out and puts it back, which allocates
+// nothing once the cache has held as many sessions as run at once.
 type stateCache struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List             // of *cached, most recent first; guarded by mu
-	m   map[skey]*list.Element // guarded by mu
+	mu   sync.Mutex
+	max  int
+	n    int              // nodes in the list; guarded by mu
+	head cached           // sentinel: head.next is the most recent; guarded by mu
+	m    map[skey]*cached // guarded by mu
+	free *cached          // nodes out of the list, linked by next; guarded by mu
 }
 
 type cached struct {
-	k  skey
-	st *State
+	k          skey
+	st         *State
+	prev, next *cached
 }
 
 func newStateCache(max int) *stateCache {
-	return &stateCache{max: max, ll: list.New(), m: make(map[skey]*list.Element)}
+	c := &stateCache{max: max, m: make(map[skey]*cached)}
+	c.head.prev, c.head.next = &c.head, &c.head
+	return c
+}
+
+// unlink takes e out of the list and into the free nodes. The caller
+// holds mu.
+func (c *stateCache) unlink(e *cached) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	delete(c.m, e.k)
+	c.n--
+	*e = cached{next: c.free}
+	c.free = e
 }
 
 // take removes and returns the State of k, or nil.
@@ -46,9 +60,9 @@ func (c *stateCache) take(k skey) *State {
 	if e == nil {
 		return nil
 	}
-	c.ll.Remove(e)
-	delete(c.m, k)
-	return e.Value.(*cached).st
+	st := e.st
+	c.unlink(e)
+	return st
 }
 
 // put keeps st as the State of k.
@@ -59,12 +73,20 @@ func (c *stateCache) put(k skey, st *State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.m[k]; e != nil {
-		c.ll.Remove(e)
+		c.unlink(e)
 	}
-	c.m[k] = c.ll.PushFront(&cached{k, st})
-	for c.ll.Len() > c.max {
-		last := c.ll.Back()
-		c.ll.Remove(last)
-		delete(c.m, last.Value.(*cached).k)
+	e := c.free
+	if e != nil {
+		c.free = e.next
+	} else {
+		e = new(cached)
+	}
+	*e = cached{k: k, st: st, prev: &c.head, next: c.head.next}
+	c.head.next.prev = e
+	c.head.next = e
+	c.m[k] = e
+	c.n++
+	for c.n > c.max {
+		c.unlink(c.head.prev)
 	}
 }

@@ -80,6 +80,14 @@ func loadStores(b *testing.B) map[string]func() session.Store {
 			b.Cleanup(func() { st.Close() })
 			return st
 		},
+		"sqlite-full": func() session.Store {
+			st, err := sqlite.Open(context.Background(), "file:"+filepath.Join(b.TempDir(), "load.db")+"?_synchronous=FULL")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		},
 		"postgres": func() session.Store {
 			dsn, _ := pgtest.Schema(b)
 			st, err := postgres.Open(context.Background(), dsn)
@@ -99,7 +107,7 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 	const sessions = 1000
 	ctx := context.Background()
 	stores := loadStores(b)
-	for _, name := range []string{"memory", "sqlite", "postgres"} {
+	for _, name := range []string{"memory", "sqlite", "sqlite-full", "postgres"} {
 		b.Run(name, func(b *testing.B) {
 			r := loadRunner(b, stores[name](), 50*time.Millisecond)
 			round := 0
@@ -135,7 +143,7 @@ func BenchmarkClients(b *testing.B) {
 	const clients = 16
 	ctx := context.Background()
 	stores := loadStores(b)
-	for _, name := range []string{"memory", "sqlite", "postgres", "memory-nolatency", "sqlite-nolatency", "postgres-nolatency"} {
+	for _, name := range []string{"memory", "sqlite", "sqlite-full", "postgres", "memory-nolatency", "sqlite-nolatency", "sqlite-full-nolatency", "postgres-nolatency"} {
 		b.Run(name, func(b *testing.B) {
 			store, lat := strings.TrimSuffix(name, "-nolatency"), 50*time.Millisecond
 			if store != name {
