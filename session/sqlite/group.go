@@ -144,14 +144,7 @@ func (g *group) flush(ops []*writeOp) {
 		return
 	}
 	if len(ops) == 1 {
-		op := ops[0]
-		op.err = op.fn(context.WithoutCancel(op.ctx), tx)
-		if op.err != nil {
-			tx.Rollback()
-		} else {
-			op.err = tx.Commit()
-		}
-		close(op.done)
+		alone(tx, ops[0])
 		return
 	}
 	save, release, rollbackTo := tx.Stmt(g.save), tx.Stmt(g.release), tx.Stmt(g.rollbackTo)
@@ -202,15 +195,20 @@ func (g *group) retryAlone(conn *sql.Conn, tx *sql.Tx, done, rest []*writeOp) {
 		case err != nil || len(live) == 0:
 			answer(live, err)
 		default:
-			op.err = op.fn(context.WithoutCancel(op.ctx), tx)
-			if op.err != nil {
-				tx.Rollback()
-			} else {
-				op.err = tx.Commit()
-			}
-			close(op.done)
+			alone(tx, op)
 		}
 	}
+}
+
+// alone writes op in tx, a transaction of its own, and answers it.
+func alone(tx *sql.Tx, op *writeOp) {
+	op.err = op.fn(context.WithoutCancel(op.ctx), tx)
+	if op.err != nil {
+		tx.Rollback()
+	} else {
+		op.err = tx.Commit()
+	}
+	close(op.done)
 }
 
 // begin begins a write transaction on conn (BEGIN IMMEDIATE: the write

@@ -14,31 +14,12 @@ import (
 // opens, keeps its sessions and events, and gains leases.
 func TestMigrateFromVersion1(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "v1.db")
-	base, err := baseDSN(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := append([]string{
-		`CREATE TABLE schema_version (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
-		`INSERT INTO schema_version (id, version) VALUES (1, 1)`,
-	}, migrations[0]...)
-	stmts = append(stmts,
+	path := oldDatabase(t, 1,
 		`INSERT INTO sessions (id, agent, status, turn, usage, last_seq, created_at, updated_at, log) VALUES ('old', 'assistant', 'done', 1, '{}', 1, 1, 1, 1)`,
 		`UPDATE logs SET next = 2`,
 		`INSERT INTO events (key, session_id, seq, type, time, json) VALUES ((1 << 32) | 1, 'old', 1, 'approval_required', 1,
 			'{"v":1,"seq":1,"session_id":"old","turn":1,"type":"approval_required","time":"2026-01-01T00:00:00Z","data":{"request_id":"r1","calls":[],"question":"ok?"}}')`,
 	)
-	for _, s := range stmts {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	db.Close()
 
 	st, err := Open(ctx, path)
 	if err != nil {
@@ -98,26 +79,10 @@ func TestSynchronous(t *testing.T) {
 // append after them.
 func TestMigrateFromVersion3(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "v3.db")
-	base, err := baseDSN(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{
-		`CREATE TABLE schema_version (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
-		`INSERT INTO schema_version (id, version) VALUES (1, 3)`,
-	}
-	for _, m := range migrations[:3] {
-		stmts = append(stmts, m...)
-	}
 	ev := func(id string, seq int) string {
 		return fmt.Sprintf(`{"v":1,"seq":%d,"session_id":%q,"turn":1,"type":"final","time":"2026-01-01T00:00:00Z","data":{"text":"%s %d"}}`, seq, id, id, seq)
 	}
-	stmts = append(stmts,
+	path := oldDatabase(t, 3,
 		`INSERT INTO sessions (tenant, id, agent, status, turn, usage, last_seq, created_at, updated_at, log)
 			VALUES ('default', 'a', 'x', 'done', 1, '{}', 2, 1, 1, 1), ('default', 'b', 'x', 'done', 1, '{}', 2, 2, 2, 2)`,
 		`UPDATE logs SET next = 3`,
@@ -127,12 +92,6 @@ func TestMigrateFromVersion3(t *testing.T) {
 			((1 << 32) | 2, 'a', 2, 'final', 1, '%s'), ((2 << 32) | 2, 'b', 2, 'final', 1, '%s')`,
 			ev("b", 1), ev("a", 1), ev("a", 2), ev("b", 2)),
 	)
-	for _, s := range stmts {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	db.Close()
 
 	st, err := Open(ctx, path)
 	if err != nil {
@@ -163,4 +122,33 @@ func TestMigrateFromVersion3(t *testing.T) {
 	if got := read("a"); len(got) != 3 || got[2] != "3 answer 3" {
 		t.Errorf("events of a after a new commit: %v", got)
 	}
+}
+
+// oldDatabase makes a database of schema version v, as a build of that
+// version left it, with rows written by stmts, and returns its path.
+func oldDatabase(t *testing.T, v int, stmts ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", v))
+	base, err := baseDSN(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	all := []string{
+		`CREATE TABLE schema_version (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO schema_version (id, version) VALUES (1, %d)`, v),
+	}
+	for _, m := range migrations[:v] {
+		all = append(all, m...)
+	}
+	for _, s := range append(all, stmts...) {
+		if _, err := db.ExecContext(t.Context(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return path
 }
