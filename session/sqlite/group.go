@@ -186,7 +186,7 @@ func (g *group) flush(ops []*writeOp) {
 func (g *group) retryAlone(conn *sql.Conn, tx *sql.Tx, done, rest []*writeOp) {
 	tx.Rollback()
 	for _, op := range slices.Concat(done, rest) {
-		if op.err != nil && slices.Contains(done, op) {
+		if op.err != nil { // refused in the batch (rest has not run)
 			close(op.done)
 			continue
 		}
