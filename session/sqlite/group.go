@@ -1,70 +1,61 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
+		"time"
+
+	"github.com/agentrt/agentrt/session/internal/group"
 )
 
 // maxBatch is the most writes one transaction of the group commit holds.
 const maxBatch = 512
 
-// group is the store's group commit. SQLite has one writer, and a
-// transaction costs far more than a statement in it (the WAL append, and
-// under synchronous=FULL an fsync), so the writes of this process that
-// arrive while a transaction is being written wait for it and then go
-// together in the next: each in a SAVEPOINT, so that one refused (a stale
-// seq, a fenced token, a missing session) is rolled back alone, and each
-// answered once the transaction holding it has committed. A write that
-// finds nobody writing goes at once, alone; a write alone pays nothing for
-// the group.
-//
-// There is no writer goroutine: the first waiting caller to take the lead
-// writes the queue (up to maxBatch), then hands the lead on; a caller
-// whose write another caller took waits for that caller's answer.
-type group struct {
+// writer is the store's group commit (see package group). SQLite has one
+// writer, and a transaction costs far more than a statement in it (the WAL
+// append, and under synchronous=FULL an fsync), so the writes of this
+// process that arrive while a transaction is being written wait for it
+// and then go together in the next: each in a SAVEPOINT, so that one
+// refused (a stale seq, a fenced token, a missing session) is rolled back
+// alone, and each answered once the transaction holding it has committed.
+// A write alone pays nothing for the group.
+type writer struct {
 	db *sql.DB
-
-	lead  chan struct{} // a token: its holder writes the next batch
-	batch []*writeOp    // the leader's batch; guarded by lead
-
-	mu    sync.Mutex
-	queue []*writeOp // waiting writes, oldest first; guarded by mu
+	g  *group.Group[writeFn]
 
 	save, release, rollbackTo *sql.Stmt // prepared on db
 
 	ck *checkpointer // told of the writes; nil for none
 }
 
-// writeOp is one write waiting in the group.
-type writeOp struct {
-	ctx  context.Context
-	fn   func(ctx context.Context, tx *sql.Tx) error
-	err  error
-	done chan struct{} // closed once err is the write's outcome
-}
+// writeFn is a write: it runs in a transaction, and its changes are kept
+// if it returns nil.
+type writeFn = func(ctx context.Context, tx *sql.Tx) error
 
-func newGroup(ctx context.Context, db *sql.DB) (*group, error) {
-	g := &group{db: db, lead: make(chan struct{}, 1)}
+type writeOp = group.Op[writeFn]
+
+func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
+	w := &writer{db: db}
+	w.g = group.New(maxBatch, w.flush)
 	for _, s := range []struct {
 		dst   **sql.Stmt
 		query string
-	}{{&g.save, "SAVEPOINT w"}, {&g.release, "RELEASE w"}, {&g.rollbackTo, "ROLLBACK TO w"}} {
+	}{{&w.save, "SAVEPOINT w"}, {&w.release, "RELEASE w"}, {&w.rollbackTo, "ROLLBACK TO w"}} {
 		var err error
 		if *s.dst, err = db.PrepareContext(ctx, s.query); err != nil {
-			g.close()
+			w.close()
 			return nil, fmt.Errorf("preparing %q: %w", s.query, err)
 		}
 	}
-	return g, nil
+	return w, nil
 }
 
-func (g *group) close() error {
+func (w *writer) close() error {
 	var err error
-	for _, s := range []*sql.Stmt{g.save, g.release, g.rollbackTo} {
+	for _, s := range []*sql.Stmt{w.save, w.release, w.rollbackTo} {
 		if s != nil {
 			if e := s.Close(); e != nil && err == nil {
 				err = e
@@ -83,56 +74,16 @@ func (g *group) close() error {
 // to busyTimeout). Once fn has begun it runs to completion under a context
 // without cancellation: a commit is never torn by a cancel, and the driver
 // starts no watcher goroutines.
-func (g *group) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("waiting for the write lock: %w", err)
-	}
-	op := &writeOp{ctx: ctx, fn: fn, done: make(chan struct{})}
-	g.mu.Lock()
-	g.queue = append(g.queue, op)
-	g.mu.Unlock()
-	canceled := ctx.Done()
-	for {
-		select {
-		case <-op.done:
-			return op.err
-		case g.lead <- struct{}{}:
-			g.mu.Lock()
-			n := min(len(g.queue), maxBatch)
-			g.batch = append(g.batch[:0], g.queue[:n]...)
-			rest := copy(g.queue, g.queue[n:])
-			clear(g.queue[rest:])
-			g.queue = g.queue[:rest]
-			g.mu.Unlock()
-			if len(g.batch) > 0 {
-				g.flush(g.batch)
-				if g.ck != nil {
-					g.ck.wrote(len(g.batch))
-				}
-				clear(g.batch)
-			}
-			<-g.lead
-		case <-canceled:
-			// Out of the queue if nobody has taken it; otherwise its
-			// batch is being written, and its outcome comes soon.
-			canceled = nil
-			g.mu.Lock()
-			i := slices.Index(g.queue, op)
-			if i >= 0 {
-				g.queue = slices.Delete(g.queue, i, i+1)
-			}
-			g.mu.Unlock()
-			if i >= 0 {
-				return fmt.Errorf("waiting for the write lock: %w", ctx.Err())
-			}
-		}
-	}
+func (w *writer) write(ctx context.Context, fn writeFn) error {
+	return w.g.Do(ctx, fn)
 }
 
 // flush writes ops in one transaction and answers each of them.
-func (g *group) flush(ops []*writeOp) {
-	bg := context.Background()
-	conn, err := g.db.Conn(bg)
+func (w *writer) flush(ops []*writeOp) {
+	if w.ck != nil {
+		defer w.ck.wrote(len(ops))
+	}
+	conn, err := w.db.Conn(context.Background())
 	if err != nil {
 		answer(ops, err)
 		return
@@ -147,47 +98,45 @@ func (g *group) flush(ops []*writeOp) {
 		alone(tx, ops[0])
 		return
 	}
-	save, release, rollbackTo := tx.Stmt(g.save), tx.Stmt(g.release), tx.Stmt(g.rollbackTo)
+	// The writes' own outcomes, given once the transaction has committed.
+	errs := make([]error, len(ops))
+	save, release, rollbackTo := tx.Stmt(w.save), tx.Stmt(w.release), tx.Stmt(w.rollbackTo)
 	for i, op := range ops {
 		if _, err := save.Exec(); err != nil {
-			g.retryAlone(conn, tx, ops[:i], ops[i:])
+			w.retryAlone(conn, tx, ops, errs, i)
 			return
 		}
-		op.err = op.fn(context.WithoutCancel(op.ctx), tx)
-		if op.err != nil {
+		if errs[i] = op.W(context.WithoutCancel(op.Ctx), tx); errs[i] != nil {
 			if _, err := rollbackTo.Exec(); err != nil {
 				// SQLite rolled the whole transaction back (on a full
 				// disk, say): the others go alone.
-				g.retryAlone(conn, tx, ops[:i], ops[i+1:])
-				close(op.done)
+				op.Answer(errs[i])
+				w.retryAlone(conn, tx, slices.Delete(ops, i, i+1), slices.Delete(errs, i, i+1), i)
 				return
 			}
 		}
 		if _, err := release.Exec(); err != nil {
-			g.retryAlone(conn, tx, ops[:i], ops[i+1:])
-			close(op.done)
+			op.Answer(errs[i])
+			w.retryAlone(conn, tx, slices.Delete(ops, i, i+1), slices.Delete(errs, i, i+1), i)
 			return
 		}
 	}
 	err = tx.Commit()
-	for _, op := range ops {
-		if op.err == nil {
-			op.err = err
-		}
-		close(op.done)
+	for i, op := range ops {
+		op.Answer(cmp.Or(errs[i], err))
 	}
 }
 
 // retryAlone gives up a batch that failed as a whole: the transaction is
-// rolled back, and each write of it (those done, which were rolled back
-// with it, and those not yet run) runs again in a transaction of its own,
-// so that every write's outcome is its own. A write that was refused in
-// done keeps its refusal.
-func (g *group) retryAlone(conn *sql.Conn, tx *sql.Tx, done, rest []*writeOp) {
+// rolled back, and each write of it runs again in a transaction of its
+// own, so that every write's outcome is its own — those of ops[:ran],
+// which were rolled back with it, and those not yet run. A write refused
+// in the batch (errs[i] set) keeps its refusal.
+func (w *writer) retryAlone(conn *sql.Conn, tx *sql.Tx, ops []*writeOp, errs []error, ran int) {
 	tx.Rollback()
-	for _, op := range slices.Concat(done, rest) {
-		if op.err != nil { // refused in the batch (rest has not run)
-			close(op.done)
+	for i, op := range ops {
+		if i < ran && errs[i] != nil {
+			op.Answer(errs[i])
 			continue
 		}
 		tx, live, err := begin(conn, []*writeOp{op})
@@ -202,13 +151,13 @@ func (g *group) retryAlone(conn *sql.Conn, tx *sql.Tx, done, rest []*writeOp) {
 
 // alone writes op in tx, a transaction of its own, and answers it.
 func alone(tx *sql.Tx, op *writeOp) {
-	op.err = op.fn(context.WithoutCancel(op.ctx), tx)
-	if op.err != nil {
+	err := op.W(context.WithoutCancel(op.Ctx), tx)
+	if err != nil {
 		tx.Rollback()
 	} else {
-		op.err = tx.Commit()
+		err = tx.Commit()
 	}
-	close(op.done)
+	op.Answer(err)
 }
 
 // begin begins a write transaction on conn (BEGIN IMMEDIATE: the write
@@ -226,9 +175,8 @@ func begin(conn *sql.Conn, ops []*writeOp) (*sql.Tx, []*writeOp, error) {
 		}
 		live := ops[:0]
 		for _, op := range ops {
-			if err := op.ctx.Err(); err != nil {
-				op.err = fmt.Errorf("waiting for the write lock: %w", err)
-				close(op.done)
+			if err := op.Ctx.Err(); err != nil {
+				op.Answer(fmt.Errorf("waiting for the write lock: %w", err))
 				continue
 			}
 			live = append(live, op)
@@ -245,8 +193,7 @@ func begin(conn *sql.Conn, ops []*writeOp) (*sql.Tx, []*writeOp, error) {
 // answer gives every op err as its outcome.
 func answer(ops []*writeOp, err error) {
 	for _, op := range ops {
-		op.err = err
-		close(op.done)
+		op.Answer(err)
 	}
 }
 

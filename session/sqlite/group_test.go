@@ -15,22 +15,14 @@ import (
 
 // holdLead takes the group commit's lead, so that writes queue, and
 // returns a function that waits until n writes are queued.
-func holdLead(t *testing.T, g *group) (waitQueued func(n int), release func()) {
+func holdLead(t *testing.T, w *writer) (waitQueued func(n int), release func()) {
 	t.Helper()
-	g.lead <- struct{}{}
-	var once sync.Once
-	release = func() { once.Do(func() { <-g.lead }) }
+	release = w.g.Hold()
 	t.Cleanup(release)
 	return func(n int) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
-		for {
-			g.mu.Lock()
-			q := len(g.queue)
-			g.mu.Unlock()
-			if q == n {
-				return
-			}
+		for q := w.g.Queued(); q != n; q = w.g.Queued() {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d writes queued, want %d", q, n)
 			}

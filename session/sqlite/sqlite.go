@@ -89,7 +89,7 @@ const (
 // Events holds no connection while it yields.
 type Store struct {
 	w *sql.DB // writes: one connection, transactions BEGIN IMMEDIATE
-	g *group  // the group commit of writes on w
+	g *writer // the group commit of writes on w
 	c *sql.DB // checkpoints: one connection (see checkpointer)
 	k *checkpointer
 	r *sql.DB // reads: several query_only connections
@@ -313,7 +313,7 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 			return nil, fmt.Errorf("preparing %q: %w", s.query, err)
 		}
 	}
-	if st.g, err = newGroup(ctx, st.w); err != nil {
+	if st.g, err = newWriter(ctx, st.w); err != nil {
 		return nil, err
 	}
 	if st.c, err = sql.Open("sqlite", withParams(base, append(common,

@@ -1,0 +1,114 @@
+// Package group is the queue of a group commit, shared by the stores: the
+// writes that arrive while a batch is being written wait, and go together
+// in the next batch; each caller is answered with its own write's
+// outcome. What a batch is (one SQLite transaction, one Postgres round
+// trip) is the store's.
+//
+// There is no writer goroutine: the first waiting caller to take the lead
+// writes the queue (up to the group's batch size) with the store's flush,
+// then hands the lead on; a caller whose write another caller took waits
+// for that caller's answer. A write that finds nobody writing goes at once,
+// alone.
+package group
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// An Op is one write waiting in a Group: the caller's context and the
+// store's description of the write.
+type Op[T any] struct {
+	Ctx context.Context
+	W   T
+	err  error
+	done chan struct{} // closed once err is the write's outcome
+}
+
+// Answer gives the op its outcome and wakes its caller. Flush answers
+// every op it is given, once.
+func (o *Op[T]) Answer(err error) {
+	o.err = err
+	close(o.done)
+}
+
+// A Group queues writes of type T and writes them in batches with flush.
+type Group[T any] struct {
+	flush func(ops []*Op[T])
+	max   int
+
+	lead  chan struct{} // a token: its holder writes the next batch
+	batch []*Op[T]      // the leader's batch; guarded by lead
+
+	mu    sync.Mutex
+	queue []*Op[T] // waiting writes, oldest first; guarded by mu
+}
+
+// New returns a Group whose batches hold at most max writes, written by
+// flush. flush must answer every op it is given.
+func New[T any](max int, flush func(ops []*Op[T])) *Group[T] {
+	return &Group[T]{flush: flush, max: max, lead: make(chan struct{}, 1)}
+}
+
+// Do queues w and returns its outcome once a batch holding it has been
+// written: flush's answer. ctx bounds the wait in the queue: a write
+// whose context ends before a leader took it leaves the queue with the
+// context's error; one already taken waits for its outcome (its batch is
+// being written).
+func (g *Group[T]) Do(ctx context.Context, w T) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("waiting to write: %w", err)
+	}
+	op := &Op[T]{Ctx: ctx, W: w, done: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, op)
+	g.mu.Unlock()
+	canceled := ctx.Done()
+	for {
+		select {
+		case <-op.done:
+			return op.err
+		case g.lead <- struct{}{}:
+			g.mu.Lock()
+			n := min(len(g.queue), g.max)
+			g.batch = append(g.batch[:0], g.queue[:n]...)
+			rest := copy(g.queue, g.queue[n:])
+			clear(g.queue[rest:])
+			g.queue = g.queue[:rest]
+			g.mu.Unlock()
+			if len(g.batch) > 0 {
+				g.flush(g.batch)
+				clear(g.batch)
+			}
+			<-g.lead
+		case <-canceled:
+			canceled = nil
+			g.mu.Lock()
+			i := slices.Index(g.queue, op)
+			if i >= 0 {
+				g.queue = slices.Delete(g.queue, i, i+1)
+			}
+			g.mu.Unlock()
+			if i >= 0 {
+				return fmt.Errorf("waiting to write: %w", ctx.Err())
+			}
+		}
+	}
+}
+
+// Hold takes the lead and returns a function that gives it back: writes
+// queue meanwhile. For tests.
+func (g *Group[T]) Hold() (release func()) {
+	g.lead <- struct{}{}
+	var once sync.Once
+	return func() { once.Do(func() { <-g.lead }) }
+}
+
+// Queued returns how many writes wait. For tests.
+func (g *Group[T]) Queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}
