@@ -6,7 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-		"time"
+	"time"
 
 	"github.com/agentrt/agentrt/session/internal/group"
 )

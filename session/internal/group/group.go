@@ -21,8 +21,8 @@ import (
 // An Op is one write waiting in a Group: the caller's context and the
 // store's description of the write.
 type Op[T any] struct {
-	Ctx context.Context
-	W   T
+	Ctx  context.Context
+	W    T
 	err  error
 	done chan struct{} // closed once err is the write's outcome
 }
