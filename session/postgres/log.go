@@ -1,11 +1,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/internal/follow"
+	"github.com/agentrt/agentrt/session/internal/group"
 )
 
 // migrations[v] takes the schema from version v to v+1; len(migrations) is
@@ -141,16 +144,16 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	// One statement, so one round trip and atomic on its own: the events,
 	// the snapshot and the notification happen only if the session row
 	// was updated, which is the seq and fence check.
-	var updated, notified int
-	err = st.pool.QueryRow(ctx, commitSQL,
+	w := &pendingCommit{tenant: tenant, id: c.SessionID, args: []any{
 		string(c.Status), c.Turn, string(usage), last, now.UnixMicro(), tenant, c.SessionID, c.ExpectSeq,
 		c.Fence, st.now().UnixMicro(),
 		seqs, types, times, bodies,
-		notifyChannel, tenant+"\n"+c.SessionID, len(c.Events) > 0,
+		notifyChannel, tenant + "\n" + c.SessionID, len(c.Events) > 0,
 		snapSeq, snapData, c.Snapshot != nil,
 		c.Release && c.Fence != 0,
-	).Scan(&updated, &notified)
-	if err == nil && updated == 0 {
+	}}
+	err = st.commits.Do(ctx, w)
+	if err == nil && w.updated == 0 {
 		err = st.commitRefused(ctx, tenant, c)
 	}
 	if err != nil {
@@ -160,6 +163,66 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		st.waiters.Wake(tenant, c.SessionID)
 	}
 	return nil
+}
+
+// pendingCommit is a commit waiting in the group commit: commitSQL's
+// arguments, and how many session rows it updated once written.
+type pendingCommit struct {
+	tenant, id string
+	args       []any
+	updated    int
+}
+
+// commitTimeout bounds the writing of a batch of commits, which no
+// caller's context cancels.
+const commitTimeout = 30 * time.Second
+
+// flushCommits writes a batch of commits of many sessions in one round
+// trip (a pgx batch, which Postgres runs as one implicit transaction: one
+// WAL flush for all of them), their statements ordered by session so that
+// two processes' batches lock session rows in the same order. A commit
+// refused by its seq or fence check updates nothing and does not fail the
+// batch (its caller finds out why). If the batch fails as a whole, each
+// commit is written again on its own, so that each outcome is its own.
+func (st *Store) flushCommits(ops []*group.Op[*pendingCommit]) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	one := func(op *group.Op[*pendingCommit]) {
+		var notified int
+		op.Answer(st.pool.QueryRow(ctx, commitSQL, op.W.args...).Scan(&op.W.updated, &notified))
+	}
+	if len(ops) == 1 {
+		one(ops[0])
+		return
+	}
+	sorted := slices.Clone(ops)
+	slices.SortStableFunc(sorted, func(a, b *group.Op[*pendingCommit]) int {
+		return cmp.Or(strings.Compare(a.W.tenant, b.W.tenant), strings.Compare(a.W.id, b.W.id))
+	})
+	var b pgx.Batch
+	for _, op := range sorted {
+		b.Queue(commitSQL, op.W.args...)
+	}
+	br := st.pool.SendBatch(ctx, &b)
+	var err error
+	var notified int
+	for _, op := range sorted {
+		if err = br.QueryRow().Scan(&op.W.updated, &notified); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		for _, op := range ops {
+			one(op)
+		}
+		return
+	}
+	for _, op := range ops {
+		op.Answer(nil)
+	}
 }
 
 // commitSQL is a commit: the session row's update (which checks the seq

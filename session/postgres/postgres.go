@@ -38,6 +38,7 @@ import (
 
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/internal/follow"
+	"github.com/agentrt/agentrt/session/internal/group"
 )
 
 const (
@@ -59,6 +60,10 @@ type Store struct {
 	// Follow's waiters: a commit of this process, or a notification from
 	// another, wakes its session's.
 	waiters follow.Waiters
+
+	// The group commit: the commits of many sessions that wait together
+	// go in one round trip (see flushCommits).
+	commits *group.Group[*pendingCommit]
 
 	listenOnce  sync.Once
 	listenStop  context.CancelFunc
@@ -96,6 +101,9 @@ func WithPollInterval(d time.Duration) Option {
 // several agentrt installations in one database.
 func WithSchema(name string) Option { return func(s *Store) { s.schema = name } }
 
+// maxBatch is the most commits one round trip of the group commit holds.
+const maxBatch = 256
+
 // DefaultPollInterval is how often an idle Follow looks for events it
 // was not notified of.
 const DefaultPollInterval = time.Second
@@ -123,6 +131,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %s: %s", Redact(dsn), redactErr(err, dsn))
 	}
 	st.pool = pool
+	// Half the pool writes batches of commits; the rest stays for reads,
+	// leases and the listener.
+	st.commits = group.New(maxBatch, max(1, int(cfg.MaxConns)/2), st.flushCommits)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: cannot reach %s: %s", Redact(dsn), redactErr(err, dsn))

@@ -39,7 +39,7 @@ type writeOp = group.Op[writeFn]
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 	w := &writer{db: db}
-	w.g = group.New(maxBatch, w.flush)
+	w.g = group.New(maxBatch, 1, w.flush)
 	for _, s := range []struct {
 		dst   **sql.Stmt
 		query string

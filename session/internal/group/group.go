@@ -39,17 +39,18 @@ type Group[T any] struct {
 	flush func(ops []*Op[T])
 	max   int
 
-	lead  chan struct{} // a token: its holder writes the next batch
-	batch []*Op[T]      // the leader's batch; guarded by lead
+	lead chan struct{} // tokens: their holders write the next batches
 
 	mu    sync.Mutex
 	queue []*Op[T] // waiting writes, oldest first; guarded by mu
 }
 
-// New returns a Group whose batches hold at most max writes, written by
-// flush. flush must answer every op it is given.
-func New[T any](max int, flush func(ops []*Op[T])) *Group[T] {
-	return &Group[T]{flush: flush, max: max, lead: make(chan struct{}, 1)}
+// New returns a Group whose batches hold at most size writes, written by
+// flush, by at most leaders callers at once (SQLite has one writer; a
+// Postgres pool can write several batches at once). flush must answer
+// every op it is given.
+func New[T any](size, leaders int, flush func(ops []*Op[T])) *Group[T] {
+	return &Group[T]{flush: flush, max: size, lead: make(chan struct{}, max(leaders, 1))}
 }
 
 // Do queues w and returns its outcome once a batch holding it has been
@@ -73,14 +74,13 @@ func (g *Group[T]) Do(ctx context.Context, w T) error {
 		case g.lead <- struct{}{}:
 			g.mu.Lock()
 			n := min(len(g.queue), g.max)
-			g.batch = append(g.batch[:0], g.queue[:n]...)
+			batch := slices.Clone(g.queue[:n])
 			rest := copy(g.queue, g.queue[n:])
 			clear(g.queue[rest:])
 			g.queue = g.queue[:rest]
 			g.mu.Unlock()
-			if len(g.batch) > 0 {
-				g.flush(g.batch)
-				clear(g.batch)
+			if len(batch) > 0 {
+				g.flush(batch)
 			}
 			<-g.lead
 		case <-canceled:
@@ -98,12 +98,20 @@ func (g *Group[T]) Do(ctx context.Context, w T) error {
 	}
 }
 
-// Hold takes the lead and returns a function that gives it back: writes
-// queue meanwhile. For tests.
+// Hold takes every lead and returns a function that gives them back:
+// writes queue meanwhile. For tests.
 func (g *Group[T]) Hold() (release func()) {
-	g.lead <- struct{}{}
+	for range cap(g.lead) {
+		g.lead <- struct{}{}
+	}
 	var once sync.Once
-	return func() { once.Do(func() { <-g.lead }) }
+	return func() {
+		once.Do(func() {
+			for range cap(g.lead) {
+				<-g.lead
+			}
+		})
+	}
 }
 
 // Queued returns how many writes wait. For tests.

@@ -25,7 +25,7 @@ func waitQueued[T any](t *testing.T, g *Group[T], n int) {
 func TestBatches(t *testing.T) {
 	var mu sync.Mutex
 	var batches [][]int
-	g := New(2, func(ops []*Op[int]) {
+	g := New(2, 1, func(ops []*Op[int]) {
 		var b []int
 		for _, op := range ops {
 			b = append(b, op.W)
@@ -63,7 +63,7 @@ func TestBatches(t *testing.T) {
 // one whose context has ended already is not queued.
 func TestCanceledInQueue(t *testing.T) {
 	var flushed []int
-	g := New(8, func(ops []*Op[int]) {
+	g := New(8, 1, func(ops []*Op[int]) {
 		for _, op := range ops {
 			flushed = append(flushed, op.W)
 			op.Answer(nil)
