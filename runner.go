@@ -378,10 +378,7 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 			x.lease, x.handle, x.topic, x.key = lease, h, r.hub.retain(k, spare), k
 			x.fence = lease.token()
 			// The agent's standing decisions, read if a call needs one.
-			st.agentRules, st.loadRules = nil, func() []session.Rule {
-				rules, _ := r.agentRules(context.WithoutCancel(ctx), st.Agent)
-				return rules
-			}
+			st.agentRules, st.rulesFrom, st.rulesCtx = nil, r, ctx
 			if err := x.expire(ctx); err != nil {
 				x.handle = nil
 				r.finish(x)
@@ -542,27 +539,27 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 			return nil, nil, err
 		}
 	}
-	x, rctx, fail, err := r.beginRun(ctx, id, detached)
+	x, rctx, err := r.beginRun(ctx, id, detached)
 	if err != nil {
 		return nil, nil, err
 	}
 	h := x.handle
 	if in.Agent != "" && x.st.Agent != in.Agent {
-		return fail(&Error{Kind: FailInput, Code: "wrong_agent",
+		return r.abandon(x, &Error{Kind: FailInput, Code: "wrong_agent",
 			Msg: fmt.Sprintf("session %q belongs to agent %q, not %q", id, x.st.Agent, in.Agent)})
 	}
 	switch x.st.Status {
 	case session.StatusRunning:
-		return fail(&Error{Kind: FailState, Code: "unfinished_run",
+		return r.abandon(x, &Error{Kind: FailState, Code: "unfinished_run",
 			Msg: fmt.Sprintf("session %q has an unfinished run (the process running it stopped); resume it first", id)})
 	case session.StatusWaiting:
-		return fail(waitingErr(x.st))
+		return r.abandon(x, waitingErr(x.st))
 	}
 	runID := r.newID()
 	h.id, h.after = runID, x.st.Seq
 	info := HookInfo{Tenant: x.key.tenant, SessionID: id, RunID: runID, Agent: x.agent.Name, Turn: x.st.Turn + 1}
 	if err := x.hooks.turnStart(ctx, info, in.Text); err != nil {
-		return fail(err)
+		return r.abandon(x, err)
 	}
 	x.emitStart(runID, session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent})
 	x.lease.watch(h.cancel)
@@ -591,22 +588,25 @@ func (r *Runner) ensureSession(ctx context.Context, id, agent string) error {
 }
 
 // beginRun begins a run of session id: its handle and context, the
-// session claimed, leased and loaded. fail undoes it all and returns err,
-// for a run that turns out not to be possible.
-func (r *Runner) beginRun(ctx context.Context, id string, detached bool) (x *Exec, rctx context.Context,
-	fail func(error) (*Exec, context.Context, error), err error) {
+// session claimed, leased and loaded. abandon undoes it all, for a run
+// that turns out not to be possible.
+func (r *Runner) beginRun(ctx context.Context, id string, detached bool) (*Exec, context.Context, error) {
 	rctx, h := r.runContext(ctx, id, detached)
-	if x, err = r.begin(ctx, id, h, false); err != nil {
-		h.cancel(nil)
-		return nil, nil, nil, err
-	}
-	fail = func(err error) (*Exec, context.Context, error) {
-		x.handle = nil
-		r.finish(x)
+	x, err := r.begin(ctx, id, h, false)
+	if err != nil {
 		h.cancel(nil)
 		return nil, nil, err
 	}
-	return x, rctx, fail, nil
+	return x, rctx, nil
+}
+
+// abandon undoes beginRun and returns err.
+func (r *Runner) abandon(x *Exec, err error) (*Exec, context.Context, error) {
+	h := x.handle
+	x.handle = nil
+	r.finish(x)
+	h.cancel(nil)
+	return nil, nil, err
 }
 
 // runContext returns a run's context and handle: canceled by the caller's
@@ -677,7 +677,7 @@ func (r *Runner) StartResume(ctx context.Context, sessionID string) (*Run, error
 // startResume begins a resumption: run_resumed emitted, or, for a session
 // that crashed its process too often without progress, its failure.
 func (r *Runner) startResume(ctx context.Context, id string, detached bool) (*Exec, context.Context, error) {
-	x, rctx, fail, err := r.beginRun(ctx, id, detached)
+	x, rctx, err := r.beginRun(ctx, id, detached)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -689,7 +689,7 @@ func (r *Runner) startResume(ctx context.Context, id string, detached bool) (*Ex
 		reason = ResumeRecovered
 	case session.StatusWaiting:
 		if len(st.Requests) > 0 {
-			return fail(waitingErr(st))
+			return r.abandon(x, waitingErr(st))
 		}
 		reason = ResumeApproval
 	case session.StatusPaused:
@@ -697,12 +697,12 @@ func (r *Runner) startResume(ctx context.Context, id string, detached bool) (*Ex
 	case session.StatusFailed, session.StatusCanceled, session.StatusInterrupted:
 		reason = ResumeRetry
 	default:
-		return fail(&Error{Kind: FailState, Code: "nothing_to_resume",
+		return r.abandon(x, &Error{Kind: FailState, Code: "nothing_to_resume",
 			Msg: fmt.Sprintf("session %q has nothing to resume (status %s)", id, st.Status)})
 	}
 	h.id, h.after = st.RunID, st.Seq
 	if err := x.hooks.turnStart(ctx, x.info(), ""); err != nil {
-		return fail(err)
+		return r.abandon(x, err)
 	}
 	if reason == ResumeRecovered && r.maxRecov > 0 && st.Recoveries >= r.maxRecov {
 		// Each of the last resumptions died before the run got anywhere:

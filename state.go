@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -64,10 +65,11 @@ type State struct {
 
 	policy PolicyState
 	// agentRules are the agent's standing decisions, from its rule log
-	// (not the session's): read on first need through loadRules, which the
-	// runner sets when it takes the session.
+	// (not the session's): read on first need from rulesFrom, which the
+	// runner sets (with the context of the run) when it takes the session.
 	agentRules []session.Rule
-	loadRules  func() []session.Rule
+	rulesFrom  *Runner
+	rulesCtx   context.Context
 	// SnapshotSeq is the seq of the session's newest stored snapshot, as
 	// far as this state knows (Load sets it; commits that write one update
 	// it). It is bookkeeping, not part of the snapshot.
@@ -417,12 +419,19 @@ func (s *State) AttachPolicy(p Policy) error {
 	return nil
 }
 
+// readAgentRules reads the agent's standing decisions the first time they
+// are needed; a failure reads as none.
+func (s *State) readAgentRules() {
+	if s.rulesFrom != nil {
+		s.agentRules, _ = s.rulesFrom.agentRules(context.WithoutCancel(s.rulesCtx), s.Agent)
+		s.rulesFrom, s.rulesCtx = nil, nil
+	}
+}
+
 // RuleFor returns the standing decision that covers call, if any: the
 // session's rules first, then the agent's.
 func (s *State) RuleFor(call model.ToolCall) *session.Rule {
-	if s.loadRules != nil {
-		s.agentRules, s.loadRules = s.loadRules(), nil
-	}
+	s.readAgentRules()
 	for _, rules := range [2][]session.Rule{s.Rules, s.agentRules} {
 		for i := range rules {
 			if ruleMatches(&rules[i], call) {
@@ -436,9 +445,7 @@ func (s *State) RuleFor(call model.ToolCall) *session.Rule {
 // AgentRules returns the agent's standing decisions as the runner found
 // them when it took the session.
 func (s *State) AgentRules() []session.Rule {
-	if s.loadRules != nil {
-		s.agentRules, s.loadRules = s.loadRules(), nil
-	}
+	s.readAgentRules()
 	return s.agentRules
 }
 
