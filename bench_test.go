@@ -162,7 +162,7 @@ func BenchmarkTurn(b *testing.B) {
 				// turn's events and the figure measures the garbage
 				// collector marking an ever larger store, which the plain
 				// loop, keeping nothing, does not pay.
-				if err := store.DeleteSession(ctx, id); err != nil {
+				if err := r.DeleteSession(ctx, id); err != nil {
 					b.Fatal(err)
 				}
 			}

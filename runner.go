@@ -235,6 +235,22 @@ func (r *Runner) agent(name string) (*Agent, error) {
 		Msg: fmt.Sprintf("unknown agent %q (known: %s)", name, strings.Join(r.AgentNames(), ", "))}
 }
 
+// DeleteSession deletes a session — its events, snapshot and row — and
+// forgets the state this runner keeps of it. A session with a run in
+// progress in this runner is busy: cancel the run first.
+func (r *Runner) DeleteSession(ctx context.Context, id string) error {
+	k := keyOf(ctx, id)
+	if err := r.claim(k, nil); err != nil {
+		return err
+	}
+	defer r.unclaim(k)
+	r.cache.take(k)
+	if err := r.store.DeleteSession(ctx, id); err != nil {
+		return notFound(id, err)
+	}
+	return nil
+}
+
 // CreateSession creates a session for the named agent. An empty id gets a
 // fresh one.
 func (r *Runner) CreateSession(ctx context.Context, agent, id string, metadata map[string]string) (*session.Session, error) {

@@ -663,3 +663,33 @@ func TestSnapshotCadence(t *testing.T) {
 		})
 	}
 }
+
+// Runner.DeleteSession deletes a session and what the runner keeps of it;
+// a session running in this runner is busy, an unknown one not found.
+func TestRunnerDeleteSession(t *testing.T) {
+	g := newGate()
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(scripted.New("m", gateCall(), scripted.Reply{Text: "done"}), registry(t, g.tool())))
+	id := e.session(t, "calc")
+	ctx := context.Background()
+	run, err := e.r.Start(ctx, id, agentrt.Input{Text: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.started
+	if err := e.r.DeleteSession(ctx, id); agentrt.AsError(err).Code != "busy" {
+		t.Fatalf("delete while running: %v, want busy", err)
+	}
+	close(g.release)
+	if _, err := run.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.r.DeleteSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Load(ctx, id); agentrt.AsError(err).Code != "not_found" {
+		t.Fatalf("load after delete: %v", err)
+	}
+	if err := e.r.DeleteSession(ctx, id); agentrt.AsError(err).Code != "not_found" {
+		t.Fatalf("second delete: %v, want not_found", err)
+	}
+}
