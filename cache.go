@@ -65,6 +65,16 @@ func (c *stateCache) take(k skey) *State {
 	return st
 }
 
+// has reports whether the cache holds a State of k.
+func (c *stateCache) has(k skey) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k] != nil
+}
+
 // put keeps st as the State of k.
 func (c *stateCache) put(k skey, st *State) {
 	if c == nil || st == nil {

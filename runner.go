@@ -556,6 +556,14 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		}
 	}
 	x, rctx, err := r.beginRun(ctx, id, detached)
+	if in.Agent != "" && errors.Is(err, session.ErrNotFound) {
+		// Deleted by another process since it ran here: created anew.
+		r.cache.take(keyOf(ctx, id))
+		if err := r.ensureSession(ctx, id, in.Agent); err != nil {
+			return nil, nil, err
+		}
+		x, rctx, err = r.beginRun(ctx, id, detached)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -586,6 +594,9 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 func (r *Runner) ensureSession(ctx context.Context, id, agent string) error {
 	if id == "" {
 		return &Error{Kind: FailInput, Code: "no_session", Msg: "no session id"}
+	}
+	if r.cache.has(keyOf(ctx, id)) {
+		return nil // it ran here: the load checks it against the store
 	}
 	_, err := r.store.GetSession(ctx, id)
 	if errors.Is(err, session.ErrNotFound) {

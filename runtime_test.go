@@ -693,3 +693,24 @@ func TestRunnerDeleteSession(t *testing.T) {
 		t.Fatalf("second delete: %v, want not_found", err)
 	}
 }
+
+// A session named with its agent that ran here and was then deleted by
+// another process (straight in the store) is created anew by the next
+// turn, as a session that never existed is.
+func TestSendRecreatesSessionDeletedElsewhere(t *testing.T) {
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(scripted.New("m", scripted.Reply{Text: "one"}, scripted.Reply{Text: "two"}), registry(t)))
+	ctx := context.Background()
+	if _, err := e.r.Send(ctx, "chat", agentrt.Input{Text: "hi", Agent: "calc"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.DeleteSession(ctx, "chat"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.r.Send(ctx, "chat", agentrt.Input{Text: "hi again", Agent: "calc"})
+	if err != nil || res.Text != "two" {
+		t.Fatalf("second send: %+v %v", res, err)
+	}
+	if log := storedLog(t, e.store, "chat"); len(log) == 0 || log[0].Type != session.TypeRunStarted {
+		t.Fatalf("log of the new session: %v", types(log))
+	}
+}
