@@ -32,6 +32,8 @@ type Agent struct {
 	Tools    *tool.Registry
 	Approval ApprovalPolicy
 	Limits   Limits
+	// LoopDetection stops a model that repeats itself.
+	LoopDetection LoopDetection
 	// Policy decides the next instruction; nil means React.
 	Policy Policy
 	// Executors override the runner's and the built-in executors.
@@ -205,6 +207,9 @@ func (a *Agent) init() error {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("agent %q: bad approval pattern %q: %w", a.Name, p, err)
 		}
+	}
+	if err := a.LoopDetection.check(); err != nil {
+		return fmt.Errorf("agent %q: %w", a.Name, err)
 	}
 	switch a.Approval.Default {
 	case "", tool.ApprovalAuto, tool.ApprovalAsk, tool.ApprovalDeny:

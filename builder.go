@@ -140,6 +140,9 @@ func (b *Builder) MaxRounds(n int) *Builder {
 	return b
 }
 
+// LoopDetection sets the loop detectors' thresholds (see LoopDetection).
+func (b *Builder) LoopDetection(l LoopDetection) *Builder { b.a.LoopDetection = l; return b }
+
 // Policy sets the policy (default React).
 func (b *Builder) Policy(p Policy) *Builder { b.a.Policy = p; return b }
 

@@ -840,6 +840,11 @@ func (r *Runner) step(ctx context.Context, x *Exec) (Instruction, error) {
 	if err := exec(ctx, x, ins); err != nil {
 		return ins, err
 	}
+	if ins.Kind == KindCallTools && x.st.Status == session.StatusRunning && len(x.st.Calls) == 0 { // the batch is done
+		if err := x.checkLoops(); err != nil {
+			return ins, err
+		}
+	}
 	if x.lazy && builtin && x.end == "" && x.st.Status == session.StatusRunning {
 		return ins, nil
 	}

@@ -63,6 +63,12 @@ type State struct {
 	// scope session), not revoked.
 	Rules []session.Rule `json:"rules,omitempty"`
 
+	// LoopCalls are the tool calls of the current turn, in the order of
+	// their results, as the loop detectors see them; LoopWarned the
+	// detectors that warned in it (see LoopDetection).
+	LoopCalls  []LoopCall `json:"loop_calls,omitempty"`
+	LoopWarned []string   `json:"loop_warned,omitempty"`
+
 	policy PolicyState
 	// agentRules are the agent's standing decisions, from its rule log
 	// (not the session's): read on first need from rulesFrom, which the
@@ -210,6 +216,7 @@ func (s *State) Apply(e *session.Event) error {
 		s.LastError = nil
 		s.Recoveries = 0
 		s.Calls = nil
+		s.LoopCalls, s.LoopWarned = s.LoopCalls[:0], s.LoopWarned[:0]
 		// A run adds a few messages: make room for them at once rather
 		// than as the slice fills.
 		s.Messages = slices.Grow(s.Messages, runMessages)
@@ -222,6 +229,10 @@ func (s *State) Apply(e *session.Event) error {
 			s.Recoveries++
 		} else {
 			s.Recoveries = 0
+		}
+		if d.Reason == ResumeRetry {
+			// A person tries the run again: the loop counts start again.
+			s.LoopCalls, s.LoopWarned = s.LoopCalls[:0], s.LoopWarned[:0]
 		}
 		s.Status = session.StatusRunning
 		s.LastError = nil
@@ -269,6 +280,7 @@ func (s *State) Apply(e *session.Event) error {
 		c.Done = true
 		c.Result = d
 		s.Recoveries = 0
+		s.LoopCalls = append(s.LoopCalls, loopCallOf(c.Call.Name, c.Call.Arguments, d))
 		s.flushCalls()
 	case *session.InputRequired:
 		ids := make([]string, len(d.Calls))
@@ -323,6 +335,9 @@ func (s *State) Apply(e *session.Event) error {
 		}
 	case *session.RuleRevoked:
 		s.Rules = slices.DeleteFunc(s.Rules, func(r session.Rule) bool { return r.ID == d.RuleID })
+	case *session.LoopWarning:
+		s.LoopWarned = append(s.LoopWarned, d.Detector)
+		s.Messages = append(s.Messages, model.TextMessage(model.RoleUser, d.Reminder))
 	case *session.Final:
 		s.Final = d.Text
 	case *session.Error:

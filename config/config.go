@@ -188,12 +188,21 @@ type Compaction struct {
 	KeepRecent  int `yaml:"keep_recent,omitempty"`
 }
 
-// LoopDetection sets how many repeats of the same action warn and end a run.
-// Zero means the runtime's default.
+// LoopDetection sets how many repeats of the same action warn and end a
+// run. Zero means the default (DefaultLoopWarning, DefaultLoopCritical);
+// off: true switches the detectors off.
 type LoopDetection struct {
-	Warning  int `yaml:"warning,omitempty"`
-	Critical int `yaml:"critical,omitempty"`
+	Warning  int   `yaml:"warning,omitempty"`
+	Critical int   `yaml:"critical,omitempty"`
+	Off      *bool `yaml:"off,omitempty"`
 }
+
+// The loop detectors' default thresholds (agentrt.DefaultLoopWarning and
+// DefaultLoopCritical).
+const (
+	DefaultLoopWarning  = 4
+	DefaultLoopCritical = 8
+)
 
 // Server configures agentrt serve.
 type Server struct {

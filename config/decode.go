@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -594,7 +595,12 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 			d.mapping(n, path,
 				field{"warning", number(d, &l.Warning)},
 				field{"critical", number(d, &l.Critical)},
+				field{"off", d.boolean(&l.Off)},
 			)
+			w, c := cmp.Or(l.Warning, DefaultLoopWarning), cmp.Or(l.Critical, DefaultLoopCritical)
+			if (l.Off == nil || !*l.Off) && w >= c {
+				d.errorf(n, path, "warning (%d) must be below critical (%d)", w, c)
+			}
 		}},
 	)
 }

@@ -39,7 +39,7 @@ func TestProblems(t *testing.T) {
 		{
 			name: "unknown key without a close one lists the known keys",
 			src:  base + "  b: {model: m, loop_detection: {zzz: 1}}\n",
-			want: "agentrt.yaml:5:34: agents.b.loop_detection.zzz: unknown key (known keys: warning, critical)",
+			want: "agentrt.yaml:5:34: agents.b.loop_detection.zzz: unknown key (known keys: warning, critical, off)",
 		},
 		{
 			name: "integer expected",
@@ -94,6 +94,16 @@ func TestProblems(t *testing.T) {
 			name: "negative limit",
 			src:  base + "  b: {model: m, limits: {max_cost_usd: -0.5}}\n",
 			want: "agentrt.yaml:5:40: agents.b.limits.max_cost_usd: must not be negative, got -0.5",
+		},
+		{
+			name: "loop warning not below critical",
+			src:  base + "  b: {model: m, loop_detection: {warning: 9}}\n",
+			want: "agentrt.yaml:5:33: agents.b.loop_detection: warning (9) must be below critical (8)",
+		},
+		{
+			name: "negative loop threshold",
+			src:  base + "  b: {model: m, loop_detection: {critical: -2}}\n",
+			want: "agentrt.yaml:5:44: agents.b.loop_detection.critical: must not be negative, got -2",
 		},
 		{
 			name: "negative price",

@@ -30,6 +30,7 @@ const (
 	TypeInterrupted   Type = "interrupted"
 	TypeRuleAdded     Type = "rule_added"
 	TypeRuleRevoked   Type = "rule_revoked"
+	TypeLoopWarning   Type = "loop_warning"
 	// TypeApprovalRequired and TypeApprovalResolved are the names logs
 	// written before the one human-request model used for approvals. They
 	// are read as input_required and input_resolved of kind approval.
@@ -95,6 +96,18 @@ type RunStarted struct {
 type ParentRef struct {
 	SessionID string `json:"session_id"`
 	CallID    string `json:"call_id,omitempty"`
+}
+
+// LoopWarning says a loop detector found the run repeating itself:
+// Detector ("repeat", "ping_pong" or "no_progress") counted Count (the
+// warning threshold is Threshold). Reminder is the message the model sees
+// next, as a user message.
+type LoopWarning struct {
+	Detector  string `json:"detector"`
+	Detail    string `json:"detail"`
+	Count     int    `json:"count"`
+	Threshold int    `json:"threshold"`
+	Reminder  string `json:"reminder"`
 }
 
 // RunFinished ends a turn. Status is done, waiting, paused, failed,
@@ -335,6 +348,7 @@ func (*Interrupted) EventType() Type   { return TypeInterrupted }
 func (*RuleAdded) EventType() Type     { return TypeRuleAdded }
 func (*RuleRevoked) EventType() Type   { return TypeRuleRevoked }
 func (*Final) EventType() Type         { return TypeFinal }
+func (*LoopWarning) EventType() Type   { return TypeLoopWarning }
 func (*Error) EventType() Type         { return TypeError }
 
 // newData returns an empty payload for t, or nil for an unknown type.
@@ -370,6 +384,8 @@ func newData(t Type) Data {
 		return new(RuleRevoked)
 	case TypeFinal:
 		return new(Final)
+	case TypeLoopWarning:
+		return new(LoopWarning)
 	case TypeError:
 		return new(Error)
 	}

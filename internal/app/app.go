@@ -169,6 +169,8 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			Registry(reg).
 			ToolFilter(ac.Tools...).
 			MaxRounds(ac.Limits.MaxRounds).
+			LoopDetection(agentrt.LoopDetection{Warning: ac.LoopDetection.Warning, Critical: ac.LoopDetection.Critical,
+				Off: ac.LoopDetection.Off != nil && *ac.LoopDetection.Off}).
 			Approval(agentrt.ApprovalPolicy{
 				Default:    tool.Approval(ac.Approval.Default),
 				Ask:        ac.Approval.Ask,

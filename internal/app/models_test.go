@@ -231,3 +231,23 @@ func TestExplicitDemoNotice(t *testing.T) {
 		t.Errorf("notices %q, want %q", got, want)
 	}
 }
+
+// An agent's loop_detection reaches the runtime's agent.
+func TestLoopDetectionFromConfig(t *testing.T) {
+	src := "models:\n  m: {provider: demo}\nagents:\n  a: {model: m, loop_detection: {warning: 2, critical: 3}}\n  b: {model: m, loop_detection: {off: true}}\n"
+	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for name, want := range map[string]agentrt.LoopDetection{"a": {Warning: 2, Critical: 3}, "b": {Off: true}} {
+		ag, _ := a.Runner.Agent(name)
+		if ag.LoopDetection != want {
+			t.Errorf("agent %s: %+v, want %+v", name, ag.LoopDetection, want)
+		}
+	}
+}

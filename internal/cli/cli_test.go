@@ -1009,3 +1009,32 @@ func TestApproveAlwaysAndRules(t *testing.T) {
 		t.Errorf("%v", r)
 	}
 }
+
+// A model that repeats a call is warned, then stopped; the CLI says so
+// (resuming is tested in the root package: a scripted model starts its
+// script again in every process).
+func TestLoopGuardInTheCLI(t *testing.T) {
+	t.Parallel()
+	call := "  - tool_calls: [{name: calculator, arguments: {expression: \"1+1\"}}]\n"
+	e := newEnv(t, `
+models:
+  s: {provider: scripted, script: loop.yaml}
+agents:
+  assistant:
+    model: s
+    tools: [calculator]
+    loop_detection: {warning: 2, critical: 3}
+`, map[string]string{"loop.yaml": "replies:\n" + strings.Repeat(call, 3) + "  - text: \"2\"\n"})
+	r := e.must(cli.ExitFailed, "run", "--session", "l1", "1+1?")
+	for _, want := range []string{
+		"[loop] warning (repeat): calculator was called 2 times in this turn with the same arguments; the model was told to stop repeating",
+		"error (loop_detected): stopped a loop: calculator was called 3 times in this turn with the same arguments (loop_detection.critical is 3); resume the session to let it try again",
+	} {
+		if !strings.Contains(r.err, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.err)
+		}
+	}
+	if r := e.must(cli.ExitOK, "sessions", "events", "l1"); !strings.Contains(r.out, "loop_warning") {
+		t.Errorf("events:\n%s", r.out)
+	}
+}

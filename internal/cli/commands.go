@@ -611,6 +611,8 @@ func Summary(e *session.Event) string {
 		return s
 	case *session.Interrupted:
 		return d.Reason
+	case *session.LoopWarning:
+		return d.Detector + ": " + clip(d.Detail, 120)
 	case *session.Final:
 		return strconv.Quote(clip(d.Text, 120))
 	case *session.Error:

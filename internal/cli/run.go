@@ -397,6 +397,9 @@ func (p *printer) human(e *session.Event) {
 		fmt.Fprintf(out, "[run] interrupted (%s)\n", d.Reason)
 	case *session.RunResumed:
 		fmt.Fprintf(out, "[run] resumed (%s)\n", d.Reason)
+	case *session.LoopWarning:
+		p.endLine()
+		fmt.Fprintf(p.s.Err, "[loop] warning (%s): %s; the model was told to stop repeating\n", d.Detector, d.Detail)
 	case *session.Final:
 		// Streamed already as tokens; print it when nothing was streamed.
 		if !p.streamed {
