@@ -1,11 +1,9 @@
 package agentrt
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"slices"
 
 	"github.com/agentrt/agentrt/session"
@@ -68,31 +66,54 @@ type LoopCall struct {
 }
 
 func loopCallOf(name string, args json.RawMessage, r *session.ToolResult) LoopCall {
-	h := fnv.New64a()
-	var b bytes.Buffer
-	if json.Compact(&b, args) == nil {
-		h.Write(b.Bytes())
-	} else {
-		h.Write(args)
-	}
-	c := LoopCall{Name: name, Args: h.Sum64()}
-	h.Reset()
+	c := LoopCall{Name: name, Args: hashJSON(fnvOffset, args)}
 	if r.OK {
-		h.Write([]byte{1})
-		h.Write(r.Result)
+		c.Result = hashJSON(fnvStep(fnvOffset, 1), r.Result)
 	} else {
-		h.Write([]byte{0})
-		h.Write([]byte(r.Error))
+		c.Result = hashJSON(fnvStep(fnvOffset, 0), []byte(r.Error))
 	}
-	c.Result = h.Sum64()
 	return c
+}
+
+// FNV-1a, 64 bits.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvStep(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+// hashJSON hashes b from h, leaving out the whitespace between JSON
+// tokens, so that {"a": 1} and {"a":1} are the same call. Bytes that are
+// not JSON are hashed as they are, whitespace aside.
+func hashJSON(h uint64, b []byte) uint64 {
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		h = fnvStep(h, c)
+	}
+	return h
 }
 
 // loopFinding is the strongest detector's count over calls.
 type loopFinding struct {
 	detector string
 	count    int
-	detail   string
+	alt      int // the alternating tail's length, for ping_pong
 }
 
 func detectLoop(calls []LoopCall) loopFinding {
@@ -109,8 +130,7 @@ func detectLoop(calls []LoopCall) loopFinding {
 			repeat++
 		}
 	}
-	best := loopFinding{"repeat", repeat,
-		fmt.Sprintf("%s was called %d times in this turn with the same arguments", last.Name, repeat)}
+	best := loopFinding{detector: "repeat", count: repeat}
 
 	alt := 1 // the length of the alternating tail A B A B …
 	for i := n - 1; i >= 1; i-- {
@@ -121,22 +141,39 @@ func detectLoop(calls []LoopCall) loopFinding {
 	}
 	// Counted as the calls that repeated the pair: A B A B A B is 4.
 	if alt >= 4 && alt-2 > best.count {
-		best = loopFinding{"ping_pong", alt - 2,
-			fmt.Sprintf("%s and %s were called in turn, %d calls in a row, each time with the same arguments", calls[n-2].Name, last.Name, alt)}
+		best = loopFinding{detector: "ping_pong", count: alt - 2, alt: alt}
 	}
 
 	stale := 0 // the tail of calls whose result the turn had already seen
 	for i := n - 1; i >= 0; i-- {
-		if !slices.ContainsFunc(calls[:i], func(c LoopCall) bool { return c.Result == calls[i].Result }) {
+		seen := false
+		for _, c := range calls[:i] {
+			if c.Result == calls[i].Result {
+				seen = true
+				break
+			}
+		}
+		if !seen {
 			break
 		}
 		stale++
 	}
 	if stale > best.count { // on a tie, the more precise detector above says it
-		best = loopFinding{"no_progress", stale,
-			fmt.Sprintf("the last %d tool calls brought nothing the turn had not seen already", stale)}
+		best = loopFinding{detector: "no_progress", count: stale}
 	}
 	return best
+}
+
+// detail says in words what f found in calls.
+func (f loopFinding) detail(calls []LoopCall) string {
+	n := len(calls)
+	switch f.detector {
+	case "ping_pong":
+		return fmt.Sprintf("%s and %s were called in turn, %d calls in a row, each time with the same arguments", calls[n-2].Name, calls[n-1].Name, f.alt)
+	case "no_progress":
+		return fmt.Sprintf("the last %d tool calls brought nothing the turn had not seen already", f.count)
+	}
+	return fmt.Sprintf("%s was called %d times in this turn with the same arguments", calls[n-1].Name, f.count)
 }
 
 // checkLoops runs the loop detectors after a batch of tool calls: a
@@ -148,14 +185,16 @@ func (x *Exec) checkLoops() error {
 		return nil
 	}
 	warning, critical := l.thresholds()
-	f := detectLoop(x.st.LoopCalls)
+	calls := x.st.LoopCalls
+	f := detectLoop(calls)
 	switch {
 	case f.count >= critical:
 		return &Error{Kind: FailPolicy, Code: "loop_detected",
-			Msg: fmt.Sprintf("stopped a loop: %s (loop_detection.critical is %d); resume the session to let it try again", f.detail, critical)}
+			Msg: fmt.Sprintf("stopped a loop: %s (loop_detection.critical is %d); resume the session to let it try again", f.detail(calls), critical)}
 	case f.count >= warning && !slices.Contains(x.st.LoopWarned, f.detector):
-		emit(x, session.LoopWarning{Detector: f.detector, Detail: f.detail, Count: f.count, Threshold: warning,
-			Reminder: "[loop warning] " + f.detail + ". Repeating it will not help: use what you have, try something different, or answer now."})
+		detail := f.detail(calls)
+		emit(x, session.LoopWarning{Detector: f.detector, Detail: detail, Count: f.count, Threshold: warning,
+			Reminder: "[loop warning] " + detail + ". Repeating it will not help: use what you have, try something different, or answer now."})
 	}
 	return nil
 }

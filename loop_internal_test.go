@@ -24,6 +24,9 @@ func TestDetectLoop(t *testing.T) {
 		{"repeat", []LoopCall{a, b, a, a, a}, "repeat", 4},
 		// Whitespace in the arguments does not make a call different.
 		{"repeat, spaced", []LoopCall{a, lc("search", `{ "q" : "go" }`, `1`)}, "repeat", 2},
+		// Inside a string, a space is part of the value.
+		{"spaces in strings", []LoopCall{lc("s", `{"q":"a b"}`, `1`), lc("s", `{"q":"ab"}`, `2`)}, "repeat", 1},
+		{"escaped quote", []LoopCall{lc("s", `{"q":"a\" b"}`, `1`), lc("s", `{"q":"a\"b"}`, `2`)}, "repeat", 1},
 		{"ping pong", []LoopCall{a, b, a, b, a, b}, "ping_pong", 4},
 		{"no progress", []LoopCall{lc("s", `{"i":1}`, `"none"`), lc("s", `{"i":2}`, `"none"`), lc("s", `{"i":3}`, `"none"`),
 			lc("s", `{"i":4}`, `"none"`), lc("s", `{"i":5}`, `"none"`)}, "no_progress", 4},
@@ -32,7 +35,7 @@ func TestDetectLoop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := detectLoop(tc.calls)
 			if f.detector != tc.detector || f.count != tc.count {
-				t.Errorf("detectLoop = %s %d (%s), want %s %d", f.detector, f.count, f.detail, tc.detector, tc.count)
+				t.Errorf("detectLoop = %s %d, want %s %d", f.detector, f.count, tc.detector, tc.count)
 			}
 		})
 	}

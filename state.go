@@ -280,6 +280,9 @@ func (s *State) Apply(e *session.Event) error {
 		c.Done = true
 		c.Result = d
 		s.Recoveries = 0
+		if s.LoopCalls == nil {
+			s.LoopCalls = make([]LoopCall, 0, 8)
+		}
 		s.LoopCalls = append(s.LoopCalls, loopCallOf(c.Call.Name, c.Call.Arguments, d))
 		s.flushCalls()
 	case *session.InputRequired:
