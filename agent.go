@@ -79,11 +79,29 @@ func (a *Agent) atMostOnce(name string) bool {
 	return t != nil && tool.MetaOf(t).AtMostOnce
 }
 
-// Limits bound a run.
+// Limits bound a run. Reaching one pauses the run (status paused, the
+// reason naming the limit, an error event saying it in words) so that a
+// person can raise it and resume; see budget.go. Zero means no limit,
+// except MaxRounds.
 type Limits struct {
 	// MaxRounds is the number of model calls in one run before it pauses;
 	// zero means 10.
 	MaxRounds int
+	// MaxSteps is the number of tool calls a turn runs.
+	MaxSteps int
+	// MaxTokens and MaxCostUSD bound what a turn's model calls use
+	// (input and output tokens; the cost needs priced models), checked
+	// before each model call with the request's estimated size.
+	MaxTokens  int64
+	MaxCostUSD float64
+	// SessionMaxTokens and SessionMaxCostUSD bound the same over the
+	// session's whole life: a resume does not renew them.
+	SessionMaxTokens  int64
+	SessionMaxCostUSD float64
+	// MaxTurnDuration bounds a turn's wall-clock time, from its start or
+	// its last resume, checked before each model call and batch of tool
+	// calls.
+	MaxTurnDuration time.Duration
 }
 
 // DefaultMaxRounds is the round limit when Limits.MaxRounds is zero.
@@ -207,6 +225,9 @@ func (a *Agent) init() error {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("agent %q: bad approval pattern %q: %w", a.Name, p, err)
 		}
+	}
+	if err := a.Limits.check(); err != nil {
+		return fmt.Errorf("agent %q: %w", a.Name, err)
 	}
 	if err := a.LoopDetection.check(); err != nil {
 		return fmt.Errorf("agent %q: %w", a.Name, err)

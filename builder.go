@@ -140,6 +140,9 @@ func (b *Builder) MaxRounds(n int) *Builder {
 	return b
 }
 
+// Limits sets every limit of a run, MaxRounds included (see Limits).
+func (b *Builder) Limits(l Limits) *Builder { b.a.Limits = l; return b }
+
 // LoopDetection sets the loop detectors' thresholds (see LoopDetection).
 func (b *Builder) LoopDetection(l LoopDetection) *Builder { b.a.LoopDetection = l; return b }
 

@@ -315,9 +315,12 @@ func (x *Exec) Commit(ctx context.Context) error {
 				now = x.now()
 			}
 			e.Time = now
-			if d, ok := e.Data.(*session.InputRequired); ok {
-				// The State folded it before it had a time.
+			// The State folded these before they had a time.
+			switch d := e.Data.(type) {
+			case *session.InputRequired:
 				x.st.stampRequest(d.RequestID, now)
+			case *session.RunStarted, *session.RunResumed:
+				x.st.RunSince = now
 			}
 		}
 	}

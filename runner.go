@@ -828,6 +828,9 @@ func (r *Runner) step(ctx context.Context, x *Exec) (Instruction, error) {
 		x.End(session.StatusWaiting, "input_required")
 		return ins, x.Commit(ctx)
 	}
+	if (ins.Kind == KindCallModel || ins.Kind == KindCallTools) && x.pauseOverBudget(ins) {
+		return ins, x.Commit(ctx)
+	}
 	exec, builtin := r.executor(x.agent, ins.Kind)
 	if exec == nil {
 		return ins, &Error{Kind: FailConfig, Code: "no_executor", Msg: fmt.Sprintf("no executor for instruction %q", ins.Kind)}

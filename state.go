@@ -63,6 +63,14 @@ type State struct {
 	// scope session), not revoked.
 	Rules []session.Rule `json:"rules,omitempty"`
 
+	// Steps counts the tool calls the run has started; StepBase, UsageBase
+	// and RunSince are where the turn's limits count from: the run's start,
+	// or its last resume after a pause (see Limits).
+	Steps     int         `json:"steps,omitempty"`
+	StepBase  int         `json:"step_base,omitempty"`
+	UsageBase model.Usage `json:"usage_base"`
+	RunSince  time.Time   `json:"run_since"`
+
 	// LoopCalls are the tool calls of the current turn, in the order of
 	// their results, as the loop detectors see them; LoopWarned the
 	// detectors that warned in it (see LoopDetection).
@@ -217,6 +225,7 @@ func (s *State) Apply(e *session.Event) error {
 		s.Recoveries = 0
 		s.Calls = nil
 		s.LoopCalls, s.LoopWarned = s.LoopCalls[:0], s.LoopWarned[:0]
+		s.Steps, s.StepBase, s.UsageBase, s.RunSince = 0, 0, model.Usage{}, e.Time
 		// A run adds a few messages: make room for them at once rather
 		// than as the slice fills.
 		s.Messages = slices.Grow(s.Messages, runMessages)
@@ -224,7 +233,9 @@ func (s *State) Apply(e *session.Event) error {
 	case *session.RunResumed:
 		if d.From == session.StatusPaused {
 			s.RoundBase = s.Round
+			s.StepBase, s.UsageBase = s.Steps, s.RunUsage
 		}
+		s.RunSince = e.Time
 		if d.Reason == ResumeRecovered {
 			s.Recoveries++
 		} else {
@@ -266,6 +277,9 @@ func (s *State) Apply(e *session.Event) error {
 			// A blocked call does not run: stopping before its result is
 			// no doubt about whether it took effect.
 			c.Started = d.Blocked == ""
+			if c.Started {
+				s.Steps++
+			}
 			c.Attempts = max(c.Attempts+1, d.Attempt)
 			c.Call.Arguments = d.Arguments
 			if c.Approval == CallRetry {

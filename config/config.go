@@ -163,10 +163,13 @@ type Approval struct {
 // Limits bound a run. Zero means no limit, except MaxRounds, which Load and
 // Parse set to DefaultMaxRounds when it is zero.
 type Limits struct {
-	MaxRounds  int     `yaml:"max_rounds,omitempty"`
-	MaxSteps   int     `yaml:"max_steps,omitempty"`
-	MaxTokens  int64   `yaml:"max_tokens,omitempty"`
-	MaxCostUSD float64 `yaml:"max_cost_usd,omitempty"`
+	MaxRounds         int      `yaml:"max_rounds,omitempty"`
+	MaxSteps          int      `yaml:"max_steps,omitempty"`
+	MaxTokens         int64    `yaml:"max_tokens,omitempty"`
+	MaxCostUSD        float64  `yaml:"max_cost_usd,omitempty"`
+	SessionMaxTokens  int64    `yaml:"session_max_tokens,omitempty"`
+	SessionMaxCostUSD float64  `yaml:"session_max_cost_usd,omitempty"`
+	MaxTurnDuration   Duration `yaml:"max_turn_duration,omitempty"`
 }
 
 // Timeouts bound the waits of a run. Zero means the runtime's default.

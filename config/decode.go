@@ -570,6 +570,9 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 				field{"max_steps", number(d, &l.MaxSteps)},
 				field{"max_tokens", number(d, &l.MaxTokens)},
 				field{"max_cost_usd", number(d, &l.MaxCostUSD)},
+				field{"session_max_tokens", number(d, &l.SessionMaxTokens)},
+				field{"session_max_cost_usd", number(d, &l.SessionMaxCostUSD)},
+				field{"max_turn_duration", d.duration(&l.MaxTurnDuration)},
 			)
 		}},
 		field{"timeouts", func(n *yaml.Node, path string) {

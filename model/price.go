@@ -54,6 +54,24 @@ func (pm *priced) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, err
 	}
 }
 
+// PriceOf returns the price Priced gave m, looking through models that
+// wrap others (an Unwrap() Model method).
+func PriceOf(m Model) (Price, bool) {
+	for m != nil {
+		switch pm := m.(type) {
+		case *priced:
+			return pm.p, true
+		case *pricedGenerator:
+			return pm.p, true
+		case interface{ Unwrap() Model }:
+			m = pm.Unwrap()
+		default:
+			return Price{}, false
+		}
+	}
+	return Price{}, false
+}
+
 // Unwrap returns the priced model.
 func (pm *priced) Unwrap() Model { return pm.m }
 

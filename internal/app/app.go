@@ -168,7 +168,12 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			Fallbacks(fallbacks...).
 			Registry(reg).
 			ToolFilter(ac.Tools...).
-			MaxRounds(ac.Limits.MaxRounds).
+			Limits(agentrt.Limits{
+				MaxRounds: ac.Limits.MaxRounds, MaxSteps: ac.Limits.MaxSteps,
+				MaxTokens: ac.Limits.MaxTokens, MaxCostUSD: ac.Limits.MaxCostUSD,
+				SessionMaxTokens: ac.Limits.SessionMaxTokens, SessionMaxCostUSD: ac.Limits.SessionMaxCostUSD,
+				MaxTurnDuration: ac.Limits.MaxTurnDuration.Std(),
+			}).
 			LoopDetection(agentrt.LoopDetection{Warning: ac.LoopDetection.Warning, Critical: ac.LoopDetection.Critical,
 				Off: ac.LoopDetection.Off != nil && *ac.LoopDetection.Off}).
 			Approval(agentrt.ApprovalPolicy{

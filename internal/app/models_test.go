@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
@@ -249,5 +250,24 @@ func TestLoopDetectionFromConfig(t *testing.T) {
 		if ag.LoopDetection != want {
 			t.Errorf("agent %s: %+v, want %+v", name, ag.LoopDetection, want)
 		}
+	}
+}
+
+// An agent's limits reach the runtime's agent.
+func TestLimitsFromConfig(t *testing.T) {
+	src := "models:\n  m: {provider: demo}\nagents:\n  a: {model: m, limits: {max_rounds: 4, max_steps: 6, max_tokens: 2000, max_cost_usd: 0.5, session_max_tokens: 90000, session_max_cost_usd: 3, max_turn_duration: 2m}}\n"
+	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ag, _ := a.Runner.Agent("a")
+	want := agentrt.Limits{MaxRounds: 4, MaxSteps: 6, MaxTokens: 2000, MaxCostUSD: 0.5, SessionMaxTokens: 90000, SessionMaxCostUSD: 3, MaxTurnDuration: 2 * time.Minute}
+	if ag.Limits != want {
+		t.Errorf("limits %+v, want %+v", ag.Limits, want)
 	}
 }
