@@ -180,7 +180,10 @@ type Timeouts struct {
 	FirstChunk    Duration `yaml:"first_chunk,omitempty"`
 	Idle          Duration `yaml:"idle,omitempty"`
 	Hard          Duration `yaml:"hard,omitempty"`
-	Tool          Duration `yaml:"tool,omitempty"`
+	// Tool bounds each tool call of the agent, unless the tool sets its
+	// own timeout; Tools bound the named tools, over their own.
+	Tool  Duration            `yaml:"tool,omitempty"`
+	Tools map[string]Duration `yaml:"tools,omitempty"`
 }
 
 // Compaction bounds the history sent to the model. Zero means the runtime's

@@ -583,6 +583,18 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 				field{"idle", d.duration(&t.Idle)},
 				field{"hard", d.duration(&t.Hard)},
 				field{"tool", d.duration(&t.Tool)},
+				field{"tools", func(n *yaml.Node, path string) {
+					m := map[string]Duration{}
+					d.each(n, path, func(k, v *yaml.Node, p string) {
+						var dur Duration
+						d.duration(&dur)(v, p)
+						if dur == 0 {
+							d.errorf(v, p, "a tool's timeout must be positive")
+						}
+						m[k.Value] = dur
+					})
+					t.Tools = m
+				}},
 			)
 		}},
 		field{"compaction", func(n *yaml.Node, path string) {

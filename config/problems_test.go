@@ -96,6 +96,11 @@ func TestProblems(t *testing.T) {
 			want: "agentrt.yaml:5:40: agents.b.limits.max_cost_usd: must not be negative, got -0.5",
 		},
 		{
+			name: "zero tool timeout",
+			src:  base + "  b: {model: m, timeouts: {tools: {search: 0s}}}\n",
+			want: "agentrt.yaml:5:44: agents.b.timeouts.tools.search: a tool's timeout must be positive",
+		},
+		{
 			name: "loop warning not below critical",
 			src:  base + "  b: {model: m, loop_detection: {warning: 9}}\n",
 			want: "agentrt.yaml:5:33: agents.b.loop_detection: warning (9) must be below critical (8)",

@@ -134,6 +134,35 @@ func (r *Registry) SetDefaultTimeout(d time.Duration) {
 	r.defaultTimeout.Store(int64(max(d, 0)))
 }
 
+// SetTimeout sets the timeout of calls to the named tool in this registry,
+// over its Meta.Timeout: an operator's setting (agentrt.yaml's
+// timeouts.tools). Registries made by Filter before or after keep their
+// own. d must be positive.
+func (r *Registry) SetTimeout(name string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("timeout of tool %q: %s is not positive", name, d)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.tools.Load()
+	e := old.byName[name]
+	if e == nil {
+		return r.unknown(name)
+	}
+	ne := *e
+	ne.meta.Timeout = d
+	t := &toolTable{byName: make(map[string]*entry, len(old.byName)), order: make([]*entry, len(old.order))}
+	for i, x := range old.order {
+		if x == e {
+			x = &ne
+		}
+		t.order[i] = x
+		t.byName[x.def.Name] = x
+	}
+	r.tools.Store(t)
+	return nil
+}
+
 // Get returns the tool called name.
 func (r *Registry) Get(name string) (Tool, bool) {
 	e := r.table().byName[name]

@@ -655,3 +655,47 @@ func TestCallAsInfo(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// SetTimeout bounds one tool's calls in one registry, over the tool's own
+// Meta.Timeout; other registries sharing the tool keep theirs.
+func TestSetTimeout(t *testing.T) {
+	t.Parallel()
+	block := tool.WithMeta(tool.Must(tool.New("block", "waits for its context", func(ctx context.Context, _ struct{}) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	})), tool.Meta{Timeout: time.Hour})
+	r, err := tool.NewRegistry(block, rawEcho("echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := r.Filter([]string{"*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetTimeout("block", 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Call(context.Background(), "block", json.RawMessage(`{}`)); !errors.Is(res.Err, tool.ErrTimeout) {
+		t.Fatalf("call: %+v, want a timeout", res)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res := other.Call(ctx, "block", json.RawMessage(`{}`)); errors.Is(res.Err, tool.ErrTimeout) {
+		t.Errorf("the filtered registry took the timeout: %+v", res)
+	}
+	if got := r.Names(); len(got) != 2 || got[0] != "block" {
+		t.Errorf("names after SetTimeout: %v", got)
+	}
+	for _, bad := range []struct {
+		name string
+		d    time.Duration
+		want string
+	}{
+		{"nope", time.Second, `unknown tool "nope"`},
+		{"echo", 0, `timeout of tool "echo": 0s is not positive`},
+	} {
+		if err := r.SetTimeout(bad.name, bad.d); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("SetTimeout(%q, %s): %v, want %q", bad.name, bad.d, err, bad.want)
+		}
+	}
+}

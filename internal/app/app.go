@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -190,6 +191,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		if err != nil {
 			return nil, err
 		}
+		if err := toolTimeouts(ra, ac.Timeouts); err != nil {
+			return nil, fmt.Errorf("agent %q: %w", name, err)
+		}
 		ra.NoStream = ac.Stream != nil && !*ac.Stream
 		agents = append(agents, ra)
 	}
@@ -281,4 +285,29 @@ func expiresFor(m map[string]config.Duration) map[string]time.Duration {
 		out[k] = v.Std()
 	}
 	return out
+}
+
+// toolTimeouts applies an agent's timeouts.tool and timeouts.tools to its
+// registry, which is its own (filtered from the shared one).
+func toolTimeouts(a *agentrt.Agent, t config.Timeouts) error {
+	if a.Tools == nil {
+		if len(t.Tools) > 0 {
+			return fmt.Errorf("timeouts.tools: the agent has no tools")
+		}
+		return nil
+	}
+	if t.Tool > 0 {
+		a.Tools.SetDefaultTimeout(t.Tool.Std())
+	}
+	names := make([]string, 0, len(t.Tools))
+	for n := range t.Tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := a.Tools.SetTimeout(n, t.Tools[n].Std()); err != nil {
+			return fmt.Errorf("timeouts.tools: %w", err)
+		}
+	}
+	return nil
 }

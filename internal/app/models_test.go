@@ -14,7 +14,9 @@ import (
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/tool"
 )
 
 // closedURL is an http URL on 127.0.0.1 where nothing listens.
@@ -269,5 +271,45 @@ func TestLimitsFromConfig(t *testing.T) {
 	want := agentrt.Limits{MaxRounds: 4, MaxSteps: 6, MaxTokens: 2000, MaxCostUSD: 0.5, SessionMaxTokens: 90000, SessionMaxCostUSD: 3, MaxTurnDuration: 2 * time.Minute}
 	if ag.Limits != want {
 		t.Errorf("limits %+v, want %+v", ag.Limits, want)
+	}
+}
+
+// timeouts.tools bounds the named tool of an agent; a name that is not
+// one of its tools is an error.
+func TestToolTimeoutsFromConfig(t *testing.T) {
+	block := tool.Must(tool.New("block", "waits for its context", func(ctx context.Context, _ struct{}) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	m := scripted.New("s", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("block", `{}`)}}, scripted.Reply{Text: "gave up"})
+	build := func(src string) (*App, error) {
+		cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" },
+			ExtraTools: []tool.Tool{block}, Models: map[string]model.Model{"s": m}})
+	}
+	a, err := build("models:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [block], timeouts: {tool: 1h, tools: {block: 20ms}}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	res, err := a.Runner.Ask(context.Background(), "a", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []*session.ToolResult
+	for _, e := range res.Events {
+		if d, ok := e.Data.(*session.ToolResult); ok {
+			results = append(results, d)
+		}
+	}
+	if len(results) != 1 || results[0].OK || !strings.Contains(results[0].Error, "timed out") {
+		t.Fatalf("results %+v, want the call timed out", results)
+	}
+	_, err = build("models:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [block], timeouts: {tools: {blok: 1s}}}\n")
+	if err == nil || !strings.Contains(err.Error(), `agent "a": timeouts.tools: unknown tool "blok"`) {
+		t.Fatalf("a misspelt tool: %v", err)
 	}
 }
