@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/pgtest"
@@ -117,8 +118,11 @@ func BenchmarkTurn(b *testing.B) {
 	b.Run("plain-loop", plain)
 	// runTurns runs one turn per iteration, each in a new session. With
 	// forget, each session is deleted (timed) as soon as its turn is over.
-	runTurns := func(b *testing.B, store session.Store, forget bool) {
+	runTurns := func(b *testing.B, store session.Store, forget bool, configure ...func(*agentrt.Agent)) {
 		a, m := benchAgent(b)
+		for _, c := range configure {
+			c(a)
+		}
 		r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{a}})
 		if err != nil {
 			b.Fatal(err)
@@ -174,6 +178,17 @@ func BenchmarkTurn(b *testing.B) {
 	// the sessions forgotten a batch at a time, the store stays at about a
 	// thousand sessions and the measure is steady.
 	b.Run("runtime-memory", func(b *testing.B) { runTurns(b, memstore.New(), true) })
+	// Issue 10's guards: every budget set (none reached) and the loop
+	// detectors on (as they are by default), against none of them.
+	b.Run("runtime-memory-guards", func(b *testing.B) {
+		runTurns(b, memstore.New(), true, func(a *agentrt.Agent) {
+			a.Limits = agentrt.Limits{MaxSteps: 1000, MaxTokens: 1 << 40, MaxCostUSD: 1e6, SessionMaxTokens: 1 << 50,
+				SessionMaxCostUSD: 1e9, MaxTurnDuration: time.Hour}
+		})
+	})
+	b.Run("runtime-memory-noguards", func(b *testing.B) {
+		runTurns(b, memstore.New(), true, func(a *agentrt.Agent) { a.LoopDetection.Off = true })
+	})
 	b.Run("runtime-sqlite", func(b *testing.B) {
 		st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
 		if err != nil {
