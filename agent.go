@@ -34,6 +34,8 @@ type Agent struct {
 	Limits   Limits
 	// LoopDetection stops a model that repeats itself.
 	LoopDetection LoopDetection
+	// Compaction keeps the history the model sees within bounds.
+	Compaction Compaction
 	// Policy decides the next instruction; nil means React.
 	Policy Policy
 	// Executors override the runner's and the built-in executors.
@@ -227,6 +229,9 @@ func (a *Agent) init() error {
 		}
 	}
 	if err := a.Limits.check(); err != nil {
+		return fmt.Errorf("agent %q: %w", a.Name, err)
+	}
+	if err := a.Compaction.check(); err != nil {
 		return fmt.Errorf("agent %q: %w", a.Name, err)
 	}
 	if err := a.LoopDetection.check(); err != nil {

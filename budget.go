@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -99,22 +100,9 @@ func more(cost float64) string {
 }
 
 // estimateTokens estimates the input tokens of the conversation's next
-// request: about four bytes a token, the common rule for English text and
-// JSON (a tokenizer would be exact; this bounds the cost of the check).
-func estimateTokens(st *State) int64 {
-	n := 0
-	for i := range st.Messages {
-		m := &st.Messages[i]
-		for _, p := range m.Parts {
-			n += len(p.Text)
-		}
-		for _, c := range m.ToolCalls {
-			n += len(c.Name) + len(c.Arguments)
-		}
-		n += 4 // the message's own framing
-	}
-	return int64(n+3) / 4
-}
+// request (see estimateMessages: a tokenizer would be exact; this bounds
+// the cost of the check).
+func estimateTokens(st *State) int64 { return int64(estimateMessages(st.Messages)) }
 
 // pauseOverBudget pauses the run when ins would cross a limit: an error
 // event that says which and why, then run_finished paused with the
@@ -126,5 +114,8 @@ func (x *Exec) pauseOverBudget(ins Instruction) bool {
 	}
 	emit(x, session.Error{Code: code, Message: msg, Recoverable: true})
 	x.End(session.StatusPaused, code)
+	if err := x.hooks.agentEnd(context.Background(), x.info(), session.StatusPaused, code); err != nil {
+		emit(x, session.Error{Code: "hook_panic", Message: AsError(err).Error()})
+	}
 	return true
 }

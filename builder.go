@@ -143,6 +143,9 @@ func (b *Builder) MaxRounds(n int) *Builder {
 // Limits sets every limit of a run, MaxRounds included (see Limits).
 func (b *Builder) Limits(l Limits) *Builder { b.a.Limits = l; return b }
 
+// Compaction sets when and how the history is compacted (see Compaction).
+func (b *Builder) Compaction(c Compaction) *Builder { b.a.Compaction = c; return b }
+
 // LoopDetection sets the loop detectors' thresholds (see LoopDetection).
 func (b *Builder) LoopDetection(l LoopDetection) *Builder { b.a.LoopDetection = l; return b }
 

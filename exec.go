@@ -59,6 +59,7 @@ type execRun struct {
 	stopped   bool // the consumer stopped reading
 	dirty     bool // a commit failed: the state is ahead of the store
 	lazy      bool // built-in steps may leave their events to the next commit (see Runner.step)
+	quiet     bool // the model call under way is not the answer: no live tokens
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
@@ -264,7 +265,7 @@ func (x *Exec) Live(d session.Data) {
 // wantsLive reports whether anyone reads live events: the caller of Run,
 // or a watcher in this process.
 func (x *Exec) wantsLive() bool {
-	return x.live && !x.stopped || x.topic.watched()
+	return !x.quiet && (x.live && !x.stopped || x.topic.watched())
 }
 
 // liveToken is Live for a token, which it allocates only when someone

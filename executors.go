@@ -38,8 +38,31 @@ func builtinExecutor(k Kind) Executor {
 // CallModel is the built-in call_model executor: one round of the
 // conversation, the model's reply recorded as model_finished (see
 // Exec.Complete).
+//
+// Before the call the history is compacted when the agent's Compaction
+// says so; a request the provider refuses as too long is compacted and
+// made once more.
 func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
+	if reason := x.compactionDue(); reason != "" && !x.st.InModel {
+		if _, err := x.compact(ctx, reason); err != nil {
+			return err
+		}
+	}
 	_, err := x.Complete(ctx, ModelCall{})
+	if err == nil || !isContextLength(err) || ctx.Err() != nil {
+		return err
+	}
+	// Recorded, then compacted whatever the settings, then once more.
+	re := AsError(err)
+	emit(x, session.Error{Code: re.ErrorCode(), Message: re.Error(), Recoverable: true, Model: x.agent.Model.Name(), Attempt: x.st.Attempt})
+	compacted, cerr := x.compact(ctx, "context_length")
+	if cerr != nil {
+		return cerr
+	}
+	if !compacted {
+		return err // nothing left to compact
+	}
+	_, err = x.Complete(ctx, ModelCall{})
 	return err
 }
 
@@ -54,6 +77,12 @@ type ModelCall struct {
 	// "summary") labels a call whose reply the executor uses itself: its
 	// events say so, and the history does not change.
 	Purpose string
+	// Model, when set, answers instead of the agent's model and its
+	// fallbacks (a compaction.model, say).
+	Model model.Model
+	// Quiet keeps the reply's text from the live token events (a summary
+	// is not the answer).
+	Quiet bool
 }
 
 // Complete calls the agent's model as the built-in call_model does, for
@@ -72,7 +101,11 @@ type ModelCall struct {
 func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, error) {
 	st, a := x.st, x.agent
 	attempt := 1
-	started := session.ModelStarted{Model: a.Model.Name(), Attempt: attempt, Mode: x.mode(a.Model, false), Purpose: c.Purpose}
+	m := a.Model
+	if c.Model != nil {
+		m = c.Model
+	}
+	started := session.ModelStarted{Model: m.Name(), Attempt: attempt, Mode: x.mode(m, false), Purpose: c.Purpose}
 	switch {
 	case c.Purpose == "" && st.InModel:
 		// The process stopped during this call; this is a new attempt.
@@ -107,11 +140,16 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 	if err := x.handle.enterModel(); err != nil {
 		return nil, err
 	}
-	m := a.Model
+	x.quiet = c.Quiet
 	resp, err := x.callModel(ctx, m, req, a.NoStream)
 	if err != nil {
-		m, resp, start, err = x.retryModel(ctx, req, attempt, c.Purpose, err)
+		models := append([]model.Model{a.Model}, a.Fallbacks...)
+		if c.Model != nil {
+			models = []model.Model{c.Model}
+		}
+		m, resp, start, err = x.retryModel(ctx, req, models, attempt, c.Purpose, err)
 	}
+	x.quiet = false
 	x.handle.leaveModel()
 	if err != nil {
 		return nil, err
@@ -177,9 +215,8 @@ func (x *Exec) callModel(ctx context.Context, m model.Model, req *model.Request,
 // once without streaming if its stream broke half way, then with backoff;
 // then each fallback model in turn. It returns the model that answered,
 // its reply and when its attempt began, or the last error.
-func (x *Exec) retryModel(ctx context.Context, req *model.Request, attempt int, purpose string, err error) (model.Model, *model.Response, time.Time, error) {
+func (x *Exec) retryModel(ctx context.Context, req *model.Request, models []model.Model, attempt int, purpose string, err error) (model.Model, *model.Response, time.Time, error) {
 	a := x.agent
-	models := append([]model.Model{a.Model}, a.Fallbacks...)
 	p := a.Retry
 	bo := &backoff.ExponentialBackOff{InitialInterval: cmp.Or(p.InitialDelay, time.Second), RandomizationFactor: 0.5,
 		Multiplier: 2, MaxInterval: cmp.Or(p.MaxDelay, 30*time.Second)}
@@ -430,7 +467,10 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 			}
 		}
 		if j.block == "" && !x.hooks.empty() {
-			d, asker := x.hooks.beforeTool(ctx, info, j.call, cs.Answers)
+			d, asker, err := x.hooks.beforeTool(ctx, info, j.call, cs.Answers)
+			if err != nil {
+				return err
+			}
 			if d.Arguments != nil {
 				j.call.Arguments = d.Arguments
 			}
@@ -615,14 +655,23 @@ func preview(s string) string {
 }
 
 // Finish is the built-in finish executor: the final answer ends the run.
-func Finish(_ context.Context, x *Exec, ins Instruction) error {
+//
+// The agent-end hooks run first, with the answer.
+func Finish(ctx context.Context, x *Exec, ins Instruction) error {
+	if err := x.hooks.agentEnd(ctx, x.info(), session.StatusDone, ins.Text); err != nil {
+		return err
+	}
 	emit(x, session.Final{Text: ins.Text, Usage: x.st.RunUsage})
 	x.End(session.StatusDone, "")
 	return nil
 }
 
-// Pause is the built-in pause executor: the run stops, resumable.
-func Pause(_ context.Context, x *Exec, ins Instruction) error {
+// Pause is the built-in pause executor: the run stops, resumable. The
+// agent-end hooks run first, with the reason.
+func Pause(ctx context.Context, x *Exec, ins Instruction) error {
+	if err := x.hooks.agentEnd(ctx, x.info(), session.StatusPaused, ins.Text); err != nil {
+		return err
+	}
 	x.End(session.StatusPaused, ins.Text)
 	return nil
 }

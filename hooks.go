@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/agentrt/agentrt/model"
@@ -62,6 +63,15 @@ type AfterToolFunc func(ctx context.Context, info HookInfo, call model.ToolCall,
 // TurnStartFunc runs when a run starts or resumes; an error ends it.
 type TurnStartFunc func(ctx context.Context, info HookInfo, input string) error
 
+// CompactionFunc runs after the history was compacted (seed 002's
+// on_compaction), with the compaction event.
+type CompactionFunc func(ctx context.Context, info HookInfo, c *session.Compaction)
+
+// AgentEndFunc runs when the agent has its answer, before the final event
+// (seed 002's on_agent_end), or when the run ends at a limit (status
+// paused) or fails; text is the answer, or what went wrong.
+type AgentEndFunc func(ctx context.Context, info HookInfo, status session.Status, text string)
+
 // TurnEndFunc runs when a run stops, whatever its status.
 type TurnEndFunc func(ctx context.Context, info HookInfo, status session.Status, usage model.Usage)
 
@@ -87,6 +97,8 @@ type Hooks struct {
 	afterTool   []hook[AfterToolFunc]
 	turnStart   []hook[TurnStartFunc]
 	turnEnd     []hook[TurnEndFunc]
+	compaction  []hook[CompactionFunc]
+	agentEnd    []hook[AgentEndFunc]
 	n           int
 }
 
@@ -123,6 +135,13 @@ func (h *Hooks) TurnStart(priority int, fn TurnStartFunc) { add(h, &h.turnStart,
 // TurnEnd adds a hook run when a run stops.
 func (h *Hooks) TurnEnd(priority int, fn TurnEndFunc) { add(h, &h.turnEnd, priority, fn) }
 
+// OnCompaction adds a hook run after each compaction.
+func (h *Hooks) OnCompaction(priority int, fn CompactionFunc) { add(h, &h.compaction, priority, fn) }
+
+// OnAgentEnd adds a hook run when the agent has its answer (before the
+// final event), or ends at a limit or a failure.
+func (h *Hooks) OnAgentEnd(priority int, fn AgentEndFunc) { add(h, &h.agentEnd, priority, fn) }
+
 // Merge appends o's hooks to h, keeping priority order.
 func (h *Hooks) Merge(o *Hooks) {
 	for _, x := range o.beforeModel {
@@ -143,6 +162,12 @@ func (h *Hooks) Merge(o *Hooks) {
 	for _, x := range o.turnEnd {
 		h.TurnEnd(x.priority, x.fn)
 	}
+	for _, x := range o.compaction {
+		h.OnCompaction(x.priority, x.fn)
+	}
+	for _, x := range o.agentEnd {
+		h.OnAgentEnd(x.priority, x.fn)
+	}
 }
 
 func (h *Hooks) sort() {
@@ -152,6 +177,8 @@ func (h *Hooks) sort() {
 	sortHooks(h.afterTool)
 	sortHooks(h.turnStart)
 	sortHooks(h.turnEnd)
+	sortHooks(h.compaction)
+	sortHooks(h.agentEnd)
 }
 
 // merged returns the hooks of runner and agent in one Hooks, in the order
@@ -165,6 +192,8 @@ func merged(runner, agent *Hooks) *Hooks {
 		afterTool:   mergeHooks(runner.afterTool, agent.afterTool),
 		turnStart:   mergeHooks(runner.turnStart, agent.turnStart),
 		turnEnd:     mergeHooks(runner.turnEnd, agent.turnEnd),
+		compaction:  mergeHooks(runner.compaction, agent.compaction),
+		agentEnd:    mergeHooks(runner.agentEnd, agent.agentEnd),
 	}
 	return m
 }
@@ -187,9 +216,25 @@ func mergeHooks[F any](a, b []hook[F]) []hook[F] {
 // once per agent by NewRunner.
 type hookSet struct{ h *Hooks }
 
+// guard runs one hook, turning its panic into an error (code hook_panic)
+// that fails the run: a hook that panics is an error event, not a crash.
+func guard(what string, fn func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &Error{Kind: FailHook, Code: "hook_panic", Msg: fmt.Sprintf("%s panicked: %v", what, p)}
+		}
+	}()
+	fn()
+	return nil
+}
+
 func (s hookSet) beforeModel(ctx context.Context, info HookInfo, req *model.Request) (*model.Request, error) {
 	for _, h := range s.h.beforeModel {
-		r, err := h.fn(ctx, info, req)
+		var r *model.Request
+		var err error
+		if perr := guard("a before-model hook", func() { r, err = h.fn(ctx, info, req) }); perr != nil {
+			return nil, perr
+		}
 		if err != nil {
 			return nil, hookErr(err, "before-model hook")
 		}
@@ -202,7 +247,11 @@ func (s hookSet) beforeModel(ctx context.Context, info HookInfo, req *model.Requ
 
 func (s hookSet) afterModel(ctx context.Context, info HookInfo, resp *model.Response) (*model.Response, error) {
 	for _, h := range s.h.afterModel {
-		r, err := h.fn(ctx, info, resp)
+		var r *model.Response
+		var err error
+		if perr := guard("an after-model hook", func() { r, err = h.fn(ctx, info, resp) }); perr != nil {
+			return nil, perr
+		}
 		if err != nil {
 			return nil, hookErr(err, "after-model hook")
 		}
@@ -214,48 +263,80 @@ func (s hookSet) afterModel(ctx context.Context, info HookInfo, resp *model.Resp
 }
 
 // beforeTool runs the BeforeTool hooks for call; hook i sees answers[i],
-// the answer to the question it asked about the call, as info.Answer.
-// asker is the index of the hook that asked (out.Ask), if any.
-func (s hookSet) beforeTool(ctx context.Context, info HookInfo, call model.ToolCall, answers map[int]*session.InputResolved) (out ToolDecision, asker int) {
+// the answer to the question it asked about this call, as info.Answer.
+// asker is the index of the hook that asked (out.Ask), if any; err a
+// hook's panic.
+func (s hookSet) beforeTool(ctx context.Context, info HookInfo, call model.ToolCall, answers map[int]*session.InputResolved) (out ToolDecision, asker int, err error) {
 	for i, h := range s.h.beforeTool {
 		info.Answer = answers[i]
-		d := h.fn(ctx, info, call)
+		var d ToolDecision
+		if err := guard("a before-tool hook", func() { d = h.fn(ctx, info, call) }); err != nil {
+			return ToolDecision{}, 0, err
+		}
 		if d.Arguments != nil {
 			call.Arguments = d.Arguments
 			out.Arguments = d.Arguments
 		}
 		if d.Block {
 			out.Block, out.Reason = true, d.Reason
-			return out, 0
+			return out, 0, nil
 		}
 		if d.Ask != nil {
 			out.Ask = d.Ask
-			return out, i
+			return out, i, nil
 		}
 	}
-	return out, 0
+	return out, 0, nil
 }
 
+// afterTool runs the AfterTool hooks, on the call's goroutine: a hook's
+// panic makes the result a failure saying so, which the model sees.
 func (s hookSet) afterTool(ctx context.Context, info HookInfo, call model.ToolCall, res tool.Result) tool.Result {
 	for _, h := range s.h.afterTool {
-		res = h.fn(ctx, info, call, res)
+		if err := guard("an after-tool hook", func() { res = h.fn(ctx, info, call, res) }); err != nil {
+			return tool.Result{Error: err.Error(), Err: err, Latency: res.Latency}
+		}
 	}
 	return res
 }
 
 func (s hookSet) turnStart(ctx context.Context, info HookInfo, input string) error {
 	for _, h := range s.h.turnStart {
-		if err := h.fn(ctx, info, input); err != nil {
+		var err error
+		if perr := guard("a turn-start hook", func() { err = h.fn(ctx, info, input) }); perr != nil {
+			return perr
+		}
+		if err != nil {
 			return hookErr(err, "turn-start hook")
 		}
 	}
 	return nil
 }
 
+// turnEnd runs the TurnEnd hooks after the run's last commit: a panic can
+// no longer be recorded, and is dropped.
 func (s hookSet) turnEnd(ctx context.Context, info HookInfo, st session.Status, u model.Usage) {
 	for _, h := range s.h.turnEnd {
-		h.fn(ctx, info, st, u)
+		_ = guard("a turn-end hook", func() { h.fn(ctx, info, st, u) })
 	}
+}
+
+func (s hookSet) onCompaction(ctx context.Context, info HookInfo, c *session.Compaction) error {
+	for _, h := range s.h.compaction {
+		if err := guard("a compaction hook", func() { h.fn(ctx, info, c) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s hookSet) agentEnd(ctx context.Context, info HookInfo, st session.Status, text string) error {
+	for _, h := range s.h.agentEnd {
+		if err := guard("an agent-end hook", func() { h.fn(ctx, info, st, text) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rewritesRequests reports whether a before-model hook could change the

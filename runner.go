@@ -86,7 +86,8 @@ type Runner struct {
 	snapEvery int64
 	snapGrow  bool // snapEvery grows with the history (SnapshotEvery zero)
 	cache     *stateCache
-	wallClock bool // now is time.Now (see Exec.now)
+	tokens    tokenCounter // for compaction.max_tokens
+	wallClock bool         // now is time.Now (see Exec.now)
 	owner     string
 	leaseTTL  time.Duration
 	maxRecov  int

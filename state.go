@@ -352,6 +352,13 @@ func (s *State) Apply(e *session.Event) error {
 		}
 	case *session.RuleRevoked:
 		s.Rules = slices.DeleteFunc(s.Rules, func(r session.Rule) bool { return r.ID == d.RuleID })
+	case *session.Compaction:
+		if d.CompactedCount <= 0 || d.CompactedCount > len(s.Messages) {
+			return fmt.Errorf("agent: compaction of %d messages of %d", d.CompactedCount, len(s.Messages))
+		}
+		msgs := make([]model.Message, 0, 1+len(s.Messages)-d.CompactedCount+runMessages)
+		msgs = append(msgs, summaryMessage(d.Summary))
+		s.Messages = append(msgs, s.Messages[d.CompactedCount:]...)
 	case *session.LoopWarning:
 		s.LoopWarned = append(s.LoopWarned, d.Detector)
 		s.Messages = append(s.Messages, model.TextMessage(model.RoleUser, d.Reminder))

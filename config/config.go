@@ -191,7 +191,10 @@ type Timeouts struct {
 type Compaction struct {
 	MaxMessages int `yaml:"max_messages,omitempty"`
 	MaxChars    int `yaml:"max_chars,omitempty"`
+	MaxTokens   int `yaml:"max_tokens,omitempty"`
 	KeepRecent  int `yaml:"keep_recent,omitempty"`
+	// Model names the model that writes summaries; "" means the agent's.
+	Model string `yaml:"model,omitempty"`
 }
 
 // LoopDetection sets how many repeats of the same action warn and end a

@@ -602,7 +602,9 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 			d.mapping(n, path,
 				field{"max_messages", number(d, &c.MaxMessages)},
 				field{"max_chars", number(d, &c.MaxChars)},
+				field{"max_tokens", number(d, &c.MaxTokens)},
 				field{"keep_recent", number(d, &c.KeepRecent)},
+				field{"model", d.str(&c.Model)},
 			)
 		}},
 		field{"loop_detection", func(n *yaml.Node, path string) {

@@ -96,6 +96,11 @@ func TestProblems(t *testing.T) {
 			want: "agentrt.yaml:5:40: agents.b.limits.max_cost_usd: must not be negative, got -0.5",
 		},
 		{
+			name: "unknown compaction model",
+			src:  base + "  b: {model: m, compaction: {max_messages: 30, model: smal}}\n",
+			want: `agentrt.yaml:5:55: agents.b.compaction.model: unknown model "smal" (models: m)`,
+		},
+		{
 			name: "zero tool timeout",
 			src:  base + "  b: {model: m, timeouts: {tools: {search: 0s}}}\n",
 			want: "agentrt.yaml:5:44: agents.b.timeouts.tools.search: a tool's timeout must be positive",

@@ -240,6 +240,9 @@ func (d *decoder) validateAgent(c *Config, name string, a Agent) {
 			d.checkModelRef(c, ip, m)
 		}
 	}
+	if a.Compaction.Model != "" {
+		d.checkModelRef(c, p+".compaction.model", a.Compaction.Model)
+	}
 	switch a.Strategy {
 	case "", StrategyReact, StrategyPlanExecute:
 	default:

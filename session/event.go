@@ -31,6 +31,7 @@ const (
 	TypeRuleAdded     Type = "rule_added"
 	TypeRuleRevoked   Type = "rule_revoked"
 	TypeLoopWarning   Type = "loop_warning"
+	TypeCompaction    Type = "compaction"
 	// TypeApprovalRequired and TypeApprovalResolved are the names logs
 	// written before the one human-request model used for approvals. They
 	// are read as input_required and input_resolved of kind approval.
@@ -108,6 +109,22 @@ type LoopWarning struct {
 	Count     int    `json:"count"`
 	Threshold int    `json:"threshold"`
 	Reminder  string `json:"reminder"`
+}
+
+// Compaction replaces the first CompactedCount messages of the history the
+// model sees with one system message holding Summary: written by a model
+// call (its model_started and model_finished, purpose "compaction", come
+// before), or, when that failed, cut from the messages themselves
+// (Truncated). The messages stay in the log; only the State's view of
+// the conversation changes. Reason is what set it off: "max_messages",
+// "max_chars", "max_tokens" or "context_length".
+type Compaction struct {
+	CompactedCount int    `json:"compacted_count"`
+	Summary        string `json:"summary"`
+	Truncated      bool   `json:"truncated,omitempty"`
+	Reason         string `json:"reason"`
+	// Error says why the summariser's summary could not be used.
+	Error string `json:"error,omitempty"`
 }
 
 // RunFinished ends a turn. Status is done, waiting, paused, failed,
@@ -349,6 +366,7 @@ func (*RuleAdded) EventType() Type     { return TypeRuleAdded }
 func (*RuleRevoked) EventType() Type   { return TypeRuleRevoked }
 func (*Final) EventType() Type         { return TypeFinal }
 func (*LoopWarning) EventType() Type   { return TypeLoopWarning }
+func (*Compaction) EventType() Type    { return TypeCompaction }
 func (*Error) EventType() Type         { return TypeError }
 
 // newData returns an empty payload for t, or nil for an unknown type.
@@ -386,6 +404,8 @@ func newData(t Type) Data {
 		return new(Final)
 	case TypeLoopWarning:
 		return new(LoopWarning)
+	case TypeCompaction:
+		return new(Compaction)
 	case TypeError:
 		return new(Error)
 	}

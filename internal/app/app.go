@@ -162,6 +162,12 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			}
 			fallbacks = append(fallbacks, fm)
 		}
+		var summariser model.Model
+		if ac.Compaction.Model != "" {
+			if summariser, err = a.buildModel(ctx, cfg, ac.Compaction.Model, t, models, opts); err != nil {
+				return nil, fmt.Errorf("agent %q: compaction %w", name, err)
+			}
+		}
 		b := agentrt.NewAgent(name).
 			Profile(agentrt.Profile(ac.Profile)).
 			Instructions(ac.Instructions).
@@ -175,6 +181,8 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 				SessionMaxTokens: ac.Limits.SessionMaxTokens, SessionMaxCostUSD: ac.Limits.SessionMaxCostUSD,
 				MaxTurnDuration: ac.Limits.MaxTurnDuration.Std(),
 			}).
+			Compaction(agentrt.Compaction{MaxMessages: ac.Compaction.MaxMessages, MaxChars: ac.Compaction.MaxChars,
+				MaxTokens: ac.Compaction.MaxTokens, KeepRecent: ac.Compaction.KeepRecent, Model: summariser}).
 			LoopDetection(agentrt.LoopDetection{Warning: ac.LoopDetection.Warning, Critical: ac.LoopDetection.Critical,
 				Off: ac.LoopDetection.Off != nil && *ac.LoopDetection.Off}).
 			Approval(agentrt.ApprovalPolicy{

@@ -313,3 +313,22 @@ func TestToolTimeoutsFromConfig(t *testing.T) {
 		t.Fatalf("a misspelt tool: %v", err)
 	}
 }
+
+// An agent's compaction, its model included, reaches the runtime's agent.
+func TestCompactionFromConfig(t *testing.T) {
+	src := "models:\n  m: {provider: demo}\n  small: {provider: demo}\nagents:\n  a: {model: m, compaction: {max_messages: 30, max_chars: 9000, max_tokens: 4000, keep_recent: 6, model: small}}\n"
+	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ag, _ := a.Runner.Agent("a")
+	c := ag.Compaction
+	if c.MaxMessages != 30 || c.MaxChars != 9000 || c.MaxTokens != 4000 || c.KeepRecent != 6 || c.Model == nil {
+		t.Errorf("compaction %+v", c)
+	}
+}

@@ -613,6 +613,8 @@ func Summary(e *session.Event) string {
 		return d.Reason
 	case *session.LoopWarning:
 		return d.Detector + ": " + clip(d.Detail, 120)
+	case *session.Compaction:
+		return fmt.Sprintf("%d messages (%s): %s", d.CompactedCount, d.Reason, strconv.Quote(clip(d.Summary, 100)))
 	case *session.Final:
 		return strconv.Quote(clip(d.Text, 120))
 	case *session.Error:

@@ -397,6 +397,13 @@ func (p *printer) human(e *session.Event) {
 		fmt.Fprintf(out, "[run] interrupted (%s)\n", d.Reason)
 	case *session.RunResumed:
 		fmt.Fprintf(out, "[run] resumed (%s)\n", d.Reason)
+	case *session.Compaction:
+		p.endLine()
+		how := "summarised"
+		if d.Truncated {
+			how = "truncated (" + d.Error + ")"
+		}
+		fmt.Fprintf(p.s.Err, "[compaction] the first %d messages %s (%s)\n", d.CompactedCount, how, d.Reason)
 	case *session.LoopWarning:
 		p.endLine()
 		fmt.Fprintf(p.s.Err, "[loop] warning (%s): %s; the model was told to stop repeating\n", d.Detector, d.Detail)

@@ -1,0 +1,242 @@
+package agentrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Compaction keeps the history the model sees within bounds (seed 002's
+// ContextCompactor). Before a round's model call, when the conversation
+// has more messages, characters or tokens than allowed, its older part is
+// replaced by one system message summarising it, written by Model (the
+// agent's model when nil) or, when that call fails or says nothing, cut
+// from the messages themselves. The last KeepRecent messages stay as they
+// are, and a tool call is never separated from its results. The messages
+// stay in the log: only the State's view changes (a compaction event), so
+// replay and fork see everything.
+//
+// Compaction is off until one of MaxMessages, MaxChars or MaxTokens is
+// set; a request the provider refuses as too long (code context_length)
+// is compacted and retried once whatever the settings.
+type Compaction struct {
+	MaxMessages int
+	MaxChars    int
+	// MaxTokens counts with the model's tiktoken encoding when tiktoken
+	// knows the model, else estimates about four bytes a token.
+	MaxTokens int
+	// KeepRecent is how many of the last messages are kept; zero means
+	// DefaultKeepRecent. At least MinKeepRecent.
+	KeepRecent int
+	Model      model.Model
+}
+
+// Defaults of Compaction.
+const (
+	DefaultKeepRecent = 8
+	MinKeepRecent     = 4
+)
+
+func (c Compaction) enabled() bool { return c.MaxMessages > 0 || c.MaxChars > 0 || c.MaxTokens > 0 }
+
+func (c Compaction) keep() int {
+	if c.KeepRecent == 0 {
+		return DefaultKeepRecent
+	}
+	return c.KeepRecent
+}
+
+// check reports what makes c unusable.
+func (c Compaction) check() error {
+	switch {
+	case c.MaxMessages < 0 || c.MaxChars < 0 || c.MaxTokens < 0 || c.KeepRecent < 0:
+		return fmt.Errorf("compaction: limits must not be negative (max_messages %d, max_chars %d, max_tokens %d, keep_recent %d)",
+			c.MaxMessages, c.MaxChars, c.MaxTokens, c.KeepRecent)
+	case c.KeepRecent != 0 && c.KeepRecent < MinKeepRecent:
+		return fmt.Errorf("compaction: keep_recent (%d) must be at least %d", c.KeepRecent, MinKeepRecent)
+	case c.MaxMessages > 0 && c.MaxMessages <= c.keep():
+		return fmt.Errorf("compaction: max_messages (%d) must be above keep_recent (%d)", c.MaxMessages, c.keep())
+	}
+	return nil
+}
+
+// compactionDue reports why the history must be compacted before the
+// next model call, or "".
+func (x *Exec) compactionDue() string {
+	c := x.agent.Compaction
+	if !c.enabled() {
+		return ""
+	}
+	msgs := x.st.Messages
+	if c.MaxMessages > 0 && len(msgs) > c.MaxMessages {
+		return "max_messages"
+	}
+	if c.MaxChars > 0 && historyChars(msgs) > c.MaxChars {
+		return "max_chars"
+	}
+	if c.MaxTokens > 0 {
+		// The estimate first: the exact count only near the limit.
+		if est := estimateMessages(msgs); est > c.MaxTokens*3/4 {
+			if n, _ := x.r.tokens.count(x.agent.Model.Name(), msgs); n > c.MaxTokens {
+				return "max_tokens"
+			}
+		}
+	}
+	return ""
+}
+
+func historyChars(msgs []model.Message) int {
+	n := 0
+	for i := range msgs {
+		for _, p := range msgs[i].Parts {
+			n += len(p.Text)
+		}
+		for _, c := range msgs[i].ToolCalls {
+			n += len(c.Arguments)
+		}
+	}
+	return n
+}
+
+// compactSplit returns how many of the first messages to compact so that
+// the last keep stay, moved back so that the kept part begins with no
+// tool result whose call would be compacted; 0 when there is nothing to
+// compact (a summary alone, or nothing before the kept part).
+func compactSplit(msgs []model.Message, keep int) int {
+	split := len(msgs) - keep
+	for split > 0 && msgs[split].Role == model.RoleTool {
+		split-- // the assistant message with the calls goes with its results
+	}
+	if split <= 0 || split == 1 && isSummary(msgs[0]) {
+		return 0
+	}
+	return split
+}
+
+// summaryPrefix begins the system message a compaction leaves.
+const summaryPrefix = "[compacted] "
+
+func isSummary(m model.Message) bool {
+	return m.Role == model.RoleSystem && strings.HasPrefix(m.Text(), summaryPrefix)
+}
+
+// summaryMessage is the message that stands for the compacted ones.
+func summaryMessage(summary string) model.Message {
+	return model.TextMessage(model.RoleSystem, summaryPrefix+summary)
+}
+
+// summariserPrompt asks for the summary.
+const summariserPrompt = `You compact conversations between a user and an AI assistant that uses tools. ` +
+	`Summarise the conversation you are given so that the assistant can go on without it: ` +
+	`the user's requests and preferences, the facts and tool results that still matter (names, numbers, ids, paths), ` +
+	`what was decided and done, and what is still open. Be brief and exact; write only the summary.`
+
+// maxTranscript bounds the transcript sent to the summariser, and
+// maxTruncated the summary truncation writes when the summariser fails.
+const (
+	maxTranscript = 200_000
+	maxTruncated  = 4_000
+	excerpt       = 200
+)
+
+// transcript renders msgs for the summariser, each message's text cut to
+// limit bytes (0: whole), the whole cut to total.
+func transcript(msgs []model.Message, limit, total int) string {
+	var b strings.Builder
+	for i := range msgs {
+		m := &msgs[i]
+		text := m.Text()
+		if isSummary(*m) {
+			text = strings.TrimPrefix(text, summaryPrefix)
+			fmt.Fprintf(&b, "[earlier, summarised] %s\n", clipText(text, limit))
+			continue
+		}
+		switch {
+		case m.Role == model.RoleTool:
+			fmt.Fprintf(&b, "[tool %s result] %s\n", m.Name, clipText(text, limit))
+		case len(m.ToolCalls) > 0:
+			if text != "" {
+				fmt.Fprintf(&b, "[assistant] %s\n", clipText(text, limit))
+			}
+			for _, c := range m.ToolCalls {
+				fmt.Fprintf(&b, "[assistant calls %s] %s\n", c.Name, clipText(string(c.Arguments), limit))
+			}
+		default:
+			fmt.Fprintf(&b, "[%s] %s\n", m.Role, clipText(text, limit))
+		}
+		if b.Len() >= total {
+			break
+		}
+	}
+	return clipText(b.String(), total)
+}
+
+func clipText(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
+		cut-- // not inside a UTF-8 sequence
+	}
+	return s[:cut] + "…"
+}
+
+// compact replaces the older part of the history with a summary: a
+// compaction event, after the summariser's model call. reason says what
+// set it off. It returns whether it compacted anything; an error only when
+// the run must stop (canceled, or the store failed).
+func (x *Exec) compact(ctx context.Context, reason string) (bool, error) {
+	c := x.agent.Compaction
+	msgs := x.st.Messages
+	keep := c.keep()
+	if reason == "context_length" {
+		keep = MinKeepRecent // the provider said it is too long: keep the least
+	}
+	split := compactSplit(msgs, keep)
+	if split == 0 {
+		return false, nil
+	}
+	req := &model.Request{System: summariserPrompt, Messages: []model.Message{
+		model.TextMessage(model.RoleUser, "The conversation to summarise:\n\n"+transcript(msgs[:split], 0, maxTranscript)),
+	}}
+	ev := session.Compaction{CompactedCount: split, Reason: reason}
+	resp, err := x.Complete(ctx, ModelCall{Request: req, Purpose: "compaction", Model: c.Model, Quiet: true})
+	switch {
+	case err != nil && (ctx.Err() != nil || isStoreOrLease(err)):
+		return false, err
+	case err != nil:
+		ev.Error = "the summariser failed: " + AsError(err).Error()
+	case strings.TrimSpace(resp.Message.Text()) == "":
+		ev.Error = "the summariser returned nothing"
+	default:
+		ev.Summary = strings.TrimSpace(resp.Message.Text())
+	}
+	if ev.Summary == "" {
+		ev.Truncated = true
+		ev.Summary = "(truncated: the summary could not be written) " + transcript(msgs[:split], excerpt, maxTruncated)
+	}
+	emit(x, ev)
+	x.checked = 0
+	if err := x.hooks.onCompaction(ctx, x.info(), &ev); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// isStoreOrLease reports whether err means the run cannot write any more.
+func isStoreOrLease(err error) bool {
+	re := AsError(err)
+	return re.Kind == FailStore || re.Code == "lease_lost" || re.Code == "lease_expired"
+}
+
+// isContextLength reports whether err is a provider refusing a request as
+// too long.
+func isContextLength(err error) bool {
+	var me *model.Error
+	return errors.As(err, &me) && me.Code == model.CodeContextLength || AsError(err).Code == string(model.CodeContextLength)
+}
