@@ -79,8 +79,12 @@ func (x *Exec) compactionDue() string {
 		return "max_chars"
 	}
 	if c.MaxTokens > 0 {
-		// The estimate first: the exact count only near the limit.
-		if est := estimateMessages(msgs); est > c.MaxTokens*3/4 {
+		// The estimate first: the exact count (~9 ms for 500 messages with
+		// tiktoken) only near the limit.
+		switch est := estimateMessages(msgs); {
+		case est > c.MaxTokens*3/2:
+			return "max_tokens"
+		case est > c.MaxTokens*3/4:
 			if n, _ := x.r.tokens.count(x.agent.Model.Name(), msgs); n > c.MaxTokens {
 				return "max_tokens"
 			}

@@ -2,9 +2,12 @@ package agentrt
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
 )
 
 // compactSplit keeps the last messages and never keeps a tool result
@@ -31,6 +34,38 @@ func TestCompactSplit(t *testing.T) {
 	} {
 		if got := compactSplit(tc.msgs, tc.keep); got != tc.want {
 			t.Errorf("%s: split %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkCompaction is the work of compacting a 500-message history
+// without the summariser's model call: the threshold check, the split, the
+// transcript for the summariser, the truncated fallback summary and the
+// fold of the compaction event into the State.
+func BenchmarkCompaction(b *testing.B) {
+	var msgs []model.Message
+	msgs = append(msgs, model.TextMessage(model.RoleUser, "please work through these numbers for me"))
+	for i := range 166 {
+		msgs = append(msgs,
+			model.Message{Role: model.RoleAssistant, Parts: []model.Part{{Type: model.PartText, Text: "Let me look that up."}},
+				ToolCalls: []model.ToolCall{{ID: "c" + strconv.Itoa(i), Name: "search", Arguments: json.RawMessage(`{"query":"golang iterators and range over func","limit":10}`)}}},
+			model.Message{Role: model.RoleTool, ToolCallID: "c" + strconv.Itoa(i), Name: "search",
+				Parts: []model.Part{{Type: model.PartText, Text: strings.Repeat(`{"title":"Range over function types","url":"https://go.dev/blog/range-functions"},`, 4)}}},
+			model.TextMessage(model.RoleAssistant, "Here is what I found so far."))
+	}
+	msgs = msgs[:500]
+	c := Compaction{MaxMessages: 40, KeepRecent: 8}
+	b.ReportAllocs()
+	for b.Loop() {
+		st := &State{Messages: msgs}
+		if len(st.Messages) <= c.MaxMessages || historyChars(st.Messages) < 0 {
+			b.Fatal("not due")
+		}
+		split := compactSplit(st.Messages, c.keep())
+		_ = transcript(st.Messages[:split], 0, maxTranscript)
+		summary := transcript(st.Messages[:split], excerpt, maxTruncated)
+		if err := st.Apply(&session.Event{Data: &session.Compaction{CompactedCount: split, Summary: summary}}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
