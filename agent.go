@@ -3,6 +3,7 @@ package agentrt
 import (
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt/model"
@@ -261,6 +262,35 @@ func (a *Agent) init() error {
 
 // ToolSpecs returns the tool descriptions sent to the model.
 func (a *Agent) ToolSpecs() []model.ToolSpec { return a.specs }
+
+// resolveTool maps a tool name as a model wrote it to one of the agent's
+// tools (seed 002's normalisation): the name itself, without a
+// "functions." prefix, or differing only in case when one tool matches.
+func (a *Agent) resolveTool(name string) (string, bool) {
+	if a.Tools == nil {
+		return "", false
+	}
+	name = strings.TrimSpace(name)
+	if _, ok := a.Tools.Get(name); ok {
+		return name, true
+	}
+	if n, ok := strings.CutPrefix(name, "functions."); ok {
+		if _, ok := a.Tools.Get(n); ok {
+			return n, true
+		}
+		name = n
+	}
+	found := ""
+	for i := range a.specs {
+		if strings.EqualFold(a.specs[i].Name, name) {
+			if found != "" {
+				return "", false // ambiguous
+			}
+			found = a.specs[i].Name
+		}
+	}
+	return found, found != ""
+}
 
 func (a *Agent) tool(name string) tool.Tool {
 	if a.Tools == nil {

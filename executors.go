@@ -157,17 +157,23 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 	if resp, err = x.hooks.afterModel(ctx, x.info(), resp); err != nil {
 		return nil, err
 	}
-	calls := resp.Message.ToolCalls
+	calls, content, finish := resp.Message.ToolCalls, resp.Message.Text(), resp.FinishReason
 	if c.Purpose == "" {
-		calls = normalizeCalls(calls, st.Seq+1, resp.FinishReason)
+		if len(calls) == 0 && len(a.specs) > 0 {
+			// Calls written in the text, by a model without native ones.
+			if ic, rest := inlineCalls(content, inlineModeOf(m), a.resolveTool); ic != nil {
+				calls, content, finish = ic, rest, model.FinishToolCalls
+			}
+		}
+		calls = normalizeCalls(calls, st.Seq+1, finish, a.resolveTool)
 	}
 	end := x.now() // the event's time, and the end of the call's latency
 	x.add(newEvent(x, session.ModelFinished{
 		Model:        m.Name(),
-		Content:      resp.Message.Text(),
+		Content:      content,
 		ToolCalls:    calls,
 		Usage:        resp.Usage,
-		FinishReason: resp.FinishReason,
+		FinishReason: finish,
 		LatencyMS:    end.Sub(start).Milliseconds(),
 		Purpose:      c.Purpose,
 	}, end))
@@ -334,12 +340,15 @@ var errStopped = errors.New("the caller stopped reading events")
 // was wrong. The ids depend only on the reply and seq, the seq of the
 // model_finished event that records them, so the log holds them and a
 // resume agrees.
-func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason) []model.ToolCall {
+func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason, resolve func(string) (string, bool)) []model.ToolCall {
 	out := calls[:0]
 	for i, c := range calls {
 		name := strings.TrimSpace(c.Name)
 		if name == "" || strings.EqualFold(name, "none") || strings.EqualFold(name, "null") {
 			continue
+		}
+		if known, ok := resolve(name); ok {
+			name = known // "functions.search", "Search": the agent's search
 		}
 		c.Name = name
 		if c.ID == "" || hasID(out, c.ID) {

@@ -86,6 +86,9 @@ type Model struct {
 	// Stream, when set to false, asks this model for whole replies rather
 	// than streams.
 	Stream *bool `yaml:"stream,omitempty"`
+	// InlineToolCalls is auto, on or off: whether tool calls this model
+	// writes as text are run ("" is auto).
+	InlineToolCalls string `yaml:"inline_tool_calls,omitempty"`
 }
 
 // Price is what a model costs, in USD per million tokens, written as

@@ -503,6 +503,14 @@ func (d *decoder) model(n *yaml.Node, path string, m *Model) {
 		field{"script", d.str(&m.Script)},
 		field{"headers", d.stringMap(&m.Headers)},
 		field{"stream", d.boolean(&m.Stream)},
+		field{"inline_tool_calls", func(n *yaml.Node, path string) {
+			d.str(&m.InlineToolCalls)(n, path)
+			switch m.InlineToolCalls {
+			case "", "auto", "on", "off":
+			default:
+				d.errorf(n, path, "%q: want auto, on or off", m.InlineToolCalls)
+			}
+		}},
 		field{"price", func(n *yaml.Node, path string) {
 			if isNull(resolve(n)) {
 				return

@@ -101,6 +101,11 @@ func TestProblems(t *testing.T) {
 			want: `agentrt.yaml:5:55: agents.b.compaction.model: unknown model "smal" (models: m)`,
 		},
 		{
+			name: "bad inline_tool_calls",
+			src:  "models:\n  m: {provider: demo, inline_tool_calls: yes}\n",
+			want: `agentrt.yaml:2:42: models.m.inline_tool_calls: "yes": want auto, on or off`,
+		},
+		{
 			name: "zero tool timeout",
 			src:  base + "  b: {model: m, timeouts: {tools: {search: 0s}}}\n",
 			want: "agentrt.yaml:5:44: agents.b.timeouts.tools.search: a tool's timeout must be positive",

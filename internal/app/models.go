@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/anthropic"
@@ -85,6 +86,13 @@ func (a *App) buildModel(ctx context.Context, cfg *config.Config, name string, t
 	}
 	if mc.Stream != nil && !*mc.Stream {
 		m = model.Unstreamed(m)
+	}
+	if mc.InlineToolCalls != "" {
+		mode, err := agentrt.ParseInlineMode(mc.InlineToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		m = agentrt.WithInlineCalls(m, mode)
 	}
 	cache[key] = m
 	return m, nil

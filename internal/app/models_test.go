@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +332,40 @@ func TestCompactionFromConfig(t *testing.T) {
 	c := ag.Compaction
 	if c.MaxMessages != 30 || c.MaxChars != 9000 || c.MaxTokens != 4000 || c.KeepRecent != 6 || c.Model == nil {
 		t.Errorf("compaction %+v", c)
+	}
+}
+
+// A model's inline_tool_calls reaches the runtime.
+func TestInlineToolCallsFromConfig(t *testing.T) {
+	reply := "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"6*7\"}}\n</tool_call>"
+	for mode, wantCalls := range map[string]int{"auto": 1, "off": 0} {
+		dir := t.TempDir()
+		script := filepath.Join(dir, "s.yaml")
+		if err := os.WriteFile(script, []byte("replies:\n  - text: "+strconv.Quote(reply)+"\n  - text: done\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		src := "models:\n  s: {provider: scripted, script: " + strconv.Quote(script) + ", inline_tool_calls: " + mode + "}\nagents:\n  a: {model: s, tools: [calculator]}\n"
+		cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Runner.Ask(context.Background(), "a", "6*7?")
+		a.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		for _, e := range res.Events {
+			if _, ok := e.Data.(*session.ToolResult); ok {
+				calls++
+			}
+		}
+		if calls != wantCalls {
+			t.Errorf("%s: %d calls, want %d", mode, calls, wantCalls)
+		}
 	}
 }
