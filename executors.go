@@ -529,12 +529,15 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	}
 	if len(jobs) == 1 {
 		start := x.stamp // the tool_call commit's clock reading, if any
-		o := x.runTool(ctx, info, jobs[0])
+		o, sub, waiting, err := x.runJob(ctx, info, jobs[0])
+		if err != nil || waiting {
+			return err // a sub-agent's request waits, or the run stops
+		}
 		if o.canceled {
 			return ctx.Err()
 		}
 		var t time.Time
-		if !start.IsZero() && x.r.wallClock {
+		if !start.IsZero() && x.r.wallClock && !sub {
 			// The call began just after the commit that announced it, so
 			// the result's time is that reading plus the call's latency: a
 			// clock reading fewer per call, and never before the tool_call's.
@@ -556,7 +559,43 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		}
 		return nil
 	}
+	if slices.ContainsFunc(jobs, func(j toolJob) bool { return x.isSubagentJob(j) }) {
+		// Delegations run one after another, on the run's goroutine: they
+		// write the parent's log as they go.
+		for _, j := range jobs {
+			o, _, waiting, err := x.runJob(ctx, info, j)
+			if err != nil {
+				return err
+			}
+			if waiting {
+				continue
+			}
+			if o.canceled {
+				return ctx.Err()
+			}
+			emit(x, o.res)
+			if err := x.Commit(ctx); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	}
 	return x.runParallel(ctx, info, slices.Clone(jobs))
+}
+
+// isSubagentJob reports whether j delegates to a sub-agent.
+func (x *Exec) isSubagentJob(j toolJob) bool {
+	_, ok := x.agent.subagentOf(j.call.Name)
+	return ok && j.block == ""
+}
+
+// runJob runs one call: a sub-agent's delegation (sub) or a tool.
+func (x *Exec) runJob(ctx context.Context, info HookInfo, j toolJob) (o toolOutcome, sub, waiting bool, err error) {
+	if target, ok := x.agent.subagentOf(j.call.Name); ok && j.block == "" {
+		o, waiting, err = x.runSubagent(ctx, j, target)
+		return o, true, waiting, err
+	}
+	return x.runTool(ctx, info, j), false, false, nil
 }
 
 // runParallel runs jobs concurrently and commits each result as it

@@ -175,6 +175,19 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 	if q == nil {
 		return nil, r.notPending(ctx, x.st, requestID)
 	}
+	if q.Child != nil {
+		// A sub-agent's request: answered in its session (which checks
+		// the answer), then recorded here.
+		if _, err := r.Resolve(ctx, q.Child.SessionID, q.Child.RequestID, res); err != nil {
+			return nil, err
+		}
+		emit(x, session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: res.Decision, Reason: res.Reason, By: res.By})
+		resolved := x.pending[len(x.pending)-1]
+		if err := x.Commit(ctx); err != nil {
+			return nil, err
+		}
+		return resolved, nil
+	}
 	d, result, err := x.resolution(q, res)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -54,6 +55,9 @@ type Config struct {
 	// failed with reason crash_loop; zero means DefaultMaxRecoveries, a
 	// negative value no limit.
 	MaxRecoveries int
+	// MaxSubagentDepth bounds delegation: an agent's sub-agent's
+	// sub-agent … at most this deep; zero means DefaultMaxSubagentDepth.
+	MaxSubagentDepth int
 	// StateCache is how many sessions' states the runner keeps between
 	// runs (checked against the store before use), so that a long
 	// conversation's next turn does not rebuild its state; zero means
@@ -91,6 +95,7 @@ type Runner struct {
 	owner     string
 	leaseTTL  time.Duration
 	maxRecov  int
+	maxDepth  int // of delegation (Config.MaxSubagentDepth)
 
 	// execs holds *Exec for reuse: an Exec carries a run's buffers, the
 	// request's message list among them, which would otherwise be
@@ -154,6 +159,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 	case cfg.StateCache > 0:
 		r.cache = newStateCache(cfg.StateCache)
 	}
+	r.maxDepth = cmp.Or(cfg.MaxSubagentDepth, DefaultMaxSubagentDepth)
+	if cfg.MaxSubagentDepth < 0 {
+		return nil, fmt.Errorf("agentrt: max subagent depth %d is negative", cfg.MaxSubagentDepth)
+	}
 	r.maxRecov = cfg.MaxRecoveries
 	if r.maxRecov == 0 {
 		r.maxRecov = DefaultMaxRecoveries
@@ -176,6 +185,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("agentrt: two agents named %q", a.Name)
 		}
 		r.agents[a.Name] = a
+	}
+	if err := checkSubagents(r.agents); err != nil {
+		return nil, fmt.Errorf("agentrt: %w", err)
 	}
 	r.agentHooks = make(map[string]*Hooks, len(r.agents))
 	for name, a := range r.agents {

@@ -153,6 +153,8 @@ type HumanRequest struct {
 	// HookIndex is which hook (see session.InputRequired).
 	Hook      bool `json:"hook,omitempty"`
 	HookIndex int  `json:"hook_index,omitempty"`
+	// Child is the sub-agent's request this one stands for.
+	Child *session.ChildRequest `json:"child,omitempty"`
 }
 
 // PolicyState is a policy's own state: a fold of the session's events,
@@ -307,7 +309,7 @@ func (s *State) Apply(e *session.Event) error {
 				c.Approval = CallPending
 			}
 		}
-		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires, Hook: d.Hook, HookIndex: d.HookIndex}
+		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires, Hook: d.Hook, HookIndex: d.HookIndex, Child: d.Child}
 		if len(ids) == 1 {
 			r.CallID = ids[0]
 		}
@@ -345,6 +347,11 @@ func (s *State) Apply(e *session.Event) error {
 			default:
 				c.Approval = CallRejected
 			}
+			if r.Child != nil {
+				// The answer went to the sub-agent: its call goes on, and
+				// the sub-agent takes the decision.
+				c.Approval = CallApproved
+			}
 		}
 		s.removeRequest(d.RequestID)
 		if d.Rule != nil && d.Rule.Scope == session.RuleSession {
@@ -359,6 +366,15 @@ func (s *State) Apply(e *session.Event) error {
 		msgs := make([]model.Message, 0, 1+len(s.Messages)-d.CompactedCount+runMessages)
 		msgs = append(msgs, summaryMessage(d.Summary))
 		s.Messages = append(msgs, s.Messages[d.CompactedCount:]...)
+	case *session.SubagentFinished:
+		s.Usage.Add(d.Usage)
+		s.RunUsage.Add(d.Usage)
+	case *session.SubagentPaused:
+		s.Usage.Add(d.Usage)
+		s.RunUsage.Add(d.Usage)
+	case *session.SubagentError:
+		s.Usage.Add(d.Usage)
+		s.RunUsage.Add(d.Usage)
 	case *session.LoopWarning:
 		s.LoopWarned = append(s.LoopWarned, d.Detector)
 		s.Messages = append(s.Messages, model.TextMessage(model.RoleUser, d.Reminder))

@@ -104,6 +104,18 @@ var cases = []exampleCase{
 		},
 	},
 	{
+		name:    "delegation",
+		example: "delegation",
+		want: []string{
+			"subagent_started: researcher in chat.call_1_1: Since when can range loop over functions?",
+			"subagent_finished: Since Go 1.23, range accepts iterator functions (iter.Seq). (400 tokens in)",
+			"final: Since Go 1.23: range accepts iterator functions.",
+			"run_started: for chat, call call_1_1",
+			"loop_warning (repeat): search was called 3 times in this turn with the same arguments",
+			"== the desk's usage, the researcher's included: 600 tokens in",
+		},
+	},
+	{
 		name:    "custom-executor",
 		example: "custom-executor",
 		want: []string{

@@ -32,6 +32,13 @@ const (
 	TypeRuleRevoked   Type = "rule_revoked"
 	TypeLoopWarning   Type = "loop_warning"
 	TypeCompaction    Type = "compaction"
+
+	TypeSubagentStarted    Type = "subagent_started"
+	TypeSubagentProgress   Type = "subagent_progress"
+	TypeSubagentCheckpoint Type = "subagent_checkpoint"
+	TypeSubagentPaused     Type = "subagent_paused"
+	TypeSubagentFinished   Type = "subagent_finished"
+	TypeSubagentError      Type = "subagent_error"
 	// TypeApprovalRequired and TypeApprovalResolved are the names logs
 	// written before the one human-request model used for approvals. They
 	// are read as input_required and input_resolved of kind approval.
@@ -125,6 +132,59 @@ type Compaction struct {
 	Reason         string `json:"reason"`
 	// Error says why the summariser's summary could not be used.
 	Error string `json:"error,omitempty"`
+}
+
+// SubagentStarted: the tool call CallID delegates Task to Agent, which
+// works in its own session ChildSession (a resumed delegation starts
+// again with Resumed set).
+type SubagentStarted struct {
+	CallID       string `json:"call_id"`
+	Agent        string `json:"agent"`
+	ChildSession string `json:"child_session"`
+	Task         string `json:"task,omitempty"`
+	Resumed      bool   `json:"resumed,omitempty"`
+}
+
+// SubagentProgress: the child began round Round (throttled).
+type SubagentProgress struct {
+	CallID       string `json:"call_id"`
+	ChildSession string `json:"child_session"`
+	Round        int    `json:"round"`
+}
+
+// SubagentCheckpoint: the child has run Round rounds (every few), with
+// Usage so far.
+type SubagentCheckpoint struct {
+	CallID       string      `json:"call_id"`
+	ChildSession string      `json:"child_session"`
+	Round        int         `json:"round"`
+	Usage        model.Usage `json:"usage"`
+}
+
+// SubagentPaused: the child stopped at a limit (Reason); the call's result
+// says so, and the parent can continue it.
+type SubagentPaused struct {
+	CallID       string      `json:"call_id"`
+	ChildSession string      `json:"child_session"`
+	Reason       string      `json:"reason"`
+	Usage        model.Usage `json:"usage"`
+}
+
+// SubagentFinished: the child answered; its usage counts in the parent's.
+type SubagentFinished struct {
+	CallID       string      `json:"call_id"`
+	ChildSession string      `json:"child_session"`
+	Answer       string      `json:"answer"`
+	Usage        model.Usage `json:"usage"`
+}
+
+// SubagentError: the child failed.
+type SubagentError struct {
+	CallID       string      `json:"call_id"`
+	ChildSession string      `json:"child_session"`
+	Code         string      `json:"code"`
+	Message      string      `json:"message"`
+	Usage        model.Usage `json:"usage"`
 }
 
 // RunFinished ends a turn. Status is done, waiting, paused, failed,
@@ -250,6 +310,15 @@ type InputRequired struct {
 	// HookIndex is the asking hook's place among the agent's BeforeTool
 	// hooks (in the order they run): its answer goes to that hook only.
 	HookIndex int `json:"hook_index,omitempty"`
+	// Child, when set, is the request of a sub-agent's session this one
+	// stands for: answering it here answers it there.
+	Child *ChildRequest `json:"child,omitempty"`
+}
+
+// ChildRequest names a request of a sub-agent's session.
+type ChildRequest struct {
+	SessionID string `json:"session_id"`
+	RequestID string `json:"request_id"`
 }
 
 // Decisions a human can give: approve, reject and edit answer an approval
@@ -367,7 +436,15 @@ func (*RuleRevoked) EventType() Type   { return TypeRuleRevoked }
 func (*Final) EventType() Type         { return TypeFinal }
 func (*LoopWarning) EventType() Type   { return TypeLoopWarning }
 func (*Compaction) EventType() Type    { return TypeCompaction }
-func (*Error) EventType() Type         { return TypeError }
+func (*SubagentStarted) EventType() Type {
+	return TypeSubagentStarted
+}
+func (*SubagentProgress) EventType() Type   { return TypeSubagentProgress }
+func (*SubagentCheckpoint) EventType() Type { return TypeSubagentCheckpoint }
+func (*SubagentPaused) EventType() Type     { return TypeSubagentPaused }
+func (*SubagentFinished) EventType() Type   { return TypeSubagentFinished }
+func (*SubagentError) EventType() Type      { return TypeSubagentError }
+func (*Error) EventType() Type              { return TypeError }
 
 // newData returns an empty payload for t, or nil for an unknown type.
 func newData(t Type) Data {
@@ -406,6 +483,18 @@ func newData(t Type) Data {
 		return new(LoopWarning)
 	case TypeCompaction:
 		return new(Compaction)
+	case TypeSubagentStarted:
+		return new(SubagentStarted)
+	case TypeSubagentProgress:
+		return new(SubagentProgress)
+	case TypeSubagentCheckpoint:
+		return new(SubagentCheckpoint)
+	case TypeSubagentPaused:
+		return new(SubagentPaused)
+	case TypeSubagentFinished:
+		return new(SubagentFinished)
+	case TypeSubagentError:
+		return new(SubagentError)
 	case TypeError:
 		return new(Error)
 	}

@@ -68,7 +68,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 }
 
 func TestEventUnknownTypeIsRaw(t *testing.T) {
-	const in = `{"v":1,"seq":3,"session_id":"s1","turn":1,"type":"subagent_progress","time":"2026-03-01T12:00:00Z","data":{"child":"c1","round":3}}`
+	const in = `{"v":1,"seq":3,"session_id":"s1","turn":1,"type":"plan_step_started","time":"2026-03-01T12:00:00Z","data":{"child":"c1","round":3}}`
 	var e session.Event
 	if err := json.Unmarshal([]byte(in), &e); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestEventUnknownTypeIsRaw(t *testing.T) {
 	if !ok {
 		t.Fatalf("Data is %T, want *session.Raw", e.Data)
 	}
-	want := &session.Raw{T: "subagent_progress", JSON: json.RawMessage(`{"child":"c1","round":3}`)}
+	want := &session.Raw{T: "plan_step_started", JSON: json.RawMessage(`{"child":"c1","round":3}`)}
 	if diff := cmp.Diff(want, raw); diff != "" {
 		t.Errorf("Raw mismatch (-want +got):\n%s", diff)
 	}

@@ -195,6 +195,11 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		if len(ac.Tools) == 0 {
 			b.Registry(nil)
 		}
+		for _, t := range ac.Tools {
+			if _, isAgent := cfg.Agents[t]; isAgent {
+				b.Tools(agentrt.SubAgent(t, "")) // another agent, as a tool
+			}
+		}
 		ra, err := b.Build()
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -367,5 +368,37 @@ func TestInlineToolCallsFromConfig(t *testing.T) {
 		if calls != wantCalls {
 			t.Errorf("%s: %d calls, want %d", mode, calls, wantCalls)
 		}
+	}
+}
+
+// An agent named in another's tools is its sub-agent.
+func TestSubagentFromConfig(t *testing.T) {
+	src := "models:\n  m: {provider: demo}\nagents:\n  boss: {model: m, tools: [calculator, researcher]}\n  researcher: {model: m, tools: [clock]}\n"
+	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	boss, _ := a.Runner.Agent("boss")
+	if got := boss.Tools.Names(); fmt.Sprint(got) != "[calculator researcher]" {
+		t.Fatalf("boss's tools %v", got)
+	}
+	def, _ := boss.Tools.Get("researcher")
+	if !strings.Contains(def.Definition().Description, "Delegate a task to the agent researcher") {
+		t.Errorf("researcher tool: %+v", def.Definition())
+	}
+	// A cycle is refused.
+	src = "models:\n  m: {provider: demo}\nagents:\n  a: {model: m, tools: [b]}\n  b: {model: m, tools: [a]}\n"
+	cfg, err = config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }}); err == nil ||
+		!strings.Contains(err.Error(), "agents delegate to each other in a cycle: a → b → a") {
+		t.Fatalf("cycle: %v", err)
 	}
 }

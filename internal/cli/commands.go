@@ -613,6 +613,18 @@ func Summary(e *session.Event) string {
 		return d.Reason
 	case *session.LoopWarning:
 		return d.Detector + ": " + clip(d.Detail, 120)
+	case *session.SubagentStarted:
+		return d.Agent + " in " + d.ChildSession + ": " + strconv.Quote(clip(d.Task, 100))
+	case *session.SubagentProgress:
+		return fmt.Sprintf("%s round %d", d.ChildSession, d.Round)
+	case *session.SubagentCheckpoint:
+		return fmt.Sprintf("%s round %d", d.ChildSession, d.Round)
+	case *session.SubagentPaused:
+		return d.ChildSession + ": " + d.Reason
+	case *session.SubagentFinished:
+		return d.ChildSession + ": " + strconv.Quote(clip(d.Answer, 100))
+	case *session.SubagentError:
+		return d.ChildSession + ": " + d.Code + ": " + clip(d.Message, 100)
 	case *session.Compaction:
 		return fmt.Sprintf("%d messages (%s): %s", d.CompactedCount, d.Reason, strconv.Quote(clip(d.Summary, 100)))
 	case *session.Final:

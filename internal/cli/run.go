@@ -397,6 +397,19 @@ func (p *printer) human(e *session.Event) {
 		fmt.Fprintf(out, "[run] interrupted (%s)\n", d.Reason)
 	case *session.RunResumed:
 		fmt.Fprintf(out, "[run] resumed (%s)\n", d.Reason)
+	case *session.SubagentStarted:
+		p.endLine()
+		verb := "started"
+		if d.Resumed {
+			verb = "resumed"
+		}
+		fmt.Fprintf(out, "[subagent] %s %s in session %s\n", d.Agent, verb, d.ChildSession)
+	case *session.SubagentFinished:
+		fmt.Fprintf(out, "[subagent] %s answered: %s\n", d.ChildSession, clip(d.Answer, 120))
+	case *session.SubagentPaused:
+		fmt.Fprintf(out, "[subagent] %s paused (%s)\n", d.ChildSession, d.Reason)
+	case *session.SubagentError:
+		fmt.Fprintf(p.s.Err, "[subagent] %s failed (%s): %s\n", d.ChildSession, d.Code, d.Message)
 	case *session.Compaction:
 		p.endLine()
 		how := "summarised"
