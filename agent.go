@@ -155,6 +155,10 @@ type ApprovalPolicy struct {
 	// equally long ones, the first in byte order).
 	Expires    time.Duration
 	ExpiresFor map[string]time.Duration
+	// AutoWhenDelegated approves the agent's ask calls without a person
+	// when it runs as another agent's sub-agent (seed 002's auto-approve
+	// gate for delegated agents); deny still denies.
+	AutoWhenDelegated bool
 }
 
 // expiresFor returns how long a request about a call of the named tool

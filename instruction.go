@@ -186,6 +186,9 @@ func callClass(a *Agent, s *State, c *CallState) callClassKind {
 		if s.RuleFor(c.Call) != nil {
 			return classReady // decided by a standing rule (CallTools says which)
 		}
+		if s.Parent != nil && a.Approval.AutoWhenDelegated {
+			return classReady // delegated, and trusted to decide
+		}
 		return classAsk
 	}
 	if a.asksUser(name) {

@@ -71,6 +71,10 @@ type State struct {
 	UsageBase model.Usage `json:"usage_base"`
 	RunSince  time.Time   `json:"run_since"`
 
+	// Parent is the session and call a sub-agent's run works for (its
+	// run_started's); nil for a session of its own.
+	Parent *session.ParentRef `json:"parent,omitempty"`
+
 	// LoopCalls are the tool calls of the current turn, in the order of
 	// their results, as the loop detectors see them; LoopWarned the
 	// detectors that warned in it (see LoopDetection).
@@ -219,6 +223,7 @@ func (s *State) Apply(e *session.Event) error {
 	case *session.RunStarted:
 		s.Turn = e.Turn
 		s.RunID = e.RunID
+		s.Parent = d.Parent
 		s.Status = session.StatusRunning
 		s.Round, s.RoundBase, s.Attempt, s.InModel = 0, 0, 0, false
 		s.RunUsage = model.Usage{}

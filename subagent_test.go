@@ -253,3 +253,52 @@ func TestSubagentPausedAndContinued(t *testing.T) {
 		t.Fatalf("continued: %q, finished %+v", res.Text, finished)
 	}
 }
+
+// With approval.auto_when_delegated, a sub-agent's ask calls run without
+// a person when it works for another agent (and still ask when it runs on
+// its own).
+func TestSubagentAutoApproveWhenDelegated(t *testing.T) {
+	boss := scripted.New("boss", delegate("compute 6*7"), scripted.Reply{Text: "It is 42."})
+	calc := scripted.New("calc-model", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"6*7"}`)}},
+		scripted.Reply{Text: "42"}, scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}})
+	b, c := delegation(t, boss, calc)
+	c.Approval = agentrt.ApprovalPolicy{Ask: []string{"calculator"}, AutoWhenDelegated: true}
+	e := newEnv(t, nil, agentrt.Config{}, b, c)
+	id := e.session(t, "boss")
+	if res := e.run(t, id, "6*7?"); res.Status != session.StatusDone || res.Text != "It is 42." {
+		t.Fatalf("delegated: %s %q", res.Status, res.Text)
+	}
+	own := e.session(t, "calc")
+	if res := e.run(t, own, "1+1?"); res.Status != session.StatusWaiting {
+		t.Fatalf("on its own: %s, want waiting for approval", res.Status)
+	}
+}
+
+// Canceling the parent's run cancels the child's, with the tool it was
+// running; resuming the parent resumes the child.
+func TestSubagentCancellationFlowsDown(t *testing.T) {
+	g := newGate()
+	boss := scripted.New("boss", delegate("wait"), scripted.Reply{Text: "done"})
+	calc := scripted.New("calc-model", gateCall(), scripted.Reply{Text: "waited"})
+	b, c := delegation(t, boss, calc, g.tool())
+	store := memstore.New()
+	e := newEnv(t, store, agentrt.Config{}, b, c)
+	id := e.session(t, "boss")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *agentrt.Result)
+	go func() {
+		res, _ := agentrt.Collect(e.r.Run(ctx, id, agentrt.Input{Text: "go"}))
+		done <- res
+	}()
+	<-g.started
+	cancel()
+	res := <-done
+	if res.Status != session.StatusCanceled {
+		t.Fatalf("parent: %s", res.Status)
+	}
+	started := eventsOf[session.SubagentStarted](storedLog(t, store, id))
+	child, err := store.GetSession(context.Background(), started[0].ChildSession)
+	if err != nil || child.Status != session.StatusCanceled {
+		t.Fatalf("child: %+v %v", child, err)
+	}
+}

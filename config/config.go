@@ -161,6 +161,9 @@ type Approval struct {
 	// never. ExpiresFor sets it per tool (names or globs).
 	Expires    Duration            `yaml:"expires,omitempty"`
 	ExpiresFor map[string]Duration `yaml:"expires_for,omitempty"`
+	// AutoWhenDelegated approves the agent's ask calls when it runs as
+	// another agent's sub-agent.
+	AutoWhenDelegated *bool `yaml:"auto_when_delegated,omitempty"`
 }
 
 // Limits bound a run. Zero means no limit, except MaxRounds, which Load and

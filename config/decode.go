@@ -560,6 +560,7 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 				field{"ask", d.list(&a.Approval.Ask)},
 				field{"deny", d.list(&a.Approval.Deny)},
 				field{"expires", d.duration(&a.Approval.Expires)},
+				field{"auto_when_delegated", d.boolean(&a.Approval.AutoWhenDelegated)},
 				field{"expires_for", func(n *yaml.Node, path string) {
 					m := map[string]Duration{}
 					d.each(n, path, func(k, v *yaml.Node, p string) {

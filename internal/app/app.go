@@ -186,11 +186,12 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			LoopDetection(agentrt.LoopDetection{Warning: ac.LoopDetection.Warning, Critical: ac.LoopDetection.Critical,
 				Off: ac.LoopDetection.Off != nil && *ac.LoopDetection.Off}).
 			Approval(agentrt.ApprovalPolicy{
-				Default:    tool.Approval(ac.Approval.Default),
-				Ask:        ac.Approval.Ask,
-				Deny:       ac.Approval.Deny,
-				Expires:    ac.Approval.Expires.Std(),
-				ExpiresFor: expiresFor(ac.Approval.ExpiresFor),
+				Default:           tool.Approval(ac.Approval.Default),
+				Ask:               ac.Approval.Ask,
+				Deny:              ac.Approval.Deny,
+				Expires:           ac.Approval.Expires.Std(),
+				ExpiresFor:        expiresFor(ac.Approval.ExpiresFor),
+				AutoWhenDelegated: ac.Approval.AutoWhenDelegated != nil && *ac.Approval.AutoWhenDelegated,
 			})
 		if len(ac.Tools) == 0 {
 			b.Registry(nil)
