@@ -372,9 +372,9 @@ agents:
   boss: {model: b, tools: [researcher]}
   researcher: {model: r, tools: [calculator]}
 `, map[string]string{
-		"boss.yaml":  "replies:\n  - tool_calls: [{name: researcher, arguments: {task: \"compute 6*7\"}}]\n  - text: never said\n",
-		"child.yaml": "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"6*7\"}}]\n  - text: never said\n    delay: 1h\n",
-		"boss-resume.yaml": "replies:\n  - text: \"the researcher says 42\"\n    expect: {last_tool_result_contains: '\"answer\":\"42\"'}\n",
+		"boss.yaml":         "replies:\n  - tool_calls: [{name: researcher, arguments: {task: \"compute 6*7\"}}]\n  - text: never said\n",
+		"child.yaml":        "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"6*7\"}}]\n  - text: never said\n    delay: 1h\n",
+		"boss-resume.yaml":  "replies:\n  - text: \"the researcher says 42\"\n    expect: {last_tool_result_contains: '\"answer\":\"42\"'}\n",
 		"child-resume.yaml": "replies:\n  - text: \"42\"\n    expect: {last_tool_result_contains: '\"result\":42'}\n",
 	})
 	config, err := os.ReadFile(e.config)
