@@ -44,7 +44,7 @@ func (x *Exec) overBudget(ins Instruction) (code, msg string) {
 	if l.MaxTurnDuration > 0 && !st.RunSince.IsZero() {
 		if took := x.now().Sub(st.RunSince); took >= l.MaxTurnDuration {
 			return "max_turn_duration", fmt.Sprintf("the turn has run for %s; limits.max_turn_duration is %s. Resume the session to give it another %s, or raise the limit",
-				took.Round(time.Millisecond), l.MaxTurnDuration, l.MaxTurnDuration)
+				roundDuration(took), l.MaxTurnDuration, l.MaxTurnDuration)
 		}
 	}
 	switch ins.Kind {
@@ -118,4 +118,13 @@ func (x *Exec) pauseOverBudget(ins Instruction) bool {
 		emit(x, session.Error{Code: "hook_panic", Message: AsError(err).Error()})
 	}
 	return true
+}
+
+// roundDuration rounds d for people: to the millisecond, unless it is
+// shorter.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d
+	}
+	return d.Round(time.Millisecond)
 }

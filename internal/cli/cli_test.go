@@ -1038,3 +1038,26 @@ agents:
 		t.Errorf("events:\n%s", r.out)
 	}
 }
+
+// A run that stops at a budget says which, and how to go on.
+func TestBudgetPauseInTheCLI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  s: {provider: scripted, script: calls.yaml}
+agents:
+  assistant:
+    model: s
+    tools: [calculator]
+    limits: {max_steps: 1}
+`, map[string]string{"calls.yaml": "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"1+1\"}}]\n  - tool_calls: [{name: calculator, arguments: {expression: \"2+2\"}}]\n  - text: done\n"})
+	r := e.must(cli.ExitPaused, "run", "--session", "b1", "go")
+	for _, want := range []string{
+		"error (max_steps): the turn has run 1 tool calls and the model asks for 1 more; limits.max_steps is 1. Resume the session to allow 1 more, or raise the limit",
+		"session b1 paused at limits.max_steps; continue with: agentrt resume b1",
+	} {
+		if !strings.Contains(r.err, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.err)
+		}
+	}
+}

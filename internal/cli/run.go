@@ -221,7 +221,11 @@ func outcome(ctx context.Context, g *globals, id string, res runResult, a *app.A
 		}
 		return &exitError{code: ExitWaiting, msg: b.String()}
 	case session.StatusPaused:
-		return &exitError{code: ExitPaused, msg: fmt.Sprintf("session %s paused at its round limit; continue with: agentrt resume %s", id, id)}
+		why := "at its round limit"
+		if res.reason != "" && res.reason != "max_rounds" {
+			why = "at limits." + res.reason // the error line above says what was used
+		}
+		return &exitError{code: ExitPaused, msg: fmt.Sprintf("session %s paused %s; continue with: agentrt resume %s", id, why, id)}
 	case session.StatusCanceled:
 		return &exitError{code: ExitFailed, msg: fmt.Sprintf("session %s: run canceled; continue with: agentrt resume %s", id, id)}
 	}
@@ -240,6 +244,7 @@ type runResult struct {
 	errEvent *session.Error
 	err      error
 	json     bool
+	reason   string // run_finished's
 }
 
 // printer renders events for a person, or as JSON lines.
@@ -281,7 +286,7 @@ func (p *printer) print(seq iter.Seq2[*session.Event, error]) runResult {
 		p.notices = nil
 		switch d := e.Data.(type) {
 		case *session.RunFinished:
-			res.status = d.Status
+			res.status, res.reason = d.Status, d.Reason
 		case *session.Error:
 			res.errEvent = d
 		}
