@@ -241,15 +241,7 @@ func TestExplicitDemoNotice(t *testing.T) {
 // An agent's loop_detection reaches the runtime's agent.
 func TestLoopDetectionFromConfig(t *testing.T) {
 	src := "models:\n  m: {provider: demo}\nagents:\n  a: {model: m, loop_detection: {warning: 2, critical: 3}}\n  b: {model: m, loop_detection: {off: true}}\n"
-	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := buildYAML(t, src, Options{})
 	for name, want := range map[string]agentrt.LoopDetection{"a": {Warning: 2, Critical: 3}, "b": {Off: true}} {
 		ag, _ := a.Runner.Agent(name)
 		if ag.LoopDetection != want {
@@ -261,15 +253,7 @@ func TestLoopDetectionFromConfig(t *testing.T) {
 // An agent's limits reach the runtime's agent.
 func TestLimitsFromConfig(t *testing.T) {
 	src := "models:\n  m: {provider: demo}\nagents:\n  a: {model: m, limits: {max_rounds: 4, max_steps: 6, max_tokens: 2000, max_cost_usd: 0.5, session_max_tokens: 90000, session_max_cost_usd: 3, max_turn_duration: 2m}}\n"
-	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := buildYAML(t, src, Options{})
 	ag, _ := a.Runner.Agent("a")
 	want := agentrt.Limits{MaxRounds: 4, MaxSteps: 6, MaxTokens: 2000, MaxCostUSD: 0.5, SessionMaxTokens: 90000, SessionMaxCostUSD: 3, MaxTurnDuration: 2 * time.Minute}
 	if ag.Limits != want {
@@ -285,19 +269,8 @@ func TestToolTimeoutsFromConfig(t *testing.T) {
 		return "", ctx.Err()
 	}))
 	m := scripted.New("s", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("block", `{}`)}}, scripted.Reply{Text: "gave up"})
-	build := func(src string) (*App, error) {
-		cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" },
-			ExtraTools: []tool.Tool{block}, Models: map[string]model.Model{"s": m}})
-	}
-	a, err := build("models:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [block], timeouts: {tool: 1h, tools: {block: 20ms}}}\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	opts := Options{ExtraTools: []tool.Tool{block}, Models: map[string]model.Model{"s": m}}
+	a := buildYAML(t, "models:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [block], timeouts: {tool: 1h, tools: {block: 20ms}}}\n", opts)
 	res, err := a.Runner.Ask(context.Background(), "a", "go")
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +284,7 @@ func TestToolTimeoutsFromConfig(t *testing.T) {
 	if len(results) != 1 || results[0].OK || !strings.Contains(results[0].Error, "timed out") {
 		t.Fatalf("results %+v, want the call timed out", results)
 	}
-	_, err = build("models:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [block], timeouts: {tools: {blok: 1s}}}\n")
+	_, err = buildYAMLErr(t, "models:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [block], timeouts: {tools: {blok: 1s}}}\n", opts)
 	if err == nil || !strings.Contains(err.Error(), `agent "a": timeouts.tools: unknown tool "blok"`) {
 		t.Fatalf("a misspelt tool: %v", err)
 	}
@@ -320,15 +293,7 @@ func TestToolTimeoutsFromConfig(t *testing.T) {
 // An agent's compaction, its model included, reaches the runtime's agent.
 func TestCompactionFromConfig(t *testing.T) {
 	src := "models:\n  m: {provider: demo}\n  small: {provider: demo}\nagents:\n  a: {model: m, compaction: {max_messages: 30, max_chars: 9000, max_tokens: 4000, keep_recent: 6, model: small}}\n"
-	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := buildYAML(t, src, Options{})
 	ag, _ := a.Runner.Agent("a")
 	c := ag.Compaction
 	if c.MaxMessages != 30 || c.MaxChars != 9000 || c.MaxTokens != 4000 || c.KeepRecent != 6 || c.Model == nil {
@@ -346,16 +311,8 @@ func TestInlineToolCallsFromConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		src := "models:\n  s: {provider: scripted, script: " + strconv.Quote(script) + ", inline_tool_calls: " + mode + "}\nagents:\n  a: {model: s, tools: [calculator]}\n"
-		cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := buildYAML(t, src, Options{})
 		res, err := a.Runner.Ask(context.Background(), "a", "6*7?")
-		a.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,15 +331,7 @@ func TestInlineToolCallsFromConfig(t *testing.T) {
 // An agent named in another's tools is its sub-agent.
 func TestSubagentFromConfig(t *testing.T) {
 	src := "models:\n  m: {provider: demo}\nagents:\n  boss: {model: m, tools: [calculator, researcher]}\n  researcher: {model: m, tools: [clock]}\n"
-	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := buildYAML(t, src, Options{})
 	boss, _ := a.Runner.Agent("boss")
 	if got := boss.Tools.Names(); fmt.Sprint(got) != "[calculator researcher]" {
 		t.Fatalf("boss's tools %v", got)
@@ -393,12 +342,35 @@ func TestSubagentFromConfig(t *testing.T) {
 	}
 	// A cycle is refused.
 	src = "models:\n  m: {provider: demo}\nagents:\n  a: {model: m, tools: [b]}\n  b: {model: m, tools: [a]}\n"
-	cfg, err = config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Build(context.Background(), cfg, Options{StoreDSN: "memory:", Getenv: func(string) string { return "" }}); err == nil ||
+	if _, err := buildYAMLErr(t, src, Options{}); err == nil ||
 		!strings.Contains(err.Error(), "agents delegate to each other in a cycle: a → b → a") {
 		t.Fatalf("cycle: %v", err)
 	}
+}
+
+// buildYAML builds an App from src, a whole agentrt.yaml, with an
+// in-memory store and an empty environment; it is closed with the test.
+func buildYAML(t *testing.T, src string, opts Options) *App {
+	t.Helper()
+	a, err := buildYAMLErr(t, src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// buildYAMLErr is buildYAML for a src that Build may refuse.
+func buildYAMLErr(t *testing.T, src string, opts Options) (*App, error) {
+	t.Helper()
+	cfg, err := config.Parse("agentrt.yaml", []byte(src), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.StoreDSN = "memory:"
+	opts.Getenv = func(string) string { return "" }
+	a, err := Build(context.Background(), cfg, opts)
+	if err == nil {
+		t.Cleanup(func() { a.Close() })
+	}
+	return a, err
 }
