@@ -128,6 +128,23 @@ func (p *proc) run(args ...string) result {
 	return result{code: cmd.ProcessState.ExitCode(), out: out.String(), err: errb.String()}
 }
 
+// start starts agentrt, its stdout a pipe to read as it goes and its
+// stderr kept.
+func (p *proc) start(ctx context.Context, args ...string) (*exec.Cmd, io.ReadCloser, *bytes.Buffer) {
+	p.t.Helper()
+	cmd := p.command(ctx, args...)
+	errb := new(bytes.Buffer)
+	cmd.Stderr = errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	return cmd, stdout, errb
+}
+
 func (p *proc) must(code int, args ...string) result {
 	p.t.Helper()
 	r := p.run(args...)
@@ -317,16 +334,7 @@ func killAtSecondModelCall(t *testing.T, p *proc, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), procTimeout)
 	defer cancel()
-	cmd := p.command(ctx, args...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, errb := p.start(ctx, args...)
 	var seen []string
 	modelCalls := 0
 	sc := bufio.NewScanner(stdout)
@@ -347,7 +355,7 @@ func killAtSecondModelCall(t *testing.T, p *proc, args ...string) {
 		}
 	}
 	_, _ = io.Copy(io.Discard, stdout) // until the pipe closes
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if modelCalls < 2 {
 		t.Fatalf("agentrt ended (%v) before its second model call; events %v\nstderr:\n%s", err, seen, errb.String())
 	}
@@ -387,16 +395,7 @@ agents:
 
 	ctx, cancel := context.WithTimeout(t.Context(), procTimeout)
 	defer cancel()
-	cmd := p.command(ctx, "--config", e.config, "run", "--agent", "boss", "--json", "--session", "p1", "go")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, errb := p.start(ctx, "--config", e.config, "run", "--agent", "boss", "--json", "--session", "p1", "go")
 	child := ""
 	sc := bufio.NewScanner(stdout)
 	for child == "" && sc.Scan() {
