@@ -1061,3 +1061,39 @@ agents:
 		}
 	}
 }
+
+// A sub-agent's question is the parent session's: `agentrt approve
+// PARENT REQ` answers it in the child and goes on.
+func TestApproveSubagentRequestThroughParent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  b: {provider: demo}
+  r: {provider: demo}
+agents:
+  boss: {model: b, tools: [researcher]}
+  researcher: {model: r, tools: [calculator], approval: {ask: [calculator]}}
+`, nil)
+	e.opts.Models = map[string]model.Model{
+		"b": scripted.New("b",
+			scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("researcher", `{"task":"compute 6*7"}`)}},
+			scripted.Reply{Text: "the researcher says 42", Expect: &scripted.Expect{LastToolResultContains: `"answer":"42"`}}),
+		"r": scripted.New("r",
+			scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"6*7"}`)}},
+			scripted.Reply{Text: "42", Expect: &scripted.Expect{LastToolResultContains: `"result":42`}}),
+	}
+	r := e.must(cli.ExitWaiting, "run", "--agent", "boss", "--session", "p1", "compute")
+	sid, req := pendingApproval(t, r)
+	if sid != "p1" || !strings.HasPrefix(req, "p1.") {
+		t.Fatalf("pending request %s %s, want one of p1 standing for its child's:\n%s\n%s", sid, req, r.out, r.err)
+	}
+	if !strings.Contains(r.out, "[researcher] Allow calculator with arguments") {
+		t.Errorf("stdout does not show the child's question:\n%s", r.out)
+	}
+	r = e.must(cli.ExitOK, "approve", "--by", "ana", sid, req)
+	for _, want := range []string{"[subagent] researcher resumed", "the researcher says 42"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("approve stdout lacks %q:\n%s", want, r.out)
+		}
+	}
+}
