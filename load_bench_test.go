@@ -102,17 +102,30 @@ func loadStores(b *testing.B) map[string]func() session.Store {
 
 // BenchmarkConcurrentSessions runs 1,000 sessions' turns at once, each
 // model call taking 50 ms: one op is all 1,000 turns. Compare the stores'
-// times in one run.
+// times in one run. Each turn creates its session (Send with the agent);
+// the "-existing" sub-benchmarks create the sessions with the timer
+// stopped and time their turns only, as a service running turns of its
+// conversations does.
 func BenchmarkConcurrentSessions(b *testing.B) {
 	const sessions = 1000
 	ctx := context.Background()
 	stores := loadStores(b)
-	for _, name := range []string{"memory", "sqlite", "sqlite-full", "postgres"} {
+	for _, name := range []string{"memory", "sqlite", "sqlite-full", "postgres", "memory-existing", "sqlite-existing", "postgres-existing"} {
 		b.Run(name, func(b *testing.B) {
-			r := loadRunner(b, stores[name](), 50*time.Millisecond)
+			store, existing := strings.CutSuffix(name, "-existing")
+			r := loadRunner(b, stores[store](), 50*time.Millisecond)
 			round := 0
 			for b.Loop() {
 				round++
+				if existing {
+					b.StopTimer()
+					for i := range sessions {
+						if _, err := r.CreateSession(ctx, "bench", fmt.Sprintf("r%d-s%d", round, i), nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+				}
 				var wg sync.WaitGroup
 				errs := make(chan error, sessions)
 				for i := range sessions {
