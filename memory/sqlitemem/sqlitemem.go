@@ -217,4 +217,3 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	return nil
 }
-
