@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/memory"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/tool"
 )
@@ -37,6 +38,12 @@ type Agent struct {
 	LoopDetection LoopDetection
 	// Compaction keeps the history the model sees within bounds.
 	Compaction Compaction
+	// Memory, when set, gives the agent a "retrieve" tool over it (seed
+	// 004's retriever): a full-text search of what it remembers.
+	Memory memory.Store
+	// RememberTurns writes each finished turn's question and answer to
+	// Memory (seed 002's MemoryHook); off by default.
+	RememberTurns bool
 	// Policy decides the next instruction; nil means React.
 	Policy Policy
 	// Executors override the runner's and the built-in executors.
@@ -232,6 +239,12 @@ func (a *Agent) init() error {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("agent %q: bad approval pattern %q: %w", a.Name, p, err)
 		}
+	}
+	if a.RememberTurns && a.Memory == nil {
+		return fmt.Errorf("agent %q: RememberTurns needs a Memory", a.Name)
+	}
+	if err := a.withRetrieve(); err != nil {
+		return fmt.Errorf("agent %q: retrieve tool: %w", a.Name, err)
 	}
 	if err := a.Limits.check(); err != nil {
 		return fmt.Errorf("agent %q: %w", a.Name, err)

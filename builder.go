@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentrt/agentrt/memory"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/tool"
 )
@@ -145,6 +146,13 @@ func (b *Builder) Limits(l Limits) *Builder { b.a.Limits = l; return b }
 
 // Compaction sets when and how the history is compacted (see Compaction).
 func (b *Builder) Compaction(c Compaction) *Builder { b.a.Compaction = c; return b }
+
+// Memory gives the agent a memory and its "retrieve" tool; remember also
+// writes each finished turn's question and answer to it.
+func (b *Builder) Memory(m memory.Store, remember bool) *Builder {
+	b.a.Memory, b.a.RememberTurns = m, remember
+	return b
+}
 
 // LoopDetection sets the loop detectors' thresholds (see LoopDetection).
 func (b *Builder) LoopDetection(l LoopDetection) *Builder { b.a.LoopDetection = l; return b }

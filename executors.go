@@ -709,6 +709,7 @@ func Finish(ctx context.Context, x *Exec, ins Instruction) error {
 	if err := x.hooks.agentEnd(ctx, x.info(), session.StatusDone, ins.Text); err != nil {
 		return err
 	}
+	x.rememberTurn(ctx, ins.Text)
 	emit(x, session.Final{Text: ins.Text, Usage: x.st.RunUsage})
 	x.End(session.StatusDone, "")
 	return nil

@@ -32,6 +32,8 @@ type State struct {
 	Status    session.Status `json:"status"`
 	Turn      int            `json:"turn"`
 	RunID     string         `json:"run_id,omitempty"`
+	// Input is the current turn's input (its run_started's).
+	Input string `json:"input,omitempty"`
 	// Round is the number of model rounds in the current run; RoundBase
 	// is the round at which the run was last resumed from a pause, so the
 	// round limit applies per resume.
@@ -224,6 +226,7 @@ func (s *State) Apply(e *session.Event) error {
 		s.Turn = e.Turn
 		s.RunID = e.RunID
 		s.Parent = d.Parent
+		s.Input = d.Input
 		s.Status = session.StatusRunning
 		s.Round, s.RoundBase, s.Attempt, s.InModel = 0, 0, 0, false
 		s.RunUsage = model.Usage{}

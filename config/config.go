@@ -131,6 +131,7 @@ type Agent struct {
 	Timeouts      Timeouts      `yaml:"timeouts,omitempty"`
 	Compaction    Compaction    `yaml:"compaction,omitempty"`
 	LoopDetection LoopDetection `yaml:"loop_detection,omitempty"`
+	Memory        AgentMemory   `yaml:"memory,omitempty"`
 }
 
 // Models returns the agent's model followed by its fallback models.
@@ -201,6 +202,19 @@ type Compaction struct {
 	KeepRecent  int `yaml:"keep_recent,omitempty"`
 	// Model names the model that writes summaries; "" means the agent's.
 	Model string `yaml:"model,omitempty"`
+}
+
+// AgentMemory gives an agent a memory, in the store's database, and its
+// retrieve tool; RememberTurns also writes each finished turn to it (and
+// enables it).
+type AgentMemory struct {
+	Enabled       *bool `yaml:"enabled,omitempty"`
+	RememberTurns *bool `yaml:"remember_turns,omitempty"`
+}
+
+// On reports whether the agent has a memory.
+func (m AgentMemory) On() bool {
+	return m.Enabled != nil && *m.Enabled || m.RememberTurns != nil && *m.RememberTurns
 }
 
 // LoopDetection sets how many repeats of the same action warn and end a

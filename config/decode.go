@@ -616,6 +616,13 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 				field{"model", d.str(&c.Model)},
 			)
 		}},
+		field{"memory", func(n *yaml.Node, path string) {
+			m := &a.Memory
+			d.mapping(n, path,
+				field{"enabled", d.boolean(&m.Enabled)},
+				field{"remember_turns", d.boolean(&m.RememberTurns)},
+			)
+		}},
 		field{"loop_detection", func(n *yaml.Node, path string) {
 			l := &a.LoopDetection
 			d.mapping(n, path,

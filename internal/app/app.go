@@ -15,6 +15,9 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
+	"github.com/agentrt/agentrt/memory"
+	"github.com/agentrt/agentrt/memory/pgmem"
+	"github.com/agentrt/agentrt/memory/sqlitemem"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/record"
 	"github.com/agentrt/agentrt/session"
@@ -59,6 +62,12 @@ type App struct {
 	Notices []string
 
 	recorder *record.Transport // AGENTRT_RECORD / AGENTRT_REPLAY, if set
+	// StoreDSN is the store the app opened (the config's, or the
+	// override).
+	StoreDSN string
+	// Memory is the agents' memory, when one has it (nil otherwise).
+	Memory      memory.Store
+	closeMemory func() error
 }
 
 // LoadConfig loads the config named by opts (or the defaults).
@@ -141,6 +150,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	}
 	models := map[modelKey]model.Model{}
 	var agents []*agentrt.Agent
+	var remember []agentMemory // the agents with a memory
 	for _, name := range cfg.AgentNames() {
 		ac := cfg.Agents[name]
 		if ac.Strategy != "" && ac.Strategy != config.StrategyReact {
@@ -210,6 +220,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		}
 		ra.NoStream = ac.Stream != nil && !*ac.Stream
 		agents = append(agents, ra)
+		if ac.Memory.On() {
+			remember = append(remember, agentMemory{ra, ac.Memory.RememberTurns != nil && *ac.Memory.RememberTurns})
+		}
 	}
 	dsn := cfg.Store
 	if opts.StoreDSN != "" {
@@ -219,6 +232,16 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
+	if len(remember) > 0 {
+		// The agents' memory lives in the sessions' database.
+		if a.Memory, a.closeMemory, err = OpenMemory(ctx, dsn); err != nil {
+			st.Close()
+			return nil, err
+		}
+		for _, m := range remember {
+			m.agent.Memory, m.agent.RememberTurns = a.Memory, m.turns
+		}
+	}
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -227,10 +250,56 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		Owner: getenv("AGENTRT_OWNER"), LeaseTTL: cfg.LeaseTTL.Std(), MaxRecoveries: cfg.MaxRecoveries})
 	if err != nil {
 		st.Close()
+		if a.closeMemory != nil {
+			a.closeMemory()
+		}
 		return nil, err
 	}
-	a.Store, a.Runner = st, r
+	a.Store, a.Runner, a.StoreDSN = st, r, dsn
 	return a, nil
+}
+
+// OpenMemory returns the memory store of the app's database: the one its
+// agents use, or a new one (closed with the app).
+func (a *App) OpenMemory(ctx context.Context) (memory.Store, error) {
+	if a.Memory != nil {
+		return a.Memory, nil
+	}
+	m, closeFn, err := OpenMemory(ctx, a.StoreDSN)
+	if err != nil {
+		return nil, err
+	}
+	a.Memory, a.closeMemory = m, closeFn
+	return m, nil
+}
+
+// agentMemory is an agent that has a memory, and whether it remembers its
+// turns.
+type agentMemory struct {
+	agent *agentrt.Agent
+	turns bool
+}
+
+// OpenMemory opens the memory store in the database of a sessions' DSN:
+// SQLite FTS5 beside a SQLite store, Postgres full-text search beside a
+// Postgres one, in memory beside memory:. close closes it.
+func OpenMemory(ctx context.Context, dsn string) (m memory.Store, close func() error, err error) {
+	switch {
+	case dsn == "memory:" || dsn == "memory":
+		return memory.NewInMemory(), func() error { return nil }, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		s, err := pgmem.Open(ctx, dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Close, nil
+	}
+	path := strings.TrimPrefix(dsn, "sqlite:")
+	s, err := sqlitemem.Open(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Close, nil
 }
 
 // keywordDSN matches a libpq key=value connection string.
@@ -282,6 +351,9 @@ func (a *App) Close() error {
 	}
 	if a.Store != nil {
 		errs = append(errs, a.Store.Close())
+	}
+	if a.closeMemory != nil {
+		errs = append(errs, a.closeMemory())
 	}
 	if a.recorder != nil {
 		// A recording is written when its transport closes.

@@ -374,3 +374,19 @@ func buildYAMLErr(t *testing.T, src string, opts Options) (*App, error) {
 	}
 	return a, err
 }
+
+// An agent's memory is opened in the store's database and reaches the
+// runtime's agent, its retrieve tool with it.
+func TestMemoryFromConfig(t *testing.T) {
+	a := buildYAML(t, "models:\n  m: {provider: demo}\nagents:\n  a: {model: m, memory: {remember_turns: true}}\n  b: {model: m}\n", Options{})
+	ag, _ := a.Runner.Agent("a")
+	if ag.Memory == nil || !ag.RememberTurns || a.Memory == nil {
+		t.Fatalf("agent a: memory %v, remember %v", ag.Memory, ag.RememberTurns)
+	}
+	if _, ok := ag.Tools.Get("retrieve"); !ok {
+		t.Error("agent a has no retrieve tool")
+	}
+	if bg, _ := a.Runner.Agent("b"); bg.Memory != nil {
+		t.Error("agent b has a memory it did not ask for")
+	}
+}

@@ -1097,3 +1097,47 @@ agents:
 		}
 	}
 }
+
+// agentrt memory: add, search, list, delete; and an agent with memory
+// retrieves what was added.
+func TestMemoryCommands(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  s: {provider: demo}
+agents:
+  assistant: {model: s, memory: {enabled: true}}
+`, nil)
+	id := strings.TrimSpace(e.must(cli.ExitOK, "memory", "add", "--agent", "assistant", "--meta", "source=ops", "deploys happen on Tuesdays").out)
+	if !strings.HasPrefix(id, "mem_") {
+		t.Fatalf("add printed %q", id)
+	}
+	e.must(cli.ExitOK, "memory", "add", "--agent", "assistant", "--session", "x1", "the build server is slow")
+	if r := e.must(cli.ExitOK, "memory", "search", "--agent", "assistant", "when are deploys?"); !strings.Contains(r.out, id) || !strings.Contains(r.out, "deploys happen on Tuesdays") {
+		t.Errorf("search:\n%s", r.out)
+	}
+	if r := e.must(cli.ExitOK, "memory", "search", "--agent", "assistant", "build server"); strings.Contains(r.out, "slow") {
+		t.Errorf("a session's item found without its session:\n%s", r.out)
+	}
+	if r := e.must(cli.ExitOK, "memory", "list", "--agent", "assistant"); !strings.Contains(r.out, "deploys happen on Tuesdays") {
+		t.Errorf("list:\n%s", r.out)
+	}
+	if r := e.must(cli.ExitOK, "tools", "--agent", "assistant"); !strings.Contains(r.out, "retrieve") {
+		t.Errorf("the agent has no retrieve tool:\n%s", r.out)
+	}
+	e.must(cli.ExitOK, "memory", "delete", id)
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"memory", "search", "deploys"}, "name the agent with --agent"},
+		{[]string{"memory", "add", "--agent", "assistant", "--meta", "novalue", "x"}, `--meta "novalue": want key=value`},
+		{[]string{"memory", "add", "--agent", "assistant", "   "}, "the item has no text"},
+		{[]string{"memory", "search", "--agent", "assistant", "--limit", "99", "x"}, "limit must be between 1 and 50"},
+		{[]string{"memory", "delete", id}, "no such item"},
+	} {
+		if r := e.run(bad.args...); r.code == cli.ExitOK || !strings.Contains(r.err, bad.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", bad.args, r.code, r.err, bad.want)
+		}
+	}
+}

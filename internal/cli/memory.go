@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/memory"
+)
+
+// newMemoryCmd is `agentrt memory`: what agents remember, for people.
+func newMemoryCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "memory",
+		Short: "what agents remember: add, search, list, delete (their retrieve tool searches it)",
+	}
+	var agent, sess string
+	var meta []string
+	var limit int
+	scope := func() (memory.Scope, error) {
+		if agent == "" {
+			return memory.Scope{}, usageErr("name the agent with --agent")
+		}
+		return memory.Scope{Agent: agent, Session: sess}, nil
+	}
+	scopeFlags := func(c *cobra.Command) {
+		c.Flags().StringVar(&agent, "agent", "", "the agent whose memory it is (required)")
+		c.Flags().StringVar(&sess, "session", "", "one session's memory rather than the agent's")
+	}
+	add := &cobra.Command{
+		Use:   "add --agent A [--session S] [--meta k=v]... TEXT",
+		Short: "remember a text",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := scope()
+			if err != nil {
+				return err
+			}
+			md := map[string]string{}
+			for _, kv := range meta {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usageErr("--meta %q: want key=value", kv)
+				}
+				md[k] = v
+			}
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				m, err := a.OpenMemory(ctx)
+				if err != nil {
+					return err
+				}
+				it, err := m.Add(ctx, memory.Item{Text: strings.Join(args, " "), Scope: sc, Metadata: md})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(g.s.Out, it.ID)
+				return nil
+			})
+		},
+	}
+	scopeFlags(add)
+	add.Flags().StringArrayVar(&meta, "meta", nil, "metadata, key=value (repeatable)")
+	search := &cobra.Command{
+		Use:   "search --agent A [--session S] [--limit N] QUERY",
+		Short: "search what an agent remembers, as its retrieve tool does",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := scope()
+			if err != nil {
+				return err
+			}
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				m, err := a.OpenMemory(ctx)
+				if err != nil {
+					return err
+				}
+				hits, err := m.Search(ctx, memory.Query{Text: strings.Join(args, " "), Scope: sc, Limit: limit})
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				if len(hits) == 0 {
+					fmt.Fprintln(g.s.Err, "nothing found")
+				}
+				for _, h := range hits {
+					fmt.Fprintf(g.s.Out, "%s  %.3f  %s\n", h.ID, h.Score, flat(h.Text))
+				}
+				return nil
+			})
+		},
+	}
+	scopeFlags(search)
+	search.Flags().IntVar(&limit, "limit", 0, "how many at most (default 5, at most 50)")
+	list := &cobra.Command{
+		Use:   "list --agent A [--session S]",
+		Short: "list what an agent (or one of its sessions) remembers, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := scope()
+			if err != nil {
+				return err
+			}
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				m, err := a.OpenMemory(ctx)
+				if err != nil {
+					return err
+				}
+				items, err := m.List(ctx, sc, limit)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(g.s.Out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tCREATED\tTEXT")
+				for _, it := range items {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", it.ID, it.Created.Local().Format(time.DateTime), flat(it.Text))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	scopeFlags(list)
+	list.Flags().IntVar(&limit, "limit", 0, "how many at most (default 50)")
+	del := &cobra.Command{
+		Use:   "delete ID",
+		Short: "forget one item",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				m, err := a.OpenMemory(ctx)
+				if err != nil {
+					return err
+				}
+				if err := m.Delete(ctx, args[0]); err != nil {
+					return usageErr("%v", err)
+				}
+				fmt.Fprintf(g.s.Err, "deleted %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(add, search, list, del)
+	return cmd
+}
+
+func flat(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return s
+}
