@@ -31,6 +31,12 @@ func builtinExecutor(k Kind) Executor {
 		return Finish
 	case KindPause:
 		return Pause
+	case KindPlan:
+		return PlanModel
+	case KindPlanStep:
+		return ExecutePlanStep
+	case KindPlanFinish:
+		return PlanFinish
 	}
 	return nil
 }

@@ -72,6 +72,10 @@ type CompactionFunc func(ctx context.Context, info HookInfo, c *session.Compacti
 // paused) or fails; text is the answer, or what went wrong.
 type AgentEndFunc func(ctx context.Context, info HookInfo, status session.Status, text string)
 
+// PlanStepFunc runs after each step of a plan (seed 004's
+// on_plan_step_complete), with its outcome.
+type PlanStepFunc func(ctx context.Context, info HookInfo, step *session.PlanStepFinished)
+
 // TurnEndFunc runs when a run stops, whatever its status.
 type TurnEndFunc func(ctx context.Context, info HookInfo, status session.Status, usage model.Usage)
 
@@ -99,6 +103,7 @@ type Hooks struct {
 	turnEnd     []hook[TurnEndFunc]
 	compaction  []hook[CompactionFunc]
 	agentEnd    []hook[AgentEndFunc]
+	planStep    []hook[PlanStepFunc]
 	n           int
 }
 
@@ -142,6 +147,9 @@ func (h *Hooks) OnCompaction(priority int, fn CompactionFunc) { add(h, &h.compac
 // final event), or ends at a limit or a failure.
 func (h *Hooks) OnAgentEnd(priority int, fn AgentEndFunc) { add(h, &h.agentEnd, priority, fn) }
 
+// OnPlanStepComplete adds a hook run after each step of a plan.
+func (h *Hooks) OnPlanStepComplete(priority int, fn PlanStepFunc) { add(h, &h.planStep, priority, fn) }
+
 // Merge appends o's hooks to h, keeping priority order.
 func (h *Hooks) Merge(o *Hooks) {
 	for _, x := range o.beforeModel {
@@ -168,6 +176,9 @@ func (h *Hooks) Merge(o *Hooks) {
 	for _, x := range o.agentEnd {
 		h.OnAgentEnd(x.priority, x.fn)
 	}
+	for _, x := range o.planStep {
+		h.OnPlanStepComplete(x.priority, x.fn)
+	}
 }
 
 func (h *Hooks) sort() {
@@ -179,6 +190,7 @@ func (h *Hooks) sort() {
 	sortHooks(h.turnEnd)
 	sortHooks(h.compaction)
 	sortHooks(h.agentEnd)
+	sortHooks(h.planStep)
 }
 
 // merged returns the hooks of runner and agent in one Hooks, in the order
@@ -194,6 +206,7 @@ func merged(runner, agent *Hooks) *Hooks {
 		turnEnd:     mergeHooks(runner.turnEnd, agent.turnEnd),
 		compaction:  mergeHooks(runner.compaction, agent.compaction),
 		agentEnd:    mergeHooks(runner.agentEnd, agent.agentEnd),
+		planStep:    mergeHooks(runner.planStep, agent.planStep),
 	}
 	return m
 }
@@ -333,6 +346,15 @@ func (s hookSet) onCompaction(ctx context.Context, info HookInfo, c *session.Com
 func (s hookSet) agentEnd(ctx context.Context, info HookInfo, st session.Status, text string) error {
 	for _, h := range s.h.agentEnd {
 		if err := guard("an agent-end hook", func() { h.fn(ctx, info, st, text) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s hookSet) planStep(ctx context.Context, info HookInfo, d *session.PlanStepFinished) error {
+	for _, h := range s.h.planStep {
+		if err := guard("a plan-step hook", func() { h.fn(ctx, info, d) }); err != nil {
 			return err
 		}
 	}

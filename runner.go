@@ -3,6 +3,7 @@ package agentrt
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -502,6 +503,9 @@ type Input struct {
 	// Parent, when set, records the tool call of another session this
 	// run works for (a sub-agent's run).
 	Parent *session.ParentRef
+	// Plan, for an agent with the PlanExecute policy, is the caller's plan
+	// (see TaskAgent.ExecutePlan).
+	Plan *Plan
 }
 
 // Run submits input to a session and runs the turn on the calling
@@ -598,7 +602,20 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	if err := x.hooks.turnStart(ctx, info, in.Text); err != nil {
 		return r.abandon(x, err)
 	}
+	var plan json.RawMessage
+	if in.Plan != nil {
+		if _, ok := x.agent.Policy.(PlanExecute); !ok {
+			return r.abandon(x, &Error{Kind: FailInput, Code: "bad_plan", Msg: fmt.Sprintf("agent %q does not execute plans (its strategy is not plan_execute)", x.agent.Name)})
+		}
+		if err := x.agent.checkPlan(in.Plan, true); err != nil {
+			return r.abandon(x, err)
+		}
+		plan, _ = json.Marshal(in.Plan)
+	}
 	x.emitStart(runID, session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent})
+	if plan != nil {
+		emit(x, session.PlanCreated{Plan: plan, Source: "caller"})
+	}
 	x.lease.watch(h.cancel)
 	return x, rctx, nil
 }

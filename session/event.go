@@ -39,6 +39,10 @@ const (
 	TypeSubagentPaused     Type = "subagent_paused"
 	TypeSubagentFinished   Type = "subagent_finished"
 	TypeSubagentError      Type = "subagent_error"
+
+	TypePlanCreated      Type = "plan_created"
+	TypePlanStepStarted  Type = "plan_step_started"
+	TypePlanStepFinished Type = "plan_step_finished"
 	// TypeApprovalRequired and TypeApprovalResolved are the names logs
 	// written before the one human-request model used for approvals. They
 	// are read as input_required and input_resolved of kind approval.
@@ -185,6 +189,38 @@ type SubagentError struct {
 	Code         string      `json:"code"`
 	Message      string      `json:"message"`
 	Usage        model.Usage `json:"usage"`
+}
+
+// PlanCreated records the plan a plan-and-execute run follows (the
+// agentrt.Plan as JSON): written by the model (Source "model") or given
+// by the caller ("caller").
+type PlanCreated struct {
+	Plan   json.RawMessage `json:"plan"`
+	Source string          `json:"source"`
+}
+
+// PlanStepStarted: step Index (from 0) begins.
+type PlanStepStarted struct {
+	Index int    `json:"index"`
+	Kind  string `json:"kind"`
+	Tool  string `json:"tool,omitempty"`
+}
+
+// PlanStepFinished: step Index ended with Status (completed, failed,
+// skipped) and what it observed: a result or an error, and how long it
+// took.
+type PlanStepFinished struct {
+	Index       int         `json:"index"`
+	Status      string      `json:"status"`
+	Observation Observation `json:"observation"`
+}
+
+// Observation is what a plan step observed.
+type Observation struct {
+	OK        bool            `json:"ok"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	LatencyMS int64           `json:"latency_ms"`
 }
 
 // RunFinished ends a turn. Status is done, waiting, paused, failed,
@@ -444,6 +480,9 @@ func (*SubagentCheckpoint) EventType() Type { return TypeSubagentCheckpoint }
 func (*SubagentPaused) EventType() Type     { return TypeSubagentPaused }
 func (*SubagentFinished) EventType() Type   { return TypeSubagentFinished }
 func (*SubagentError) EventType() Type      { return TypeSubagentError }
+func (*PlanCreated) EventType() Type        { return TypePlanCreated }
+func (*PlanStepStarted) EventType() Type    { return TypePlanStepStarted }
+func (*PlanStepFinished) EventType() Type   { return TypePlanStepFinished }
 func (*Error) EventType() Type              { return TypeError }
 
 // newData returns an empty payload for t, or nil for an unknown type.
@@ -495,6 +534,12 @@ func newData(t Type) Data {
 		return new(SubagentFinished)
 	case TypeSubagentError:
 		return new(SubagentError)
+	case TypePlanCreated:
+		return new(PlanCreated)
+	case TypePlanStepStarted:
+		return new(PlanStepStarted)
+	case TypePlanStepFinished:
+		return new(PlanStepFinished)
 	case TypeError:
 		return new(Error)
 	}

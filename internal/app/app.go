@@ -125,7 +125,7 @@ func check(cfg *config.Config, opts Options, models []string) error {
 		return err
 	}
 	return errors.Join(
-		cfg.CheckStrategies(config.StrategyReact),
+		cfg.CheckStrategies(config.StrategyReact, config.StrategyPlanExecute),
 		cfg.CheckTools(func(p string) bool {
 			_, err := reg.Filter([]string{p})
 			return err == nil
@@ -153,9 +153,6 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	var remember []agentMemory // the agents with a memory
 	for _, name := range cfg.AgentNames() {
 		ac := cfg.Agents[name]
-		if ac.Strategy != "" && ac.Strategy != config.StrategyReact {
-			return nil, fmt.Errorf("agent %q: strategy %q is not available in this build yet (use react)", name, ac.Strategy)
-		}
 		t, err := timeouts(ac, opts)
 		if err != nil {
 			return nil, err
@@ -205,6 +202,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			})
 		if len(ac.Tools) == 0 {
 			b.Registry(nil)
+		}
+		if ac.Strategy == config.StrategyPlanExecute {
+			b.Policy(agentrt.PlanExecute{})
 		}
 		for _, t := range ac.Tools {
 			if _, isAgent := cfg.Agents[t]; isAgent {

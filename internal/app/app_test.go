@@ -52,10 +52,6 @@ func TestOpenStore(t *testing.T) {
 
 func TestBuildRejectsWhatThisBuildLacks(t *testing.T) {
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"plan_execute": {`
-models: {d: {provider: demo}}
-agents: {a: {model: d, strategy: plan_execute}}
-`, `strategy "plan_execute" is not available`},
 		"bad timeout env": {`
 models: {d: {provider: demo}}
 agents: {a: {model: d}}

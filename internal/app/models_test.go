@@ -390,3 +390,12 @@ func TestMemoryFromConfig(t *testing.T) {
 		t.Error("agent b has a memory it did not ask for")
 	}
 }
+
+// strategy: plan_execute gives the agent the plan-and-execute policy.
+func TestPlanExecuteFromConfig(t *testing.T) {
+	a := buildYAML(t, "models:\n  m: {provider: demo}\nagents:\n  planner: {model: m, strategy: plan_execute, tools: [calculator]}\n", Options{})
+	ag, _ := a.Runner.Agent("planner")
+	if _, ok := ag.Policy.(agentrt.PlanExecute); !ok {
+		t.Fatalf("policy %T", ag.Policy)
+	}
+}

@@ -1141,3 +1141,38 @@ agents:
 		}
 	}
 }
+
+// agentrt run --plan executes a caller's plan; a bad plan file is a
+// clear error before anything runs; an agent with strategy plan_execute
+// plans by itself.
+func TestRunPlan(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+models:
+  s: {provider: demo}
+agents:
+  planner: {model: s, strategy: plan_execute, tools: [calculator]}
+`, map[string]string{
+		"plan.json":    `{"goal":"two sums","steps":[{"kind":"tool","tool":"calculator","arguments":{"expression":"2+2"}},{"kind":"reply","text":"2+2 is 4."}]}`,
+		"bad.json":     `{"goal":"x","stepz":[]}`,
+		"unknown.json": `{"steps":[{"kind":"tool","tool":"nope"}]}`,
+	})
+	r := e.must(cli.ExitOK, "run", "--agent", "planner", "--plan", filepath.Join(e.dir, "plan.json"), "--session", "pl1", "go")
+	for _, want := range []string{"[plan] 2 step(s) (caller): two sums", `[plan] step 1 completed: {"expression":"2+2","result":4}`, "2+2 is 4."} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.out)
+		}
+	}
+	if r := e.run("run", "--agent", "planner", "--plan", filepath.Join(e.dir, "bad.json"), "go"); r.code != cli.ExitUsage || !strings.Contains(r.err, `not a plan: json: unknown field "stepz"`) {
+		t.Errorf("bad plan file: %d %s", r.code, r.err)
+	}
+	if r := e.run("run", "--agent", "planner", "--plan", filepath.Join(e.dir, "unknown.json"), "go"); r.code == cli.ExitOK || !strings.Contains(r.err, `step 1: unknown tool "nope"`) {
+		t.Errorf("unknown tool: %d %s", r.code, r.err)
+	}
+	e.opts.Models = map[string]model.Model{"s": scripted.New("s",
+		scripted.Reply{Text: `{"steps":[{"kind":"tool","tool":"calculator","arguments":{"expression":"6*7"}}]}`},
+		scripted.Reply{Text: "6*7 is 42."})}
+	if r := e.must(cli.ExitOK, "run", "--agent", "planner", "6*7?"); !strings.Contains(r.out, "[plan] 1 step(s) (model)") || !strings.Contains(r.out, "6*7 is 42.") {
+		t.Errorf("planning run:\n%s", r.out)
+	}
+}

@@ -613,6 +613,12 @@ func Summary(e *session.Event) string {
 		return d.Reason
 	case *session.LoopWarning:
 		return d.Detector + ": " + clip(d.Detail, 120)
+	case *session.PlanCreated:
+		return d.Source + ": " + clip(string(d.Plan), 120)
+	case *session.PlanStepStarted:
+		return fmt.Sprintf("step %d %s %s", d.Index+1, d.Kind, d.Tool)
+	case *session.PlanStepFinished:
+		return fmt.Sprintf("step %d %s", d.Index+1, d.Status)
 	case *session.SubagentStarted:
 		return d.Agent + " in " + d.ChildSession + ": " + strconv.Quote(clip(d.Task, 100))
 	case *session.SubagentProgress:

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,15 +23,15 @@ import (
 )
 
 type runFlags struct {
-	agent, session, approve string
-	json                    bool
+	agent, session, approve, plan string
+	json                          bool
 }
 
 func newRunCmd(g *globals) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run [--agent A] [--session ID] [--json] [--approve ask|auto|deny] TEXT|-",
-		Short: "run one turn and print its events",
+		Use:   "run [--agent A] [--session ID] [--json] [--approve ask|auto|deny] [--plan plan.json] TEXT|-",
+		Short: "run one turn and print its events (with --plan, execute that plan: strategy plan_execute)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch f.approve {
@@ -51,6 +52,18 @@ func newRunCmd(g *globals) *cobra.Command {
 			if strings.TrimSpace(text) == "" {
 				return usageErr("the input text is empty")
 			}
+			var plan *agentrt.Plan
+			if f.plan != "" {
+				b, err := os.ReadFile(f.plan)
+				if err != nil {
+					return usageErr("--plan: %v", err)
+				}
+				dec := json.NewDecoder(bytes.NewReader(b))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&plan); err != nil {
+					return usageErr("--plan %s: not a plan: %v (want {\"goal\": …, \"steps\": [{\"kind\": \"tool\", \"tool\": …, \"arguments\": {…}}, …]})", f.plan, err)
+				}
+			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
 				id, err := ensureSession(ctx, a, f.agent, f.session)
 				if err != nil {
@@ -60,7 +73,7 @@ func newRunCmd(g *globals) *cobra.Command {
 				p.decideBy(f.approve)
 				// With --agent, a session of another agent is an error, not
 				// a silent run of that other agent.
-				res := p.print(a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: "cli", Agent: f.agent}))
+				res := p.print(a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: "cli", Agent: f.agent, Plan: plan}))
 				return finishRun(ctx, g, a, p, f.approve, id, res)
 			})
 		},
@@ -69,6 +82,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.session, "session", "", "session id to continue or create (default: a new session)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON event per line")
 	cmd.Flags().StringVar(&f.approve, "approve", "ask", "tool calls that need approval: ask, auto or deny")
+	cmd.Flags().StringVar(&f.plan, "plan", "", "a JSON file holding the plan to execute (the agent's strategy must be plan_execute)")
 	return cmd
 }
 
@@ -402,6 +416,17 @@ func (p *printer) human(e *session.Event) {
 		fmt.Fprintf(out, "[run] interrupted (%s)\n", d.Reason)
 	case *session.RunResumed:
 		fmt.Fprintf(out, "[run] resumed (%s)\n", d.Reason)
+	case *session.PlanCreated:
+		var pl agentrt.Plan
+		_ = json.Unmarshal(d.Plan, &pl)
+		fmt.Fprintf(out, "[plan] %d step(s) (%s): %s\n", len(pl.Steps), d.Source, clip(pl.Goal, 100))
+	case *session.PlanStepFinished:
+		o := d.Observation
+		what := string(o.Result)
+		if !o.OK {
+			what = o.Error
+		}
+		fmt.Fprintf(out, "[plan] step %d %s: %s\n", d.Index+1, d.Status, clip(what, 120))
 	case *session.SubagentStarted:
 		p.endLine()
 		verb := "started"

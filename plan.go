@@ -1,0 +1,487 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Plan-and-execute (seeds 000 and 004): a plan of steps, written by the
+// model or given by the caller, executed one step after another.
+
+// StepKind is what a plan step does.
+type StepKind string
+
+// Step kinds.
+const (
+	// StepTool calls a tool with arguments (seed 000).
+	StepTool StepKind = "tool"
+	// StepReply is the answer, as written in the plan: it wins over a
+	// summary.
+	StepReply StepKind = "reply"
+)
+
+// Step statuses (plan_step_finished's status).
+const (
+	StepCompleted = "completed"
+	StepFailed    = "failed"
+	StepSkipped   = "skipped"
+)
+
+// A PlanStep is one step of a Plan.
+type PlanStep struct {
+	Kind      StepKind        `json:"kind"`
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Text is a reply step's answer.
+	Text string `json:"text,omitempty"`
+}
+
+// A Plan is a goal and the steps that reach it.
+type Plan struct {
+	Goal  string     `json:"goal,omitempty"`
+	Steps []PlanStep `json:"steps"`
+}
+
+// PlanParser reads a plan from a planner's reply.
+type PlanParser interface {
+	Parse(reply string) (*Plan, error)
+}
+
+// JSONPlanParser is the reference PlanParser: a JSON object {"goal": …,
+// "steps": [{"kind": "tool", "tool": …, "arguments": {…}}, {"kind":
+// "reply", "text": …}]}, found in the reply even with a code fence or
+// prose around it; a bare array of steps is a plan too.
+type JSONPlanParser struct{}
+
+// Parse implements PlanParser.
+func (JSONPlanParser) Parse(reply string) (*Plan, error) {
+	s := strings.TrimSpace(reply)
+	if i := strings.Index(s, "```"); i >= 0 {
+		body := s[i+3:]
+		if nl := strings.IndexByte(body, '\n'); nl >= 0 {
+			body = body[nl+1:]
+		}
+		if j := strings.Index(body, "```"); j >= 0 {
+			s = strings.TrimSpace(body[:j])
+		}
+	}
+	start := strings.IndexAny(s, "{[")
+	if start < 0 {
+		return nil, errors.New("the reply holds no JSON plan")
+	}
+	dec := json.NewDecoder(strings.NewReader(s[start:]))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("the plan is not valid JSON: %v", err)
+	}
+	var p Plan
+	if raw[0] == '[' {
+		if err := json.Unmarshal(raw, &p.Steps); err != nil {
+			return nil, fmt.Errorf("the steps do not read as a plan: %v", err)
+		}
+		return &p, nil
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("the plan does not read as a plan: %v", err)
+	}
+	return &p, nil
+}
+
+// checkPlan reports what makes p unfit for a: no steps, a step of an
+// unknown kind, a tool the agent does not have, a reply without text,
+// and with args, arguments its tool's schema refuses (a model's plan is
+// not checked for those: such a step fails when it comes, as seed 000
+// says). The error says which step.
+func (a *Agent) checkPlan(p *Plan, args bool) error {
+	bad := func(format string, args ...any) error {
+		return &Error{Kind: FailInput, Code: "bad_plan", Msg: fmt.Sprintf(format, args...)}
+	}
+	if p == nil || len(p.Steps) == 0 {
+		return bad("the plan has no steps")
+	}
+	for i, st := range p.Steps {
+		switch st.Kind {
+		case StepTool:
+			if st.Tool == "" {
+				return bad("step %d names no tool", i+1)
+			}
+			if a.tool(st.Tool) == nil {
+				return bad("step %d: unknown tool %q (the agent has %s)", i+1, st.Tool, strings.Join(a.toolNames(), ", "))
+			}
+			if err := a.Tools.Validate(st.Tool, argsOrEmpty(st.Arguments)); args && err != nil {
+				return bad("step %d: %v", i+1, err)
+			}
+		case StepReply:
+			if strings.TrimSpace(st.Text) == "" {
+				return bad("step %d is a reply without text", i+1)
+			}
+		default:
+			return bad("step %d: unknown kind %q (want tool or reply)", i+1, st.Kind)
+		}
+	}
+	return nil
+}
+
+func argsOrEmpty(a json.RawMessage) json.RawMessage {
+	if len(a) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return a
+}
+
+func (a *Agent) toolNames() []string {
+	if a.Tools == nil {
+		return []string{"no tools"}
+	}
+	return a.Tools.Names()
+}
+
+// PlanExecute is the plan-and-execute policy (strategy: plan_execute):
+// the model writes a plan (once more after a plan that does not parse or
+// check, then the run fails saying why), or the caller gives one
+// (Input.Plan); the steps run in order — a tool step is a tool call like
+// any other, approvals included, and a step whose arguments its tool's
+// schema refuses fails without a call; then the answer is the plan's
+// reply step, else a summary of the observations by the agent's model
+// (or Summarizer), else a list of the steps' outcomes. A crash resumes at
+// the step that had not finished.
+type PlanExecute struct {
+	// Parser reads the planner's reply; nil means JSONPlanParser.
+	Parser PlanParser
+	// MaxSteps caps a plan; zero means 10. Steps past it are skipped.
+	MaxSteps int
+	// Summarizer writes the answer from the observations; nil means the
+	// agent's model.
+	Summarizer model.Model
+}
+
+// Instruction kinds of PlanExecute, run by built-in executors.
+const (
+	KindPlan       Kind = "plan"
+	KindPlanStep   Kind = "plan_step"
+	KindPlanFinish Kind = "plan_finish"
+)
+
+// planAttempts is how many plans the model may write in a run.
+const planAttempts = 2
+
+// planState is PlanExecute's PolicyState, folded from the log.
+type planState struct {
+	Plan     *Plan                       `json:"plan,omitempty"`
+	Started  []bool                      `json:"started,omitempty"`
+	Finished []*session.PlanStepFinished `json:"finished,omitempty"`
+	// Results are the tool results of the plan's calls, by step.
+	Results  map[int]*session.ToolResult `json:"results,omitempty"`
+	Attempts int                         `json:"attempts,omitempty"`
+	Problem  string                      `json:"problem,omitempty"` // why the last plan was refused
+}
+
+// NewPolicyState implements StatefulPolicy.
+func (PlanExecute) NewPolicyState() PolicyState { return &planState{} }
+
+// planCallID is the id of step i's tool call.
+func planCallID(i int) string { return fmt.Sprintf("plan_%d", i+1) }
+
+func (ps *planState) Apply(e *session.Event) error {
+	switch d := e.Data.(type) {
+	case *session.RunStarted:
+		*ps = planState{}
+	case *session.ModelFinished:
+		if d.Purpose == "plan" {
+			ps.Attempts++
+		}
+	case *session.Error:
+		if d.Code == "bad_plan" {
+			ps.Problem = d.Message
+		}
+	case *session.PlanCreated:
+		return ps.setPlan(d.Plan)
+	case *session.PlanStepStarted:
+		if d.Index >= 0 && d.Index < len(ps.Started) {
+			ps.Started[d.Index] = true
+		}
+	case *session.PlanStepFinished:
+		if d.Index >= 0 && d.Index < len(ps.Finished) {
+			f := *d
+			ps.Finished[d.Index] = &f
+		}
+	case *session.ToolResult:
+		if ps.Plan != nil {
+			for i := range ps.Plan.Steps {
+				if planCallID(i) == d.CallID {
+					if ps.Results == nil {
+						ps.Results = map[int]*session.ToolResult{}
+					}
+					r := *d
+					ps.Results[i] = &r
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (ps *planState) setPlan(raw json.RawMessage) error {
+	var p Plan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	ps.Plan = &p
+	ps.Started = make([]bool, len(p.Steps))
+	ps.Finished = make([]*session.PlanStepFinished, len(p.Steps))
+	return nil
+}
+
+// next returns the first step that has not finished, or -1.
+func (ps *planState) next() int {
+	for i := range ps.Finished {
+		if ps.Finished[i] == nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// Next implements Policy.
+func (p PlanExecute) Next(ctx context.Context, a *Agent, s *State) (Instruction, error) {
+	ps, _ := s.Policy().(*planState)
+	if ps == nil {
+		return Instruction{}, errors.New("plan_execute: the state has no plan state")
+	}
+	if len(s.Calls) > 0 || len(s.Requests) > 0 {
+		return React{}.Next(ctx, a, s) // a tool step's call: approvals, running, waiting
+	}
+	switch {
+	case ps.Plan == nil:
+		return Instruction{Kind: KindPlan}, nil
+	case ps.next() >= 0:
+		return Instruction{Kind: KindPlanStep}, nil
+	}
+	return Instruction{Kind: KindPlanFinish}, nil
+}
+
+func (p PlanExecute) maxSteps() int {
+	if p.MaxSteps <= 0 {
+		return 10
+	}
+	return p.MaxSteps
+}
+
+func planPolicy(x *Exec) (PlanExecute, *planState) {
+	p, _ := x.agent.Policy.(PlanExecute)
+	ps, _ := x.st.Policy().(*planState)
+	return p, ps
+}
+
+// PlanModel is the built-in plan executor: the model writes the plan.
+func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
+	p, ps := planPolicy(x)
+	if ps == nil {
+		return &Error{Kind: FailConfig, Code: "no_executor", Msg: "plan: the agent's policy is not PlanExecute"}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Make a plan to answer the question below with the tools listed. Reply with only a JSON object:\n"+
+		`{"goal": "…", "steps": [{"kind": "tool", "tool": "NAME", "arguments": {…}}, …, {"kind": "reply", "text": "…"}]}`+
+		"\nUse at most %d steps. A reply step, when you can write the answer without the tools' results, is the answer; "+
+		"otherwise leave it out and the results will be summarised.\n\nTools:\n", p.maxSteps())
+	for _, sp := range x.agent.specs {
+		fmt.Fprintf(&b, "- %s: %s\n  arguments schema: %s\n", sp.Name, sp.Description, sp.InputSchema)
+	}
+	fmt.Fprintf(&b, "\nQuestion: %s\n", x.st.Input)
+	if ps.Problem != "" {
+		fmt.Fprintf(&b, "\nYour previous plan was refused: %s. Write a corrected plan.\n", ps.Problem)
+	}
+	req := &model.Request{System: x.agent.SystemPrompt, Messages: []model.Message{model.TextMessage(model.RoleUser, b.String())}}
+	resp, err := x.Complete(ctx, ModelCall{Request: req, Purpose: "plan", Quiet: true})
+	if err != nil {
+		return err
+	}
+	parser := p.Parser
+	if parser == nil {
+		parser = JSONPlanParser{}
+	}
+	plan, perr := parser.Parse(resp.Message.Text())
+	if perr == nil {
+		if len(plan.Steps) > p.maxSteps() {
+			plan.Steps = plan.Steps[:p.maxSteps()] // capped; seed 000's max_steps
+		}
+		perr = x.agent.checkPlan(plan, false)
+	}
+	if perr != nil {
+		msg := AsError(perr).Msg
+		if msg == "" {
+			msg = perr.Error()
+		}
+		if ps.Attempts >= planAttempts {
+			return &Error{Kind: FailPolicy, Code: "bad_plan", Msg: fmt.Sprintf("the model wrote no usable plan in %d attempts; the last: %s", planAttempts, msg)}
+		}
+		emit(x, session.Error{Code: "bad_plan", Message: msg, Recoverable: true})
+		return nil
+	}
+	if plan.Goal == "" {
+		plan.Goal = x.st.Input
+	}
+	raw, _ := json.Marshal(plan)
+	emit(x, session.PlanCreated{Plan: raw, Source: "model"})
+	return nil
+}
+
+// ExecutePlanStep is the built-in plan_step executor: it starts the next step,
+// or records the outcome of the one that ran.
+func ExecutePlanStep(ctx context.Context, x *Exec, _ Instruction) error {
+	_, ps := planPolicy(x)
+	if ps == nil || ps.Plan == nil {
+		return &Error{Kind: FailConfig, Code: "no_executor", Msg: "plan_step: no plan"}
+	}
+	i := ps.next()
+	step := ps.Plan.Steps[i]
+	if ps.Started[i] {
+		// Its tool call has a result (React ran it): the observation.
+		r := ps.Results[i]
+		if r == nil {
+			return &Error{Kind: FailInternal, Msg: fmt.Sprintf("plan step %d started and has no result", i+1)}
+		}
+		status := StepCompleted
+		if !r.OK {
+			status = StepFailed
+		}
+		x.finishStep(ctx, i, status, session.Observation{OK: r.OK, Result: r.Result, Error: r.Error, LatencyMS: r.LatencyMS})
+		return nil
+	}
+	emit(x, session.PlanStepStarted{Index: i, Kind: string(step.Kind), Tool: step.Tool})
+	switch step.Kind {
+	case StepReply:
+		res, _ := json.Marshal(step.Text)
+		x.finishStep(ctx, i, StepCompleted, session.Observation{OK: true, Result: res})
+	case StepTool:
+		args := argsOrEmpty(step.Arguments)
+		if err := x.agent.Tools.Validate(step.Tool, args); err != nil {
+			// Seed 000: a step whose arguments miss a field is a failed
+			// observation, not a call.
+			x.finishStep(ctx, i, StepFailed, session.Observation{Error: "not called: " + err.Error()})
+			return nil
+		}
+		// The call is made as a model's would be, so that approvals,
+		// idempotency and crash recovery apply to it.
+		emit(x, session.ModelFinished{Model: "plan", ToolCalls: []model.ToolCall{{ID: planCallID(i), Name: step.Tool, Arguments: args}},
+			FinishReason: model.FinishToolCalls})
+	}
+	return nil
+}
+
+// finishStep records step i's outcome and runs the plan-step hooks.
+func (x *Exec) finishStep(ctx context.Context, i int, status string, o session.Observation) {
+	d := session.PlanStepFinished{Index: i, Status: status, Observation: o}
+	emit(x, d)
+	_ = x.hooks.planStep(ctx, x.info(), &d)
+}
+
+// PlanFinish is the built-in plan_finish executor: the answer, from the
+// plan's reply step, else a summary, else the outcomes listed.
+func PlanFinish(ctx context.Context, x *Exec, _ Instruction) error {
+	p, ps := planPolicy(x)
+	if ps == nil || ps.Plan == nil {
+		return &Error{Kind: FailConfig, Code: "no_executor", Msg: "plan_finish: no plan"}
+	}
+	for i := len(ps.Plan.Steps) - 1; i >= 0; i-- {
+		if st := ps.Plan.Steps[i]; st.Kind == StepReply {
+			return Finish(ctx, x, Instruction{Kind: KindFinish, Text: st.Text})
+		}
+	}
+	outcomes := planOutcomes(ps)
+	req := &model.Request{System: "You answer the user's question from the results of the steps that were run for it. Be brief and exact; do not mention the steps.",
+		Messages: []model.Message{model.TextMessage(model.RoleUser, "Question: "+x.st.Input+"\n\nResults:\n"+outcomes)}}
+	resp, err := x.Complete(ctx, ModelCall{Request: req, Purpose: "summary", Model: p.Summarizer})
+	answer := ""
+	switch {
+	case err != nil && (ctx.Err() != nil || isStoreOrLease(err)):
+		return err
+	case err == nil:
+		answer = strings.TrimSpace(resp.Message.Text())
+	}
+	if answer == "" {
+		answer = "The plan's steps:\n" + outcomes // the template, when no summary could be written
+	}
+	return Finish(ctx, x, Instruction{Kind: KindFinish, Text: answer})
+}
+
+// planOutcomes lists each step's outcome, one line each.
+func planOutcomes(ps *planState) string {
+	var b strings.Builder
+	for i, st := range ps.Plan.Steps {
+		f := ps.Finished[i]
+		what := string(st.Kind)
+		if st.Kind == StepTool {
+			what = st.Tool + " " + string(argsOrEmpty(st.Arguments))
+		}
+		switch {
+		case f == nil:
+			fmt.Fprintf(&b, "%d. %s: not run\n", i+1, what)
+		case f.Observation.OK:
+			fmt.Fprintf(&b, "%d. %s: %s\n", i+1, what, clipText(string(f.Observation.Result), 2000))
+		default:
+			fmt.Fprintf(&b, "%d. %s: failed: %s\n", i+1, what, f.Observation.Error)
+		}
+	}
+	return b.String()
+}
+
+// TaskAgent runs an agent plan-and-execute style (seed 004's TaskAgent):
+// Run lets the model plan, ExecutePlan follows the caller's. Both return
+// the run's Result and the plan with every step's outcome. The agent's
+// policy must be PlanExecute.
+type TaskAgent struct {
+	Runner *Runner
+	Agent  string
+}
+
+// PlanOutcome is a plan with the outcome of each of its steps.
+type PlanOutcome struct {
+	Plan  *Plan
+	Steps []*session.PlanStepFinished // by step; nil for a step that did not finish
+}
+
+// Run plans and executes goal in the session.
+func (t TaskAgent) Run(ctx context.Context, sessionID, goal string) (*Result, *PlanOutcome, error) {
+	return t.run(ctx, sessionID, Input{Text: goal, Agent: t.Agent})
+}
+
+// ExecutePlan executes the caller's plan in the session: checked first
+// (unknown tools, bad arguments, an empty plan are a precise error before
+// anything runs).
+func (t TaskAgent) ExecutePlan(ctx context.Context, sessionID string, plan *Plan) (*Result, *PlanOutcome, error) {
+	a, err := t.Runner.agent(t.Agent)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.checkPlan(plan, true); err != nil {
+		return nil, nil, err
+	}
+	goal := plan.Goal
+	if goal == "" {
+		goal = "execute the plan"
+	}
+	return t.run(ctx, sessionID, Input{Text: goal, Agent: t.Agent, Plan: plan})
+}
+
+func (t TaskAgent) run(ctx context.Context, id string, in Input) (*Result, *PlanOutcome, error) {
+	res, err := Collect(t.Runner.Run(ctx, id, in))
+	if err != nil {
+		return res, nil, err
+	}
+	st, lerr := t.Runner.Load(ctx, id)
+	if lerr != nil {
+		return res, nil, lerr
+	}
+	out := &PlanOutcome{}
+	if ps, ok := st.Policy().(*planState); ok && ps.Plan != nil {
+		out.Plan, out.Steps = ps.Plan, ps.Finished
+	}
+	return res, out, t.Runner.runError(ctx, id, res)
+}

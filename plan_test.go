@@ -1,0 +1,208 @@
+package agentrt_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/storetest"
+)
+
+func planAgent(t *testing.T, m model.Model, p agentrt.PlanExecute) *agentrt.Agent {
+	a := calcAgent(m, registry(t))
+	a.Policy = p
+	return a
+}
+
+const twoSums = "Here is my plan:\n```json\n" + `{"goal":"sums","steps":[` +
+	`{"kind":"tool","tool":"calculator","arguments":{"expression":"2+2"}},` +
+	`{"kind":"tool","tool":"calculator","arguments":{"expression":"3*3"}}]}` + "\n```\nI will run it now."
+
+func stepsOf(log []*session.Event) []string {
+	var out []string
+	for _, e := range log {
+		if d, ok := e.Data.(*session.PlanStepFinished); ok {
+			o := d.Observation
+			out = append(out, fmt.Sprintf("%d %s %s%s", d.Index, d.Status, o.Result, o.Error))
+		}
+	}
+	return out
+}
+
+// The model plans (a fenced JSON plan with prose around it), the steps
+// run as tool calls, and the answer is a summary of the observations.
+func TestPlanExecuteModelPlans(t *testing.T) {
+	m := scripted.New("m", scripted.Reply{Text: twoSums}, scripted.Reply{Text: "2+2 is 4 and 3*3 is 9."}).Record()
+	a := planAgent(t, m, agentrt.PlanExecute{})
+	var hooked []int
+	a.Hooks.OnPlanStepComplete(0, func(_ context.Context, _ agentrt.HookInfo, s *session.PlanStepFinished) { hooked = append(hooked, s.Index) })
+	e := newEnv(t, nil, agentrt.Config{}, a)
+	id := e.session(t, "calc")
+	res := e.run(t, id, "what are 2+2 and 3*3?")
+	if res.Status != session.StatusDone || res.Text != "2+2 is 4 and 3*3 is 9." {
+		t.Fatalf("run: %s %q", res.Status, res.Text)
+	}
+	log := storedLog(t, e.store, id)
+	if n := len(eventsOf[session.PlanCreated](log)); n != 1 {
+		t.Errorf("%d plan_created", n)
+	}
+	want := []string{`0 completed {"expression":"2+2","result":4}`, `1 completed {"expression":"3*3","result":9}`}
+	if got := stepsOf(log); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+	if fmt.Sprint(hooked) != "[0 1]" {
+		t.Errorf("OnPlanStepComplete saw %v", hooked)
+	}
+	// The planner was told the tools and the question.
+	if p := m.Requests()[0].Messages[0].Text(); !strings.Contains(p, "- calculator: ") || !strings.Contains(p, "Question: what are 2+2 and 3*3?") {
+		t.Errorf("planner prompt:\n%s", p)
+	}
+}
+
+// A reply step is the answer (no summary); a tool step whose arguments
+// the schema refuses fails without a call; max_steps caps the plan.
+func TestPlanExecuteReplyStepAndBadArgs(t *testing.T) {
+	plan := `{"steps":[{"kind":"tool","tool":"calculator","arguments":{"expr":"1"}},` +
+		`{"kind":"tool","tool":"calculator","arguments":{"expression":"1+1"}},` +
+		`{"kind":"reply","text":"It is 2."},{"kind":"tool","tool":"calculator","arguments":{"expression":"9"}}]}`
+	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, scripted.New("m", scripted.Reply{Text: plan}), agentrt.PlanExecute{MaxSteps: 3}))
+	id := e.session(t, "calc")
+	res := e.run(t, id, "1+1?")
+	if res.Status != session.StatusDone || res.Text != "It is 2." {
+		t.Fatalf("run: %s %q", res.Status, res.Text)
+	}
+	got := stepsOf(storedLog(t, e.store, id))
+	if len(got) != 3 || !strings.HasPrefix(got[0], "0 failed not called: ") || !strings.HasPrefix(got[1], "1 completed") || got[2] != `2 completed "It is 2."` {
+		t.Fatalf("steps %q", got)
+	}
+	if n := len(toolResults(res.Events)); n != 1 {
+		t.Errorf("%d tool calls, want 1 (the bad step is not called, the fourth is past max_steps)", n)
+	}
+}
+
+// A plan that does not parse is reported to the model once; a second one
+// fails the run clearly.
+func TestPlanExecuteBadPlans(t *testing.T) {
+	t.Run("corrected", func(t *testing.T) {
+		m := scripted.New("m", scripted.Reply{Text: "I would add them."}, scripted.Reply{Text: twoSums}, scripted.Reply{Text: "4 and 9"}).Record()
+		e := newEnv(t, nil, agentrt.Config{}, planAgent(t, m, agentrt.PlanExecute{}))
+		id := e.session(t, "calc")
+		if res := e.run(t, id, "sums?"); res.Status != session.StatusDone || res.Text != "4 and 9" {
+			t.Fatalf("run: %s %q", res.Status, res.Text)
+		}
+		if p := m.Requests()[1].Messages[0].Text(); !strings.Contains(p, "Your previous plan was refused: the reply holds no JSON plan.") {
+			t.Errorf("second planner prompt:\n%s", p)
+		}
+	})
+	t.Run("twice", func(t *testing.T) {
+		bad := scripted.Reply{Text: `{"steps":[{"kind":"tool","tool":"rm","arguments":{}}]}`}
+		e := newEnv(t, nil, agentrt.Config{}, planAgent(t, scripted.New("m", bad, bad), agentrt.PlanExecute{}))
+		id := e.session(t, "calc")
+		res, _ := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "?"}))
+		if res.Status != session.StatusFailed || res.Err == nil || res.Err.Code != "bad_plan" ||
+			!strings.Contains(res.Err.Message, `the model wrote no usable plan in 2 attempts; the last: step 1: unknown tool "rm"`) {
+			t.Fatalf("run: %s %+v", res.Status, res.Err)
+		}
+	})
+}
+
+// When the summary cannot be written, a template lists the outcomes.
+func TestPlanExecuteTemplate(t *testing.T) {
+	m := scripted.New("m", scripted.Reply{Text: twoSums}, scripted.Reply{Error: "down", ErrorCode: model.CodeAuth})
+	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, m, agentrt.PlanExecute{}))
+	id := e.session(t, "calc")
+	res := e.run(t, id, "sums?")
+	want := "The plan's steps:\n1. calculator {\"expression\":\"2+2\"}: {\"expression\":\"2+2\",\"result\":4}\n2. calculator {\"expression\":\"3*3\"}: {\"expression\":\"3*3\",\"result\":9}\n"
+	if res.Status != session.StatusDone || res.Text != want {
+		t.Fatalf("run: %s %q", res.Status, res.Text)
+	}
+}
+
+// The caller's plan, checked before anything runs; approvals work inside
+// a plan; TaskAgent returns the plan with each step's outcome.
+func TestTaskAgentExecutePlan(t *testing.T) {
+	a := planAgent(t, scripted.New("m", scripted.Reply{Text: "4, then 9"}), agentrt.PlanExecute{})
+	a.Approval = agentrt.ApprovalPolicy{Ask: []string{"calculator"}}
+	e := newEnv(t, nil, agentrt.Config{}, a)
+	ta := agentrt.TaskAgent{Runner: e.r, Agent: "calc"}
+	ctx := context.Background()
+	for _, bad := range []struct {
+		plan *agentrt.Plan
+		want string
+	}{
+		{&agentrt.Plan{}, "the plan has no steps"},
+		{&agentrt.Plan{Steps: []agentrt.PlanStep{{Kind: "tool", Tool: "nope"}}}, `step 1: unknown tool "nope" (the agent has calculator)`},
+		{&agentrt.Plan{Steps: []agentrt.PlanStep{{Kind: "tool", Tool: "calculator", Arguments: json.RawMessage(`{"expression":7}`)}}}, "step 1: "},
+		{&agentrt.Plan{Steps: []agentrt.PlanStep{{Kind: "dance"}}}, `step 1: unknown kind "dance" (want tool or reply)`},
+	} {
+		if _, _, err := ta.ExecutePlan(ctx, "p0", bad.plan); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, want %q", bad.plan, err, bad.want)
+		}
+	}
+	plan := &agentrt.Plan{Goal: "sums", Steps: []agentrt.PlanStep{
+		{Kind: "tool", Tool: "calculator", Arguments: json.RawMessage(`{"expression":"2+2"}`)},
+		{Kind: "tool", Tool: "calculator", Arguments: json.RawMessage(`{"expression":"3*3"}`)}}}
+	if _, err := e.r.CreateSession(ctx, "calc", "p1", nil); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := ta.ExecutePlan(ctx, "p1", plan)
+	var re *agentrt.RunError
+	if !errors.As(err, &re) || res.Status != session.StatusWaiting || len(re.Requests) != 1 {
+		t.Fatalf("first step: %v %+v", err, res)
+	}
+	for range 2 {
+		st, _ := e.r.Load(ctx, "p1")
+		if _, err := e.r.Resolve(ctx, "p1", st.Requests[0].ID, agentrt.Resolution{Decision: "approve"}); err != nil {
+			t.Fatal(err)
+		}
+		res = e.resume(t, "p1")
+	}
+	if res.Status != session.StatusDone || res.Text != "4, then 9" {
+		t.Fatalf("after approvals: %s %q", res.Status, res.Text)
+	}
+	if got := stepsOf(storedLog(t, e.store, "p1")); len(got) != 2 || !strings.Contains(got[1], `"result":9`) {
+		t.Errorf("steps %q", got)
+	}
+}
+
+// A crash mid-plan resumes at the step that had not finished: completed
+// steps are not run again.
+func TestPlanExecuteDurable(t *testing.T) {
+	// Fail each commit in turn until one fails with exactly the first
+	// step's result stored: the process "dies" between the steps.
+	for failAt := 1; failAt < 30; failAt++ {
+		var faults storetest.Faults
+		mem := memstore.New()
+		e := newEnv(t, storetest.Faulty(mem, &faults), agentrt.Config{}, planAgent(t, scripted.New("m", scripted.Reply{Text: twoSums}, scripted.Reply{Text: "x"}), agentrt.PlanExecute{}))
+		id := e.session(t, "calc")
+		faults.FailCommit(failAt, false)
+		if _, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "sums?"})); !errors.Is(err, storetest.ErrInjected) {
+			t.Fatalf("fail at %d: run: %v", failAt, err)
+		}
+		if len(toolResults(storedLog(t, mem, id))) != 1 {
+			continue
+		}
+		e2 := newEnv(t, mem, agentrt.Config{}, planAgent(t, scripted.New("m", scripted.Reply{Text: "4 and 9"}), agentrt.PlanExecute{}))
+		res := e2.resume(t, id)
+		if res.Status != session.StatusDone || res.Text != "4 and 9" {
+			t.Fatalf("resume: %s %q %+v", res.Status, res.Text, res.Err)
+		}
+		log := storedLog(t, mem, id)
+		if n := len(toolResults(log)); n != 2 {
+			t.Errorf("%d results in all, want 2: a completed step ran again", n)
+		}
+		if n := len(eventsOf[session.PlanCreated](log)); n != 1 {
+			t.Errorf("%d plans: the resume planned again", n)
+		}
+		return
+	}
+	t.Fatal("no commit failure left exactly one step done")
+}
