@@ -43,7 +43,9 @@ func TestPlanExecuteModelPlans(t *testing.T) {
 	m := scripted.New("m", scripted.Reply{Text: twoSums}, scripted.Reply{Text: "2+2 is 4 and 3*3 is 9."}).Record()
 	a := planAgent(t, m, agentrt.PlanExecute{})
 	var hooked []int
-	a.Hooks.OnPlanStepComplete(0, func(_ context.Context, _ agentrt.HookInfo, s *session.PlanStepFinished) { hooked = append(hooked, s.Index) })
+	a.Hooks.OnPlanStepComplete(0, func(_ context.Context, _ agentrt.HookInfo, s *session.PlanStepFinished) {
+		hooked = append(hooked, s.Index)
+	})
 	e := newEnv(t, nil, agentrt.Config{}, a)
 	id := e.session(t, "calc")
 	res := e.run(t, id, "what are 2+2 and 3*3?")

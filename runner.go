@@ -3,9 +3,9 @@ package agentrt
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
