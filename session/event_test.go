@@ -37,7 +37,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		&session.ToolCall{CallID: "call_1", Name: "search", Arguments: json.RawMessage(`{}`), Attempt: 2},
 		&session.Final{Text: "done", Usage: usage},
 		&session.Error{Code: "timeout", Message: "model timed out", Recoverable: true},
-		&session.Raw{T: "plan_created", JSON: json.RawMessage(`{"plan":[{"tool":"search"}],"n":1.5}`)},
+		&session.Raw{T: "team_note", JSON: json.RawMessage(`{"plan":[{"tool":"search"}],"n":1.5}`)},
 	}
 	for _, d := range tests {
 		t.Run(string(d.EventType()), func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 }
 
 func TestEventUnknownTypeIsRaw(t *testing.T) {
-	const in = `{"v":1,"seq":3,"session_id":"s1","turn":1,"type":"plan_step_started","time":"2026-03-01T12:00:00Z","data":{"child":"c1","round":3}}`
+	const in = `{"v":1,"seq":3,"session_id":"s1","turn":1,"type":"team_ping","time":"2026-03-01T12:00:00Z","data":{"child":"c1","round":3}}`
 	var e session.Event
 	if err := json.Unmarshal([]byte(in), &e); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestEventUnknownTypeIsRaw(t *testing.T) {
 	if !ok {
 		t.Fatalf("Data is %T, want *session.Raw", e.Data)
 	}
-	want := &session.Raw{T: "plan_step_started", JSON: json.RawMessage(`{"child":"c1","round":3}`)}
+	want := &session.Raw{T: "team_ping", JSON: json.RawMessage(`{"child":"c1","round":3}`)}
 	if diff := cmp.Diff(want, raw); diff != "" {
 		t.Errorf("Raw mismatch (-want +got):\n%s", diff)
 	}
@@ -146,12 +146,12 @@ type planned struct {
 	Steps []string `json:"steps"`
 }
 
-func (*planned) EventType() session.Type { return "plan_created" }
+func (*planned) EventType() session.Type { return "team_note" }
 
 // As gives a custom payload the same way whether the event was made in
 // this process or read back from a store as Raw.
 func TestAs(t *testing.T) {
-	live := &session.Event{Type: "plan_created", Data: &planned{Steps: []string{"a"}}}
+	live := &session.Event{Type: "team_note", Data: &planned{Steps: []string{"a"}}}
 	b, err := json.Marshal(live)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestAs(t *testing.T) {
 	if _, ok, _ := session.As[planned](&session.Event{Type: "other", Data: &session.Raw{T: "other", JSON: json.RawMessage(`{}`)}}); ok {
 		t.Error("As took an event of another type")
 	}
-	if _, _, err := session.As[planned](&session.Event{Type: "plan_created", Data: &session.Raw{T: "plan_created", JSON: json.RawMessage(`{"steps":1}`)}}); err == nil || !strings.Contains(err.Error(), "plan_created") {
+	if _, _, err := session.As[planned](&session.Event{Type: "team_note", Data: &session.Raw{T: "team_note", JSON: json.RawMessage(`{"steps":1}`)}}); err == nil || !strings.Contains(err.Error(), "team_note") {
 		t.Errorf("As of a bad payload: %v", err)
 	}
 }

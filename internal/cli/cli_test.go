@@ -946,14 +946,14 @@ func TestNewUserFrictions(t *testing.T) {
 			t.Errorf("%d bytes of output", len(r.out))
 		}
 	})
-	t.Run("config check FILE, and what this build cannot run", func(t *testing.T) {
+	t.Run("config check FILE, and a model that cannot plan", func(t *testing.T) {
 		e := newEnv(t, demoConfig+"agents:\n  a: {model: demo, strategy: plan_execute}\n", nil)
-		r := agentrt(t, app.Options{}, "config", "check", e.config)
-		if r.code != cli.ExitUsage || !strings.Contains(r.err, `agentrt.yaml:5:20:`) || !strings.Contains(r.err, `agents.a.strategy: strategy "plan_execute" is not available`) {
+		if r := agentrt(t, app.Options{}, "config", "check", e.config); r.code != cli.ExitOK || !strings.Contains(r.out, "agentrt.yaml: ok (1 agents, 1 models)") {
 			t.Errorf("%v", r)
 		}
-		if r := e.run("run", "--agent", "a", "hi"); r.code != cli.ExitUsage || !strings.Contains(r.err, `agents.a.strategy`) {
-			t.Errorf("run agrees with config check: %v", r)
+		// The demo model writes no plans: the run says so, and stops.
+		if r := e.run("run", "--agent", "a", "hi"); r.code != cli.ExitFailed || !strings.Contains(r.err, "the model wrote no usable plan in 2 attempts; the last: the reply holds no JSON plan") {
+			t.Errorf("run: %v", r)
 		}
 	})
 	t.Run("model: auto", func(t *testing.T) {

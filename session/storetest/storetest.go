@@ -827,7 +827,7 @@ func allData() []session.Data {
 		&session.Error{Code: "budget_exceeded", Message: "cost limit reached", Recoverable: false},
 		&session.RunFinished{Status: session.StatusDone, Usage: usage},
 		&session.RunFinished{Status: session.StatusPaused, Usage: usage, Reason: "max_rounds"},
-		&session.Raw{T: "plan_created", JSON: json.RawMessage(`{"plan":[{"tool":"search","args":{"q":"x"}},{"reply":true}],"version":3}`)},
+		&session.Raw{T: "team_note", JSON: json.RawMessage(`{"plan":[{"tool":"search","args":{"q":"x"}},{"reply":true}],"version":3}`)},
 		&session.Raw{T: "my_custom_event", JSON: json.RawMessage(`[1,"two",{"three":3}]`)},
 		&session.Interrupted{Reason: "newer input", MergedInputs: 2},
 	}
