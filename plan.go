@@ -159,6 +159,9 @@ type PlanExecute struct {
 	// Summarizer writes the answer from the observations; nil means the
 	// agent's model.
 	Summarizer model.Model
+	// Replan, when a step fails, has the model plan the rest again from
+	// the observations so far (at most maxReplans times a run).
+	Replan bool
 }
 
 // Instruction kinds of PlanExecute, run by built-in executors.
@@ -178,9 +181,15 @@ type planState struct {
 	Finished []*session.PlanStepFinished `json:"finished,omitempty"`
 	// Results are the tool results of the plan's calls, by step.
 	Results  map[int]*session.ToolResult `json:"results,omitempty"`
-	Attempts int                         `json:"attempts,omitempty"`
-	Problem  string                      `json:"problem,omitempty"` // why the last plan was refused
+	Attempts int                         `json:"attempts,omitempty"` // planner replies since the last plan
+	Problem  string                      `json:"problem,omitempty"`  // why the last plan was refused
+	Replans  int                         `json:"replans,omitempty"`
+	// Failed is set when a step failed since the plan was (re)made.
+	Failed bool `json:"failed,omitempty"`
 }
+
+// maxReplans bounds re-planning in a run.
+const maxReplans = 2
 
 // NewPolicyState implements StatefulPolicy.
 func (PlanExecute) NewPolicyState() PolicyState { return &planState{} }
@@ -201,6 +210,10 @@ func (ps *planState) Apply(e *session.Event) error {
 			ps.Problem = d.Message
 		}
 	case *session.PlanCreated:
+		ps.Attempts, ps.Problem, ps.Failed = 0, "", false
+		if d.Source == "replan" && ps.Plan != nil {
+			return ps.replan(d.Plan)
+		}
 		return ps.setPlan(d.Plan)
 	case *session.PlanStepStarted:
 		if d.Index >= 0 && d.Index < len(ps.Started) {
@@ -210,6 +223,9 @@ func (ps *planState) Apply(e *session.Event) error {
 		if d.Index >= 0 && d.Index < len(ps.Finished) {
 			f := *d
 			ps.Finished[d.Index] = &f
+			if d.Status == StepFailed {
+				ps.Failed = true
+			}
 		}
 	case *session.ToolResult:
 		if ps.Plan != nil {
@@ -238,6 +254,24 @@ func (ps *planState) setPlan(raw json.RawMessage) error {
 	return nil
 }
 
+// replan keeps the steps that finished and puts the new plan's steps
+// after them.
+func (ps *planState) replan(raw json.RawMessage) error {
+	var p Plan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	done := 0
+	for done < len(ps.Finished) && ps.Finished[done] != nil {
+		done++
+	}
+	ps.Plan.Steps = append(ps.Plan.Steps[:done:done], p.Steps...)
+	ps.Started = append(ps.Started[:done:done], make([]bool, len(p.Steps))...)
+	ps.Finished = append(ps.Finished[:done:done], make([]*session.PlanStepFinished, len(p.Steps))...)
+	ps.Replans++
+	return nil
+}
+
 // next returns the first step that has not finished, or -1.
 func (ps *planState) next() int {
 	for i := range ps.Finished {
@@ -260,6 +294,8 @@ func (p PlanExecute) Next(ctx context.Context, a *Agent, s *State) (Instruction,
 	switch {
 	case ps.Plan == nil:
 		return Instruction{Kind: KindPlan}, nil
+	case p.Replan && ps.Failed && ps.Replans < maxReplans:
+		return Instruction{Kind: KindPlan}, nil // plan the rest again
 	case ps.next() >= 0:
 		return Instruction{Kind: KindPlanStep}, nil
 	}
@@ -294,6 +330,15 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 		fmt.Fprintf(&b, "- %s: %s\n  arguments schema: %s\n", sp.Name, sp.Description, sp.InputSchema)
 	}
 	fmt.Fprintf(&b, "\nQuestion: %s\n", x.st.Input)
+	replanning := ps.Plan != nil
+	done := 0
+	if replanning {
+		for done < len(ps.Finished) && ps.Finished[done] != nil {
+			done++
+		}
+		fmt.Fprintf(&b, "\nA step failed. The steps run so far, and what they observed:\n%s"+
+			"Plan the remaining steps only (at most %d), to reach the answer despite the failure.\n", planOutcomes(ps), p.maxSteps()-done)
+	}
 	if ps.Problem != "" {
 		fmt.Fprintf(&b, "\nYour previous plan was refused: %s. Write a corrected plan.\n", ps.Problem)
 	}
@@ -308,8 +353,8 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 	}
 	plan, perr := parser.Parse(resp.Message.Text())
 	if perr == nil {
-		if len(plan.Steps) > p.maxSteps() {
-			plan.Steps = plan.Steps[:p.maxSteps()] // capped; seed 000's max_steps
+		if room := p.maxSteps() - done; len(plan.Steps) > room {
+			plan.Steps = plan.Steps[:max(room, 0)] // capped; seed 000's max_steps
 		}
 		perr = x.agent.checkPlan(plan, false)
 	}
@@ -328,7 +373,11 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 		plan.Goal = x.st.Input
 	}
 	raw, _ := json.Marshal(plan)
-	emit(x, session.PlanCreated{Plan: raw, Source: "model"})
+	source := "model"
+	if replanning {
+		source = "replan"
+	}
+	emit(x, session.PlanCreated{Plan: raw, Source: source})
 	return nil
 }
 

@@ -208,3 +208,31 @@ func TestPlanExecuteDurable(t *testing.T) {
 	}
 	t.Fatal("no commit failure left exactly one step done")
 }
+
+// With Replan, a failed step has the model plan the rest again from the
+// observations so far; the finished steps stay.
+func TestPlanExecuteReplan(t *testing.T) {
+	first := `{"steps":[{"kind":"tool","tool":"calculator","arguments":{"expression":"2+2"}},` +
+		`{"kind":"tool","tool":"calculator","arguments":{"expression":"1/0"}},` +
+		`{"kind":"tool","tool":"calculator","arguments":{"expression":"7*7"}}]}`
+	second := `{"steps":[{"kind":"tool","tool":"calculator","arguments":{"expression":"1/1"}}]}`
+	m := scripted.New("m", scripted.Reply{Text: first}, scripted.Reply{Text: second}, scripted.Reply{Text: "4, and 1 instead"}).Record()
+	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, m, agentrt.PlanExecute{Replan: true}))
+	id := e.session(t, "calc")
+	res := e.run(t, id, "sums?")
+	if res.Status != session.StatusDone || res.Text != "4, and 1 instead" {
+		t.Fatalf("run: %s %q %+v", res.Status, res.Text, res.Err)
+	}
+	log := storedLog(t, e.store, id)
+	plans := eventsOf[session.PlanCreated](log)
+	if len(plans) != 2 || plans[1].Source != "replan" {
+		t.Fatalf("plans %+v", plans)
+	}
+	got := stepsOf(log)
+	if len(got) != 3 || !strings.HasPrefix(got[0], "0 completed") || !strings.HasPrefix(got[1], "1 failed") || !strings.HasPrefix(got[2], `2 completed {"expression":"1/1"`) {
+		t.Fatalf("steps %q: the 7*7 step should have been replaced", got)
+	}
+	if p := m.Requests()[1].Messages[0].Text(); !strings.Contains(p, "A step failed. The steps run so far") || !strings.Contains(p, "2. calculator {\"expression\":\"1/0\"}: failed: ") {
+		t.Errorf("replanning prompt:\n%s", p)
+	}
+}

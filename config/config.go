@@ -120,6 +120,8 @@ type Agent struct {
 	Instructions   string   `yaml:"instructions,omitempty"`
 	// Strategy is StrategyReact (also the empty string) or StrategyPlanExecute.
 	Strategy string `yaml:"strategy,omitempty"`
+	// Plan configures strategy plan_execute.
+	Plan PlanConfig `yaml:"plan,omitempty"`
 	// Stream, when set to false, asks the agent's models for whole
 	// replies rather than streams.
 	Stream *bool `yaml:"stream,omitempty"`
@@ -202,6 +204,16 @@ type Compaction struct {
 	KeepRecent  int `yaml:"keep_recent,omitempty"`
 	// Model names the model that writes summaries; "" means the agent's.
 	Model string `yaml:"model,omitempty"`
+}
+
+// PlanConfig configures plan-and-execute: how many steps a plan may have
+// (default 10), the model that summarises the observations (a name from
+// models; default the agent's), and whether a failed step makes the model
+// plan again (replan: on_failure, at most twice a run).
+type PlanConfig struct {
+	MaxSteps   int    `yaml:"max_steps,omitempty"`
+	Summarizer string `yaml:"summarizer,omitempty"`
+	Replan     string `yaml:"replan,omitempty"`
 }
 
 // AgentMemory gives an agent a memory, in the store's database, and its

@@ -552,6 +552,19 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 		}},
 		field{"instructions", d.str(&a.Instructions)},
 		field{"strategy", d.str(&a.Strategy)},
+		field{"plan", func(n *yaml.Node, path string) {
+			p := &a.Plan
+			d.mapping(n, path,
+				field{"max_steps", number(d, &p.MaxSteps)},
+				field{"summarizer", d.str(&p.Summarizer)},
+				field{"replan", func(n *yaml.Node, path string) {
+					d.str(&p.Replan)(n, path)
+					if p.Replan != "" && p.Replan != "never" && p.Replan != "on_failure" {
+						d.errorf(n, path, "%q: want never or on_failure", p.Replan)
+					}
+				}},
+			)
+		}},
 		field{"stream", d.boolean(&a.Stream)},
 		field{"tools", d.list(&a.Tools)},
 		field{"approval", func(n *yaml.Node, path string) {

@@ -106,6 +106,11 @@ func TestProblems(t *testing.T) {
 			want: `agentrt.yaml:2:42: models.m.inline_tool_calls: "yes": want auto, on or off`,
 		},
 		{
+			name: "bad replan",
+			src:  base + "  b: {model: m, strategy: plan_execute, plan: {replan: always}}\n",
+			want: `agentrt.yaml:5:56: agents.b.plan.replan: "always": want never or on_failure`,
+		},
+		{
 			name: "zero tool timeout",
 			src:  base + "  b: {model: m, timeouts: {tools: {search: 0s}}}\n",
 			want: "agentrt.yaml:5:44: agents.b.timeouts.tools.search: a tool's timeout must be positive",

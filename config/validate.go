@@ -240,6 +240,9 @@ func (d *decoder) validateAgent(c *Config, name string, a Agent) {
 			d.checkModelRef(c, ip, m)
 		}
 	}
+	if a.Plan.Summarizer != "" {
+		d.checkModelRef(c, p+".plan.summarizer", a.Plan.Summarizer)
+	}
 	if a.Compaction.Model != "" {
 		d.checkModelRef(c, p+".compaction.model", a.Compaction.Model)
 	}

@@ -204,7 +204,13 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			b.Registry(nil)
 		}
 		if ac.Strategy == config.StrategyPlanExecute {
-			b.Policy(agentrt.PlanExecute{})
+			pe := agentrt.PlanExecute{MaxSteps: ac.Plan.MaxSteps, Replan: ac.Plan.Replan == "on_failure"}
+			if ac.Plan.Summarizer != "" {
+				if pe.Summarizer, err = a.buildModel(ctx, cfg, ac.Plan.Summarizer, t, models, opts); err != nil {
+					return nil, fmt.Errorf("agent %q: plan summarizer %w", name, err)
+				}
+			}
+			b.Policy(pe)
 		}
 		for _, t := range ac.Tools {
 			if _, isAgent := cfg.Agents[t]; isAgent {

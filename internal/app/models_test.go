@@ -399,3 +399,13 @@ func TestPlanExecuteFromConfig(t *testing.T) {
 		t.Fatalf("policy %T", ag.Policy)
 	}
 }
+
+// An agent's plan settings reach its PlanExecute policy.
+func TestPlanConfig(t *testing.T) {
+	a := buildYAML(t, "models:\n  m: {provider: demo}\n  small: {provider: demo}\nagents:\n  p: {model: m, strategy: plan_execute, tools: [calculator], plan: {max_steps: 4, summarizer: small, replan: on_failure}}\n", Options{})
+	ag, _ := a.Runner.Agent("p")
+	pe, ok := ag.Policy.(agentrt.PlanExecute)
+	if !ok || pe.MaxSteps != 4 || !pe.Replan || pe.Summarizer == nil {
+		t.Fatalf("policy %+v", ag.Policy)
+	}
+}
