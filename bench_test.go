@@ -459,3 +459,41 @@ func BenchmarkLongSession(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPlanExecute runs a plan of 3 tool steps and a summary (the
+// model writes the plan, then the summary: 2 model calls, 3 tool calls)
+// beside the think-act turn making the same 3 calls (4 model calls), both
+// over memstore, in the same run. One op is one turn.
+func BenchmarkPlanExecute(b *testing.B) {
+	ctx := context.Background()
+	plan := `{"steps":[{"kind":"tool","tool":"add","arguments":{"a":1,"b":2}},` +
+		`{"kind":"tool","tool":"add","arguments":{"a":3,"b":4}},{"kind":"tool","tool":"add","arguments":{"a":5,"b":6}}]}`
+	for _, name := range []string{"react", "plan"} {
+		b.Run(name, func(b *testing.B) {
+			a, m := benchAgent(b)
+			if name == "plan" {
+				m = scripted.New("bench", scripted.Reply{Text: plan}, scripted.Reply{Text: "The sums are 3, 7 and 11."})
+				a.Model, a.Policy = m, agentrt.PlanExecute{}
+			}
+			store := memstore.New()
+			r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{a}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				n++
+				id := "p" + strconv.Itoa(n)
+				m.Reset()
+				res, err := r.Send(ctx, id, agentrt.Input{Text: "add 1+2, 3+4 and 5+6", Agent: "bench"})
+				if err != nil || res.Text != "The sums are 3, 7 and 11." {
+					b.Fatal(res, err)
+				}
+				if err := r.DeleteSession(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
