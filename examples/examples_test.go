@@ -104,6 +104,26 @@ var cases = []exampleCase{
 		},
 	},
 	{
+		name:    "plan",
+		example: "plan",
+		want: []string{
+			`step 1: calculator {"expression":"3*89"} -> completed {"expression":"3*89","result":267}`,
+			"answer: Three nights cost 267 and two dinners 90: 357 in all.",
+			`step 1: calculator {"expression":"267+90"} -> completed {"expression":"267+90","result":357}`,
+			"answer: Checked: 357.",
+			`refused: step 1: unknown tool "weather" (the agent has calculator)`,
+		},
+	},
+	{
+		name:    "memory",
+		example: "memory",
+		want: []string{
+			"session monday: Noted: your team deploys on Tuesdays.",
+			`retrieve: {"memories":[{"text":"Q: Remember: we deploy on Tuesdays.\nA: Noted: your team deploys on Tuesdays."`,
+			"session friday: On Tuesdays, as you told me.",
+		},
+	},
+	{
 		name:    "delegation",
 		example: "delegation",
 		want: []string{
