@@ -62,8 +62,11 @@ type Config struct {
 	MaxRecoveries int                  `yaml:"max_recoveries,omitempty"`
 	Models        map[string]Model     `yaml:"models,omitempty"`
 	MCPServers    map[string]MCPServer `yaml:"mcp_servers,omitempty"`
-	Agents        map[string]Agent     `yaml:"agents,omitempty"`
-	Server        Server               `yaml:"server,omitempty"`
+	// MCPSeparator joins a server's name and its tools' ("." when empty):
+	// server fs's read_file is fs.read_file.
+	MCPSeparator string           `yaml:"mcp_separator,omitempty"`
+	Agents       map[string]Agent `yaml:"agents,omitempty"`
+	Server       Server           `yaml:"server,omitempty"`
 
 	file  string              // name given to Parse; "" for Default
 	pos   map[string]Position // key path -> where it is written
@@ -106,8 +109,11 @@ type MCPServer struct {
 	Command string            `yaml:"command,omitempty"`
 	Args    []string          `yaml:"args,omitempty"`
 	Env     map[string]string `yaml:"env,omitempty"`
+	Dir     string            `yaml:"dir,omitempty"`
 	URL     string            `yaml:"url,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty"`
+	// Timeout bounds connecting and each call (default 60s).
+	Timeout Duration `yaml:"timeout,omitempty"`
 }
 
 // Agent is one entry of agents.

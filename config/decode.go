@@ -478,6 +478,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		field{"max_recoveries", number(d, &c.MaxRecoveries)},
 		field{"models", func(n *yaml.Node, path string) { c.Models = named(d, n, path, d.model) }},
 		field{"mcp_servers", func(n *yaml.Node, path string) { c.MCPServers = named(d, n, path, d.mcpServer) }},
+		field{"mcp_separator", d.str(&c.MCPSeparator)},
 		field{"agents", func(n *yaml.Node, path string) { c.Agents = named(d, n, path, d.agent) }},
 		field{"server", func(n *yaml.Node, path string) { d.server(n, path, &c.Server) }},
 	)
@@ -530,8 +531,10 @@ func (d *decoder) mcpServer(n *yaml.Node, path string, s *MCPServer) {
 		field{"command", d.str(&s.Command)},
 		field{"args", d.list(&s.Args)},
 		field{"env", d.stringMap(&s.Env)},
+		field{"dir", d.str(&s.Dir)},
 		field{"url", d.str(&s.URL)},
 		field{"headers", d.stringMap(&s.Headers)},
+		field{"timeout", d.duration(&s.Timeout)},
 	)
 }
 

@@ -15,6 +15,20 @@ if ! "$BIN/staticcheck" -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v
   GOBIN="$BIN" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
 
+echo "== MCP reference servers (npm, into testdata/mcp)"
+if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "installing nodejs and npm"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
+MCPN=testdata/mcp/node_modules/@modelcontextprotocol
+if [ ! -f $MCPN/server-everything/dist/index.js ] || [ ! -f $MCPN/server-filesystem/dist/index.js ] || [ ! -f $MCPN/server-memory/dist/index.js ]; then
+  npm install --silent --no-audit --no-fund --prefix testdata/mcp \
+    @modelcontextprotocol/server-everything@2026.8.31 \
+    @modelcontextprotocol/server-filesystem@2026.8.31 \
+    @modelcontextprotocol/server-memory@2026.8.31
+fi
+
 echo "== postgres (a throwaway cluster on 127.0.0.1 for the tests)"
 if [ -z "${AGENTRT_TEST_POSTGRES:-}" ]; then
   if ! ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then

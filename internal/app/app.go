@@ -26,6 +26,7 @@ import (
 	"github.com/agentrt/agentrt/session/sqlite"
 	"github.com/agentrt/agentrt/tool"
 	"github.com/agentrt/agentrt/tool/builtin"
+	"github.com/agentrt/agentrt/tool/mcptool"
 )
 
 // Options says where the configuration comes from.
@@ -68,6 +69,9 @@ type App struct {
 	// Memory is the agents' memory, when one has it (nil otherwise).
 	Memory      memory.Store
 	closeMemory func() error
+	// MCP holds the connections to the configured MCP servers (nil when
+	// there are none).
+	MCP *mcptool.Manager
 }
 
 // LoadConfig loads the config named by opts (or the defaults).
@@ -127,6 +131,9 @@ func check(cfg *config.Config, opts Options, models []string) error {
 	return errors.Join(
 		cfg.CheckStrategies(config.StrategyReact, config.StrategyPlanExecute),
 		cfg.CheckTools(func(p string) bool {
+			if mcpServerOf(cfg, p) != "" {
+				return true // an MCP server's: known once it is connected (agentrt mcp check)
+			}
 			_, err := reg.Filter([]string{p})
 			return err == nil
 		}, reg.Names()...),
@@ -143,6 +150,10 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	}
 	a.Tools = reg
 	if err := Check(cfg, opts); err != nil {
+		return nil, err
+	}
+	if err := a.addMCPTools(ctx, cfg); err != nil {
+		a.Close()
 		return nil, err
 	}
 	if err := a.recordTraffic(&opts); err != nil {
@@ -361,6 +372,9 @@ func (a *App) Close() error {
 	if a.closeMemory != nil {
 		errs = append(errs, a.closeMemory())
 	}
+	if a.MCP != nil {
+		errs = append(errs, a.MCP.Close())
+	}
 	if a.recorder != nil {
 		// A recording is written when its transport closes.
 		errs = append(errs, a.recorder.Close())
@@ -399,6 +413,67 @@ func toolTimeouts(a *agentrt.Agent, t config.Timeouts) error {
 	for _, n := range names {
 		if err := a.Tools.SetTimeout(n, t.Tools[n].Std()); err != nil {
 			return fmt.Errorf("timeouts.tools: %w", err)
+		}
+	}
+	return nil
+}
+
+// NewMCP returns a Manager for the config's mcp_servers (nil for none).
+func NewMCP(cfg *config.Config) (*mcptool.Manager, error) {
+	if len(cfg.MCPServers) == 0 {
+		return nil, nil
+	}
+	var servers []mcptool.Server
+	for _, name := range cfg.MCPServerNames() {
+		s := cfg.MCPServers[name]
+		servers = append(servers, mcptool.Server{Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Dir,
+			URL: s.URL, Headers: s.Headers, Timeout: s.Timeout.Std()})
+	}
+	return mcptool.New(servers, cfg.MCPSeparator)
+}
+
+// mcpServerOf returns the MCP server a tool name or pattern of the config
+// belongs to ("fs" for "fs.*" or "fs.read_file"), or "".
+func mcpServerOf(cfg *config.Config, pattern string) string {
+	sep := cfg.MCPSeparator
+	if sep == "" {
+		sep = "."
+	}
+	name, _, ok := strings.Cut(pattern, sep)
+	if _, isServer := cfg.MCPServers[name]; ok && isServer {
+		return name
+	}
+	return ""
+}
+
+// addMCPTools connects to the MCP servers the agents use (their tools or
+// approval patterns name them) and adds their tools to a.Tools. A server
+// no agent uses is not started.
+func (a *App) addMCPTools(ctx context.Context, cfg *config.Config) error {
+	m, err := NewMCP(cfg)
+	if err != nil || m == nil {
+		return err
+	}
+	a.MCP = m
+	used := map[string]bool{}
+	for _, name := range cfg.AgentNames() {
+		ac := cfg.Agents[name]
+		for _, p := range slices.Concat(ac.Tools, ac.Approval.Ask, ac.Approval.Deny) {
+			if s := mcpServerOf(cfg, p); s != "" {
+				used[s] = true
+			}
+		}
+	}
+	for _, s := range m.Names() {
+		if !used[s] {
+			continue
+		}
+		ts, err := m.Tools(ctx, s)
+		if err != nil {
+			return err
+		}
+		if err := a.Tools.Add(ts...); err != nil {
+			return fmt.Errorf("mcp server %q: %w", s, err)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/internal/fakellm"
+	"github.com/agentrt/agentrt/internal/mcptest"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
@@ -407,5 +408,37 @@ func TestPlanConfig(t *testing.T) {
 	pe, ok := ag.Policy.(agentrt.PlanExecute)
 	if !ok || pe.MaxSteps != 4 || !pe.Replan || pe.Summarizer == nil {
 		t.Fatalf("policy %+v", ag.Policy)
+	}
+}
+
+// An agent that names an MCP server's tools gets them: the server starts
+// when the app is built, and its tools run as any other.
+func TestMCPToolsFromConfig(t *testing.T) {
+	entry := mcptest.Server(t, "server-everything")
+	m := scripted.New("s", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("ev.echo", `{"message":"through the runtime"}`)}}, scripted.Reply{Text: "echoed"})
+	src := "mcp_servers:\n  ev: {command: node, args: [" + strconv.Quote(entry) + ", stdio], timeout: 30s}\n  unused: {command: no-such-server}\n" +
+		"models:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [\"ev.echo\", \"ev.get-sum\"], approval: {ask: [\"ev.get-sum\"]}}\n"
+	a := buildYAML(t, src, Options{Models: map[string]model.Model{"s": m}})
+	ag, _ := a.Runner.Agent("a")
+	if got := fmt.Sprint(ag.Tools.Names()); got != "[ev.echo ev.get-sum]" {
+		t.Fatalf("tools %s", got)
+	}
+	res, err := a.Runner.Ask(context.Background(), "a", "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []*session.ToolResult
+	for _, e := range res.Events {
+		if d, ok := e.Data.(*session.ToolResult); ok {
+			results = append(results, d)
+		}
+	}
+	if len(results) != 1 || !results[0].OK || !strings.Contains(string(results[0].Result), "through the runtime") {
+		t.Fatalf("results %+v", results)
+	}
+	// A server that cannot start fails the build, saying which and why.
+	_, err = buildYAMLErr(t, "mcp_servers:\n  gone: {command: no-such-mcp-server}\nmodels:\n  s: {provider: demo}\nagents:\n  a: {model: s, tools: [\"gone.*\"]}\n", Options{})
+	if err == nil || !strings.Contains(err.Error(), `mcp server "gone": command "no-such-mcp-server"`) {
+		t.Fatalf("a server that cannot start: %v", err)
 	}
 }

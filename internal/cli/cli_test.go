@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/internal/mcptest"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
@@ -1174,5 +1175,30 @@ agents:
 		scripted.Reply{Text: "6*7 is 42."})}
 	if r := e.must(cli.ExitOK, "run", "--agent", "planner", "6*7?"); !strings.Contains(r.out, "[plan] 1 step(s) (model)") || !strings.Contains(r.out, "6*7 is 42.") {
 		t.Errorf("planning run:\n%s", r.out)
+	}
+}
+
+// agentrt mcp check connects to each server: what it offers, or why not;
+// agentrt tools lists an agent's MCP tools with their schemas.
+func TestMCPCheck(t *testing.T) {
+	t.Parallel()
+	entry := mcptest.Server(t, "server-everything")
+	e := newEnv(t, `
+mcp_servers:
+  ev: {command: node, args: [`+strconv.Quote(entry)+`, stdio]}
+  gone: {command: no-such-mcp-server}
+models:
+  s: {provider: demo}
+agents:
+  assistant: {model: s, tools: ["ev.echo"]}
+`, nil)
+	r := e.run("mcp", "check")
+	if r.code != cli.ExitFailed || !strings.Contains(r.out, "ev: ok, ") || !strings.Contains(r.out, "ev.echo") ||
+		!strings.Contains(r.out, `gone: cannot be used: mcp server "gone": command "no-such-mcp-server"`) ||
+		!strings.Contains(r.err, "1 of 2 MCP server(s) cannot be used") {
+		t.Errorf("mcp check: %v", r)
+	}
+	if r := e.must(cli.ExitOK, "tools", "--agent", "assistant"); !strings.Contains(r.out, "ev.echo") || !strings.Contains(r.out, `"message"`) {
+		t.Errorf("tools:\n%s", r.out)
 	}
 }

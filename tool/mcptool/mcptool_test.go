@@ -1,0 +1,166 @@
+package mcptool_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/internal/mcptest"
+	"github.com/agentrt/agentrt/tool"
+	"github.com/agentrt/agentrt/tool/mcptool"
+)
+
+func everything(t *testing.T) *mcptool.Manager {
+	t.Helper()
+	m, err := mcptool.New([]mcptool.Server{{Name: "ev", Command: "node", Args: []string{mcptest.Server(t, "server-everything"), "stdio"}}}, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func registryOf(t *testing.T, m *mcptool.Manager, server string) *tool.Registry {
+	t.Helper()
+	ts, err := m.Tools(t.Context(), server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tool.NewRegistry(ts...)
+	if err != nil {
+		t.Fatalf("the server's tools do not register: %v", err)
+	}
+	return reg
+}
+
+// The reference server over stdio: its tools with their schemas, a call,
+// a call with bad arguments (refused before it reaches the server), a
+// structured result.
+func TestStdioServer(t *testing.T) {
+	reg := registryOf(t, everything(t), "ev")
+	def, ok := reg.Get("ev.echo")
+	if !ok || !strings.Contains(string(def.Definition().InputSchema), `"message"`) {
+		t.Fatalf("ev.echo: %v %+v", ok, def)
+	}
+	res := reg.Call(t.Context(), "ev.echo", json.RawMessage(`{"message":"hello mcp"}`))
+	if !res.OK || !strings.Contains(string(res.Output), "hello mcp") {
+		t.Fatalf("echo: %+v", res)
+	}
+	if res := reg.Call(t.Context(), "ev.echo", json.RawMessage(`{}`)); res.OK || !strings.Contains(res.Error, "message") {
+		t.Errorf("echo without its message: %+v", res)
+	}
+	if res := reg.Call(t.Context(), "ev.get-sum", json.RawMessage(`{"a":2,"b":40}`)); !res.OK || !strings.Contains(string(res.Output), "42") {
+		t.Errorf("get-sum: %+v", res)
+	}
+}
+
+// A server that dies is started again on the next call; the call it died
+// in is a tool error.
+func TestServerKilledMidCall(t *testing.T) {
+	m := everything(t)
+	reg := registryOf(t, m, "ev")
+	ctx := t.Context()
+	done := make(chan tool.Result, 1)
+	go func() {
+		done <- reg.Call(ctx, "ev.trigger-long-running-operation", json.RawMessage(`{"duration":30,"steps":3}`))
+	}()
+	// Find the server's process and kill it while the call runs.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-P", strconv.Itoa(os.Getpid()), "-f", "server-everything/dist/index.js stdio").Output()
+		if pids := strings.Fields(string(out)); len(pids) > 0 {
+			for _, p := range pids {
+				_ = exec.Command("kill", "-9", p).Run()
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server's process was not found")
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the process, not a delay
+	}
+	res := <-done
+	if res.OK || !strings.Contains(res.Error, "ev") {
+		t.Fatalf("the call the server died in: %+v", res)
+	}
+	if res := reg.Call(ctx, "ev.echo", json.RawMessage(`{"message":"again"}`)); !res.OK || !strings.Contains(string(res.Output), "again") {
+		t.Fatalf("after the restart: %+v", res)
+	}
+}
+
+// Over Streamable HTTP, on 127.0.0.1.
+func TestHTTPServer(t *testing.T) {
+	entry := mcptest.Server(t, "server-everything")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("node", entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the HTTP server did not start listening")
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the port, not a delay
+	}
+	m, err := mcptool.New([]mcptool.Server{{Name: "web", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), Headers: map[string]string{"X-Test": "1"}}}, "_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	reg := registryOf(t, m, "web")
+	if res := reg.Call(t.Context(), "web_echo", json.RawMessage(`{"message":"over http"}`)); !res.OK || !strings.Contains(string(res.Output), "over http") {
+		t.Fatalf("echo over HTTP: %+v", res)
+	}
+}
+
+// Servers that cannot be used say exactly why.
+func TestBadServers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    mcptool.Server
+		want string
+	}{
+		{"no such command", mcptool.Server{Command: "no-such-mcp-server"}, `command "no-such-mcp-server": exec: "no-such-mcp-server": executable file not found`},
+		{"exits at once", mcptool.Server{Command: "false"}, "cannot connect"},
+		{"not MCP", mcptool.Server{Command: "sh", Args: []string{"-c", "echo hello, I am not MCP; sleep 5"}}, "cannot connect"},
+		{"hangs at initialize", mcptool.Server{Command: "sleep", Args: []string{"30"}, Timeout: 300 * time.Millisecond}, "did not answer its initialization within 300ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.s.Name = "bad"
+			m, err := mcptool.New([]mcptool.Server{tc.s}, ".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			_, err = m.Tools(context.Background(), "bad")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Tools: %v, want %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), `mcp server "bad"`) {
+				t.Errorf("the error does not name the server: %v", err)
+			}
+		})
+	}
+	if _, err := mcptool.New([]mcptool.Server{{Name: "x", Command: "a", URL: "http://b"}}, "."); err == nil || !strings.Contains(err.Error(), "give a command or a url, not both or neither") {
+		t.Errorf("both: %v", err)
+	}
+}
