@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentrt/agentrt/internal/mcptest"
 	"github.com/agentrt/agentrt/tool"
 	"github.com/agentrt/agentrt/tool/mcptool"
@@ -163,4 +165,91 @@ func TestBadServers(t *testing.T) {
 	if _, err := mcptool.New([]mcptool.Server{{Name: "x", Command: "a", URL: "http://b"}}, "."); err == nil || !strings.Contains(err.Error(), "give a command or a url, not both or neither") {
 		t.Errorf("both: %v", err)
 	}
+}
+
+// The filesystem reference server: write, read and list in a directory it
+// is allowed; a path outside it is a tool error the model reads.
+func TestFilesystemServer(t *testing.T) {
+	dir := t.TempDir()
+	m, err := mcptool.New([]mcptool.Server{{Name: "fs", Command: "node", Args: []string{mcptest.Server(t, "server-filesystem"), dir}}}, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	reg := registryOf(t, m, "fs")
+	ctx := t.Context()
+	file := dir + "/notes.txt"
+	if res := reg.Call(ctx, "fs.write_file", json.RawMessage(`{"path":`+strconv.Quote(file)+`,"content":"deploy on tuesday"}`)); !res.OK {
+		t.Fatalf("write_file: %+v", res)
+	}
+	if res := reg.Call(ctx, "fs.read_text_file", json.RawMessage(`{"path":`+strconv.Quote(file)+`}`)); !res.OK || !strings.Contains(string(res.Output), "deploy on tuesday") {
+		t.Fatalf("read_text_file: %+v", res)
+	}
+	if res := reg.Call(ctx, "fs.list_directory", json.RawMessage(`{"path":`+strconv.Quote(dir)+`}`)); !res.OK || !strings.Contains(string(res.Output), "notes.txt") {
+		t.Fatalf("list_directory: %+v", res)
+	}
+	if res := reg.Call(ctx, "fs.read_text_file", json.RawMessage(`{"path":"/etc/passwd"}`)); res.OK || res.Error == "" {
+		t.Fatalf("a path outside the allowed directory: %+v", res)
+	}
+}
+
+// The memory reference server keeps a knowledge graph across calls.
+func TestMemoryServer(t *testing.T) {
+	m, err := mcptool.New([]mcptool.Server{{Name: "kg", Command: "node", Args: []string{mcptest.Server(t, "server-memory")},
+		Env: map[string]string{"MEMORY_FILE_PATH": t.TempDir() + "/kg.jsonl"}}}, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	reg := registryOf(t, m, "kg")
+	ctx := t.Context()
+	if res := reg.Call(ctx, "kg.create_entities", json.RawMessage(`{"entities":[{"name":"ana","entityType":"person","observations":["deploys on tuesdays"]}]}`)); !res.OK {
+		t.Fatalf("create_entities: %+v", res)
+	}
+	if res := reg.Call(ctx, "kg.search_nodes", json.RawMessage(`{"query":"ana"}`)); !res.OK || !strings.Contains(string(res.Output), "deploys on tuesdays") {
+		t.Fatalf("search_nodes: %+v", res)
+	}
+}
+
+// BenchmarkEcho is server-everything's echo over stdio through an
+// agentrt tool (the Registry: schema check, then the client) beside a
+// direct call through the go-sdk client, on one connection each, in the
+// same run.
+func BenchmarkEcho(b *testing.B) {
+	entry := mcptest.Server(b, "server-everything")
+	args := json.RawMessage(`{"message":"hello"}`)
+	b.Run("agentrt", func(b *testing.B) {
+		m, err := mcptool.New([]mcptool.Server{{Name: "ev", Command: "node", Args: []string{entry, "stdio"}}}, ".")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		ts, err := m.Tools(context.Background(), "ev")
+		if err != nil {
+			b.Fatal(err)
+		}
+		reg, err := tool.NewRegistry(ts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if res := reg.Call(context.Background(), "ev.echo", args); !res.OK {
+				b.Fatal(res.Error)
+			}
+		}
+	})
+	b.Run("go-sdk", func(b *testing.B) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		sess, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command("node", entry, "stdio")}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sess.Close()
+		for b.Loop() {
+			res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args})
+			if err != nil || res.IsError {
+				b.Fatal(err, res)
+			}
+		}
+	})
 }
