@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/mcptest"
 	"github.com/agentrt/agentrt/internal/testenv"
 )
 
@@ -124,6 +125,19 @@ var cases = []exampleCase{
 		},
 	},
 	{
+		name:    "mcp-filesystem",
+		example: "mcp-filesystem",
+		args:    []string{"-server", "{{mcp:server-filesystem}}"},
+		want: []string{
+			"fs offers 14 tools",
+			`status: waiting; asks: Allow fs.write_file with arguments {"path":`,
+			"tool_result: fs.write_file ok=true",
+			"tool_result: fs.read_text_file ok=true",
+			"final: Saved and checked: deploys happen on Tuesdays.",
+			"on disk: Deploys happen on Tuesdays.",
+		},
+	},
+	{
 		name:    "delegation",
 		example: "delegation",
 		want: []string{
@@ -156,7 +170,13 @@ func TestExamples(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			work := t.TempDir()
-			out := runExample(t, work, filepath.Join(bin, tc.example), tc.args...)
+			args := slices.Clone(tc.args)
+			for i, a := range args {
+				if name, ok := strings.CutPrefix(a, "{{mcp:"); ok {
+					args[i] = mcptest.Server(t, strings.TrimSuffix(name, "}}")) // installed by the test command
+				}
+			}
+			out := runExample(t, work, filepath.Join(bin, tc.example), args...)
 			for _, w := range tc.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q", w)
