@@ -24,6 +24,10 @@ const (
 	// StepReply is the answer, as written in the plan: it wins over a
 	// summary.
 	StepReply StepKind = "reply"
+	// StepTask is a task the think-act loop carries out with the agent's
+	// tools (seed 004): the model is given it, calls tools as it needs,
+	// and its answer is the step's observation.
+	StepTask StepKind = "task"
 )
 
 // Step statuses (plan_step_finished's status).
@@ -40,6 +44,8 @@ type PlanStep struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Text is a reply step's answer.
 	Text string `json:"text,omitempty"`
+	// Task is a task step's description.
+	Task string `json:"task,omitempty"`
 }
 
 // A Plan is a goal and the steps that reach it.
@@ -121,8 +127,12 @@ func (a *Agent) checkPlan(p *Plan, args bool) error {
 			if strings.TrimSpace(st.Text) == "" {
 				return bad("step %d is a reply without text", i+1)
 			}
+		case StepTask:
+			if strings.TrimSpace(st.Task) == "" {
+				return bad("step %d is a task without a description", i+1)
+			}
 		default:
-			return bad("step %d: unknown kind %q (want tool or reply)", i+1, st.Kind)
+			return bad("step %d: unknown kind %q (want tool, task or reply)", i+1, st.Kind)
 		}
 	}
 	return nil
@@ -297,6 +307,14 @@ func (p PlanExecute) Next(ctx context.Context, a *Agent, s *State) (Instruction,
 	case p.Replan && ps.Failed && ps.Replans < maxReplans:
 		return Instruction{Kind: KindPlan}, nil // plan the rest again
 	case ps.next() >= 0:
+		if i := ps.next(); ps.Started[i] && ps.Plan.Steps[i].Kind == StepTask {
+			// A task step runs the think-act loop until the model answers.
+			ins, err := React{}.Next(ctx, a, s)
+			if err == nil && ins.Kind == KindFinish {
+				return Instruction{Kind: KindPlanStep}, nil // its answer is the observation
+			}
+			return ins, err
+		}
 		return Instruction{Kind: KindPlanStep}, nil
 	}
 	return Instruction{Kind: KindPlanFinish}, nil
@@ -323,9 +341,10 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Make a plan to answer the question below with the tools listed. Reply with only a JSON object:\n"+
-		`{"goal": "…", "steps": [{"kind": "tool", "tool": "NAME", "arguments": {…}}, …, {"kind": "reply", "text": "…"}]}`+
-		"\nUse at most %d steps. A reply step, when you can write the answer without the tools' results, is the answer; "+
-		"otherwise leave it out and the results will be summarised.\n\nTools:\n", p.maxSteps())
+		`{"goal": "…", "steps": [{"kind": "tool", "tool": "NAME", "arguments": {…}}, {"kind": "task", "task": "…"}, …, {"kind": "reply", "text": "…"}]}`+
+		"\nUse at most %d steps. A tool step calls one tool with arguments you know now; a task step is work you will do "+
+		"later with the tools, when its inputs are known. A reply step, when you can write the answer without the tools' results, "+
+		"is the answer; otherwise leave it out and the results will be summarised.\n\nTools:\n", p.maxSteps())
 	for _, sp := range x.agent.specs {
 		fmt.Fprintf(&b, "- %s: %s\n  arguments schema: %s\n", sp.Name, sp.Description, sp.InputSchema)
 	}
@@ -390,6 +409,12 @@ func ExecutePlanStep(ctx context.Context, x *Exec, _ Instruction) error {
 	}
 	i := ps.next()
 	step := ps.Plan.Steps[i]
+	if ps.Started[i] && step.Kind == StepTask {
+		// The loop answered: that answer is the observation.
+		res, _ := json.Marshal(lastAnswer(x.st))
+		x.finishStep(ctx, i, StepCompleted, session.Observation{OK: true, Result: res})
+		return nil
+	}
 	if ps.Started[i] {
 		// Its tool call has a result (React ran it): the observation.
 		r := ps.Results[i]
@@ -403,7 +428,7 @@ func ExecutePlanStep(ctx context.Context, x *Exec, _ Instruction) error {
 		x.finishStep(ctx, i, status, session.Observation{OK: r.OK, Result: r.Result, Error: r.Error, LatencyMS: r.LatencyMS})
 		return nil
 	}
-	emit(x, session.PlanStepStarted{Index: i, Kind: string(step.Kind), Tool: step.Tool})
+	emit(x, session.PlanStepStarted{Index: i, Kind: string(step.Kind), Tool: step.Tool, Task: step.Task})
 	switch step.Kind {
 	case StepReply:
 		res, _ := json.Marshal(step.Text)
@@ -422,6 +447,16 @@ func ExecutePlanStep(ctx context.Context, x *Exec, _ Instruction) error {
 			FinishReason: model.FinishToolCalls})
 	}
 	return nil
+}
+
+// lastAnswer is the text of the history's last assistant message.
+func lastAnswer(st *State) string {
+	for i := len(st.Messages) - 1; i >= 0; i-- {
+		if m := st.Messages[i]; m.Role == model.RoleAssistant {
+			return m.Text()
+		}
+	}
+	return ""
 }
 
 // finishStep records step i's outcome and runs the plan-step hooks.
@@ -466,8 +501,11 @@ func planOutcomes(ps *planState) string {
 	for i, st := range ps.Plan.Steps {
 		f := ps.Finished[i]
 		what := string(st.Kind)
-		if st.Kind == StepTool {
+		switch st.Kind {
+		case StepTool:
 			what = st.Tool + " " + string(argsOrEmpty(st.Arguments))
+		case StepTask:
+			what = "task: " + clipText(st.Task, 200)
 		}
 		switch {
 		case f == nil:

@@ -143,7 +143,7 @@ func TestTaskAgentExecutePlan(t *testing.T) {
 		{&agentrt.Plan{}, "the plan has no steps"},
 		{&agentrt.Plan{Steps: []agentrt.PlanStep{{Kind: "tool", Tool: "nope"}}}, `step 1: unknown tool "nope" (the agent has calculator)`},
 		{&agentrt.Plan{Steps: []agentrt.PlanStep{{Kind: "tool", Tool: "calculator", Arguments: json.RawMessage(`{"expression":7}`)}}}, "step 1: "},
-		{&agentrt.Plan{Steps: []agentrt.PlanStep{{Kind: "dance"}}}, `step 1: unknown kind "dance" (want tool or reply)`},
+		{&agentrt.Plan{Steps: []agentrt.PlanStep{{Kind: "dance"}}}, `step 1: unknown kind "dance" (want tool, task or reply)`},
 	} {
 		if _, _, err := ta.ExecutePlan(ctx, "p0", bad.plan); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%+v: %v, want %q", bad.plan, err, bad.want)
@@ -234,5 +234,31 @@ func TestPlanExecuteReplan(t *testing.T) {
 	}
 	if p := m.Requests()[1].Messages[0].Text(); !strings.Contains(p, "A step failed. The steps run so far") || !strings.Contains(p, "2. calculator {\"expression\":\"1/0\"}: failed: ") {
 		t.Errorf("replanning prompt:\n%s", p)
+	}
+}
+
+// A task step is carried out by the think-act loop with the agent's
+// tools: the model is given the task, calls what it needs, and its answer
+// is the step's observation; the plan goes on after it.
+func TestPlanExecuteTaskStep(t *testing.T) {
+	plan := `{"steps":[{"kind":"task","task":"find 6*7 with the calculator"},` +
+		`{"kind":"tool","tool":"calculator","arguments":{"expression":"1+1"}}]}`
+	m := scripted.New("m", scripted.Reply{Text: plan},
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"6*7"}`)}},
+		scripted.Reply{Text: "6*7 is 42"},
+		scripted.Reply{Text: "42, and 1+1 is 2."}).Record()
+	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, m, agentrt.PlanExecute{}))
+	id := e.session(t, "calc")
+	res := e.run(t, id, "compute")
+	if res.Status != session.StatusDone || res.Text != "42, and 1+1 is 2." {
+		t.Fatalf("run: %s %q %+v", res.Status, res.Text, res.Err)
+	}
+	got := stepsOf(storedLog(t, e.store, id))
+	if len(got) != 2 || got[0] != `0 completed "6*7 is 42"` || !strings.HasPrefix(got[1], `1 completed {"expression":"1+1"`) {
+		t.Fatalf("steps %q", got)
+	}
+	// The model was given the task.
+	if last := m.Requests()[1].Messages; !strings.Contains(last[len(last)-1].Text(), "Step 1 of the plan: find 6*7 with the calculator") {
+		t.Errorf("the task request ends with %q", last[len(last)-1].Text())
 	}
 }

@@ -374,6 +374,12 @@ func (s *State) Apply(e *session.Event) error {
 		msgs := make([]model.Message, 0, 1+len(s.Messages)-d.CompactedCount+runMessages)
 		msgs = append(msgs, summaryMessage(d.Summary))
 		s.Messages = append(msgs, s.Messages[d.CompactedCount:]...)
+	case *session.PlanStepStarted:
+		if d.Kind == "task" {
+			// The think-act loop carries it out: the model is told.
+			s.Messages = append(s.Messages, model.TextMessage(model.RoleUser,
+				fmt.Sprintf("Step %d of the plan: %s\nDo it with your tools, then say what you found.", d.Index+1, d.Task)))
+		}
 	case *session.SubagentFinished:
 		s.Usage.Add(d.Usage)
 		s.RunUsage.Add(d.Usage)

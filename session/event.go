@@ -204,6 +204,8 @@ type PlanStepStarted struct {
 	Index int    `json:"index"`
 	Kind  string `json:"kind"`
 	Tool  string `json:"tool,omitempty"`
+	// Task, for a task step, is what the model is asked to do.
+	Task string `json:"task,omitempty"`
 }
 
 // PlanStepFinished: step Index ended with Status (completed, failed,
