@@ -172,7 +172,20 @@ type PlanExecute struct {
 	// Replan, when a step fails, has the model plan the rest again from
 	// the observations so far (at most maxReplans times a run).
 	Replan bool
+	// StructuredOutput asks the planner for JSON that follows PlanSchema
+	// (response_format json_schema), for providers that support it
+	// (OpenAI's and Anthropic's APIs do; many local servers do not).
+	StructuredOutput bool
 }
+
+// PlanSchema is the JSON Schema of a Plan, as the planner is asked to
+// follow it with StructuredOutput.
+const PlanSchema = `{"type":"object","properties":{` +
+	`"goal":{"type":"string"},` +
+	`"steps":{"type":"array","items":{"type":"object","properties":{` +
+	`"kind":{"type":"string","enum":["tool","task","reply"]},` +
+	`"tool":{"type":"string"},"arguments":{"type":"object"},"task":{"type":"string"},"text":{"type":"string"}},` +
+	`"required":["kind"]}}},"required":["steps"]}`
 
 // Instruction kinds of PlanExecute, run by built-in executors.
 const (
@@ -362,6 +375,9 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 		fmt.Fprintf(&b, "\nYour previous plan was refused: %s. Write a corrected plan.\n", ps.Problem)
 	}
 	req := &model.Request{System: x.agent.SystemPrompt, Messages: []model.Message{model.TextMessage(model.RoleUser, b.String())}}
+	if p.StructuredOutput {
+		req.ResponseFormat = &model.ResponseFormat{Type: "json_schema", Name: "plan", Schema: json.RawMessage(PlanSchema)}
+	}
 	resp, err := x.Complete(ctx, ModelCall{Request: req, Purpose: "plan", Quiet: true})
 	if err != nil {
 		return err

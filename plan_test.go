@@ -262,3 +262,17 @@ func TestPlanExecuteTaskStep(t *testing.T) {
 		t.Errorf("the task request ends with %q", last[len(last)-1].Text())
 	}
 }
+
+// With StructuredOutput the planner's request carries the plan's schema
+// as response_format.
+func TestPlanExecuteStructuredOutput(t *testing.T) {
+	m := scripted.New("m", scripted.Reply{Text: `{"steps":[{"kind":"reply","text":"hi"}]}`}).Record()
+	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, m, agentrt.PlanExecute{StructuredOutput: true}))
+	if res := e.run(t, e.session(t, "calc"), "hello"); res.Text != "hi" {
+		t.Fatalf("run: %q", res.Text)
+	}
+	rf := m.Requests()[0].ResponseFormat
+	if rf == nil || rf.Type != "json_schema" || rf.Name != "plan" || !json.Valid(rf.Schema) || string(rf.Schema) != agentrt.PlanSchema {
+		t.Fatalf("response_format %+v", rf)
+	}
+}

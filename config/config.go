@@ -220,6 +220,9 @@ type PlanConfig struct {
 	MaxSteps   int    `yaml:"max_steps,omitempty"`
 	Summarizer string `yaml:"summarizer,omitempty"`
 	Replan     string `yaml:"replan,omitempty"`
+	// StructuredOutput asks the planner for JSON following the plan's
+	// schema (response_format), for providers that support it.
+	StructuredOutput *bool `yaml:"structured_output,omitempty"`
 }
 
 // AgentMemory gives an agent a memory, in the store's database, and its

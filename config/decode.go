@@ -560,6 +560,7 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 			d.mapping(n, path,
 				field{"max_steps", number(d, &p.MaxSteps)},
 				field{"summarizer", d.str(&p.Summarizer)},
+				field{"structured_output", d.boolean(&p.StructuredOutput)},
 				field{"replan", func(n *yaml.Node, path string) {
 					d.str(&p.Replan)(n, path)
 					if p.Replan != "" && p.Replan != "never" && p.Replan != "on_failure" {

@@ -215,7 +215,8 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 			b.Registry(nil)
 		}
 		if ac.Strategy == config.StrategyPlanExecute {
-			pe := agentrt.PlanExecute{MaxSteps: ac.Plan.MaxSteps, Replan: ac.Plan.Replan == "on_failure"}
+			pe := agentrt.PlanExecute{MaxSteps: ac.Plan.MaxSteps, Replan: ac.Plan.Replan == "on_failure",
+				StructuredOutput: ac.Plan.StructuredOutput != nil && *ac.Plan.StructuredOutput}
 			if ac.Plan.Summarizer != "" {
 				if pe.Summarizer, err = a.buildModel(ctx, cfg, ac.Plan.Summarizer, t, models, opts); err != nil {
 					return nil, fmt.Errorf("agent %q: plan summarizer %w", name, err)
