@@ -50,6 +50,13 @@ type Agent struct {
 	Executors map[Kind]Executor
 	Hooks     Hooks
 
+	// profile and instructions, when the Builder made the agent, are what
+	// SystemPrompt was rendered from: a run's profile overrides are
+	// rendered with them.
+	profile      Profile
+	instructions string
+	built        bool
+
 	specs []model.ToolSpec
 	// approvals is the approval of each registered tool, worked out once
 	// by init (the policy and the tools do not change afterwards), and

@@ -215,5 +215,6 @@ func (b *Builder) Build() (*Agent, error) {
 	a := b.a
 	a.Tools = reg
 	a.SystemPrompt = RenderSystemPrompt(b.profile, b.instr)
+	a.profile, a.instructions, a.built = b.profile, b.instr, true
 	return &a, nil
 }

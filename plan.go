@@ -333,6 +333,14 @@ func (p PlanExecute) Next(ctx context.Context, a *Agent, s *State) (Instruction,
 	return Instruction{Kind: KindPlanFinish}, nil
 }
 
+// maxStepsFor is the step cap of the run: its override, else the policy's.
+func (p PlanExecute) maxStepsFor(st *State) int {
+	if o := st.Overrides; o != nil && o.MaxSteps > 0 {
+		return o.MaxSteps
+	}
+	return p.maxSteps()
+}
+
 func (p PlanExecute) maxSteps() int {
 	if p.MaxSteps <= 0 {
 		return 10
@@ -357,7 +365,7 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 		`{"goal": "…", "steps": [{"kind": "tool", "tool": "NAME", "arguments": {…}}, {"kind": "task", "task": "…"}, …, {"kind": "reply", "text": "…"}]}`+
 		"\nUse at most %d steps. A tool step calls one tool with arguments you know now; a task step is work you will do "+
 		"later with the tools, when its inputs are known. A reply step, when you can write the answer without the tools' results, "+
-		"is the answer; otherwise leave it out and the results will be summarised.\n\nTools:\n", p.maxSteps())
+		"is the answer; otherwise leave it out and the results will be summarised.\n\nTools:\n", p.maxStepsFor(x.st))
 	for _, sp := range x.agent.specs {
 		fmt.Fprintf(&b, "- %s: %s\n  arguments schema: %s\n", sp.Name, sp.Description, sp.InputSchema)
 	}
@@ -369,12 +377,12 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 			done++
 		}
 		fmt.Fprintf(&b, "\nA step failed. The steps run so far, and what they observed:\n%s"+
-			"Plan the remaining steps only (at most %d), to reach the answer despite the failure.\n", planOutcomes(ps), p.maxSteps()-done)
+			"Plan the remaining steps only (at most %d), to reach the answer despite the failure.\n", planOutcomes(ps), p.maxStepsFor(x.st)-done)
 	}
 	if ps.Problem != "" {
 		fmt.Fprintf(&b, "\nYour previous plan was refused: %s. Write a corrected plan.\n", ps.Problem)
 	}
-	req := &model.Request{System: x.agent.SystemPrompt, Messages: []model.Message{model.TextMessage(model.RoleUser, b.String())}}
+	req := &model.Request{System: x.systemPrompt(), Messages: []model.Message{model.TextMessage(model.RoleUser, b.String())}}
 	if p.StructuredOutput {
 		req.ResponseFormat = &model.ResponseFormat{Type: "json_schema", Name: "plan", Schema: json.RawMessage(PlanSchema)}
 	}
@@ -388,7 +396,7 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 	}
 	plan, perr := parser.Parse(resp.Message.Text())
 	if perr == nil {
-		if room := p.maxSteps() - done; len(plan.Steps) > room {
+		if room := p.maxStepsFor(x.st) - done; len(plan.Steps) > room {
 			plan.Steps = plan.Steps[:max(room, 0)] // capped; seed 000's max_steps
 		}
 		perr = x.agent.checkPlan(plan, false)
@@ -587,4 +595,34 @@ func (t TaskAgent) run(ctx context.Context, id string, in Input) (*Result, *Plan
 		out.Plan, out.Steps = ps.Plan, ps.Finished
 	}
 	return res, out, t.Runner.runError(ctx, id, res)
+}
+
+// systemPrompt is the run's system prompt: the agent's, with the run's
+// profile overrides rendered in.
+func (x *Exec) systemPrompt() string {
+	o := x.st.Overrides
+	if o == nil || len(o.Profile) == 0 {
+		return x.agent.SystemPrompt
+	}
+	var over Profile
+	if json.Unmarshal(o.Profile, &over) != nil {
+		return x.agent.SystemPrompt
+	}
+	a := x.agent
+	if !a.built {
+		return strings.TrimSpace(a.SystemPrompt + "\n\n" + over.Render())
+	}
+	p := a.profile
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&p.Name, over.Name}, {&p.Role, over.Role}, {&p.Goal, over.Goal},
+		{&p.Backstory, over.Backstory}, {&p.Language, over.Language}, {&p.Tone, over.Tone},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	return RenderSystemPrompt(p, a.instructions)
 }

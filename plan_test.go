@@ -276,3 +276,42 @@ func TestPlanExecuteStructuredOutput(t *testing.T) {
 		t.Fatalf("response_format %+v", rf)
 	}
 }
+
+// Overrides change the agent for one run only (seed 000's execute dict):
+// profile fields in the system prompt, a plan's step cap; recorded in
+// run_started; gone on the next run.
+func TestRunOverrides(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{Text: `{"steps":[{"kind":"tool","tool":"calculator","arguments":{"expression":"1+1"}},` +
+			`{"kind":"tool","tool":"calculator","arguments":{"expression":"2+2"}}]}`},
+		scripted.Reply{Text: "2"},
+		scripted.Reply{Text: `{"steps":[{"kind":"reply","text":"ok"}]}`}).Record()
+	a, err := agentrt.NewAgent("calc").Profile(agentrt.Profile{Name: "Ada", Tone: "formal"}).Instructions("Compute.").
+		Model(m).Registry(registry(t)).Policy(agentrt.PlanExecute{}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, nil, agentrt.Config{}, a)
+	id := e.session(t, "calc")
+	ctx := context.Background()
+	res, err := agentrt.Collect(e.r.Run(ctx, id, agentrt.Input{Text: "sums", Overrides: &agentrt.Overrides{MaxSteps: 1, Profile: agentrt.Profile{Tone: "casual"}}}))
+	if err != nil || res.Status != session.StatusDone {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if sys := m.Requests()[0].System; !strings.Contains(sys, "Tone: casual.") || strings.Contains(sys, "formal") || !strings.Contains(sys, "You are Ada.") || !strings.Contains(sys, "Compute.") {
+		t.Errorf("system prompt with overrides:\n%s", sys)
+	}
+	if n := len(toolResults(res.Events)); n != 1 {
+		t.Errorf("%d steps ran, want 1 (max_steps overridden)", n)
+	}
+	if rs := eventsOf[session.RunStarted](res.Events); len(rs) != 1 || rs[0].Overrides == nil || rs[0].Overrides.MaxSteps != 1 {
+		t.Errorf("run_started %+v", rs)
+	}
+	e.run(t, id, "again")
+	if sys := m.Requests()[2].System; !strings.Contains(sys, "Tone: formal.") {
+		t.Errorf("the next run kept the override:\n%s", sys)
+	}
+	if _, err := agentrt.Collect(e.r.Run(ctx, id, agentrt.Input{Text: "x", Overrides: &agentrt.Overrides{MaxSteps: -1}})); err == nil || !strings.Contains(err.Error(), "overrides: max_steps -1 is negative") {
+		t.Errorf("negative max_steps: %v", err)
+	}
+}

@@ -506,6 +506,17 @@ type Input struct {
 	// Plan, for an agent with the PlanExecute policy, is the caller's plan
 	// (see TaskAgent.ExecutePlan).
 	Plan *Plan
+	// Overrides change the agent for this run only (seed 000's execute
+	// dict), recorded in run_started.
+	Overrides *Overrides
+}
+
+// Overrides change an agent for one run: a plan's step cap (MaxSteps,
+// for PlanExecute), and the fields of its profile that are set (Profile),
+// rendered into the run's system prompt in place of the agent's.
+type Overrides struct {
+	MaxSteps int
+	Profile  Profile
 }
 
 // Run submits input to a session and runs the turn on the calling
@@ -612,7 +623,17 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		}
 		plan, _ = json.Marshal(in.Plan)
 	}
-	x.emitStart(runID, session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent})
+	started := session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent}
+	if o := in.Overrides; o != nil {
+		if o.MaxSteps < 0 {
+			return r.abandon(x, &Error{Kind: FailInput, Code: "bad_overrides", Msg: fmt.Sprintf("overrides: max_steps %d is negative", o.MaxSteps)})
+		}
+		started.Overrides = &session.Overrides{MaxSteps: o.MaxSteps}
+		if o.Profile != (Profile{}) {
+			started.Overrides.Profile, _ = json.Marshal(o.Profile)
+		}
+	}
+	x.emitStart(runID, started)
 	if plan != nil {
 		emit(x, session.PlanCreated{Plan: plan, Source: "caller"})
 	}

@@ -34,6 +34,8 @@ type State struct {
 	RunID     string         `json:"run_id,omitempty"`
 	// Input is the current turn's input (its run_started's).
 	Input string `json:"input,omitempty"`
+	// Overrides change the agent for the current run only.
+	Overrides *session.Overrides `json:"overrides,omitempty"`
 	// Round is the number of model rounds in the current run; RoundBase
 	// is the round at which the run was last resumed from a pause, so the
 	// round limit applies per resume.
@@ -227,6 +229,7 @@ func (s *State) Apply(e *session.Event) error {
 		s.RunID = e.RunID
 		s.Parent = d.Parent
 		s.Input = d.Input
+		s.Overrides = d.Overrides
 		s.Status = session.StatusRunning
 		s.Round, s.RoundBase, s.Attempt, s.InModel = 0, 0, 0, false
 		s.RunUsage = model.Usage{}

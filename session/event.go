@@ -102,6 +102,16 @@ type RunStarted struct {
 	// Parent points at the tool call that started this run, when the
 	// session is a sub-agent's child session.
 	Parent *ParentRef `json:"parent,omitempty"`
+	// Overrides change the agent for this run only (seed 000's execute
+	// dict).
+	Overrides *Overrides `json:"overrides,omitempty"`
+}
+
+// Overrides change an agent for one run: its plan's step cap, and fields
+// of its profile (a JSON object of agentrt.Profile's fields).
+type Overrides struct {
+	MaxSteps int             `json:"max_steps,omitempty"`
+	Profile  json.RawMessage `json:"profile,omitempty"`
 }
 
 // ParentRef names the session and the tool call a child run works for.
