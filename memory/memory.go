@@ -80,8 +80,11 @@ var (
 	ErrNotFound = errors.New("memory: no such item")
 )
 
-// maxText bounds an item's text.
-const maxText = 64 << 10
+// maxText bounds an item's text, maxQuery a query's.
+const (
+	maxText  = 64 << 10
+	maxQuery = 4 << 10
+)
 
 // CheckItem reports what makes it unfit to store.
 func CheckItem(it Item) error {
@@ -103,6 +106,8 @@ func CheckQuery(q Query) (int, error) {
 		return 0, errors.New("memory: the search names no agent")
 	case q.Limit < 0 || q.Limit > MaxLimit:
 		return 0, errors.New("memory: limit must be between 1 and 50")
+	case len(q.Text) > maxQuery:
+		return 0, errors.New("memory: the query is over 4 KiB: search with a few words")
 	}
 	if q.Limit == 0 {
 		return DefaultLimit, nil

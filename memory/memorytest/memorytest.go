@@ -186,6 +186,13 @@ func testBadInput(t *testing.T, s memory.Store) {
 	if _, err := s.Search(ctx, memory.Query{Text: "x"}); err == nil {
 		t.Error("a search without an agent was accepted")
 	}
+	if _, err := s.Search(ctx, memory.Query{Text: strings.Repeat("word ", 1000), Scope: agentA}); err == nil || err.Error() != "memory: the query is over 4 KiB: search with a few words" {
+		t.Errorf("a huge query: %v", err)
+	}
+	// An empty query finds nothing, without an error.
+	if hits, err := s.Search(ctx, memory.Query{Text: "   ", Scope: agentA}); err != nil || len(hits) != 0 {
+		t.Errorf("an empty query: %v %v", hits, err)
+	}
 	// A query is words: the engines' operators are just text.
 	add(t, ctx, s, agentA, "quotes and stars are harmless", nil)
 	for _, q := range []string{`"unclosed`, `stars*`, `AND OR NOT`, `a:b (c) -d ^e ~f`, `'; DROP TABLE memories; --`, ``, `!!!`} {

@@ -117,8 +117,16 @@ func (m *Manager) Tools(ctx context.Context, server string) ([]tool.Tool, error)
 		if err != nil || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		out = append(out, &mcpTool{c: c, remote: t.Name, def: tool.Definition{
-			Name: server + m.sep + t.Name, Description: t.Description, InputSchema: schema}})
+		mt := &mcpTool{c: c, remote: t.Name, def: tool.Definition{
+			Name: server + m.sep + t.Name, Description: t.Description, InputSchema: schema}}
+		if t.OutputSchema != nil {
+			if outSchema, err := json.Marshal(t.OutputSchema); err == nil {
+				// A result is checked against the schema the server
+				// declared: one that breaks it is not a valid result.
+				mt.output, _ = tool.NewValidator(tool.Definition{Name: mt.def.Name, InputSchema: outSchema})
+			}
+		}
+		out = append(out, mt)
 	}
 	return out, nil
 }
@@ -261,6 +269,7 @@ type mcpTool struct {
 	c      *conn
 	remote string
 	def    tool.Definition
+	output *tool.Validator // the server's output schema; nil for none
 }
 
 func (t *mcpTool) Definition() tool.Definition { return t.def }
@@ -283,7 +292,16 @@ func (t *mcpTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 		return nil, errors.New(text)
 	}
 	if res.StructuredContent != nil {
-		return json.Marshal(res.StructuredContent)
+		out, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %q: tool %s returned a result that is not JSON: %v", t.c.cfg.Name, t.remote, err)
+		}
+		if t.output != nil {
+			if err := t.output.Validate(out); err != nil {
+				return nil, fmt.Errorf("mcp server %q: tool %s returned a result that breaks its own output schema: %v", t.c.cfg.Name, t.remote, err)
+			}
+		}
+		return out, nil
 	}
 	if json.Valid([]byte(text)) && (strings.HasPrefix(strings.TrimSpace(text), "{") || strings.HasPrefix(strings.TrimSpace(text), "[")) {
 		return json.RawMessage(text), nil

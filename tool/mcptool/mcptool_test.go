@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -252,4 +254,71 @@ func BenchmarkEcho(b *testing.B) {
 			}
 		}
 	})
+}
+
+// goServer serves an MCP server written with the go-sdk over Streamable
+// HTTP on 127.0.0.1, for what the reference servers cannot be made to do.
+func goServer(t *testing.T) (*mcp.Server, string) {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "hello", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil
+		})
+	// A tool whose result breaks its own output schema: not a valid result.
+	s.AddTool(&mcp.Tool{Name: "broken", InputSchema: json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{StructuredContent: map[string]any{"n": "not a number"}}, nil
+		})
+	// A tool that fails.
+	s.AddTool(&mcp.Tool{Name: "fails", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the disk is full"}}}, nil
+		})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return s, "http://" + l.Addr().String()
+}
+
+// A server that adds a tool says so (tools/list_changed): the next Tools
+// reads the list again. A tool error and an invalid result are errors the
+// model reads.
+func TestListChangedAndBadResults(t *testing.T) {
+	s, url := goServer(t)
+	m, err := mcptool.New([]mcptool.Server{{Name: "go", URL: url}}, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	reg := registryOf(t, m, "go")
+	if res := reg.Call(t.Context(), "go.fails", json.RawMessage(`{}`)); res.OK || res.Error != "the disk is full" {
+		t.Errorf("a failing tool: %+v", res)
+	}
+	if res := reg.Call(t.Context(), "go.broken", json.RawMessage(`{}`)); res.OK || !strings.Contains(res.Error, `mcp server "go": tool broken returned a result that breaks its own output schema`) {
+		t.Errorf("an invalid result: %+v", res)
+	}
+	s.AddTool(&mcp.Tool{Name: "added", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "new"}}}, nil
+		})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ts, err := m.Tools(t.Context(), "go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(ts, func(x tool.Tool) bool { return x.Definition().Name == "go.added" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the added tool never showed: list_changed was not heard")
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the notification, not a delay
+	}
 }
