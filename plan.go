@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/agentrt/agentrt/model"
@@ -560,29 +561,49 @@ type PlanOutcome struct {
 
 // Run plans and executes goal in the session.
 func (t TaskAgent) Run(ctx context.Context, sessionID, goal string) (*Result, *PlanOutcome, error) {
-	return t.run(ctx, sessionID, Input{Text: goal, Agent: t.Agent})
+	return t.collect(ctx, sessionID, t.RunEvents(ctx, sessionID, goal))
 }
 
 // ExecutePlan executes the caller's plan in the session: checked first
 // (unknown tools, bad arguments, an empty plan are a precise error before
 // anything runs).
 func (t TaskAgent) ExecutePlan(ctx context.Context, sessionID string, plan *Plan) (*Result, *PlanOutcome, error) {
-	a, err := t.Runner.agent(t.Agent)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := a.checkPlan(plan, true); err != nil {
-		return nil, nil, err
-	}
-	goal := plan.Goal
-	if goal == "" {
-		goal = "execute the plan"
-	}
-	return t.run(ctx, sessionID, Input{Text: goal, Agent: t.Agent, Plan: plan})
+	return t.collect(ctx, sessionID, t.ExecutePlanEvents(ctx, sessionID, plan))
 }
 
-func (t TaskAgent) run(ctx context.Context, id string, in Input) (*Result, *PlanOutcome, error) {
-	res, err := Collect(t.Runner.Run(ctx, id, in))
+// RunEvents is Run as the events of the turn, streamed as Runner.Run
+// streams them.
+func (t TaskAgent) RunEvents(ctx context.Context, sessionID, goal string) iter.Seq2[*session.Event, error] {
+	return t.Runner.Run(ctx, sessionID, Input{Text: goal, Agent: t.Agent})
+}
+
+// ExecutePlanEvents is ExecutePlan as the events of the turn; a plan that
+// does not check is the sequence's only error.
+func (t TaskAgent) ExecutePlanEvents(ctx context.Context, sessionID string, plan *Plan) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		a, err := t.Runner.agent(t.Agent)
+		if err == nil {
+			err = a.checkPlan(plan, true)
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		goal := plan.Goal
+		if goal == "" {
+			goal = "execute the plan"
+		}
+		for e, err := range t.Runner.Run(ctx, sessionID, Input{Text: goal, Agent: t.Agent, Plan: plan}) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+// collect gathers a turn's events and the plan's outcome.
+func (t TaskAgent) collect(ctx context.Context, id string, events iter.Seq2[*session.Event, error]) (*Result, *PlanOutcome, error) {
+	res, err := Collect(events)
 	if err != nil {
 		return res, nil, err
 	}

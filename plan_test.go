@@ -315,3 +315,37 @@ func TestRunOverrides(t *testing.T) {
 		t.Errorf("negative max_steps: %v", err)
 	}
 }
+
+// TaskAgent streams a turn's events as Runner.Run does; a plan that does
+// not check is the stream's only error.
+func TestTaskAgentEvents(t *testing.T) {
+	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, scripted.New("m", scripted.Reply{Text: "4"}), agentrt.PlanExecute{}))
+	ta := agentrt.TaskAgent{Runner: e.r, Agent: "calc"}
+	ctx := context.Background()
+	var types []session.Type
+	plan := &agentrt.Plan{Steps: []agentrt.PlanStep{{Kind: "tool", Tool: "calculator", Arguments: json.RawMessage(`{"expression":"2+2"}`)}}}
+	for ev, err := range ta.ExecutePlanEvents(ctx, "s1", plan) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq != 0 {
+			types = append(types, ev.Type)
+		}
+	}
+	got := fmt.Sprint(types)
+	for _, want := range []string{"plan_created", "plan_step_started", "tool_result", "plan_step_finished", "final"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("events %s lack %s", got, want)
+		}
+	}
+	n := 0
+	for _, err := range ta.ExecutePlanEvents(ctx, "s2", &agentrt.Plan{}) {
+		n++
+		if err == nil || !strings.Contains(err.Error(), "the plan has no steps") {
+			t.Errorf("an empty plan: %v", err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d items for a refused plan, want 1", n)
+	}
+}
