@@ -30,7 +30,8 @@ type stored struct {
 	seq    int
 }
 
-func newID() string {
+// NewID returns a new item id; the stores use it.
+func NewID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "mem_" + hex.EncodeToString(b[:])
@@ -40,7 +41,7 @@ func (m *inMemory) Add(ctx context.Context, it Item) (Item, error) {
 	if err := CheckItem(it); err != nil {
 		return Item{}, err
 	}
-	it.ID, it.Created = newID(), time.Now().UTC()
+	it.ID, it.Created = NewID(), time.Now().UTC()
 	it.Metadata = maps.Clone(it.Metadata)
 	tenant := session.TenantOf(ctx)
 	m.mu.Lock()

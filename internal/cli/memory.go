@@ -49,11 +49,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 				}
 				md[k] = v
 			}
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				m, err := a.OpenMemory(ctx)
-				if err != nil {
-					return err
-				}
+			return withMemory(g, cmd, func(ctx context.Context, m memory.Store) error {
 				it, err := m.Add(ctx, memory.Item{Text: strings.Join(args, " "), Scope: sc, Metadata: md})
 				if err != nil {
 					return err
@@ -74,11 +70,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				m, err := a.OpenMemory(ctx)
-				if err != nil {
-					return err
-				}
+			return withMemory(g, cmd, func(ctx context.Context, m memory.Store) error {
 				hits, err := m.Search(ctx, memory.Query{Text: strings.Join(args, " "), Scope: sc, Limit: limit})
 				if err != nil {
 					return usageErr("%v", err)
@@ -104,11 +96,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				m, err := a.OpenMemory(ctx)
-				if err != nil {
-					return err
-				}
+			return withMemory(g, cmd, func(ctx context.Context, m memory.Store) error {
 				items, err := m.List(ctx, sc, limit)
 				if err != nil {
 					return err
@@ -129,11 +117,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 		Short: "forget one item",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				m, err := a.OpenMemory(ctx)
-				if err != nil {
-					return err
-				}
+			return withMemory(g, cmd, func(ctx context.Context, m memory.Store) error {
 				if err := m.Delete(ctx, args[0]); err != nil {
 					return usageErr("%v", err)
 				}
@@ -152,4 +136,15 @@ func flat(s string) string {
 		s = s[:100] + "…"
 	}
 	return s
+}
+
+// withMemory runs f with the memory of the app's database.
+func withMemory(g *globals, cmd *cobra.Command, f func(ctx context.Context, m memory.Store) error) error {
+	return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+		m, err := a.OpenMemory(ctx)
+		if err != nil {
+			return err
+		}
+		return f(ctx, m)
+	})
 }

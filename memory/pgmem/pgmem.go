@@ -5,8 +5,6 @@ package pgmem
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -74,12 +72,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "mem_" + hex.EncodeToString(b[:])
-}
-
 // Add stores it.
 func (s *Store) Add(ctx context.Context, it memory.Item) (memory.Item, error) {
 	if err := memory.CheckItem(it); err != nil {
@@ -94,7 +86,7 @@ func (s *Store) Add(ctx context.Context, it memory.Item) (memory.Item, error) {
 		m := string(b)
 		meta = &m
 	}
-	it.ID, it.Created = newID(), time.Now().UTC().Truncate(time.Microsecond)
+	it.ID, it.Created = memory.NewID(), time.Now().UTC().Truncate(time.Microsecond)
 	_, err := s.pool.Exec(ctx, `INSERT INTO memories (tenant, id, agent, session, text, metadata, created) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		session.TenantOf(ctx), it.ID, it.Scope.Agent, it.Scope.Session, it.Text, meta, it.Created.UnixMicro())
 	if err != nil {

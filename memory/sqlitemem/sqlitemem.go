@@ -5,9 +5,7 @@ package sqlitemem
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -97,12 +95,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "mem_" + hex.EncodeToString(b[:])
-}
-
 // Add stores it.
 func (s *Store) Add(ctx context.Context, it memory.Item) (memory.Item, error) {
 	if err := memory.CheckItem(it); err != nil {
@@ -116,7 +108,7 @@ func (s *Store) Add(ctx context.Context, it memory.Item) (memory.Item, error) {
 		}
 		meta = string(b)
 	}
-	it.ID, it.Created = newID(), time.Now().UTC().Truncate(time.Microsecond)
+	it.ID, it.Created = memory.NewID(), time.Now().UTC().Truncate(time.Microsecond)
 	_, err := s.db.ExecContext(ctx, `INSERT INTO memories (tenant, id, agent, session, text, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		session.TenantOf(ctx), it.ID, it.Scope.Agent, it.Scope.Session, it.Text, meta, it.Created.UnixMicro())
 	if err != nil {
