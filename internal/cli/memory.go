@@ -79,7 +79,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(g.s.Err, "nothing found")
 				}
 				for _, h := range hits {
-					fmt.Fprintf(g.s.Out, "%s  %.3f  %s\n", h.ID, h.Score, flat(h.Text))
+					fmt.Fprintf(g.s.Out, "%s  %.3g  %s\n", h.ID, h.Score, flat(h.Text))
 				}
 				return nil
 			})

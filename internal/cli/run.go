@@ -419,7 +419,11 @@ func (p *printer) human(e *session.Event) {
 	case *session.PlanCreated:
 		var pl agentrt.Plan
 		_ = json.Unmarshal(d.Plan, &pl)
-		fmt.Fprintf(out, "[plan] %d step(s) (%s): %s\n", len(pl.Steps), d.Source, clip(pl.Goal, 100))
+		if pl.Goal != "" {
+			fmt.Fprintf(out, "[plan] %d step(s) (%s): %s\n", len(pl.Steps), d.Source, clip(pl.Goal, 100))
+		} else {
+			fmt.Fprintf(out, "[plan] %d step(s) (%s)\n", len(pl.Steps), d.Source)
+		}
 	case *session.PlanStepFinished:
 		o := d.Observation
 		what := string(o.Result)
