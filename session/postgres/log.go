@@ -215,8 +215,17 @@ func (st *Store) flushCommits(ops []*group.Op[*pendingCommit]) {
 		err = cerr
 	}
 	if err != nil {
+		// Each on its own, with a deadline of its own (the batch's may be
+		// what failed). A batch that did commit before the error came
+		// makes each retry a conflict (the seq check), never a second
+		// write.
 		for _, op := range ops {
-			one(op)
+			func() {
+				rctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+				defer cancel()
+				var notified int
+				op.Answer(st.pool.QueryRow(rctx, commitSQL, op.W.args...).Scan(&op.W.updated, &notified))
+			}()
 		}
 		return
 	}

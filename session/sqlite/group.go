@@ -116,8 +116,12 @@ func (w *writer) flush(ops []*writeOp) {
 			}
 		}
 		if _, err := release.Exec(); err != nil {
-			op.Answer(errs[i])
-			w.retryAlone(conn, tx, slices.Delete(ops, i, i+1), slices.Delete(errs, i, i+1), i)
+			if errs[i] != nil {
+				op.Answer(errs[i]) // refused, and nothing of it is kept
+				w.retryAlone(conn, tx, slices.Delete(ops, i, i+1), slices.Delete(errs, i, i+1), i)
+			} else {
+				w.retryAlone(conn, tx, ops, errs, i) // it is rolled back with the rest: again, alone
+			}
 			return
 		}
 	}

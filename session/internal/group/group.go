@@ -79,10 +79,22 @@ func (g *Group[T]) Do(ctx context.Context, w T) error {
 			clear(g.queue[rest:])
 			g.queue = g.queue[:rest]
 			g.mu.Unlock()
-			if len(batch) > 0 {
-				g.flush(batch)
+			func() {
+				defer func() { <-g.lead }() // even if flush panics
+				if len(batch) > 0 {
+					g.flush(batch)
+				}
+			}()
+			// Another leader took this write: wait for its answer rather
+			// than take the lead again (with several leaders, a free token
+			// would otherwise be taken and given back in a loop).
+			g.mu.Lock()
+			queued := slices.Contains(g.queue, op)
+			g.mu.Unlock()
+			if !queued {
+				<-op.done
+				return op.err
 			}
-			<-g.lead
 		case <-canceled:
 			canceled = nil
 			g.mu.Lock()
