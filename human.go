@@ -177,9 +177,14 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 	}
 	if q.Child != nil {
 		// A sub-agent's request: answered in its session (which checks
-		// the answer), then recorded here.
+		// the answer), then recorded here. One the child no longer waits
+		// for (answered there, expired, or answered here by a resolution
+		// that stopped before recording it) is recorded here all the same:
+		// the parent must not wait for ever.
 		if _, err := r.Resolve(ctx, q.Child.SessionID, q.Child.RequestID, res); err != nil {
-			return nil, err
+			if code := AsError(err).Code; code != "already_resolved" && code != "unknown_request" {
+				return nil, err
+			}
 		}
 		emit(x, session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: res.Decision, Reason: res.Reason, By: res.By})
 		resolved := x.pending[len(x.pending)-1]

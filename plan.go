@@ -210,6 +210,10 @@ type planState struct {
 	Replans  int                         `json:"replans,omitempty"`
 	// Failed is set when a step failed since the plan was (re)made.
 	Failed bool `json:"failed,omitempty"`
+	// Run is the run's id, which the steps' call ids carry: a tool's
+	// idempotency key is the session's and the call's, and every turn
+	// plans again from step 1.
+	Run string `json:"run,omitempty"`
 }
 
 // maxReplans bounds re-planning in a run.
@@ -218,13 +222,13 @@ const maxReplans = 2
 // NewPolicyState implements StatefulPolicy.
 func (PlanExecute) NewPolicyState() PolicyState { return &planState{} }
 
-// planCallID is the id of step i's tool call.
-func planCallID(i int) string { return fmt.Sprintf("plan_%d", i+1) }
+// callID is the id of step i's tool call.
+func (ps *planState) callID(i int) string { return fmt.Sprintf("plan_%s_%d", shortRun(ps.Run), i+1) }
 
 func (ps *planState) Apply(e *session.Event) error {
 	switch d := e.Data.(type) {
 	case *session.RunStarted:
-		*ps = planState{}
+		*ps = planState{Run: e.RunID}
 	case *session.ModelFinished:
 		if d.Purpose == "plan" {
 			ps.Attempts++
@@ -254,7 +258,7 @@ func (ps *planState) Apply(e *session.Event) error {
 	case *session.ToolResult:
 		if ps.Plan != nil {
 			for i := range ps.Plan.Steps {
-				if planCallID(i) == d.CallID {
+				if ps.callID(i) == d.CallID {
 					if ps.Results == nil {
 						ps.Results = map[int]*session.ToolResult{}
 					}
@@ -285,15 +289,21 @@ func (ps *planState) replan(raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	done := 0
-	for done < len(ps.Finished) && ps.Finished[done] != nil {
-		done++
-	}
+	done := ps.done()
 	ps.Plan.Steps = append(ps.Plan.Steps[:done:done], p.Steps...)
 	ps.Started = append(ps.Started[:done:done], make([]bool, len(p.Steps))...)
 	ps.Finished = append(ps.Finished[:done:done], make([]*session.PlanStepFinished, len(p.Steps))...)
 	ps.Replans++
 	return nil
+}
+
+// done is how many steps, from the first, have finished.
+func (ps *planState) done() int {
+	n := 0
+	for n < len(ps.Finished) && ps.Finished[n] != nil {
+		n++
+	}
+	return n
 }
 
 // next returns the first step that has not finished, or -1.
@@ -318,8 +328,8 @@ func (p PlanExecute) Next(ctx context.Context, a *Agent, s *State) (Instruction,
 	switch {
 	case ps.Plan == nil:
 		return Instruction{Kind: KindPlan}, nil
-	case p.Replan && ps.Failed && ps.Replans < maxReplans:
-		return Instruction{Kind: KindPlan}, nil // plan the rest again
+	case p.Replan && ps.Failed && ps.Replans < maxReplans && ps.done() < p.maxStepsFor(s):
+		return Instruction{Kind: KindPlan}, nil // plan the rest again, if steps are left
 	case ps.next() >= 0:
 		if i := ps.next(); ps.Started[i] && ps.Plan.Steps[i].Kind == StepTask {
 			// A task step runs the think-act loop until the model answers.
@@ -374,9 +384,7 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 	replanning := ps.Plan != nil
 	done := 0
 	if replanning {
-		for done < len(ps.Finished) && ps.Finished[done] != nil {
-			done++
-		}
+		done = ps.done()
 		fmt.Fprintf(&b, "\nA step failed. The steps run so far, and what they observed:\n%s"+
 			"Plan the remaining steps only (at most %d), to reach the answer despite the failure.\n", planOutcomes(ps), p.maxStepsFor(x.st)-done)
 	}
@@ -468,7 +476,7 @@ func ExecutePlanStep(ctx context.Context, x *Exec, _ Instruction) error {
 		}
 		// The call is made as a model's would be, so that approvals,
 		// idempotency and crash recovery apply to it.
-		emit(x, session.ModelFinished{Model: "plan", ToolCalls: []model.ToolCall{{ID: planCallID(i), Name: step.Tool, Arguments: args}},
+		emit(x, session.ModelFinished{Model: "plan", ToolCalls: []model.ToolCall{{ID: ps.callID(i), Name: step.Tool, Arguments: args}},
 			FinishReason: model.FinishToolCalls})
 	}
 	return nil

@@ -349,3 +349,47 @@ func TestTaskAgentEvents(t *testing.T) {
 		t.Errorf("%d items for a refused plan, want 1", n)
 	}
 }
+
+// Every turn plans again from step 1, yet each step's call has an id of
+// its own in the session: a tool's idempotency key is the session's and
+// the call's, so a repeated id would have the second turn's charge taken
+// for the first's.
+func TestPlanExecuteCallIDsPerTurn(t *testing.T) {
+	one := `{"steps":[{"kind":"tool","tool":"calculator","arguments":{"expression":"2+2"}}]}`
+	m := scripted.New("m", scripted.Reply{Text: one}, scripted.Reply{Text: "4"}, scripted.Reply{Text: one}, scripted.Reply{Text: "4 again"})
+	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, m, agentrt.PlanExecute{}))
+	id := e.session(t, "calc")
+	for _, want := range []string{"4", "4 again"} {
+		if res := e.run(t, id, "2+2?"); res.Status != session.StatusDone || res.Text != want {
+			t.Fatalf("run: %s %q %+v", res.Status, res.Text, res.Err)
+		}
+	}
+	results := toolResults(storedLog(t, e.store, id))
+	if len(results) != 2 || results[0].CallID == results[1].CallID || !results[0].OK || !results[1].OK {
+		t.Fatalf("results %+v: each turn's step needs a call id of its own", results)
+	}
+}
+
+// A step that fails when the plan has used every step it may is not
+// planned again: the run answers from what it observed.
+func TestPlanExecuteReplanAtStepCap(t *testing.T) {
+	plan := `{"steps":[{"kind":"tool","tool":"calculator","arguments":{"expression":"2+2"}},` +
+		`{"kind":"tool","tool":"calculator","arguments":{"expression":"1/0"}}]}`
+	m := scripted.New("m", scripted.Reply{Text: plan}, scripted.Reply{Text: "4; the division failed"}).Record()
+	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, m, agentrt.PlanExecute{Replan: true, MaxSteps: 2}))
+	id := e.session(t, "calc")
+	res := e.run(t, id, "sums?")
+	if res.Status != session.StatusDone || res.Text != "4; the division failed" {
+		t.Fatalf("run: %s %q %+v", res.Status, res.Text, res.Err)
+	}
+	log := storedLog(t, e.store, id)
+	if n := len(eventsOf[session.PlanCreated](log)); n != 1 {
+		t.Errorf("%d plans: no step was left to plan", n)
+	}
+	if got := stepsOf(log); len(got) != 2 || !strings.HasPrefix(got[1], "1 failed") {
+		t.Errorf("steps %q", got)
+	}
+	if n := len(m.Requests()); n != 2 {
+		t.Errorf("%d model calls, want the plan and the summary", n)
+	}
+}

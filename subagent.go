@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,10 +173,19 @@ func (x *Exec) runSubagent(ctx context.Context, j toolJob, target string) (o too
 	if err := json.Unmarshal(j.call.Arguments, &in); err != nil || strings.TrimSpace(in.Task) == "" && in.Continue == "" {
 		return failed(`the arguments must be {"task": "…"}, the task saying what to do`)
 	}
-	childID := x.st.SessionID + "." + j.call.ID
+	// The child's session is named after the run and the call: stable
+	// across a crash and a resume of this run, new in every turn (a model
+	// may use the same call id twice).
+	childID := x.st.SessionID + "." + shortRun(x.st.RunID) + "." + j.call.ID
 	if in.Continue != "" {
-		if !strings.HasPrefix(in.Continue, x.st.SessionID+".") {
-			return failed(fmt.Sprintf("%q is not a delegation of this session", in.Continue))
+		st, err := r.Load(ctx, in.Continue)
+		switch {
+		case err != nil && AsError(err).Code == "not_found":
+			return failed(fmt.Sprintf("there is no delegation %q to continue", in.Continue))
+		case err != nil:
+			return toolOutcome{}, false, err
+		case st.Parent == nil || st.Parent.SessionID != x.st.SessionID || st.Agent != target:
+			return failed(fmt.Sprintf("%q is not a delegation of this session to %s", in.Continue, target))
 		}
 		childID = in.Continue
 	}
@@ -210,6 +220,18 @@ func (x *Exec) runSubagent(ctx context.Context, j toolJob, target string) (o too
 		}
 		started.Resumed = true
 		events = r.Resume(cctx, childID)
+	case child.Status == session.StatusPaused && in.Continue == "":
+		// It paused at a limit before the parent could record it (a
+		// crash): report the pause rather than grant it its limits again.
+		st, err := r.Load(ctx, childID)
+		if err != nil {
+			return toolOutcome{}, false, err
+		}
+		reason := ""
+		if st.LastError != nil {
+			reason = st.LastError.Code
+		}
+		return x.subagentPaused(j, target, in.Task, childID, cmp.Or(reason, "max_rounds"), st.RunUsage), false, nil
 	default:
 		started.Resumed = true
 		events = r.Resume(cctx, childID)
@@ -276,9 +298,7 @@ func (x *Exec) runSubagent(ctx context.Context, j toolJob, target string) (o too
 		x.surfaceChildRequests(j, target, childID, st.Requests)
 		return toolOutcome{}, true, nil
 	case session.StatusPaused:
-		emit(x, session.SubagentPaused{CallID: j.call.ID, ChildSession: childID, Reason: reason, Usage: usage})
-		return failed(fmt.Sprintf(`the sub-agent %s paused (%s) before it answered; to let it go on, call %s again with {"task": %q, "continue_session": %q}`,
-			target, reason, target, in.Task, childID))
+		return x.subagentPaused(j, target, in.Task, childID, reason, usage), false, nil
 	case session.StatusCanceled:
 		if ctx.Err() != nil {
 			return toolOutcome{canceled: true}, false, nil
@@ -290,6 +310,23 @@ func (x *Exec) runSubagent(ctx context.Context, j toolJob, target string) (o too
 	}
 	emit(x, session.SubagentError{CallID: j.call.ID, ChildSession: childID, Code: code, Message: msg, Usage: usage})
 	return failed(msg)
+}
+
+// subagentPaused records a child that stopped at a limit and returns the
+// call's result, which says how to let it go on.
+func (x *Exec) subagentPaused(j toolJob, target, task, childID, reason string, usage model.Usage) toolOutcome {
+	emit(x, session.SubagentPaused{CallID: j.call.ID, ChildSession: childID, Reason: reason, Usage: usage})
+	return toolOutcome{res: session.ToolResult{CallID: j.call.ID, Name: j.call.Name, Error: fmt.Sprintf(
+		`the sub-agent %s paused (%s) before it answered; to let it go on, call %s again with {"task": %q, "continue_session": %q}`,
+		target, reason, target, task, childID)}}
+}
+
+// shortRun is the part of a run id a child session's name carries.
+func shortRun(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }
 
 // subagentDone records a child's answer and returns the call's result.
@@ -317,6 +354,7 @@ func (x *Exec) surfaceChildRequests(j toolJob, target, childID string, reqs []Hu
 			Options:   q.Options,
 			Multi:     q.Multi,
 			Calls:     []model.ToolCall{j.call},
+			Expires:   q.Expires,
 			Child:     &session.ChildRequest{SessionID: childID, RequestID: q.ID},
 		})
 	}

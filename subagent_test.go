@@ -302,3 +302,81 @@ func TestSubagentCancellationFlowsDown(t *testing.T) {
 		t.Fatalf("child: %+v %v", child, err)
 	}
 }
+
+// A model may use the same call id in two turns: each delegation still
+// gets a child session of its own, and the second turn's answer is the
+// second child's, not the first's read back.
+func TestSubagentChildPerTurn(t *testing.T) {
+	store := memstore.New()
+	var id string
+	for i, answer := range []string{"42", "9"} {
+		boss := scripted.New("boss", delegate("compute"), scripted.Reply{Text: "done"})
+		b, c := delegation(t, boss, scripted.New("calc-model", scripted.Reply{Text: answer}))
+		e := newEnv(t, store, agentrt.Config{}, b, c)
+		if i == 0 {
+			id = e.session(t, "boss")
+		}
+		e.run(t, id, "compute")
+	}
+	finished := eventsOf[session.SubagentFinished](storedLog(t, store, id))
+	if len(finished) != 2 || finished[0].ChildSession == finished[1].ChildSession || finished[1].Answer != "9" {
+		t.Fatalf("finished %+v", finished)
+	}
+}
+
+// continue_session names a child of this session's, of the same agent;
+// anything else is the model's mistake, told to it.
+func TestSubagentContinueChecked(t *testing.T) {
+	other := "elsewhere"
+	for _, tc := range []struct{ target, want string }{
+		{"nothing-here", `there is no delegation "nothing-here" to continue`},
+		{other, `"elsewhere" is not a delegation of this session to calc`},
+	} {
+		boss := scripted.New("boss", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calc", `{"task":"x","continue_session":"`+tc.target+`"}`)}},
+			scripted.Reply{Text: "ok"})
+		b, c := delegation(t, boss, scripted.New("calc-model"))
+		store := memstore.New()
+		e := newEnv(t, store, agentrt.Config{}, b, c)
+		if tc.target == other {
+			if _, err := e.r.CreateSession(context.Background(), "calc", other, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := e.session(t, "boss")
+		e.run(t, id, "go")
+		rs := toolResults(storedLog(t, store, id))
+		if len(rs) != 1 || rs[0].OK || !strings.Contains(rs[0].Error, tc.want) {
+			t.Errorf("continue %q: result %+v", tc.target, rs)
+		}
+	}
+}
+
+// A child's request answered in the child's own session is recorded in
+// the parent's when the parent's copy is answered: the parent does not
+// wait for ever.
+func TestSubagentRequestAnsweredInChild(t *testing.T) {
+	boss := scripted.New("boss", delegate("compute 6*7"), scripted.Reply{Text: "It is 42."})
+	calc := scripted.New("calc-model", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"6*7"}`)}},
+		scripted.Reply{Text: "42"})
+	b, c := delegation(t, boss, calc)
+	c.Approval = agentrt.ApprovalPolicy{Ask: []string{"calculator"}}
+	e := newEnv(t, nil, agentrt.Config{}, b, c)
+	id := e.session(t, "boss")
+	if res := e.run(t, id, "what is 6*7?"); res.Status != session.StatusWaiting {
+		t.Fatalf("run: %s", res.Status)
+	}
+	st, err := e.r.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := st.Requests[0]
+	if _, err := e.r.Resolve(context.Background(), q.Child.SessionID, q.Child.RequestID, agentrt.Resolution{Decision: "approve", By: "bo"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Resolve(context.Background(), id, q.ID, agentrt.Resolution{Decision: "approve", By: "ana"}); err != nil {
+		t.Fatalf("parent's copy: %v", err)
+	}
+	if res := e.resume(t, id); res.Status != session.StatusDone || res.Text != "It is 42." {
+		t.Fatalf("resume: %s %q", res.Status, res.Text)
+	}
+}

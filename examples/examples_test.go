@@ -141,7 +141,8 @@ var cases = []exampleCase{
 		name:    "delegation",
 		example: "delegation",
 		want: []string{
-			"subagent_started: researcher in chat.call_1_1: Since when can range loop over functions?",
+			"subagent_started: researcher in chat.", // then the run's id: a session per turn and call
+			".call_1_1: Since when can range loop over functions?",
 			"subagent_finished: Since Go 1.23, range accepts iterator functions (iter.Seq). (400 tokens in)",
 			"final: Since Go 1.23: range accepts iterator functions.",
 			"run_started: for chat, call call_1_1",
