@@ -152,32 +152,21 @@ func (h *Hooks) OnPlanStepComplete(priority int, fn PlanStepFunc) { add(h, &h.pl
 
 // Merge appends o's hooks to h, keeping priority order.
 func (h *Hooks) Merge(o *Hooks) {
-	for _, x := range o.beforeModel {
-		h.BeforeModel(x.priority, x.fn)
-	}
-	for _, x := range o.afterModel {
-		h.AfterModel(x.priority, x.fn)
-	}
-	for _, x := range o.beforeTool {
-		h.BeforeTool(x.priority, x.fn)
-	}
-	for _, x := range o.afterTool {
-		h.AfterTool(x.priority, x.fn)
-	}
-	for _, x := range o.turnStart {
-		h.TurnStart(x.priority, x.fn)
-	}
-	for _, x := range o.turnEnd {
-		h.TurnEnd(x.priority, x.fn)
-	}
-	for _, x := range o.compaction {
-		h.OnCompaction(x.priority, x.fn)
-	}
-	for _, x := range o.agentEnd {
-		h.OnAgentEnd(x.priority, x.fn)
-	}
-	for _, x := range o.planStep {
-		h.OnPlanStepComplete(x.priority, x.fn)
+	appendHooks(h, &h.beforeModel, o.beforeModel)
+	appendHooks(h, &h.afterModel, o.afterModel)
+	appendHooks(h, &h.beforeTool, o.beforeTool)
+	appendHooks(h, &h.afterTool, o.afterTool)
+	appendHooks(h, &h.turnStart, o.turnStart)
+	appendHooks(h, &h.turnEnd, o.turnEnd)
+	appendHooks(h, &h.compaction, o.compaction)
+	appendHooks(h, &h.agentEnd, o.agentEnd)
+	appendHooks(h, &h.planStep, o.planStep)
+}
+
+// appendHooks adds src's hooks to list, after h's own at equal priority.
+func appendHooks[F any](h *Hooks, list *[]hook[F], src []hook[F]) {
+	for _, x := range src {
+		add(h, list, x.priority, x.fn)
 	}
 }
 
