@@ -380,3 +380,48 @@ func TestSubagentRequestAnsweredInChild(t *testing.T) {
 		t.Fatalf("resume: %s %q", res.Status, res.Text)
 	}
 }
+
+// A child that paused at a limit while the parent's record of it was lost
+// (a crash) is reported as paused when the parent resumes: it is not
+// resumed, which would grant it its limits again.
+func TestSubagentPausedBeforeParentRecorded(t *testing.T) {
+	for failAt := 1; failAt < 20; failAt++ {
+		var faults storetest.Faults
+		mem := memstore.New()
+		calc := scripted.New("calc-model", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}})
+		b, c := delegation(t, scripted.New("boss", delegate("count")), calc)
+		c.Limits.MaxRounds = 1
+		e := newEnv(t, storetest.Faulty(mem, &faults), agentrt.Config{}, b, c)
+		id := e.session(t, "boss")
+		faults.FailCommit(failAt, false)
+		if _, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "go"})); !errors.Is(err, storetest.ErrInjected) {
+			continue
+		}
+		started := eventsOf[session.SubagentStarted](storedLog(t, mem, id))
+		if len(started) != 1 {
+			continue
+		}
+		child := started[0].ChildSession
+		if s, err := mem.GetSession(context.Background(), child); err != nil || s.Status != session.StatusPaused {
+			continue
+		}
+		// A new process; the child's model has nothing more to say.
+		b2, c2 := delegation(t, scripted.New("boss", scripted.Reply{Text: "it paused"}), scripted.New("calc-model"))
+		c2.Limits.MaxRounds = 1
+		res := newEnv(t, mem, agentrt.Config{}, b2, c2).resume(t, id)
+		if res.Status != session.StatusDone || res.Text != "it paused" {
+			t.Fatalf("resume: %s %q %+v", res.Status, res.Text, res.Err)
+		}
+		log := storedLog(t, mem, id)
+		paused := eventsOf[session.SubagentPaused](log)
+		rs := toolResults(log)
+		if len(paused) != 1 || paused[0].Reason != "max_rounds" || len(rs) != 1 || !strings.Contains(rs[0].Error, `"continue_session": "`+child+`"`) {
+			t.Fatalf("paused %+v, results %+v", paused, rs)
+		}
+		if n := len(eventsOf[session.RunResumed](storedLog(t, mem, child))); n != 0 {
+			t.Errorf("the paused child was resumed %d times", n)
+		}
+		return
+	}
+	t.Fatal("no commit failure left the child paused and the parent unaware")
+}
