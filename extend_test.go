@@ -352,3 +352,27 @@ func TestToolAddedLaterKeepsItsApproval(t *testing.T) {
 		t.Fatalf("status %s, tool ran %d times; want waiting, not run", res.Status, runs.Load())
 	}
 }
+
+// Merge adds another set's hooks to a set: by priority, and after the
+// set's own at equal priority.
+func TestHooksMerge(t *testing.T) {
+	var order []string
+	mark := func(name string) agentrt.BeforeModelFunc {
+		return func(_ context.Context, _ agentrt.HookInfo, req *model.Request) (*model.Request, error) {
+			order = append(order, name)
+			return req, nil
+		}
+	}
+	var other agentrt.Hooks
+	other.BeforeModel(9, mark("other-9"))
+	other.BeforeModel(1, mark("other-1"))
+	m := scripted.New("m", scripted.Reply{Text: "ok"})
+	a := calcAgent(m, registry(t))
+	a.Hooks.BeforeModel(1, mark("own-1"))
+	a.Hooks.Merge(&other)
+	e := newEnv(t, nil, agentrt.Config{}, a)
+	e.run(t, e.session(t, "calc"), "hi")
+	if got := strings.Join(order, " "); got != "other-9 own-1 other-1" {
+		t.Errorf("hooks ran %q", got)
+	}
+}
