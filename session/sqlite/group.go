@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/agentrt/agentrt/session/internal/group"
@@ -18,51 +17,54 @@ const maxBatch = 512
 // writer, and a transaction costs far more than a statement in it (the WAL
 // append, and under synchronous=FULL an fsync), so the writes of this
 // process that arrive while a transaction is being written wait for it
-// and then go together in the next: each in a SAVEPOINT, so that one
-// refused (a stale seq, a fenced token, a missing session) is rolled back
-// alone, and each answered once the transaction holding it has committed.
-// A write alone pays nothing for the group.
+// and then go together in the next, and each is answered once the
+// transaction holding it has committed. A write alone pays nothing for
+// the group.
+//
+// A write refused (a stale seq, a fenced token, a missing session) says
+// so with refuse, and a write may refuse only before it has changed
+// anything: a refusal is its outcome, and the writes beside it are kept.
+// Any other error may leave part of the write in the transaction, so the
+// batch is given up and each of its writes runs again in a transaction of
+// its own. (SAVEPOINTs around each write would spare that rare retry, but
+// they cost more than the write's own statements: every page a write
+// touches is first copied into the savepoint's journal.)
 type writer struct {
 	db *sql.DB
 	g  *group.Group[writeFn]
-
-	save, release, rollbackTo *sql.Stmt // prepared on db
 
 	ck *checkpointer // told of the writes; nil for none
 }
 
 // writeFn is a write: it runs in a transaction, and its changes are kept
-// if it returns nil.
+// if it returns nil. It returns a refusal (see refuse) only if it has
+// changed nothing.
 type writeFn = func(ctx context.Context, tx *sql.Tx) error
 
 type writeOp = group.Op[writeFn]
 
-func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
-	w := &writer{db: db}
-	w.g = group.New(maxBatch, 1, w.flush)
-	for _, s := range []struct {
-		dst   **sql.Stmt
-		query string
-	}{{&w.save, "SAVEPOINT w"}, {&w.release, "RELEASE w"}, {&w.rollbackTo, "ROLLBACK TO w"}} {
-		var err error
-		if *s.dst, err = db.PrepareContext(ctx, s.query); err != nil {
-			w.close()
-			return nil, fmt.Errorf("preparing %q: %w", s.query, err)
-		}
-	}
-	return w, nil
-}
+// refusal is a write's error that says the write changed nothing.
+type refusal struct{ err error }
 
-func (w *writer) close() error {
-	var err error
-	for _, s := range []*sql.Stmt{w.save, w.release, w.rollbackTo} {
-		if s != nil {
-			if e := s.Close(); e != nil && err == nil {
-				err = e
-			}
-		}
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// refuse marks err as a write's refusal: returned by a writeFn that has
+// changed nothing in the transaction.
+func refuse(err error) error { return &refusal{err} }
+
+// outcome is what a write's caller is told of err: a refusal's own error.
+func outcome(err error) error {
+	if r, ok := err.(*refusal); ok {
+		return r.err
 	}
 	return err
+}
+
+func newWriter(db *sql.DB) *writer {
+	w := &writer{db: db}
+	w.g = group.New(maxBatch, 1, w.flush)
+	return w
 }
 
 // write runs fn in a write transaction, with the writes of other callers
@@ -100,49 +102,26 @@ func (w *writer) flush(ops []*writeOp) {
 	}
 	// The writes' own outcomes, given once the transaction has committed.
 	errs := make([]error, len(ops))
-	save, release, rollbackTo := tx.Stmt(w.save), tx.Stmt(w.release), tx.Stmt(w.rollbackTo)
 	for i, op := range ops {
-		if _, err := save.Exec(); err != nil {
-			w.retryAlone(conn, tx, ops, errs, i)
+		err := op.W(context.WithoutCancel(op.Ctx), tx)
+		if _, ok := err.(*refusal); err != nil && !ok {
+			w.retryAlone(conn, tx, ops)
 			return
 		}
-		if errs[i] = op.W(context.WithoutCancel(op.Ctx), tx); errs[i] != nil {
-			if _, err := rollbackTo.Exec(); err != nil {
-				// SQLite rolled the whole transaction back (on a full
-				// disk, say): the others go alone.
-				op.Answer(errs[i])
-				w.retryAlone(conn, tx, slices.Delete(ops, i, i+1), slices.Delete(errs, i, i+1), i)
-				return
-			}
-		}
-		if _, err := release.Exec(); err != nil {
-			if errs[i] != nil {
-				op.Answer(errs[i]) // refused, and nothing of it is kept
-				w.retryAlone(conn, tx, slices.Delete(ops, i, i+1), slices.Delete(errs, i, i+1), i)
-			} else {
-				w.retryAlone(conn, tx, ops, errs, i) // it is rolled back with the rest: again, alone
-			}
-			return
-		}
+		errs[i] = err
 	}
 	err = tx.Commit()
 	for i, op := range ops {
-		op.Answer(cmp.Or(errs[i], err))
+		op.Answer(cmp.Or(outcome(errs[i]), err))
 	}
 }
 
-// retryAlone gives up a batch that failed as a whole: the transaction is
-// rolled back, and each write of it runs again in a transaction of its
-// own, so that every write's outcome is its own — those of ops[:ran],
-// which were rolled back with it, and those not yet run. A write refused
-// in the batch (errs[i] set) keeps its refusal.
-func (w *writer) retryAlone(conn *sql.Conn, tx *sql.Tx, ops []*writeOp, errs []error, ran int) {
+// retryAlone gives up a batch that failed as a whole: tx is rolled back, and each write of ops runs again in a transaction of its
+// own, so that every write's outcome is its own. A write refused in the
+// batch runs again too: a refusal can depend on the writes before it.
+func (w *writer) retryAlone(conn *sql.Conn, tx *sql.Tx, ops []*writeOp) {
 	tx.Rollback()
-	for i, op := range ops {
-		if i < ran && errs[i] != nil {
-			op.Answer(errs[i])
-			continue
-		}
+	for _, op := range ops {
 		tx, live, err := begin(conn, []*writeOp{op})
 		switch {
 		case err != nil || len(live) == 0:
@@ -161,7 +140,7 @@ func alone(tx *sql.Tx, op *writeOp) {
 	} else {
 		err = tx.Commit()
 	}
-	op.Answer(err)
+	op.Answer(outcome(err))
 }
 
 // begin begins a write transaction on conn (BEGIN IMMEDIATE: the write

@@ -49,22 +49,34 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	tenant := session.TenantOf(ctx)
 	release := c.Release && c.Fence != 0
 	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		// The first events of a session give it its log number.
+		// The first events of a session give it its log number. Most
+		// commits leave the status as it is: the UPDATE that keeps it
+		// goes first, and the one that sets it only if that matched no
+		// row.
 		first := c.ExpectSeq == 0 && len(c.Events) > 0
-		update := st.updateSession
-		if first {
-			update = st.startLog
+		var n int64
+		if !first {
+			res, err := tx.StmtContext(ctx, st.updateSame).ExecContext(ctx,
+				c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq, string(c.Status),
+				c.Fence, c.Fence, st.now().UnixMicro())
+			if n, err = rowsAffected(res, err); err != nil {
+				return err
+			}
 		}
-		res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
-			string(c.Status), c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq,
-			c.Fence, c.Fence, st.now().UnixMicro())
-		if err != nil {
-			return err
+		if n == 0 {
+			update := st.updateSession
+			if first {
+				update = st.startLog
+			}
+			res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
+				string(c.Status), c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq,
+				c.Fence, c.Fence, st.now().UnixMicro())
+			if n, err = rowsAffected(res, err); err != nil {
+				return err
+			}
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return st.commitRefused(ctx, tx, tenant, c)
+		if n == 0 {
+			return refuse(st.commitRefused(ctx, tx, tenant, c))
 		}
 		if first {
 			if _, err := tx.StmtContext(ctx, st.bumpLog).ExecContext(ctx); err != nil {
@@ -88,6 +100,14 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		st.waiters.Wake(tenant, c.SessionID)
 	}
 	return nil
+}
+
+// rowsAffected returns how many rows an Exec changed.
+func rowsAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // releaseSet is the part of a commit's SET that applies Commit.Release;
@@ -181,11 +201,11 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		l, err := st.lease(ctx, tx, tenant, id)
 		if err != nil {
-			return err
+			return refuse(err)
 		}
 		l, err = l.Take(owner, st.now(), ttl)
 		if err != nil {
-			return err
+			return refuse(err)
 		}
 		if _, err := tx.StmtContext(ctx, st.setLease).ExecContext(ctx, l.Owner, l.Token, l.Expires.UnixMicro(), tenant, id); err != nil {
 			return err
@@ -236,11 +256,12 @@ func (st *Store) leaseUpdate(ctx context.Context, tx *sql.Tx, tenant string, l s
 	} else if n == 1 {
 		return nil
 	}
+	// The UPDATE changed nothing.
 	cur, err := st.lease(ctx, tx, tenant, l.SessionID)
 	if err != nil {
-		return err
+		return refuse(err)
 	}
-	return fmt.Errorf("token %d, session's is %d: %w", l.Token, cur.Token, session.ErrFenced)
+	return refuse(fmt.Errorf("token %d, session's is %d: %w", l.Token, cur.Token, session.ErrFenced))
 }
 
 // Follow yields the session's events after after, then each new one as it

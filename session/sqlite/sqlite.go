@@ -105,6 +105,7 @@ type Store struct {
 	insertSession  *sql.Stmt                // w
 	updateSession  *sql.Stmt                // w
 	startLog       *sql.Stmt                // w; updateSession, giving the session a log
+	updateSame     *sql.Stmt                // w; updateSession of a session whose status stays
 	bumpLog        *sql.Stmt                // w
 	lastSeq        *sql.Stmt                // w
 	insertEvents   [maxInsert + 1]*sql.Stmt // w; [n] inserts n events
@@ -277,6 +278,11 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		{st.w, &st.updateSession, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			` + releaseSet + `
 			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck},
+		// The same, for a status that does not change: SQLite updates
+		// the status indexes for any status in a SET, even an equal one.
+		{st.w, &st.updateSame, `UPDATE sessions SET turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
+			` + releaseSet + `
+			WHERE tenant = ? AND id = ? AND last_seq = ? AND status = ? AND ` + fenceCheck},
 		{st.w, &st.startLog, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			` + releaseSet + `,
 			log = coalesce(log, (SELECT next FROM logs WHERE id = 1))
@@ -313,9 +319,7 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 			return nil, fmt.Errorf("preparing %q: %w", s.query, err)
 		}
 	}
-	if st.g, err = newWriter(ctx, st.w); err != nil {
-		return nil, err
-	}
+	st.g = newWriter(st.w)
 	if st.c, err = sql.Open("sqlite", withParams(base, append(common,
 		fmt.Sprintf("_busy_timeout=%d", busyStep.Milliseconds()))...)); err != nil {
 		return nil, err
@@ -408,7 +412,7 @@ func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
 		var errs []error
 		for _, s := range append([]*sql.Stmt{
-			st.insertSession, st.updateSession, st.startLog, st.bumpLog, st.lastSeq, st.upsertSnapshot,
+			st.insertSession, st.updateSession, st.updateSame, st.startLog, st.bumpLog, st.lastSeq, st.upsertSnapshot,
 			st.deleteSession, st.deleteEvents, st.deleteSnapshot,
 			st.getSession, st.loadSnapshot, st.eventsPage, st.logOf,
 			st.getLease, st.setLease, st.renewLease, st.releaseLease,
@@ -416,9 +420,6 @@ func (st *Store) Close() error {
 			if s != nil {
 				errs = append(errs, s.Close())
 			}
-		}
-		if st.g != nil {
-			errs = append(errs, st.g.close())
 		}
 		if st.k != nil {
 			st.k.close()
@@ -474,7 +475,7 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return session.ErrExists
+			return refuse(session.ErrExists)
 		}
 		return nil
 	})
@@ -607,7 +608,7 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 		var log sql.NullInt64
 		err := tx.StmtContext(ctx, st.deleteSession).QueryRowContext(ctx, tenant, id).Scan(&log)
 		if errors.Is(err, sql.ErrNoRows) {
-			return session.ErrNotFound
+			return refuse(session.ErrNotFound)
 		}
 		if err != nil {
 			return err
