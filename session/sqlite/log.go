@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -17,11 +18,12 @@ import (
 // snapshot if c.Snapshot is set, in one transaction. A zero c.Time means
 // now.
 //
-// The events are encoded before the transaction begins, and the seq check
-// is the UPDATE of the session row itself (WHERE last_seq = ExpectSeq), so
-// the write lock is held for one UPDATE (two for a session's first events,
-// which also take a log number), one INSERT per maxInsert events and at
-// most one snapshot upsert, all prepared by Open.
+// The events are encoded before the transaction begins, in rows of
+// events (one, unless the commit is large). A commit that keeps the
+// session's status and turn and does not release its lease (most commits
+// of a run) inserts its row only, with the seq and fence checks in the
+// INSERT; the others update the session's row, whose WHERE is the checks,
+// then insert their rows. All statements are prepared by Open.
 func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	last := c.ExpectSeq + int64(len(c.Events))
 	if err := c.Check(); err != nil {
@@ -30,12 +32,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	if last > maxSeq {
 		return fmt.Errorf("sqlite: commit to session %q: seq %d is past this store's limit %d", c.SessionID, last, int64(maxSeq))
 	}
-	encoded := make([][]byte, len(c.Events))
-	for i, ev := range c.Events {
-		var err error
-		if encoded[i], err = json.Marshal(ev); err != nil {
-			return fmt.Errorf("sqlite: commit to session %q: encoding event %d: %w", c.SessionID, ev.Seq, err)
-		}
+	rows, err := encodeRows(c.Events)
+	if err != nil {
+		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
 	usage, err := json.Marshal(c.Usage)
 	if err != nil {
@@ -49,33 +48,37 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	tenant := session.TenantOf(ctx)
 	release := c.Release && c.Fence != 0
 	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		// The first events of a session give it its log number. Most
-		// commits leave the status as it is: the UPDATE that keeps it
-		// goes first, and the one that sets it only if that matched no
-		// row.
+		// Most commits of a run keep the session's status and turn: their
+		// row of events is all they write, if the session is as
+		// expected. The others, and a light one that inserted nothing
+		// (refused: the UPDATE says why), update the session's row.
 		first := c.ExpectSeq == 0 && len(c.Events) > 0
-		var n int64
-		if !first {
-			res, err := tx.StmtContext(ctx, st.updateSame).ExecContext(ctx,
-				c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq, string(c.Status),
-				c.Fence, c.Fence, st.now().UnixMicro())
-			if n, err = rowsAffected(res, err); err != nil {
-				return err
+		if !first && !release && len(rows) == 1 {
+			var log int64
+			err := tx.StmtContext(ctx, st.checkLight).QueryRowContext(ctx, tenant, c.SessionID, string(c.Status), c.Turn,
+				c.Fence, c.Fence, st.now().UnixMicro(), c.ExpectSeq).Scan(&log)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return refuse(err) // a read: nothing changed
+			}
+			if err == nil {
+				r := rows[0]
+				if _, err := tx.StmtContext(ctx, st.insertRow).ExecContext(ctx, log<<32|r.last, r.n, r.json, usage, now.UnixMicro()); err != nil {
+					return fmt.Errorf("events %d to %d: %w", r.last-int64(r.n)+1, r.last, err)
+				}
+				return st.saveSnapshot(ctx, tx, tenant, c)
 			}
 		}
-		if n == 0 {
-			update := st.updateSession
-			if first {
-				update = st.startLog
-			}
-			res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
-				string(c.Status), c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq,
-				c.Fence, c.Fence, st.now().UnixMicro())
-			if n, err = rowsAffected(res, err); err != nil {
-				return err
-			}
+		// The first events of a session give it its log number.
+		update := st.updateSession
+		if first {
+			update = st.startLog
 		}
-		if n == 0 {
+		res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
+			string(c.Status), c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq,
+			c.Fence, c.Fence, st.now().UnixMicro())
+		if n, err := rowsAffected(res, err); err != nil {
+			return err
+		} else if n == 0 {
 			return refuse(st.commitRefused(ctx, tx, tenant, c))
 		}
 		if first {
@@ -83,21 +86,27 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 				return err
 			}
 		}
-		if err := st.insertEventRows(ctx, tx, tenant, c.SessionID, c.Events, encoded); err != nil {
+		if err := st.insertEventRows(ctx, tx, tenant, c.SessionID, rows, usage, now); err != nil {
 			return err
 		}
-		if c.Snapshot != nil {
-			if _, err := tx.StmtContext(ctx, st.upsertSnapshot).ExecContext(ctx, tenant, c.SessionID, c.Snapshot.Seq, []byte(c.Snapshot.Data)); err != nil {
-				return fmt.Errorf("snapshot: %w", err)
-			}
-		}
-		return nil
+		return st.saveSnapshot(ctx, tx, tenant, c)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
 	if len(c.Events) > 0 && st.waiters.Any() {
 		st.waiters.Wake(tenant, c.SessionID)
+	}
+	return nil
+}
+
+// saveSnapshot stores c's snapshot, if it has one, in tx.
+func (st *Store) saveSnapshot(ctx context.Context, tx *sql.Tx, tenant string, c *session.Commit) error {
+	if c.Snapshot == nil {
+		return nil
+	}
+	if _, err := tx.StmtContext(ctx, st.upsertSnapshot).ExecContext(ctx, tenant, c.SessionID, c.Snapshot.Seq, []byte(c.Snapshot.Data)); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
 }
@@ -119,27 +128,48 @@ const releaseSet = `lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, le
 // lease clock's time.
 const fenceCheck = `(CASE WHEN ? != 0 THEN lease_token = ? ELSE (lease_owner IS NULL OR lease_expires <= ?) END)`
 
-// insertEventRows inserts evs from their encodings, maxInsert rows per
-// statement.
-func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, tenant, id string, evs []*session.Event, encoded [][]byte) error {
-	args := make([]any, 0, 4*min(len(evs), maxInsert)+2)
-	for len(evs) > 0 {
-		n := min(len(evs), maxInsert)
-		args = args[:0]
-		for i, ev := range evs[:n] {
-			args = append(args, ev.Seq, string(ev.Type), ev.Time.UnixMicro(), encoded[i])
+// An eventRow is the events of a row of the events table: the seq of the
+// last, how many, and their JSON, a line each.
+type eventRow struct {
+	last int64
+	n    int
+	json []byte
+}
+
+// encodeRows encodes evs into rows of at most maxRowEvents events and
+// about maxRowBytes each.
+func encodeRows(evs []*session.Event) ([]eventRow, error) {
+	var (
+		rows []eventRow
+		buf  bytes.Buffer
+		n    int
+	)
+	enc := json.NewEncoder(&buf) // as json.Marshal, and a newline after each
+	for i, ev := range evs {
+		if err := enc.Encode(ev); err != nil {
+			return nil, fmt.Errorf("encoding event %d: %w", ev.Seq, err)
 		}
-		args = append(args, tenant, id)
-		res, err := tx.StmtContext(ctx, st.insertEvents[n]).ExecContext(ctx, args...)
-		if err != nil {
-			return fmt.Errorf("events %d to %d: %w", evs[0].Seq, evs[n-1].Seq, err)
+		n++
+		if n == maxRowEvents || buf.Len() >= maxRowBytes || i == len(evs)-1 {
+			rows = append(rows, eventRow{last: ev.Seq, n: n, json: bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))})
+			buf.Reset()
+			n = 0
 		}
-		if m, err := res.RowsAffected(); err != nil {
-			return err
-		} else if m != int64(n) {
-			return fmt.Errorf("events %d to %d: %d rows inserted: the session has no log number", evs[0].Seq, evs[n-1].Seq, m)
+	}
+	return rows, nil
+}
+
+// insertEventRows inserts a session's rows, with the session's usage and
+// the commit's time.
+func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, tenant, id string, rows []eventRow, usage []byte, now time.Time) error {
+	ins := tx.StmtContext(ctx, st.insertEvents)
+	for _, r := range rows {
+		res, err := ins.ExecContext(ctx, r.last, r.n, r.json, usage, now.UnixMicro(), tenant, id)
+		if m, err := rowsAffected(res, err); err != nil {
+			return fmt.Errorf("events %d to %d: %w", r.last-int64(r.n)+1, r.last, err)
+		} else if m != 1 {
+			return fmt.Errorf("events %d to %d: %d rows inserted: the session has no log number", r.last-int64(r.n)+1, r.last, m)
 		}
-		evs, encoded = evs[n:], encoded[n:]
 	}
 	return nil
 }
@@ -316,10 +346,12 @@ func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*
 			return // no events yet
 		}
 		lo, hi := keyRange(log.Int64)
-		from := lo | min(max(after, 0), maxSeq)
+		after = min(max(after, 0), maxSeq)
+		from := lo | after
 		var page []*session.Event
 		for {
-			page, err = st.readPage(ctx, id, from, hi, page[:0])
+			var rows int
+			page, rows, err = st.readPage(ctx, id, from, hi, after, page[:0])
 			if err != nil {
 				yield(nil, err)
 				return
@@ -329,7 +361,7 @@ func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*
 					return
 				}
 			}
-			if len(page) < pageSize {
+			if rows < pageSize {
 				return
 			}
 			from = lo | page[len(page)-1].Seq
@@ -337,33 +369,50 @@ func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*
 	}
 }
 
-// readPage appends to page the first pageSize events of session id with
-// keys in (from, hi).
-func (st *Store) readPage(ctx context.Context, id string, from, hi int64, page []*session.Event) ([]*session.Event, error) {
+// readPage appends to page the events after seq after of the first
+// pageSize rows of session id with keys in (from, hi), and returns how
+// many rows it read. A row's events are its lines, seqs last-n+1 to last.
+func (st *Store) readPage(ctx context.Context, id string, from, hi, after int64, page []*session.Event) ([]*session.Event, int, error) {
 	rows, err := st.eventsPage.QueryContext(ctx, from, hi, pageSize)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: events of %q: %w", id, err)
+		return nil, 0, fmt.Errorf("sqlite: events of %q: %w", id, err)
 	}
 	defer rows.Close()
+	read := 0
 	for rows.Next() {
 		var (
-			seq int64
+			key int64
+			n   int64
 			raw sql.RawBytes
 		)
-		if err := rows.Scan(&seq, &raw); err != nil {
-			return nil, fmt.Errorf("sqlite: events of %q: %w", id, err)
+		if err := rows.Scan(&key, &n, &raw); err != nil {
+			return nil, 0, fmt.Errorf("sqlite: events of %q: %w", id, err)
 		}
-		ev := new(session.Event)
-		if err := json.Unmarshal(raw, ev); err != nil {
-			return nil, fmt.Errorf("sqlite: session %q event %d: undecodable row: %w", id, seq, err)
+		read++
+		last := key & maxSeq
+		seq := last - n + 1
+		for line := range bytes.SplitSeq(raw, []byte("\n")) {
+			if seq > last {
+				return nil, 0, fmt.Errorf("sqlite: session %q events %d to %d: corrupt row: more than %d lines", id, last-n+1, last, n)
+			}
+			if seq > after {
+				ev := new(session.Event)
+				if err := json.Unmarshal(line, ev); err != nil {
+					return nil, 0, fmt.Errorf("sqlite: session %q event %d: undecodable row: %w", id, seq, err)
+				}
+				if ev.Seq != seq {
+					return nil, 0, fmt.Errorf("sqlite: session %q event %d: corrupt row: it holds seq %d", id, seq, ev.Seq)
+				}
+				page = append(page, ev)
+			}
+			seq++
 		}
-		if ev.Seq != seq {
-			return nil, fmt.Errorf("sqlite: session %q event %d: corrupt row: it holds seq %d", id, seq, ev.Seq)
+		if seq != last+1 {
+			return nil, 0, fmt.Errorf("sqlite: session %q events %d to %d: corrupt row: %d lines", id, last-n+1, last, seq-(last-n+1))
 		}
-		page = append(page, ev)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: events of %q: %w", id, err)
+		return nil, 0, fmt.Errorf("sqlite: events of %q: %w", id, err)
 	}
-	return page, nil
+	return page, read, nil
 }

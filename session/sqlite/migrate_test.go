@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,12 +116,67 @@ func TestMigrateFromVersion3(t *testing.T) {
 		Events: []*session.Event{event("a", 3)}}); err != nil {
 		t.Fatal(err)
 	}
-	// A seq stays unique: the index refuses a second event 3 of a.
-	if _, err := st.w.ExecContext(ctx, `INSERT INTO events (key, session_id, seq, type, time, json) VALUES ((1 << 32) | 3, 'a', 3, 'final', 1, '{}')`); err == nil {
-		t.Error("a duplicate key was inserted")
+	// A seq stays unique: the index refuses a second row ending at event
+	// 3 of a.
+	if _, err := st.w.ExecContext(ctx, `INSERT INTO events (key, n, json) VALUES ((1 << 32) | 3, 1, '{}')`); err == nil || !strings.Contains(err.Error(), "UNIQUE") {
+		t.Errorf("a duplicate key: %v", err)
 	}
 	if got := read("a"); len(got) != 3 || got[2] != "3 answer 3" {
 		t.Errorf("events of a after a new commit: %v", got)
+	}
+}
+
+// A database of schema version 4 (an event a row) opens: its events read
+// back, from any seq, and a commit's events after them go in a row of
+// their own.
+func TestMigrateFromVersion4(t *testing.T) {
+	ctx := t.Context()
+	ev := func(id string, seq int) string {
+		return fmt.Sprintf(`{"v":1,"seq":%d,"session_id":%q,"turn":1,"type":"final","time":"2026-01-01T00:00:00Z","data":{"text":"%s %d"}}`, seq, id, id, seq)
+	}
+	path := oldDatabase(t, 4,
+		`INSERT INTO sessions (tenant, id, agent, status, turn, usage, last_seq, created_at, updated_at, log)
+			VALUES ('default', 'a', 'x', 'done', 1, '{}', 2, 1, 1, 1), ('default', 'b', 'x', 'done', 1, '{}', 1, 2, 2, 2)`,
+		`UPDATE logs SET next = 3`,
+		fmt.Sprintf(`INSERT INTO events (key, session_id, seq, type, time, json) VALUES
+			((1 << 32) | 1, 'a', 1, 'final', 1, '%s'), ((2 << 32) | 1, 'b', 1, 'final', 1, '%s'), ((1 << 32) | 2, 'a', 2, 'final', 1, '%s')`,
+			ev("a", 1), ev("b", 1), ev("a", 2)),
+	)
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	read := func(id string, after int64) string {
+		var out []string
+		for e, err := range st.Events(ctx, id, after) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(e.Seq, " ", e.Data.(*session.Final).Text))
+		}
+		return strings.Join(out, ", ")
+	}
+	if got, want := read("a", 0)+"; "+read("b", 0), "1 a 1, 2 a 2; 1 b 1"; got != want {
+		t.Fatalf("events after migration: %s, want %s", got, want)
+	}
+	if err := st.Commit(ctx, &session.Commit{SessionID: "a", ExpectSeq: 2, Status: session.StatusDone,
+		Events: []*session.Event{event("a", 3), event("a", 4)}}); err != nil {
+		t.Fatal(err)
+	}
+	for after, want := range map[int64]string{
+		0: "1 a 1, 2 a 2, 3 answer 3, 4 answer 4",
+		2: "3 answer 3, 4 answer 4",
+		3: "4 answer 4",
+		4: "",
+	} {
+		if got := read("a", after); got != want {
+			t.Errorf("events of a after %d: %s, want %s", after, got, want)
+		}
+	}
+	var rows int
+	if err := st.w.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&rows); err != nil || rows != 4 {
+		t.Errorf("%d rows (%v), want 4: three from version 4, one for the commit", rows, err)
 	}
 }
 

@@ -11,21 +11,23 @@ import (
 // len(migrations) is the version this build writes. Append to it; never
 // edit a migration that has shipped.
 //
-// Events are stored in the order they were written (their rowid) and
-// found by key, log<<32 | seq, where log is a number the session gets
-// from the logs counter at its first event and never gives back: a
-// session's log is one range of the unique index events_key, so a read
-// is a range scan, and the rows of the many sessions a transaction of the
-// group commit writes append at the end of the table. That bounds seq
-// below 2^32 and the number of logs below 2^31. (A WITHOUT ROWID table
-// keyed by (session_id, seq) would need no log number, but its rows spill
-// into overflow pages above ~1 KB, which events often are; version 1 to 3
-// keyed the table itself by log<<32 | seq, see version 4.)
+// Events are stored a row per commit, in the order they were written
+// (their rowid), and found by key, log<<32 | seq of the row's last event,
+// where log is a number the session gets from the logs counter at its
+// first event and never gives back: a session's log is one range of the
+// unique index events_key, so a read is a range scan, and the rows of the
+// many sessions a transaction of the group commit writes append at the
+// end of the table. That bounds seq below 2^32 and the number of logs
+// below 2^31. (A WITHOUT ROWID table keyed by (session_id, seq) would need
+// no log number, but its rows spill into overflow pages above ~1 KB, which
+// commits often are; version 1 to 3 keyed the table itself by
+// log<<32 | seq, see version 4; version 4 held an event a row, see
+// version 5.)
 //
-// Times are INTEGER unix microseconds, UTC. events.json is the whole event
-// as json.Marshal produces it; events.session_id, type and time copy some
-// of its fields for people and queries. metadata is a JSON object, NULL
-// when empty; usage is a JSON model.Usage.
+// Times are INTEGER unix microseconds, UTC. events.json is the row's
+// events as json.Marshal produces them, each on a line of its own (JSON
+// never holds a raw newline). metadata is a JSON object, NULL when empty;
+// usage is a JSON model.Usage.
 var migrations = [][]string{
 	{
 		`CREATE TABLE sessions (
@@ -131,6 +133,34 @@ var migrations = [][]string{
 			SELECT key, session_id, seq, type, time, json FROM events ORDER BY key`,
 		`DROP TABLE events`,
 		`ALTER TABLE events_v4 RENAME TO events`,
+		`CREATE UNIQUE INDEX events_key ON events (key)`,
+	},
+	// Version 5: a row per commit, and commits that leave the session's
+	// row alone. A commit's events go in one row, one JSON object a
+	// line, keyed by the seq of its last event: a row costs SQLite about
+	// as much to insert whatever its size, and a single-row INSERT needs
+	// no statement journal. n is how many events the row holds, so its
+	// first is key's seq - n + 1. The columns that copied fields of the
+	// event are gone; version 4's rows hold one event each.
+	//
+	// A commit that changes neither the session's status nor its turn,
+	// nor releases its lease (most commits of a run) writes its events'
+	// row only, with the commit's usage and time: the session's last_seq,
+	// usage and updated_at are those of its last events row when that is
+	// past last_seq (see lastRow). Rewriting the session's row (and the
+	// page it is on) for every commit cost as much as the events.
+	{
+		`CREATE TABLE events_v5 (
+			id    INTEGER PRIMARY KEY, -- the order of writing
+			key   INTEGER NOT NULL,    -- log<<32 | the seq of the row's last event
+			n     INTEGER NOT NULL,    -- how many events the row holds
+			json  TEXT    NOT NULL,    -- the events, one JSON object a line
+			usage TEXT,                -- the session's usage after the commit (NULL before version 5)
+			time  INTEGER              -- the commit's time (NULL before version 5)
+		)`,
+		`INSERT INTO events_v5 (key, n, json) SELECT key, 1, json FROM events ORDER BY id`,
+		`DROP TABLE events`,
+		`ALTER TABLE events_v5 RENAME TO events`,
 		`CREATE UNIQUE INDEX events_key ON events (key)`,
 	},
 }

@@ -66,8 +66,10 @@ const (
 	// busyStep is how long SQLite's own busy handler waits on the writer
 	// connection before Go code checks the context and tries again.
 	busyStep = 100 * time.Millisecond
-	// maxInsert is the most events one INSERT statement writes.
-	maxInsert = 8
+	// maxRowEvents and maxRowBytes bound the events of one row: a
+	// commit larger than that (a fork, an import) takes several rows.
+	maxRowEvents = 256
+	maxRowBytes  = 256 << 10
 	// sqliteBusy is SQLITE_BUSY, the primary result code.
 	sqliteBusy = 5
 	// maxSeq is the largest seq an event may have: events are keyed by
@@ -102,25 +104,26 @@ type Store struct {
 
 	// Statements, prepared once by Open. The w ones run inside
 	// transactions through tx.StmtContext, which reuses the preparation.
-	insertSession  *sql.Stmt                // w
-	updateSession  *sql.Stmt                // w
-	startLog       *sql.Stmt                // w; updateSession, giving the session a log
-	updateSame     *sql.Stmt                // w; updateSession of a session whose status stays
-	bumpLog        *sql.Stmt                // w
-	lastSeq        *sql.Stmt                // w
-	insertEvents   [maxInsert + 1]*sql.Stmt // w; [n] inserts n events
-	upsertSnapshot *sql.Stmt                // w
-	deleteSession  *sql.Stmt                // w
-	deleteEvents   *sql.Stmt                // w
-	deleteSnapshot *sql.Stmt                // w
-	getSession     *sql.Stmt                // r
-	loadSnapshot   *sql.Stmt                // r
-	eventsPage     *sql.Stmt                // r
-	logOf          *sql.Stmt                // r
-	getLease       *sql.Stmt                // w
-	setLease       *sql.Stmt                // w
-	renewLease     *sql.Stmt                // w
-	releaseLease   *sql.Stmt                // w
+	insertSession  *sql.Stmt // w
+	updateSession  *sql.Stmt // w
+	startLog       *sql.Stmt // w; updateSession, giving the session a log
+	checkLight     *sql.Stmt // w; whether a commit may leave the session's row as it is
+	insertRow      *sql.Stmt // w; a row of events, its key given
+	bumpLog        *sql.Stmt // w
+	lastSeq        *sql.Stmt // w
+	insertEvents   *sql.Stmt // w
+	upsertSnapshot *sql.Stmt // w
+	deleteSession  *sql.Stmt // w
+	deleteEvents   *sql.Stmt // w
+	deleteSnapshot *sql.Stmt // w
+	getSession     *sql.Stmt // r
+	loadSnapshot   *sql.Stmt // r
+	eventsPage     *sql.Stmt // r
+	logOf          *sql.Stmt // r
+	getLease       *sql.Stmt // w
+	setLease       *sql.Stmt // w
+	renewLease     *sql.Stmt // w
+	releaseLease   *sql.Stmt // w
 
 	closeOnce sync.Once
 	closeErr  error
@@ -136,9 +139,29 @@ var (
 // the store's own).
 const sessionColumns = `tenant, id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at`
 
-// selectColumns are the columns a session is read from: sessionColumns
-// and its lease.
-const selectColumns = sessionColumns + `, lease_owner, lease_token, lease_expires`
+// lastRow is the key of the last events row of the session s, NULL if it
+// has none: a seek back from the end of its log's range of events_key.
+const lastRow = `(SELECT key FROM events WHERE key > (s.log << 32) AND key < ((s.log + 1) << 32) ORDER BY key DESC LIMIT 1)`
+
+// headSeq is the last seq of the session s: its last row's, or last_seq
+// when it has no events (a commit that leaves the session's row alone
+// does not update last_seq).
+const headSeq = `coalesce(` + lastRow + ` & ` + seqMask + `, s.last_seq)`
+
+// seqMask takes the seq out of an events key.
+const seqMask = `4294967295`
+
+// selectColumns are the columns a session is read from, in a query
+// FROM sessions s LEFT JOIN events e ON e.key = lastRow: sessionColumns,
+// the lease, and the last events row's key, usage and time.
+const selectColumns = `s.tenant, s.id, s.agent, s.status, s.turn, s.usage, s.last_seq, s.metadata, s.created_at, s.updated_at,
+	s.lease_owner, s.lease_token, s.lease_expires, e.key, e.usage, e.time`
+
+// withLastRow is the FROM of selectColumns, with the sessions table (or a
+// query of it) as sessions.
+func withLastRow(sessions string) string {
+	return ` FROM ` + sessions + ` s LEFT JOIN events e ON e.key = ` + lastRow
+}
 
 // An Option configures Open.
 type Option func(*Store)
@@ -275,26 +298,31 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 	}{
 		{st.w, &st.insertSession, `INSERT INTO sessions (` + sessionColumns + `)
 			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`},
-		{st.w, &st.updateSession, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
+		{st.w, &st.updateSession, `UPDATE sessions AS s SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			` + releaseSet + `
-			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck},
-		// The same, for a status that does not change: SQLite updates
-		// the status indexes for any status in a SET, even an equal one.
-		{st.w, &st.updateSame, `UPDATE sessions SET turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
-			` + releaseSet + `
-			WHERE tenant = ? AND id = ? AND last_seq = ? AND status = ? AND ` + fenceCheck},
-		{st.w, &st.startLog, `UPDATE sessions SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
+			WHERE s.tenant = ? AND s.id = ? AND ` + headSeq + ` = ? AND ` + fenceCheck},
+		{st.w, &st.startLog, `UPDATE sessions AS s SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			` + releaseSet + `,
 			log = coalesce(log, (SELECT next FROM logs WHERE id = 1))
-			WHERE tenant = ? AND id = ? AND last_seq = ? AND ` + fenceCheck},
+			WHERE s.tenant = ? AND s.id = ? AND ` + headSeq + ` = ? AND ` + fenceCheck},
+		// The log number of a session that is at the expected seq,
+		// keeps its status and turn, and does not fence the commit off
+		// (no row otherwise): the session's tenant and id, status and
+		// turn, the fence's three parameters and the expected seq. (An
+		// INSERT … SELECT that read the events it inserts into would
+		// go through a temporary table.)
+		{st.w, &st.checkLight, `SELECT s.log FROM sessions s
+			WHERE s.tenant = ? AND s.id = ? AND s.log IS NOT NULL AND s.status = ? AND s.turn = ? AND ` + fenceCheck + `
+				AND ` + lastRow + ` = (s.log << 32) | ?`},
+		{st.w, &st.insertRow, `INSERT INTO events (key, n, json, usage, time) VALUES (?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?)`},
 		{st.w, &st.bumpLog, `UPDATE logs SET next = next + 1 WHERE id = 1`},
-		{st.w, &st.lastSeq, `SELECT last_seq FROM sessions WHERE tenant = ? AND id = ?`},
+		{st.w, &st.lastSeq, `SELECT ` + headSeq + ` FROM sessions s WHERE s.tenant = ? AND s.id = ?`},
 		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (tenant, session_id, seq, data) VALUES (?, ?, ?, ?)
 			ON CONFLICT (tenant, session_id) DO UPDATE SET seq = excluded.seq, data = excluded.data`},
 		{st.w, &st.deleteSession, `DELETE FROM sessions WHERE tenant = ? AND id = ? RETURNING log`},
 		{st.w, &st.deleteEvents, `DELETE FROM events WHERE key >= ? AND key < ?`},
 		{st.w, &st.deleteSnapshot, `DELETE FROM snapshots WHERE tenant = ? AND session_id = ?`},
-		{st.r, &st.getSession, `SELECT ` + selectColumns + ` FROM sessions WHERE tenant = ? AND id = ?`},
+		{st.r, &st.getSession, `SELECT ` + selectColumns + withLastRow("sessions") + ` WHERE s.tenant = ? AND s.id = ?`},
 		{st.w, &st.getLease, `SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE tenant = ? AND id = ?`},
 		{st.w, &st.setLease, `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE tenant = ? AND id = ?`},
 		{st.w, &st.renewLease, `UPDATE sessions SET lease_expires = ?
@@ -304,15 +332,16 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s
 			LEFT JOIN snapshots sn ON sn.tenant = s.tenant AND sn.session_id = s.id
 			WHERE s.tenant = ? AND s.id = ?`},
-		{st.r, &st.eventsPage, `SELECT seq, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
+		{st.r, &st.eventsPage, `SELECT key, n, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
+		// A row of a session's events: its last seq, how many, the
+		// events as text, the session's usage and the commit's time;
+		// then the session's tenant and id. The log
+		// number comes from the session's row, in the same statement; a
+		// session without one inserts nothing (rather than letting a
+		// NULL key pick a rowid).
+		{st.w, &st.insertEvents, `INSERT INTO events (key, n, json, usage, time)
+			SELECT (log << 32) | ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ? FROM sessions WHERE tenant = ? AND id = ? AND log IS NOT NULL`},
 		{st.r, &st.logOf, `SELECT log FROM sessions WHERE tenant = ? AND id = ?`},
-	}
-	for n := 1; n <= maxInsert; n++ {
-		stmts = append(stmts, struct {
-			db    *sql.DB
-			dst   **sql.Stmt
-			query string
-		}{st.w, &st.insertEvents[n], insertEventsSQL(n)})
 	}
 	for _, s := range stmts {
 		if *s.dst, err = s.db.PrepareContext(ctx, s.query); err != nil {
@@ -328,27 +357,6 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 	st.k = newCheckpointer(st.c)
 	st.g.ck = st.k
 	return st, nil
-}
-
-// insertEventsSQL returns an INSERT of n events of one session: for each,
-// (seq, type, time, json), then the session's id. The json goes in as
-// bytes and is stored as text, then the session's tenant and id. The
-// session's log number comes from its row, in the same statement; a
-// session without one inserts nothing (rather than letting a NULL key
-// pick a rowid).
-func insertEventsSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO events (key, session_id, seq, type, time, json)
-		SELECT (s.log << 32) | v.column1, s.id, v.column1, v.column2, v.column3, CAST(v.column4 AS TEXT)
-		FROM sessions s, (VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(`(?, ?, ?, ?)`)
-	}
-	b.WriteString(`) v WHERE s.tenant = ? AND s.id = ? AND s.log IS NOT NULL`)
-	return b.String()
 }
 
 // keyRange returns the bounds of the keys of the events of log number log:
@@ -411,12 +419,12 @@ func isBusy(err error) bool {
 func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
 		var errs []error
-		for _, s := range append([]*sql.Stmt{
-			st.insertSession, st.updateSession, st.updateSame, st.startLog, st.bumpLog, st.lastSeq, st.upsertSnapshot,
+		for _, s := range []*sql.Stmt{
+			st.insertSession, st.updateSession, st.checkLight, st.insertRow, st.startLog, st.bumpLog, st.lastSeq, st.upsertSnapshot,
 			st.deleteSession, st.deleteEvents, st.deleteSnapshot,
 			st.getSession, st.loadSnapshot, st.eventsPage, st.logOf,
-			st.getLease, st.setLease, st.renewLease, st.releaseLease,
-		}, st.insertEvents[:]...) {
+			st.getLease, st.setLease, st.renewLease, st.releaseLease, st.insertEvents,
+		} {
 			if s != nil {
 				errs = append(errs, s.Close())
 			}
@@ -537,11 +545,12 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 			where, args = append(where, "(created_at, id) < (?, ?)"), append(args, created, opt.After)
 		}
 	}
-	q := `SELECT ` + selectColumns + ` FROM sessions`
+	q := `SELECT * FROM sessions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY ` + order + ` LIMIT ?`
+	q = `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.` + strings.ReplaceAll(order, ", ", ", s.")
 	rows, err := st.r.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
@@ -578,10 +587,23 @@ func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) 
 		leaseOwner       sql.NullString
 		leaseToken       int64
 		leaseExpires     int64
+		lastKey, lastAt  sql.NullInt64
+		lastUsage        []byte
 	)
 	if err := row.Scan(&s.Tenant, &s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated,
-		&leaseOwner, &leaseToken, &leaseExpires); err != nil {
+		&leaseOwner, &leaseToken, &leaseExpires, &lastKey, &lastUsage, &lastAt); err != nil {
 		return nil, err
+	}
+	// Commits since the row's last update left it alone: their last
+	// row has the session's seq, usage and time.
+	if seq := lastKey.Int64 & maxSeq; lastKey.Valid && seq > s.LastSeq {
+		s.LastSeq = seq
+		if lastUsage != nil {
+			usage = lastUsage
+		}
+		if lastAt.Valid {
+			updated = lastAt.Int64
+		}
 	}
 	if leaseOwner.Valid {
 		s.Lease = &session.Lease{SessionID: s.ID, Owner: leaseOwner.String, Token: leaseToken, Expires: time.UnixMicro(leaseExpires).UTC()}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,16 +222,32 @@ func TestCorruptEventRow(t *testing.T) {
 	if err := st.Commit(ctx, &session.Commit{SessionID: "s1", Events: finalEvents("s1", 0, 4), Time: t0}); err != nil {
 		t.Fatal(err)
 	}
-	tests := map[string]string{
-		"not json":     `{"v":1,"seq":3,`,
-		"bad data":     `{"v":1,"seq":3,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":42}}`,
-		"newer schema": `{"v":99,"seq":3,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":"x"}}`,
-		"wrong seq":    `{"v":1,"seq":7,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":"x"}}`,
+	// The commit's row holds events 1 to 4, a line each; each case puts
+	// row in place of the line of event 3.
+	tests := map[string]struct{ line, want string }{
+		"not json":     {`{"v":1,"seq":3,`, "event 3"},
+		"bad data":     {`{"v":1,"seq":3,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":42}}`, "event 3"},
+		"newer schema": {`{"v":99,"seq":3,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":"x"}}`, "event 3"},
+		"wrong seq":    {`{"v":1,"seq":7,"session_id":"s1","type":"final","time":"2026-03-14T15:09:26Z","data":{"text":"x"}}`, "event 3: corrupt row: it holds seq 7"},
+		"extra line":   {"", "events 1 to 4: corrupt row: more than 4 lines"},
 	}
 	raw := rawDB(t, path)
-	for name, row := range tests {
+	var orig string
+	if err := raw.QueryRowContext(ctx, `SELECT json FROM events`).Scan(&orig); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(orig, "\n")
+	if len(lines) != 4 {
+		t.Fatalf("the commit's row has %d lines, want 4: %s", len(lines), orig)
+	}
+	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if _, err := raw.ExecContext(ctx, `UPDATE events SET json = ? WHERE session_id = 's1' AND seq = 3`, row); err != nil {
+			corrupt := slices.Clone(lines)
+			corrupt[2] = tc.line
+			if name == "extra line" { // events 1, 2, 3, 4 and 4 again
+				corrupt[2] = lines[2] + "\n" + lines[3]
+			}
+			if _, err := raw.ExecContext(ctx, `UPDATE events SET json = ?`, strings.Join(corrupt, "\n")); err != nil {
 				t.Fatal(err)
 			}
 			var err error
@@ -243,16 +260,32 @@ func TestCorruptEventRow(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Events over a corrupt row succeeded")
 			}
-			for _, want := range []string{`"s1"`, "event 3"} {
+			for _, want := range []string{`"s1"`, tc.want} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not contain %q", err, want)
 				}
+			}
+			if name == "extra line" {
+				return
 			}
 			// Events after the corrupt one are still readable.
 			if n := len(readAllAfter(t, st, "s1", 3)); n != 1 {
 				t.Errorf("Events(after 3): %d events, want 1", n)
 			}
 		})
+	}
+	// A row with fewer lines than it says.
+	if _, err := raw.ExecContext(ctx, `UPDATE events SET json = ?`, strings.Join(lines[:3], "\n")); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for _, e2 := range st.Events(ctx, "s1", 0) {
+		if e2 != nil {
+			err = e2
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), `session "s1" events 1 to 4: corrupt row: 3 lines`) {
+		t.Errorf("Events over a short row: %v", err)
 	}
 }
 
@@ -330,7 +363,7 @@ func TestStoredJSON(t *testing.T) {
 	}
 	var got, typ, text, usageType string
 	if err := rawDB(t, path).QueryRowContext(ctx, `SELECT e.json, typeof(e.json), json_extract(e.json, '$.data.text'), typeof(s.usage)
-		FROM events e JOIN sessions s ON s.id = e.session_id`).Scan(&got, &typ, &text, &usageType); err != nil {
+		FROM events e JOIN sessions s ON s.log = e.key >> 32`).Scan(&got, &typ, &text, &usageType); err != nil {
 		t.Fatal(err)
 	}
 	if got != string(want) || typ != "text" || text != "answer 1" || usageType != "text" {
@@ -398,5 +431,56 @@ func TestWaitsForWriteLock(t *testing.T) {
 	defer timer.Stop()
 	if err := st.Commit(t.Context(), &session.Commit{SessionID: "s1", Events: finalEvents("s1", 0, 1), Time: t0}); err != nil {
 		t.Fatalf("Commit after the write lock was released: %v", err)
+	}
+}
+
+// A commit's events go in one row, or in several when there are many
+// (256 events or 256 KB a row); reading from any seq yields the events
+// after it, in order, across rows and across pages of rows.
+func TestEventsAcrossRows(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	st := open(t, path)
+	if err := st.CreateSession(ctx, &session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	// 700 events in one commit, then 300 commits of one event: 303 rows,
+	// more than a page of them.
+	if err := st.Commit(ctx, &session.Commit{SessionID: "s1", Events: finalEvents("s1", 0, 700), Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(700); seq < 1000; seq++ {
+		if err := st.Commit(ctx, &session.Commit{SessionID: "s1", ExpectSeq: seq, Events: finalEvents("s1", seq, 1), Time: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// And one commit of large events: a row holds about 256 KB.
+	big := finalEvents("s1", 1000, 10)
+	for _, ev := range big {
+		ev.Data = &session.Final{Text: strings.Repeat("x", 100<<10)}
+	}
+	if err := st.Commit(ctx, &session.Commit{SessionID: "s1", ExpectSeq: 1000, Events: big, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := rawDB(t, path).QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := 3 + 300 + 4; rows != want { // 700 = 256+256+188; 10 × 100 KB = 3+3+3+1
+		t.Errorf("%d rows, want %d", rows, want)
+	}
+	for _, after := range []int64{0, 1, 255, 256, 257, 699, 700, 701, 950, 1000, 1005, 1010, 5000} {
+		got := readAllAfter(t, st, "s1", after)
+		want := max(0, 1010-min(after, 1010))
+		if int64(len(got)) != want {
+			t.Errorf("after %d: %d events, want %d", after, len(got), want)
+			continue
+		}
+		for i, ev := range got {
+			if ev.Seq != after+int64(i)+1 {
+				t.Errorf("after %d: event %d has seq %d", after, i, ev.Seq)
+				break
+			}
+		}
 	}
 }
