@@ -206,6 +206,17 @@ func (k *leaseKeeper) stop() {
 	_ = k.leaser.Release(session.WithTenant(context.Background(), k.tenant), l)
 }
 
+// keepLease returns the keeper of l, a lease this runner holds: into,
+// when not nil (a Run's own), else a new one.
+func (r *Runner) keepLease(ctx context.Context, l session.Lease, into *leaseKeeper) *leaseKeeper {
+	k := into
+	if k == nil {
+		k = new(leaseKeeper)
+	}
+	k.leaser, k.tenant, k.ttl, k.lease, k.renewed = r.leaser, session.TenantOf(ctx), r.leaseTTL, l, time.Now()
+	return k
+}
+
 // acquireLease takes session id's lease for this runner. A lease held by a
 // dead process of this host is taken over at once; one held by a live
 // owner is an error saying who holds it and until when, unless wait is
@@ -220,12 +231,7 @@ func (r *Runner) acquireLease(ctx context.Context, id string, wait bool, into *l
 	for {
 		l, err := r.leaser.Acquire(ctx, id, r.owner, r.leaseTTL)
 		if err == nil {
-			k := into
-			if k == nil {
-				k = new(leaseKeeper)
-			}
-			k.leaser, k.tenant, k.ttl, k.lease, k.renewed = r.leaser, session.TenantOf(ctx), r.leaseTTL, l, time.Now()
-			return k, nil
+			return r.keepLease(ctx, l, into), nil
 		}
 		var held *session.LeaseHeldError
 		switch {

@@ -268,21 +268,62 @@ func (r *Runner) DeleteSession(ctx context.Context, id string) error {
 // CreateSession creates a session for the named agent. An empty id gets a
 // fresh one.
 func (r *Runner) CreateSession(ctx context.Context, agent, id string, metadata map[string]string) (*session.Session, error) {
+	s, _, err := r.createSession(ctx, agent, id, metadata, false)
+	return s, err
+}
+
+// createSession is CreateSession; with leased, in a store that can
+// (session.LeasedCreator), the session is created with this runner's
+// lease on it, which it returns (nil otherwise).
+func (r *Runner) createSession(ctx context.Context, agent, id string, metadata map[string]string, leased bool) (*session.Session, *session.Lease, error) {
 	if _, err := r.agent(agent); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if id == "" {
 		id = r.newID()
 	}
 	now := r.now()
 	s := &session.Session{ID: id, Agent: agent, Status: session.StatusIdle, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
-	if err := r.store.CreateSession(ctx, s); err != nil {
-		if errors.Is(err, session.ErrExists) {
-			return nil, &Error{Kind: FailInput, Code: "session_exists", Msg: fmt.Sprintf("session %q already exists", id), Err: err}
+	var (
+		lease *session.Lease
+		err   error
+	)
+	if lc, ok := r.store.(session.LeasedCreator); ok && leased && r.leaser != nil {
+		var l session.Lease
+		if l, err = lc.CreateLeased(ctx, s, r.owner, r.leaseTTL); err == nil {
+			lease = &l
 		}
-		return nil, &Error{Kind: FailStore, Msg: "create session", Err: err}
+	} else {
+		err = r.store.CreateSession(ctx, s)
 	}
-	return s, nil
+	if err != nil {
+		if errors.Is(err, session.ErrExists) {
+			return nil, nil, &Error{Kind: FailInput, Code: "session_exists", Msg: fmt.Sprintf("session %q already exists", id), Err: err}
+		}
+		return nil, nil, &Error{Kind: FailStore, Msg: "create session", Err: err}
+	}
+	return s, lease, nil
+}
+
+// newState returns the State of a new session of agent, with its
+// policy's state.
+func (r *Runner) newState(id, agent string) (*State, error) {
+	var p Policy = React{}
+	if a, ok := r.agents[agent]; ok && a.Policy != nil {
+		p = a.Policy
+	}
+	st := NewState(id, agent)
+	if err := st.AttachPolicy(p); err != nil {
+		return nil, &Error{Kind: FailPolicy, Msg: "session " + id, Err: err}
+	}
+	return st, nil
+}
+
+// created is a session a run begins by creating, with its lease (see
+// createSession).
+type created struct {
+	lease session.Lease
+	agent string
 }
 
 // Load rebuilds a session's state: its snapshot, then the events after it,
@@ -297,12 +338,7 @@ func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
 		p = a.Policy
 	}
 	if sess.LastSeq == 0 {
-		// A new session: no snapshot, no events to read.
-		st := NewState(id, sess.Agent)
-		if err := st.AttachPolicy(p); err != nil {
-			return nil, &Error{Kind: FailPolicy, Msg: "session " + id, Err: err}
-		}
-		return st, nil
+		return r.newState(id, sess.Agent) // a new session: no snapshot, no events to read
 	}
 	snap, err := r.store.LoadSnapshot(ctx, id)
 	if err != nil {
@@ -384,8 +420,10 @@ func (r *Runner) Active(ctx context.Context, id string) (*Run, bool) {
 }
 
 // begin claims session id, takes its lease and loads it. On success the
-// caller owns x and ends with r.finish(x).
-func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (*Exec, error) {
+// caller owns x and ends with r.finish(x). created, when not nil, is the
+// session as this runner just created it, leased (see createSession): its
+// lease is taken already, and its state is a new one.
+func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, created *created) (*Exec, error) {
 	k := keyOf(ctx, id)
 	if err := r.claim(k, h); err != nil {
 		return nil, err
@@ -395,12 +433,21 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool) (
 	if h != nil {
 		into, spare = &h.lease, &h.topic
 	}
-	lease, err := r.acquireLease(ctx, id, waitLease, into)
-	if err != nil {
+	var (
+		lease *leaseKeeper
+		st    *State
+		err   error
+	)
+	if created != nil {
+		// Created leased: nobody else can have written to it since.
+		lease = r.keepLease(ctx, created.lease, into)
+		st, err = r.newState(id, created.agent)
+	} else if lease, err = r.acquireLease(ctx, id, waitLease, into); err != nil {
 		r.unclaim(k)
 		return nil, err
+	} else {
+		st, err = r.loadCached(ctx, k)
 	}
-	st, err := r.loadCached(ctx, k)
 	if err == nil {
 		var a *Agent
 		if a, err = r.agent(st.Agent); err == nil {
@@ -452,7 +499,7 @@ func (r *Runner) beginWaiting(ctx context.Context, id string, h *Run) (*Exec, er
 	wctx, cancel := context.WithTimeout(ctx, resolveWait)
 	defer cancel()
 	for {
-		x, err := r.begin(wctx, id, h, true)
+		x, err := r.begin(wctx, id, h, true, nil)
 		var re *Error
 		if err == nil || !errors.As(err, &re) || re.Code != "busy" || wctx.Err() != nil {
 			return x, err
@@ -578,19 +625,21 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	if strings.TrimSpace(in.Text) == "" {
 		return nil, nil, &Error{Kind: FailInput, Code: "empty_input", Msg: "input is empty"}
 	}
+	var created *created
 	if in.Agent != "" {
-		if err := r.ensureSession(ctx, id, in.Agent); err != nil {
+		var err error
+		if created, err = r.ensureSession(ctx, id, in.Agent); err != nil {
 			return nil, nil, err
 		}
 	}
-	x, rctx, err := r.beginRun(ctx, id, detached)
+	x, rctx, err := r.beginRun(ctx, id, detached, created)
 	if in.Agent != "" && errors.Is(err, session.ErrNotFound) {
 		// Deleted by another process since it ran here: created anew.
 		r.cache.take(keyOf(ctx, id))
-		if err := r.ensureSession(ctx, id, in.Agent); err != nil {
+		if created, err = r.ensureSession(ctx, id, in.Agent); err != nil {
 			return nil, nil, err
 		}
-		x, rctx, err = r.beginRun(ctx, id, detached)
+		x, rctx, err = r.beginRun(ctx, id, detached, created)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -641,36 +690,45 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	return x, rctx, nil
 }
 
-// ensureSession creates session id for agent if it does not exist.
-func (r *Runner) ensureSession(ctx context.Context, id, agent string) error {
+// ensureSession creates session id for agent if it does not exist. A
+// session it creates comes with this runner's lease when the store can
+// (session.LeasedCreator): it returns it, for the run to begin with, and
+// nil otherwise.
+func (r *Runner) ensureSession(ctx context.Context, id, agent string) (*created, error) {
 	if id == "" {
-		return &Error{Kind: FailInput, Code: "no_session", Msg: "no session id"}
+		return nil, &Error{Kind: FailInput, Code: "no_session", Msg: "no session id"}
 	}
 	if r.cache.has(keyOf(ctx, id)) {
-		return nil // it ran here: the load checks it against the store
+		return nil, nil // it ran here: the load checks it against the store
 	}
 	_, err := r.store.GetSession(ctx, id)
 	if errors.Is(err, session.ErrNotFound) {
-		if _, err = r.CreateSession(ctx, agent, id, nil); err != nil {
+		_, lease, err := r.createSession(ctx, agent, id, nil, true)
+		if err != nil {
 			var re *Error
 			if errors.As(err, &re) && re.Code == "session_exists" {
-				return nil // created meanwhile
+				return nil, nil // created meanwhile
 			}
+			return nil, err
 		}
-		return err
+		if lease == nil {
+			return nil, nil
+		}
+		return &created{lease: *lease, agent: agent}, nil
 	}
 	if err != nil {
-		return notFound(id, err)
+		return nil, notFound(id, err)
 	}
-	return nil
+	return nil, nil
 }
 
 // beginRun begins a run of session id: its handle and context, the
-// session claimed, leased and loaded. abandon undoes it all, for a run
-// that turns out not to be possible.
-func (r *Runner) beginRun(ctx context.Context, id string, detached bool) (*Exec, context.Context, error) {
+// session claimed, leased (with created, when not nil: see begin) and
+// loaded. abandon undoes it all, for a run that turns out not to be
+// possible.
+func (r *Runner) beginRun(ctx context.Context, id string, detached bool, created *created) (*Exec, context.Context, error) {
 	rctx, h := r.runContext(ctx, id, detached)
-	x, err := r.begin(ctx, id, h, false)
+	x, err := r.begin(ctx, id, h, false, created)
 	if err != nil {
 		h.cancel(nil)
 		return nil, nil, err
@@ -755,7 +813,7 @@ func (r *Runner) StartResume(ctx context.Context, sessionID string) (*Run, error
 // startResume begins a resumption: run_resumed emitted, or, for a session
 // that crashed its process too often without progress, its failure.
 func (r *Runner) startResume(ctx context.Context, id string, detached bool) (*Exec, context.Context, error) {
-	x, rctx, err := r.beginRun(ctx, id, detached)
+	x, rctx, err := r.beginRun(ctx, id, detached, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -237,6 +237,17 @@ type Leaser interface {
 	Release(ctx context.Context, l Lease) error
 }
 
+// LeasedCreator is the optional capability of a Leaser to create a session
+// with its lease taken: CreateSession and Acquire in one write, with no
+// moment in which another owner could take the new session first. The
+// runtime starts the first run of a new session with it.
+type LeasedCreator interface {
+	// CreateLeased creates s as CreateSession does (ErrExists if it
+	// exists), leased to owner for ttl, and returns that lease: the
+	// session's first, token 1.
+	CreateLeased(ctx context.Context, s *Session, owner string, ttl time.Duration) (Lease, error)
+}
+
 // Follower is the optional store capability of following a session's log
 // as it grows, from this process or any other.
 type Follower interface {

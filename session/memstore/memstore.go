@@ -100,6 +100,26 @@ func New(opts ...Option) *Store {
 // no events. A zero CreatedAt becomes the current time, and a zero
 // UpdatedAt becomes CreatedAt.
 func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
+	return st.create(ctx, s, session.Lease{})
+}
+
+// CreateLeased creates s leased to owner. See session.LeasedCreator.
+func (st *Store) CreateLeased(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (session.Lease, error) {
+	if owner == "" || ttl <= 0 {
+		return session.Lease{}, fmt.Errorf("memstore: create session %q: need an owner and a positive ttl", s.ID)
+	}
+	l, err := (session.Lease{SessionID: s.ID}).Take(owner, st.now(), ttl)
+	if err != nil {
+		return session.Lease{}, err
+	}
+	if err := st.create(ctx, s, l); err != nil {
+		return session.Lease{}, err
+	}
+	return l, nil
+}
+
+// create stores s with lease l (none if l has no owner).
+func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -126,7 +146,7 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 	if _, ok := st.sessions[k]; ok {
 		return fmt.Errorf("memstore: create session %q: %w", s.ID, session.ErrExists)
 	}
-	st.sessions[k] = &entry{row: row}
+	st.sessions[k] = &entry{row: row, lease: l}
 	s.Tenant = row.Tenant
 	return nil
 }

@@ -244,6 +244,26 @@ func (st *Store) Close() error {
 
 // CreateSession stores s in the context's tenant.
 func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
+	return st.create(ctx, s, session.Lease{})
+}
+
+// CreateLeased creates s leased to owner. See session.LeasedCreator.
+func (st *Store) CreateLeased(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (session.Lease, error) {
+	if owner == "" || ttl <= 0 {
+		return session.Lease{}, fmt.Errorf("postgres: create session %q: need an owner and a positive ttl", s.ID)
+	}
+	l, err := (session.Lease{SessionID: s.ID}).Take(owner, st.now(), ttl)
+	if err != nil {
+		return session.Lease{}, err
+	}
+	if err := st.create(ctx, s, l); err != nil {
+		return session.Lease{}, err
+	}
+	return l, nil
+}
+
+// create stores s with lease l (none if l has no owner).
+func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease) error {
 	if s.ID == "" {
 		return errors.New("postgres: create session: empty id")
 	}
@@ -271,9 +291,16 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 	if updated.IsZero() {
 		updated = created
 	}
-	tag, err := st.pool.Exec(ctx, `INSERT INTO sessions (tenant, id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9) ON CONFLICT (tenant, id) DO NOTHING`,
-		tenant, s.ID, s.Agent, string(s.Status), s.Turn, string(usage), metadata, created.UnixMicro(), updated.UnixMicro())
+	var owner *string // NULL when not leased
+	var expires int64
+	if l.Owner != "" {
+		owner, expires = &l.Owner, l.Expires.UnixMicro()
+	}
+	tag, err := st.pool.Exec(ctx, `INSERT INTO sessions (tenant, id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at,
+			lease_owner, lease_token, lease_expires)
+		VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $11, $12) ON CONFLICT (tenant, id) DO NOTHING`,
+		tenant, s.ID, s.Agent, string(s.Status), s.Turn, string(usage), metadata, created.UnixMicro(), updated.UnixMicro(),
+		owner, l.Token, expires)
 	if err != nil {
 		return fmt.Errorf("postgres: create session %q: %w", s.ID, err)
 	}

@@ -34,7 +34,35 @@ type writer struct {
 	g  *group.Group[writeFn]
 
 	ck *checkpointer // told of the writes; nil for none
+
+	// heads and version are the writer's own, used by the leader only.
+	heads       heads
+	version     int64     // the database's data_version when heads was last right
+	dataVersion *sql.Stmt // PRAGMA data_version, prepared on db
 }
+
+// heads knows, of the sessions whose commits this writer wrote last,
+// what a commit that leaves the session's row alone must check (see
+// Store.Commit): the session's log, last seq, status and turn, and the
+// fence token of its lease. It is right as long as nothing else wrote to
+// the database: the writer forgets it all when the database's
+// data_version says another connection (another process) committed, and
+// when a transaction of its own is rolled back. A session's entry goes
+// when a write changes the session's row.
+type heads map[headKey]head
+
+type headKey struct{ tenant, id string }
+
+type head struct {
+	log, seq int64
+	status   string
+	turn     int
+	fence    int64
+}
+
+// maxHeads bounds heads: a full cache is emptied (the sessions of runs
+// going on come back at their next commit).
+const maxHeads = 1 << 14
 
 // writeFn is a write: it runs in a transaction, and its changes are kept
 // if it returns nil. It returns a refusal (see refuse) only if it has
@@ -61,10 +89,31 @@ func outcome(err error) error {
 	return err
 }
 
-func newWriter(db *sql.DB) *writer {
-	w := &writer{db: db}
+func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
+	w := &writer{db: db, heads: make(heads), version: -1}
+	var err error
+	if w.dataVersion, err = db.PrepareContext(ctx, `PRAGMA data_version`); err != nil {
+		return nil, fmt.Errorf("preparing PRAGMA data_version: %w", err)
+	}
 	w.g = group.New(maxBatch, 1, w.flush)
-	return w
+	return w, nil
+}
+
+func (w *writer) close() error { return w.dataVersion.Close() }
+
+// forget empties heads.
+func (w *writer) forget() {
+	if len(w.heads) > 0 {
+		clear(w.heads)
+	}
+}
+
+// remember records h as session k's head.
+func (w *writer) remember(k headKey, h head) {
+	if len(w.heads) >= maxHeads {
+		w.forget()
+	}
+	w.heads[k] = h
 }
 
 // write runs fn in a write transaction, with the writes of other callers
@@ -91,13 +140,13 @@ func (w *writer) flush(ops []*writeOp) {
 		return
 	}
 	defer conn.Close()
-	tx, ops, err := begin(conn, ops)
+	tx, ops, err := w.begin(conn, ops)
 	if err != nil || len(ops) == 0 {
 		answer(ops, err)
 		return
 	}
 	if len(ops) == 1 {
-		alone(tx, ops[0])
+		w.alone(tx, ops[0])
 		return
 	}
 	// The writes' own outcomes, given once the transaction has committed.
@@ -110,7 +159,9 @@ func (w *writer) flush(ops []*writeOp) {
 		}
 		errs[i] = err
 	}
-	err = tx.Commit()
+	if err = tx.Commit(); err != nil {
+		w.forget()
+	}
 	for i, op := range ops {
 		op.Answer(cmp.Or(outcome(errs[i]), err))
 	}
@@ -121,24 +172,26 @@ func (w *writer) flush(ops []*writeOp) {
 // batch runs again too: a refusal can depend on the writes before it.
 func (w *writer) retryAlone(conn *sql.Conn, tx *sql.Tx, ops []*writeOp) {
 	tx.Rollback()
+	w.forget()
 	for _, op := range ops {
-		tx, live, err := begin(conn, []*writeOp{op})
+		tx, live, err := w.begin(conn, []*writeOp{op})
 		switch {
 		case err != nil || len(live) == 0:
 			answer(live, err)
 		default:
-			alone(tx, op)
+			w.alone(tx, op)
 		}
 	}
 }
 
 // alone writes op in tx, a transaction of its own, and answers it.
-func alone(tx *sql.Tx, op *writeOp) {
+func (w *writer) alone(tx *sql.Tx, op *writeOp) {
 	err := op.W(context.WithoutCancel(op.Ctx), tx)
 	if err != nil {
 		tx.Rollback()
-	} else {
-		err = tx.Commit()
+		w.forget()
+	} else if err = tx.Commit(); err != nil {
+		w.forget()
 	}
 	op.Answer(outcome(err))
 }
@@ -146,11 +199,21 @@ func alone(tx *sql.Tx, op *writeOp) {
 // begin begins a write transaction on conn (BEGIN IMMEDIATE: the write
 // lock), retrying while another process holds the lock, for up to
 // busyTimeout. Writes whose contexts end while it waits are answered with
-// their context's error and left out; it returns the others.
-func begin(conn *sql.Conn, ops []*writeOp) (*sql.Tx, []*writeOp, error) {
+// their context's error and left out; it returns the others. With the
+// lock held, it forgets heads if another connection has committed since
+// it was last right.
+func (w *writer) begin(conn *sql.Conn, ops []*writeOp) (*sql.Tx, []*writeOp, error) {
 	for start := time.Now(); ; {
 		tx, err := conn.BeginTx(context.Background(), nil)
 		if err == nil {
+			var v int64
+			if err := tx.Stmt(w.dataVersion).QueryRow().Scan(&v); err != nil {
+				v = -1 // unknown: never matches
+			}
+			if v != w.version || v == -1 {
+				w.forget()
+				w.version = v
+			}
 			return tx, ops, nil
 		}
 		if !isBusy(err) || time.Since(start) >= busyTimeout {

@@ -53,21 +53,35 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		// expected. The others, and a light one that inserted nothing
 		// (refused: the UPDATE says why), update the session's row.
 		first := c.ExpectSeq == 0 && len(c.Events) > 0
+		k := headKey{tenant, c.SessionID}
 		if !first && !release && len(rows) == 1 {
-			var log int64
-			err := tx.StmtContext(ctx, st.checkLight).QueryRowContext(ctx, tenant, c.SessionID, string(c.Status), c.Turn,
-				c.Fence, c.Fence, st.now().UnixMicro(), c.ExpectSeq).Scan(&log)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return refuse(err) // a read: nothing changed
+			// The checks: from what the writer knows of the session if it
+			// wrote its last commit (a fenced one), else from the database.
+			h, ok := st.g.heads[k]
+			ok = ok && c.Fence != 0 && h.fence == c.Fence && h.seq == c.ExpectSeq && h.status == string(c.Status) && h.turn == c.Turn
+			if !ok {
+				err := tx.StmtContext(ctx, st.checkLight).QueryRowContext(ctx, tenant, c.SessionID, string(c.Status), c.Turn,
+					c.Fence, c.Fence, st.now().UnixMicro(), c.ExpectSeq).Scan(&h.log)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return refuse(err) // a read: nothing changed
+				}
+				ok = err == nil
 			}
-			if err == nil {
+			if ok {
 				r := rows[0]
-				if _, err := tx.StmtContext(ctx, st.insertRow).ExecContext(ctx, log<<32|r.last, r.n, r.json, usage, now.UnixMicro()); err != nil {
+				if _, err := tx.StmtContext(ctx, st.insertRow).ExecContext(ctx, h.log<<32|r.last, r.n, r.json, usage, now.UnixMicro()); err != nil {
 					return fmt.Errorf("events %d to %d: %w", r.last-int64(r.n)+1, r.last, err)
 				}
-				return st.saveSnapshot(ctx, tx, tenant, c)
+				if err := st.saveSnapshot(ctx, tx, tenant, c); err != nil {
+					return err
+				}
+				if c.Fence != 0 {
+					st.g.remember(k, head{log: h.log, seq: last, status: string(c.Status), turn: c.Turn, fence: c.Fence})
+				}
+				return nil
 			}
 		}
+		delete(st.g.heads, k) // the session's row changes, or the commit is refused
 		// The first events of a session give it its log number.
 		update := st.updateSession
 		if first {
@@ -229,6 +243,7 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 	var out session.Lease
 	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		delete(st.g.heads, headKey{tenant, id})
 		l, err := st.lease(ctx, tx, tenant, id)
 		if err != nil {
 			return refuse(err)
@@ -254,6 +269,7 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 	l.Expires = st.now().Add(ttl).Truncate(time.Microsecond)
 	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		delete(st.g.heads, headKey{tenant, l.SessionID})
 		return st.leaseUpdate(ctx, tx, tenant, l, st.renewLease, l.Expires.UnixMicro(), tenant, l.SessionID, l.Token)
 	})
 	if err != nil {
@@ -266,6 +282,7 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 func (st *Store) Release(ctx context.Context, l session.Lease) error {
 	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		delete(st.g.heads, headKey{tenant, l.SessionID})
 		return st.leaseUpdate(ctx, tx, tenant, l, st.releaseLease, tenant, l.SessionID, l.Token)
 	})
 	if err != nil {

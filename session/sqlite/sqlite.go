@@ -296,8 +296,8 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		dst   **sql.Stmt
 		query string
 	}{
-		{st.w, &st.insertSession, `INSERT INTO sessions (` + sessionColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`},
+		{st.w, &st.insertSession, `INSERT INTO sessions (` + sessionColumns + `, lease_owner, lease_token, lease_expires)
+			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`},
 		{st.w, &st.updateSession, `UPDATE sessions AS s SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
 			` + releaseSet + `
 			WHERE s.tenant = ? AND s.id = ? AND ` + headSeq + ` = ? AND ` + fenceCheck},
@@ -348,7 +348,9 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 			return nil, fmt.Errorf("preparing %q: %w", s.query, err)
 		}
 	}
-	st.g = newWriter(st.w)
+	if st.g, err = newWriter(ctx, st.w); err != nil {
+		return nil, err
+	}
 	if st.c, err = sql.Open("sqlite", withParams(base, append(common,
 		fmt.Sprintf("_busy_timeout=%d", busyStep.Milliseconds()))...)); err != nil {
 		return nil, err
@@ -429,6 +431,9 @@ func (st *Store) Close() error {
 				errs = append(errs, s.Close())
 			}
 		}
+		if st.g != nil {
+			errs = append(errs, st.g.close())
+		}
 		if st.k != nil {
 			st.k.close()
 		}
@@ -448,6 +453,26 @@ func (st *Store) Close() error {
 // events. A zero CreatedAt becomes the current time, and a zero UpdatedAt
 // becomes CreatedAt.
 func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
+	return st.create(ctx, s, session.Lease{})
+}
+
+// CreateLeased creates s leased to owner. See session.LeasedCreator.
+func (st *Store) CreateLeased(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (session.Lease, error) {
+	if owner == "" || ttl <= 0 {
+		return session.Lease{}, fmt.Errorf("sqlite: create session %q: need an owner and a positive ttl", s.ID)
+	}
+	l, err := (session.Lease{SessionID: s.ID}).Take(owner, st.now(), ttl)
+	if err != nil {
+		return session.Lease{}, err
+	}
+	if err := st.create(ctx, s, l); err != nil {
+		return session.Lease{}, err
+	}
+	return l, nil
+}
+
+// create stores s with lease l (none if l has no owner).
+func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease) error {
 	if s.ID == "" {
 		return errors.New("sqlite: create session: empty id")
 	}
@@ -475,8 +500,14 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 		updated = created
 	}
 	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		delete(st.g.heads, headKey{tenant, s.ID})
+		var owner any // NULL when not leased
+		var expires int64
+		if l.Owner != "" {
+			owner, expires = l.Owner, l.Expires.UnixMicro()
+		}
 		res, err := tx.StmtContext(ctx, st.insertSession).ExecContext(ctx, tenant, s.ID, s.Agent, string(s.Status), s.Turn,
-			string(usage), metadata, created.UnixMicro(), updated.UnixMicro())
+			string(usage), metadata, created.UnixMicro(), updated.UnixMicro(), owner, l.Token, expires)
 		if err != nil {
 			return err
 		}
@@ -627,6 +658,7 @@ func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) 
 func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		delete(st.g.heads, headKey{tenant, id})
 		var log sql.NullInt64
 		err := tx.StmtContext(ctx, st.deleteSession).QueryRowContext(ctx, tenant, id).Scan(&log)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -484,3 +484,90 @@ func TestEventsAcrossRows(t *testing.T) {
 		}
 	}
 }
+
+// A store's writer remembers, of the sessions it committed to last, what
+// a commit that leaves the session's row alone must check, and trusts it
+// only while no other connection has written to the file: when another
+// store (another process) takes the lease over, commits, or deletes and
+// recreates the session, the first store's next commit with its old
+// token is refused and writes nothing.
+func TestCommitsAfterAnotherWriter(t *testing.T) {
+	ctx := t.Context()
+	clock := storetest.NewClock(t0)
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	a := open(t, path, sqlite.WithClock(clock.Now))
+	b := open(t, path, sqlite.WithClock(clock.Now))
+	run := func(t *testing.T, st *sqlite.Store, id string, l session.Lease, from int64, n int) error {
+		t.Helper()
+		for seq := from; seq < from+int64(n); seq++ {
+			if err := st.Commit(ctx, &session.Commit{SessionID: id, ExpectSeq: seq, Events: finalEvents(id, seq, 1),
+				Status: session.StatusRunning, Turn: 1, Fence: l.Token}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	start := func(t *testing.T, id string) session.Lease {
+		t.Helper()
+		l, err := a.CreateLeased(ctx, &session.Session{ID: id, Agent: "x", CreatedAt: t0}, "a", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first commit sets the status; the next ones leave the row
+		// alone, and a remembers the session.
+		if err := run(t, a, id, l, 0, 3); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	t.Run("lease taken over", func(t *testing.T) {
+		l := start(t, "s1")
+		clock.Advance(2 * time.Minute)
+		lb, err := b.Acquire(ctx, "s1", "b", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run(t, b, "s1", lb, 3, 1); err != nil {
+			t.Fatal(err)
+		}
+		err = run(t, a, "s1", l, 4, 1)
+		if !errors.Is(err, session.ErrFenced) {
+			t.Fatalf("a's commit after b took over: %v, want ErrFenced", err)
+		}
+		if n := len(readAll(t, b, "s1")); n != 4 {
+			t.Errorf("the log has %d events, want 4", n)
+		}
+	})
+	t.Run("deleted and created again", func(t *testing.T) {
+		l := start(t, "s2")
+		if err := b.DeleteSession(ctx, "s2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.CreateSession(ctx, &session.Session{ID: "s2", Agent: "x", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := run(t, b, "s2", session.Lease{}, 0, 3); err != nil {
+			t.Fatal(err)
+		}
+		err := run(t, a, "s2", l, 3, 1)
+		if err == nil {
+			t.Fatal("a's commit to a session deleted and created again succeeded")
+		}
+		if n := len(readAll(t, b, "s2")); n != 3 {
+			t.Errorf("the new session's log has %d events, want 3", n)
+		}
+	})
+	t.Run("stale seq", func(t *testing.T) {
+		l := start(t, "s3")
+		lb := l // the same owner's lease, in another process: b commits with it
+		if err := run(t, b, "s3", lb, 3, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := run(t, a, "s3", l, 3, 1); !errors.Is(err, session.ErrConflict) {
+			t.Fatalf("a's commit at a seq b wrote: %v, want ErrConflict", err)
+		}
+		if err := run(t, a, "s3", l, 4, 1); err != nil {
+			t.Fatalf("a's commit after reloading: %v", err)
+		}
+	})
+}

@@ -86,6 +86,7 @@ func runLeaser(t *testing.T, newStore Factory) {
 		{"CommitReleases", testCommitReleases},
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"SessionShowsLease", testSessionShowsLease},
+		{"CreateLeased", testCreateLeased},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -387,6 +388,61 @@ func testSessionShowsLease(t *testing.T, s session.Store, l session.Leaser, c *C
 	}
 	if got := get(t, s, "s1").Lease; got != nil {
 		t.Errorf("after Release: lease %+v, want none", got)
+	}
+}
+
+// A LeasedCreator creates a session with its first lease taken: nobody
+// else can acquire it, fenced commits go through, an unfenced one is
+// refused, and it releases as any lease. An existing id is ErrExists, and
+// the session's tenant is the context's.
+func testCreateLeased(t *testing.T, s session.Store, l session.Leaser, c *Clock) {
+	lc, ok := s.(session.LeasedCreator)
+	if !ok {
+		t.Skip("the store does not implement session.LeasedCreator")
+	}
+	ctx := session.WithTenant(t.Context(), "acme")
+	in := newSession("s2", at(time.Second))
+	in.Tenant = ""
+	got, err := lc.CreateLeased(ctx, in, "a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Token != 1 || got.Owner != "a" || got.SessionID != "s2" || !got.Expires.Equal(c.Now().Add(ttl)) {
+		t.Fatalf("CreateLeased: lease %+v, want owner a, token 1, expiry now+%v", got, ttl)
+	}
+	if in.Tenant != "acme" {
+		t.Errorf("CreateLeased set tenant %q, want acme", in.Tenant)
+	}
+	sess, err := s.GetSession(ctx, "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Lease == nil || sess.Lease.Owner != "a" || sess.Lease.Token != 1 || sess.Agent != in.Agent || sess.LastSeq != 0 {
+		t.Fatalf("GetSession after CreateLeased: %+v, lease %+v", sess, sess.Lease)
+	}
+	if _, err := s.GetSession(t.Context(), "s2"); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("GetSession in another tenant: %v, want ErrNotFound", err)
+	}
+	var held *session.LeaseHeldError
+	if _, err := l.Acquire(ctx, "s2", "b", ttl); !errors.As(err, &held) || held.Lease.Owner != "a" {
+		t.Errorf("Acquire by b of a session created leased to a: %v", err)
+	}
+	if err := s.Commit(ctx, &session.Commit{SessionID: "s2", Events: events("s2", 0, 1), Status: session.StatusRunning}); !errors.Is(err, session.ErrFenced) {
+		t.Errorf("unfenced commit: %v, want ErrFenced", err)
+	}
+	if err := s.Commit(ctx, &session.Commit{SessionID: "s2", Events: events("s2", 0, 1), Status: session.StatusDone, Fence: got.Token, Release: true}); err != nil {
+		t.Fatalf("fenced commit: %v", err)
+	}
+	if b, err := l.Acquire(ctx, "s2", "b", ttl); err != nil || b.Token != 2 {
+		t.Errorf("Acquire after the release: %+v %v, want token 2", b, err)
+	}
+	again := newSession("s2", at(0))
+	again.Tenant = "acme"
+	if _, err := lc.CreateLeased(ctx, again, "c", ttl); !errors.Is(err, session.ErrExists) {
+		t.Errorf("CreateLeased of an existing session: %v, want ErrExists", err)
+	}
+	if _, err := lc.CreateLeased(t.Context(), newSession("s3", at(0)), "", ttl); err == nil {
+		t.Error("CreateLeased with no owner succeeded")
 	}
 }
 
