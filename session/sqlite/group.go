@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"time"
 
@@ -35,10 +36,12 @@ type writer struct {
 
 	ck *checkpointer // told of the writes; nil for none
 
-	// heads and version are the writer's own, used by the leader only.
-	heads       heads
-	version     int64     // the database's data_version when heads was last right
-	dataVersion *sql.Stmt // PRAGMA data_version, prepared on db
+	// The writer's own, used by the leader only: its transaction on the
+	// driver's connection, heads, and the database's data_version when
+	// heads was last right.
+	t       wtx
+	heads   heads
+	version int64
 }
 
 // heads knows, of the sessions whose commits this writer wrote last,
@@ -67,7 +70,7 @@ const maxHeads = 1 << 14
 // writeFn is a write: it runs in a transaction, and its changes are kept
 // if it returns nil. It returns a refusal (see refuse) only if it has
 // changed nothing.
-type writeFn = func(ctx context.Context, tx *sql.Tx) error
+type writeFn = func(ctx context.Context, tx *wtx) error
 
 type writeOp = group.Op[writeFn]
 
@@ -91,15 +94,33 @@ func outcome(err error) error {
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 	w := &writer{db: db, heads: make(heads), version: -1}
-	var err error
-	if w.dataVersion, err = db.PrepareContext(ctx, `PRAGMA data_version`); err != nil {
-		return nil, fmt.Errorf("preparing PRAGMA data_version: %w", err)
+	// The statements, prepared now to report a bad one at once.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if err := conn.Raw(func(dc any) error { return w.t.prepare(dc.(driver.Conn)) }); err != nil {
+		return nil, err
 	}
 	w.g = group.New(maxBatch, 1, w.flush)
 	return w, nil
 }
 
-func (w *writer) close() error { return w.dataVersion.Close() }
+// close closes the writer's statements.
+func (w *writer) close() error {
+	conn, err := w.db.Conn(context.Background())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		if dc != w.t.conn {
+			return nil // its connection is gone, and they with it
+		}
+		return w.t.close()
+	})
+}
 
 // forget empties heads.
 func (w *writer) forget() {
@@ -140,84 +161,116 @@ func (w *writer) flush(ops []*writeOp) {
 		return
 	}
 	defer conn.Close()
-	tx, ops, err := w.begin(conn, ops)
+	err = conn.Raw(func(dc any) error {
+		if dc != w.t.conn {
+			// A new connection (database/sql replaced a broken one).
+			if err := w.t.prepare(dc.(driver.Conn)); err != nil {
+				return err
+			}
+			w.forget()
+		}
+		w.flushOn(&w.t, ops)
+		return nil
+	})
+	if err != nil {
+		answer(ops, err) // nothing ran
+	}
+}
+
+// flushOn is flush on t.
+func (w *writer) flushOn(t *wtx, ops []*writeOp) {
+	ops, err := w.begin(t, ops)
 	if err != nil || len(ops) == 0 {
 		answer(ops, err)
 		return
 	}
 	if len(ops) == 1 {
-		w.alone(tx, ops[0])
+		w.alone(t, ops[0])
 		return
 	}
 	// The writes' own outcomes, given once the transaction has committed.
 	errs := make([]error, len(ops))
 	for i, op := range ops {
-		err := op.W(context.WithoutCancel(op.Ctx), tx)
+		err := op.W(context.WithoutCancel(op.Ctx), t)
 		if _, ok := err.(*refusal); err != nil && !ok {
-			w.retryAlone(conn, tx, ops)
+			w.retryAlone(t, ops)
 			return
 		}
 		errs[i] = err
 	}
-	if err = tx.Commit(); err != nil {
-		w.forget()
-	}
+	err = w.commit(t)
 	for i, op := range ops {
 		op.Answer(cmp.Or(outcome(errs[i]), err))
 	}
 }
 
-// retryAlone gives up a batch that failed as a whole: tx is rolled back, and each write of ops runs again in a transaction of its
+// commit commits t's transaction. If it cannot, the transaction is
+// rolled back (SQLite may have done so already) and heads forgotten.
+func (w *writer) commit(t *wtx) error {
+	_, err := t.exec(sCommit)
+	if err != nil {
+		t.exec(sRollback) // an error if SQLite has rolled it back: no transaction
+		w.forget()
+	}
+	return err
+}
+
+// rollback rolls t's transaction back and forgets heads.
+func (w *writer) rollback(t *wtx) {
+	t.exec(sRollback)
+	w.forget()
+}
+
+// retryAlone gives up a batch that failed as a whole: its transaction is
+// rolled back, and each write of ops runs again in a transaction of its
 // own, so that every write's outcome is its own. A write refused in the
 // batch runs again too: a refusal can depend on the writes before it.
-func (w *writer) retryAlone(conn *sql.Conn, tx *sql.Tx, ops []*writeOp) {
-	tx.Rollback()
-	w.forget()
+func (w *writer) retryAlone(t *wtx, ops []*writeOp) {
+	w.rollback(t)
 	for _, op := range ops {
-		tx, live, err := w.begin(conn, []*writeOp{op})
+		live, err := w.begin(t, []*writeOp{op})
 		switch {
 		case err != nil || len(live) == 0:
 			answer(live, err)
 		default:
-			w.alone(tx, op)
+			w.alone(t, op)
 		}
 	}
 }
 
-// alone writes op in tx, a transaction of its own, and answers it.
-func (w *writer) alone(tx *sql.Tx, op *writeOp) {
-	err := op.W(context.WithoutCancel(op.Ctx), tx)
+// alone writes op in t's transaction, begun for it alone, and answers it.
+func (w *writer) alone(t *wtx, op *writeOp) {
+	err := op.W(context.WithoutCancel(op.Ctx), t)
 	if err != nil {
-		tx.Rollback()
-		w.forget()
-	} else if err = tx.Commit(); err != nil {
-		w.forget()
+		w.rollback(t)
+	} else {
+		err = w.commit(t)
 	}
 	op.Answer(outcome(err))
 }
 
-// begin begins a write transaction on conn (BEGIN IMMEDIATE: the write
+// begin begins a write transaction on t (BEGIN IMMEDIATE: the write
 // lock), retrying while another process holds the lock, for up to
 // busyTimeout. Writes whose contexts end while it waits are answered with
 // their context's error and left out; it returns the others. With the
 // lock held, it forgets heads if another connection has committed since
 // it was last right.
-func (w *writer) begin(conn *sql.Conn, ops []*writeOp) (*sql.Tx, []*writeOp, error) {
+func (w *writer) begin(t *wtx, ops []*writeOp) ([]*writeOp, error) {
 	for start := time.Now(); ; {
-		tx, err := conn.BeginTx(context.Background(), nil)
+		_, err := t.exec(sBegin)
 		if err == nil {
 			var v int64
-			if err := tx.Stmt(w.dataVersion).QueryRow().Scan(&v); err != nil {
+			if err := t.queryRow(sDataVersion, nil, &v); err != nil {
 				v = -1 // unknown: never matches
 			}
 			if v != w.version || v == -1 {
 				w.forget()
 				w.version = v
 			}
-			return tx, ops, nil
+			return ops, nil
 		}
 		if !isBusy(err) || time.Since(start) >= busyTimeout {
-			return nil, ops, err
+			return ops, err
 		}
 		live := ops[:0]
 		for _, op := range ops {
@@ -228,7 +281,7 @@ func (w *writer) begin(conn *sql.Conn, ops []*writeOp) (*sql.Tx, []*writeOp, err
 			live = append(live, op)
 		}
 		if ops = live; len(ops) == 0 {
-			return nil, nil, nil
+			return nil, nil
 		}
 		// SQLite has normally waited busyStep already; the pause only
 		// keeps a busy error that comes back at once from spinning.

@@ -47,7 +47,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 
 	tenant := session.TenantOf(ctx)
 	release := c.Release && c.Fence != 0
-	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		// Most commits of a run keep the session's status and turn: their
 		// row of events is all they write, if the session is as
 		// expected. The others, and a light one that inserted nothing
@@ -60,8 +60,8 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			h, ok := st.g.heads[k]
 			ok = ok && c.Fence != 0 && h.fence == c.Fence && h.seq == c.ExpectSeq && h.status == string(c.Status) && h.turn == c.Turn
 			if !ok {
-				err := tx.StmtContext(ctx, st.checkLight).QueryRowContext(ctx, tenant, c.SessionID, string(c.Status), c.Turn,
-					c.Fence, c.Fence, st.now().UnixMicro(), c.ExpectSeq).Scan(&h.log)
+				err := tx.queryRow(sCheckLight, []any{tenant, c.SessionID, string(c.Status), c.Turn,
+					c.Fence, c.Fence, st.now().UnixMicro(), c.ExpectSeq}, &h.log)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return refuse(err) // a read: nothing changed
 				}
@@ -69,10 +69,10 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			}
 			if ok {
 				r := rows[0]
-				if _, err := tx.StmtContext(ctx, st.insertRow).ExecContext(ctx, h.log<<32|r.last, r.n, r.json, usage, now.UnixMicro()); err != nil {
+				if _, err := tx.exec(sInsertRow, h.log<<32|r.last, r.n, r.json, usage, now.UnixMicro()); err != nil {
 					return fmt.Errorf("events %d to %d: %w", r.last-int64(r.n)+1, r.last, err)
 				}
-				if err := st.saveSnapshot(ctx, tx, tenant, c); err != nil {
+				if err := st.saveSnapshot(tx, tenant, c); err != nil {
 					return err
 				}
 				if c.Fence != 0 {
@@ -83,27 +83,27 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		}
 		delete(st.g.heads, k) // the session's row changes, or the commit is refused
 		// The first events of a session give it its log number.
-		update := st.updateSession
+		update := sUpdateSession
 		if first {
-			update = st.startLog
+			update = sStartLog
 		}
-		res, err := tx.StmtContext(ctx, update).ExecContext(ctx,
+		n, err := tx.exec(update,
 			string(c.Status), c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq,
 			c.Fence, c.Fence, st.now().UnixMicro())
-		if n, err := rowsAffected(res, err); err != nil {
+		if err != nil {
 			return err
 		} else if n == 0 {
-			return refuse(st.commitRefused(ctx, tx, tenant, c))
+			return refuse(st.commitRefused(tx, tenant, c))
 		}
 		if first {
-			if _, err := tx.StmtContext(ctx, st.bumpLog).ExecContext(ctx); err != nil {
+			if _, err := tx.exec(sBumpLog); err != nil {
 				return err
 			}
 		}
-		if err := st.insertEventRows(ctx, tx, tenant, c.SessionID, rows, usage, now); err != nil {
+		if err := st.insertEventRows(tx, tenant, c.SessionID, rows, usage, now); err != nil {
 			return err
 		}
-		return st.saveSnapshot(ctx, tx, tenant, c)
+		return st.saveSnapshot(tx, tenant, c)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
@@ -115,22 +115,14 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 }
 
 // saveSnapshot stores c's snapshot, if it has one, in tx.
-func (st *Store) saveSnapshot(ctx context.Context, tx *sql.Tx, tenant string, c *session.Commit) error {
+func (st *Store) saveSnapshot(tx *wtx, tenant string, c *session.Commit) error {
 	if c.Snapshot == nil {
 		return nil
 	}
-	if _, err := tx.StmtContext(ctx, st.upsertSnapshot).ExecContext(ctx, tenant, c.SessionID, c.Snapshot.Seq, []byte(c.Snapshot.Data)); err != nil {
+	if _, err := tx.exec(sUpsertSnapshot, tenant, c.SessionID, c.Snapshot.Seq, []byte(c.Snapshot.Data)); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
-}
-
-// rowsAffected returns how many rows an Exec changed.
-func rowsAffected(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }
 
 // releaseSet is the part of a commit's SET that applies Commit.Release;
@@ -175,11 +167,10 @@ func encodeRows(evs []*session.Event) ([]eventRow, error) {
 
 // insertEventRows inserts a session's rows, with the session's usage and
 // the commit's time.
-func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, tenant, id string, rows []eventRow, usage []byte, now time.Time) error {
-	ins := tx.StmtContext(ctx, st.insertEvents)
+func (st *Store) insertEventRows(tx *wtx, tenant, id string, rows []eventRow, usage []byte, now time.Time) error {
 	for _, r := range rows {
-		res, err := ins.ExecContext(ctx, r.last, r.n, r.json, usage, now.UnixMicro(), tenant, id)
-		if m, err := rowsAffected(res, err); err != nil {
+		m, err := tx.exec(sInsertEvents, r.last, r.n, r.json, usage, now.UnixMicro(), tenant, id)
+		if err != nil {
 			return fmt.Errorf("events %d to %d: %w", r.last-int64(r.n)+1, r.last, err)
 		} else if m != 1 {
 			return fmt.Errorf("events %d to %d: %d rows inserted: the session has no log number", r.last-int64(r.n)+1, r.last, m)
@@ -191,9 +182,9 @@ func (st *Store) insertEventRows(ctx context.Context, tx *sql.Tx, tenant, id str
 // commitRefused explains why the UPDATE of a commit matched no row: the
 // session is gone, its last seq is not c.ExpectSeq, or the commit is
 // fenced off. It always returns an error.
-func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, tenant string, c *session.Commit) error {
+func (st *Store) commitRefused(tx *wtx, tenant string, c *session.Commit) error {
 	var last int64
-	err := tx.StmtContext(ctx, st.lastSeq).QueryRowContext(ctx, tenant, c.SessionID).Scan(&last)
+	err := tx.queryRow(sLastSeq, []any{tenant, c.SessionID}, &last)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return session.ErrNotFound
@@ -202,7 +193,7 @@ func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, tenant string, c
 	}
 	// The fence first: a writer that lost the session must hear so, not
 	// that it should reload and try again.
-	l, err := st.lease(ctx, tx, tenant, c.SessionID)
+	l, err := st.lease(tx, tenant, c.SessionID)
 	if err != nil {
 		return err
 	}
@@ -216,13 +207,13 @@ func (st *Store) commitRefused(ctx context.Context, tx *sql.Tx, tenant string, c
 }
 
 // lease reads a session's lease in tx; Owner is empty when none is held.
-func (st *Store) lease(ctx context.Context, tx *sql.Tx, tenant, id string) (session.Lease, error) {
+func (st *Store) lease(tx *wtx, tenant, id string) (session.Lease, error) {
 	var (
 		owner   sql.NullString
 		l       = session.Lease{SessionID: id}
 		expires int64
 	)
-	err := tx.StmtContext(ctx, st.getLease).QueryRowContext(ctx, tenant, id).Scan(&owner, &l.Token, &expires)
+	err := tx.queryRow(sGetLease, []any{tenant, id}, &owner, &l.Token, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, session.ErrNotFound
 	}
@@ -242,9 +233,9 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 	}
 	var out session.Lease
 	tenant := session.TenantOf(ctx)
-	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		delete(st.g.heads, headKey{tenant, id})
-		l, err := st.lease(ctx, tx, tenant, id)
+		l, err := st.lease(tx, tenant, id)
 		if err != nil {
 			return refuse(err)
 		}
@@ -252,7 +243,7 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 		if err != nil {
 			return refuse(err)
 		}
-		if _, err := tx.StmtContext(ctx, st.setLease).ExecContext(ctx, l.Owner, l.Token, l.Expires.UnixMicro(), tenant, id); err != nil {
+		if _, err := tx.exec(sSetLease, l.Owner, l.Token, l.Expires.UnixMicro(), tenant, id); err != nil {
 			return err
 		}
 		out = l
@@ -268,9 +259,9 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) (session.Lease, error) {
 	l.Expires = st.now().Add(ttl).Truncate(time.Microsecond)
 	tenant := session.TenantOf(ctx)
-	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		delete(st.g.heads, headKey{tenant, l.SessionID})
-		return st.leaseUpdate(ctx, tx, tenant, l, st.renewLease, l.Expires.UnixMicro(), tenant, l.SessionID, l.Token)
+		return st.leaseUpdate(tx, tenant, l, sRenewLease, l.Expires.UnixMicro(), tenant, l.SessionID, l.Token)
 	})
 	if err != nil {
 		return session.Lease{}, fmt.Errorf("sqlite: renew lease of %q: %w", l.SessionID, err)
@@ -281,9 +272,9 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 // Release ends l. See session.Leaser.
 func (st *Store) Release(ctx context.Context, l session.Lease) error {
 	tenant := session.TenantOf(ctx)
-	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		delete(st.g.heads, headKey{tenant, l.SessionID})
-		return st.leaseUpdate(ctx, tx, tenant, l, st.releaseLease, tenant, l.SessionID, l.Token)
+		return st.leaseUpdate(tx, tenant, l, sReleaseLease, tenant, l.SessionID, l.Token)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: release lease of %q: %w", l.SessionID, err)
@@ -293,18 +284,14 @@ func (st *Store) Release(ctx context.Context, l session.Lease) error {
 
 // leaseUpdate runs a renewal or release, which matches no row when l is
 // not the session's lease.
-func (st *Store) leaseUpdate(ctx context.Context, tx *sql.Tx, tenant string, l session.Lease, stmt *sql.Stmt, args ...any) error {
-	res, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
+func (st *Store) leaseUpdate(tx *wtx, tenant string, l session.Lease, s stmt, args ...any) error {
+	if n, err := tx.exec(s, args...); err != nil {
 		return err
 	} else if n == 1 {
 		return nil
 	}
 	// The UPDATE changed nothing.
-	cur, err := st.lease(ctx, tx, tenant, l.SessionID)
+	cur, err := st.lease(tx, tenant, l.SessionID)
 	if err != nil {
 		return refuse(err)
 	}

@@ -102,28 +102,12 @@ type Store struct {
 	// Follow's waiters, by session: a commit wakes its session's.
 	waiters follow.Waiters
 
-	// Statements, prepared once by Open. The w ones run inside
-	// transactions through tx.StmtContext, which reuses the preparation.
-	insertSession  *sql.Stmt // w
-	updateSession  *sql.Stmt // w
-	startLog       *sql.Stmt // w; updateSession, giving the session a log
-	checkLight     *sql.Stmt // w; whether a commit may leave the session's row as it is
-	insertRow      *sql.Stmt // w; a row of events, its key given
-	bumpLog        *sql.Stmt // w
-	lastSeq        *sql.Stmt // w
-	insertEvents   *sql.Stmt // w
-	upsertSnapshot *sql.Stmt // w
-	deleteSession  *sql.Stmt // w
-	deleteEvents   *sql.Stmt // w
-	deleteSnapshot *sql.Stmt // w
-	getSession     *sql.Stmt // r
-	loadSnapshot   *sql.Stmt // r
-	eventsPage     *sql.Stmt // r
-	logOf          *sql.Stmt // r
-	getLease       *sql.Stmt // w
-	setLease       *sql.Stmt // w
-	renewLease     *sql.Stmt // w
-	releaseLease   *sql.Stmt // w
+	// The statements of reads, prepared once by Open (those of writes
+	// are the writer's: see writeSQL).
+	getSession   *sql.Stmt // r
+	loadSnapshot *sql.Stmt // r
+	eventsPage   *sql.Stmt // r
+	logOf        *sql.Stmt // r
 
 	closeOnce sync.Once
 	closeErr  error
@@ -296,51 +280,11 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		dst   **sql.Stmt
 		query string
 	}{
-		{st.w, &st.insertSession, `INSERT INTO sessions (` + sessionColumns + `, lease_owner, lease_token, lease_expires)
-			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`},
-		{st.w, &st.updateSession, `UPDATE sessions AS s SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
-			` + releaseSet + `
-			WHERE s.tenant = ? AND s.id = ? AND ` + headSeq + ` = ? AND ` + fenceCheck},
-		{st.w, &st.startLog, `UPDATE sessions AS s SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
-			` + releaseSet + `,
-			log = coalesce(log, (SELECT next FROM logs WHERE id = 1))
-			WHERE s.tenant = ? AND s.id = ? AND ` + headSeq + ` = ? AND ` + fenceCheck},
-		// The log number of a session that is at the expected seq,
-		// keeps its status and turn, and does not fence the commit off
-		// (no row otherwise): the session's tenant and id, status and
-		// turn, the fence's three parameters and the expected seq. (An
-		// INSERT … SELECT that read the events it inserts into would
-		// go through a temporary table.)
-		{st.w, &st.checkLight, `SELECT s.log FROM sessions s
-			WHERE s.tenant = ? AND s.id = ? AND s.log IS NOT NULL AND s.status = ? AND s.turn = ? AND ` + fenceCheck + `
-				AND ` + lastRow + ` = (s.log << 32) | ?`},
-		{st.w, &st.insertRow, `INSERT INTO events (key, n, json, usage, time) VALUES (?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?)`},
-		{st.w, &st.bumpLog, `UPDATE logs SET next = next + 1 WHERE id = 1`},
-		{st.w, &st.lastSeq, `SELECT ` + headSeq + ` FROM sessions s WHERE s.tenant = ? AND s.id = ?`},
-		{st.w, &st.upsertSnapshot, `INSERT INTO snapshots (tenant, session_id, seq, data) VALUES (?, ?, ?, ?)
-			ON CONFLICT (tenant, session_id) DO UPDATE SET seq = excluded.seq, data = excluded.data`},
-		{st.w, &st.deleteSession, `DELETE FROM sessions WHERE tenant = ? AND id = ? RETURNING log`},
-		{st.w, &st.deleteEvents, `DELETE FROM events WHERE key >= ? AND key < ?`},
-		{st.w, &st.deleteSnapshot, `DELETE FROM snapshots WHERE tenant = ? AND session_id = ?`},
 		{st.r, &st.getSession, `SELECT ` + selectColumns + withLastRow("sessions") + ` WHERE s.tenant = ? AND s.id = ?`},
-		{st.w, &st.getLease, `SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE tenant = ? AND id = ?`},
-		{st.w, &st.setLease, `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE tenant = ? AND id = ?`},
-		{st.w, &st.renewLease, `UPDATE sessions SET lease_expires = ?
-			WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`},
-		{st.w, &st.releaseLease, `UPDATE sessions SET lease_owner = NULL, lease_expires = 0
-			WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`},
 		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s
 			LEFT JOIN snapshots sn ON sn.tenant = s.tenant AND sn.session_id = s.id
 			WHERE s.tenant = ? AND s.id = ?`},
 		{st.r, &st.eventsPage, `SELECT key, n, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
-		// A row of a session's events: its last seq, how many, the
-		// events as text, the session's usage and the commit's time;
-		// then the session's tenant and id. The log
-		// number comes from the session's row, in the same statement; a
-		// session without one inserts nothing (rather than letting a
-		// NULL key pick a rowid).
-		{st.w, &st.insertEvents, `INSERT INTO events (key, n, json, usage, time)
-			SELECT (log << 32) | ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ? FROM sessions WHERE tenant = ? AND id = ? AND log IS NOT NULL`},
 		{st.r, &st.logOf, `SELECT log FROM sessions WHERE tenant = ? AND id = ?`},
 	}
 	for _, s := range stmts {
@@ -368,7 +312,7 @@ func keyRange(log int64) (lo, hi int64) { return log << 32, (log + 1) << 32 }
 // write runs fn in a write transaction through the group commit (see
 // group.write): fn's changes are kept if it returns nil, and are durable
 // when write returns nil.
-func (st *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (st *Store) write(ctx context.Context, fn writeFn) error {
 	return st.g.write(ctx, fn)
 }
 
@@ -421,12 +365,7 @@ func isBusy(err error) bool {
 func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
 		var errs []error
-		for _, s := range []*sql.Stmt{
-			st.insertSession, st.updateSession, st.checkLight, st.insertRow, st.startLog, st.bumpLog, st.lastSeq, st.upsertSnapshot,
-			st.deleteSession, st.deleteEvents, st.deleteSnapshot,
-			st.getSession, st.loadSnapshot, st.eventsPage, st.logOf,
-			st.getLease, st.setLease, st.renewLease, st.releaseLease, st.insertEvents,
-		} {
+		for _, s := range []*sql.Stmt{st.getSession, st.loadSnapshot, st.eventsPage, st.logOf} {
 			if s != nil {
 				errs = append(errs, s.Close())
 			}
@@ -499,19 +438,16 @@ func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease
 	if updated.IsZero() {
 		updated = created
 	}
-	err = st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		delete(st.g.heads, headKey{tenant, s.ID})
 		var owner any // NULL when not leased
 		var expires int64
 		if l.Owner != "" {
 			owner, expires = l.Owner, l.Expires.UnixMicro()
 		}
-		res, err := tx.StmtContext(ctx, st.insertSession).ExecContext(ctx, tenant, s.ID, s.Agent, string(s.Status), s.Turn,
+		n, err := tx.exec(sInsertSession, tenant, s.ID, s.Agent, string(s.Status), s.Turn,
 			string(usage), metadata, created.UnixMicro(), updated.UnixMicro(), owner, l.Token, expires)
 		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
 			return refuse(session.ErrExists)
@@ -657,10 +593,10 @@ func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) 
 // transaction.
 func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	tenant := session.TenantOf(ctx)
-	err := st.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		delete(st.g.heads, headKey{tenant, id})
 		var log sql.NullInt64
-		err := tx.StmtContext(ctx, st.deleteSession).QueryRowContext(ctx, tenant, id).Scan(&log)
+		err := tx.queryRow(sDeleteSession, []any{tenant, id}, &log)
 		if errors.Is(err, sql.ErrNoRows) {
 			return refuse(session.ErrNotFound)
 		}
@@ -669,11 +605,11 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 		}
 		if log.Valid {
 			lo, hi := keyRange(log.Int64)
-			if _, err := tx.StmtContext(ctx, st.deleteEvents).ExecContext(ctx, lo, hi); err != nil {
+			if _, err := tx.exec(sDeleteEvents, lo, hi); err != nil {
 				return err
 			}
 		}
-		_, err = tx.StmtContext(ctx, st.deleteSnapshot).ExecContext(ctx, tenant, id)
+		_, err = tx.exec(sDeleteSnapshot, tenant, id)
 		return err
 	})
 	if err != nil {

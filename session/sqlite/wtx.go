@@ -1,0 +1,227 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A stmt is one of the statements of the writer (see writeSQL).
+type stmt int
+
+const (
+	sBegin stmt = iota
+	sCommit
+	sRollback
+	sDataVersion
+	sInsertSession
+	sUpdateSession
+	sStartLog
+	sCheckLight
+	sInsertRow
+	sInsertEvents
+	sBumpLog
+	sLastSeq
+	sUpsertSnapshot
+	sDeleteSession
+	sDeleteEvents
+	sDeleteSnapshot
+	sGetLease
+	sSetLease
+	sRenewLease
+	sReleaseLease
+	numStmts
+)
+
+// writeSQL are the statements of the writer, prepared on its connection
+// (see wtx).
+var writeSQL = [numStmts]string{
+	sBegin:       `BEGIN IMMEDIATE`,
+	sCommit:      `COMMIT`,
+	sRollback:    `ROLLBACK`,
+	sDataVersion: `PRAGMA data_version`,
+	sInsertSession: `INSERT INTO sessions (` + sessionColumns + `, lease_owner, lease_token, lease_expires)
+		VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`,
+	sUpdateSession: `UPDATE sessions AS s SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
+		` + releaseSet + `
+		WHERE s.tenant = ? AND s.id = ? AND ` + headSeq + ` = ? AND ` + fenceCheck,
+	// updateSession, giving the session a log number.
+	sStartLog: `UPDATE sessions AS s SET status = ?, turn = ?, usage = CAST(? AS TEXT), last_seq = ?, updated_at = ?,
+		` + releaseSet + `,
+		log = coalesce(log, (SELECT next FROM logs WHERE id = 1))
+		WHERE s.tenant = ? AND s.id = ? AND ` + headSeq + ` = ? AND ` + fenceCheck,
+	// The log number of a session that is at the expected seq, keeps its
+	// status and turn, and does not fence the commit off (no row
+	// otherwise): the session's tenant and id, status and turn, the
+	// fence's three parameters and the expected seq. (An INSERT … SELECT
+	// that read the events it inserts into would go through a temporary
+	// table.)
+	sCheckLight: `SELECT s.log FROM sessions s
+		WHERE s.tenant = ? AND s.id = ? AND s.log IS NOT NULL AND s.status = ? AND s.turn = ? AND ` + fenceCheck + `
+			AND ` + lastRow + ` = (s.log << 32) | ?`,
+	// A row of events, its key given.
+	sInsertRow: `INSERT INTO events (key, n, json, usage, time) VALUES (?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ?)`,
+	// A row of a session's events: its last seq, how many, the events as
+	// text, the session's usage and the commit's time; then the session's
+	// tenant and id. The log number comes from the session's row, in the
+	// same statement; a session without one inserts nothing (rather than
+	// letting a NULL key pick a rowid).
+	sInsertEvents: `INSERT INTO events (key, n, json, usage, time)
+		SELECT (log << 32) | ?, ?, CAST(? AS TEXT), CAST(? AS TEXT), ? FROM sessions WHERE tenant = ? AND id = ? AND log IS NOT NULL`,
+	sBumpLog: `UPDATE logs SET next = next + 1 WHERE id = 1`,
+	sLastSeq: `SELECT ` + headSeq + ` FROM sessions s WHERE s.tenant = ? AND s.id = ?`,
+	sUpsertSnapshot: `INSERT INTO snapshots (tenant, session_id, seq, data) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, session_id) DO UPDATE SET seq = excluded.seq, data = excluded.data`,
+	sDeleteSession:  `DELETE FROM sessions WHERE tenant = ? AND id = ? RETURNING log`,
+	sDeleteEvents:   `DELETE FROM events WHERE key >= ? AND key < ?`,
+	sDeleteSnapshot: `DELETE FROM snapshots WHERE tenant = ? AND session_id = ?`,
+	sGetLease:       `SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE tenant = ? AND id = ?`,
+	sSetLease:       `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE tenant = ? AND id = ?`,
+	sRenewLease: `UPDATE sessions SET lease_expires = ?
+		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
+	sReleaseLease: `UPDATE sessions SET lease_owner = NULL, lease_expires = 0
+		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
+}
+
+// A wtx is the writer's transaction: the driver's connection, which the
+// writer holds for a batch, with the writer's statements prepared on it.
+// The writer goes to the driver rather than through database/sql, whose
+// locks, conversion of arguments and Stmt per statement of a Tx cost
+// about as much as a small statement itself, paid while every other
+// write waits. A wtx is used by one goroutine at a time.
+type wtx struct {
+	conn  driver.Conn
+	stmts [numStmts]driver.Stmt
+	args  []driver.NamedValue // reused by each statement
+	row   []driver.Value
+}
+
+// prepare prepares the writer's statements on conn, closing those of the
+// connection before, if any.
+func (t *wtx) prepare(conn driver.Conn) error {
+	t.close()
+	pc, ok := conn.(driver.ConnPrepareContext)
+	if !ok {
+		return errors.New("the driver's connection cannot prepare statements with a context")
+	}
+	for i, q := range writeSQL {
+		s, err := pc.PrepareContext(context.Background(), q)
+		if err != nil {
+			t.close()
+			return fmt.Errorf("preparing %q: %w", q, err)
+		}
+		t.stmts[i] = s
+	}
+	t.conn = conn
+	return nil
+}
+
+// close closes the statements.
+func (t *wtx) close() error {
+	var errs []error
+	for i, s := range t.stmts {
+		if s != nil {
+			errs = append(errs, s.Close())
+			t.stmts[i] = nil
+		}
+	}
+	t.conn = nil
+	return errors.Join(errs...)
+}
+
+// bind sets t.args from args: int64, int, bool (as 0 or 1), string,
+// []byte, float64 or nil.
+func (t *wtx) bind(args []any) error {
+	t.args = t.args[:0]
+	for i, a := range args {
+		var v driver.Value
+		switch x := a.(type) {
+		case nil, int64, string, []byte, float64:
+			v = x
+		case int:
+			v = int64(x)
+		case bool:
+			v = int64(0)
+			if x {
+				v = int64(1)
+			}
+		default:
+			return fmt.Errorf("argument %d: unsupported type %T", i+1, a)
+		}
+		t.args = append(t.args, driver.NamedValue{Ordinal: i + 1, Value: v})
+	}
+	return nil
+}
+
+// exec runs statement s with args and returns how many rows it changed.
+// A write runs to its end: its context is never canceled (see
+// writer.write).
+func (t *wtx) exec(s stmt, args ...any) (int64, error) {
+	if err := t.bind(args); err != nil {
+		return 0, err
+	}
+	res, err := t.stmts[s].(driver.StmtExecContext).ExecContext(context.Background(), t.args)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// queryRow runs query s with args and scans its first row into dest,
+// which are *int64, *sql.NullInt64 or *sql.NullString; sql.ErrNoRows if
+// it has none.
+func (t *wtx) queryRow(s stmt, args []any, dest ...any) error {
+	if err := t.bind(args); err != nil {
+		return err
+	}
+	rows, err := t.stmts[s].(driver.StmtQueryContext).QueryContext(context.Background(), t.args)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	t.row = append(t.row[:0], make([]driver.Value, len(rows.Columns()))...)
+	if err := rows.Next(t.row); err != nil {
+		if errors.Is(err, io.EOF) {
+			return sql.ErrNoRows
+		}
+		return err
+	}
+	if len(dest) != len(t.row) {
+		return fmt.Errorf("%d columns, %d destinations", len(t.row), len(dest))
+	}
+	for i, d := range dest {
+		var err error
+		switch d := d.(type) {
+		case *int64:
+			v, ok := t.row[i].(int64)
+			if !ok {
+				err = fmt.Errorf("column %d is %T, not an integer", i+1, t.row[i])
+			}
+			*d = v
+		case sql.Scanner:
+			err = d.Scan(t.row[i])
+		default:
+			err = fmt.Errorf("destination %d: unsupported type %T", i+1, d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execSQL runs query, not prepared, with args. For tests.
+func (t *wtx) execSQL(query string, args ...any) error {
+	if err := t.bind(args); err != nil {
+		return err
+	}
+	ex, ok := t.conn.(driver.ExecerContext)
+	if !ok {
+		return errors.New("the driver's connection cannot execute")
+	}
+	_, err := ex.ExecContext(context.Background(), query, t.args)
+	return err
+}
