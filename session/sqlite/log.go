@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt/session"
@@ -32,7 +33,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	if last > maxSeq {
 		return fmt.Errorf("sqlite: commit to session %q: seq %d is past this store's limit %d", c.SessionID, last, int64(maxSeq))
 	}
-	rows, err := encodeRows(c.Events)
+	enc := encoders.Get().(*encoder)
+	defer enc.release() // once the write is done with the rows
+	rows, err := enc.encodeRows(c.Events)
 	if err != nil {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
@@ -142,27 +145,57 @@ type eventRow struct {
 	json []byte
 }
 
+// encoders are the buffers Commit encodes events into, kept for the
+// next: a commit's events are a few KB, and a buffer grown anew for each
+// was most of what a commit allocated.
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+// An encoder encodes events as JSON lines into buf.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooled is the largest buffer kept for the next commit.
+const maxPooled = 1 << 20
+
 // encodeRows encodes evs into rows of at most maxRowEvents events and
-// about maxRowBytes each.
-func encodeRows(evs []*session.Event) ([]eventRow, error) {
+// about maxRowBytes each. The rows' JSON is e's until e is reused.
+func (e *encoder) encodeRows(evs []*session.Event) ([]eventRow, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf) // as json.Marshal, and a newline after each
+	}
+	e.buf.Reset()
 	var (
-		rows []eventRow
-		buf  bytes.Buffer
-		n    int
+		rows  []eventRow
+		n     int
+		start int // of the row being encoded, in buf
 	)
-	enc := json.NewEncoder(&buf) // as json.Marshal, and a newline after each
 	for i, ev := range evs {
-		if err := enc.Encode(ev); err != nil {
+		if err := e.enc.Encode(ev); err != nil {
 			return nil, fmt.Errorf("encoding event %d: %w", ev.Seq, err)
 		}
 		n++
-		if n == maxRowEvents || buf.Len() >= maxRowBytes || i == len(evs)-1 {
-			rows = append(rows, eventRow{last: ev.Seq, n: n, json: bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))})
-			buf.Reset()
-			n = 0
+		if n == maxRowEvents || e.buf.Len()-start >= maxRowBytes || i == len(evs)-1 {
+			rows = append(rows, eventRow{last: ev.Seq, n: n, json: e.buf.Bytes()[start : e.buf.Len()-1]}) // the newline is the next row's
+			start, n = e.buf.Len(), 0
 		}
 	}
+	// The buffer may have grown after a row took its slice: each row
+	// takes its bytes from the final buffer.
+	b, from := e.buf.Bytes(), 0
+	for i := range rows {
+		rows[i].json = b[from : from+len(rows[i].json)]
+		from += len(rows[i].json) + 1
+	}
 	return rows, nil
+}
+
+// release gives e back for another commit.
+func (e *encoder) release() {
+	if e.buf.Cap() <= maxPooled {
+		encoders.Put(e)
+	}
 }
 
 // insertEventRows inserts a session's rows, with the session's usage and

@@ -135,8 +135,8 @@ var migrations = [][]string{
 		`ALTER TABLE events_v4 RENAME TO events`,
 		`CREATE UNIQUE INDEX events_key ON events (key)`,
 	},
-	// Version 5: a row per commit, and commits that leave the session's
-	// row alone. A commit's events go in one row, one JSON object a
+	// Version 5: a row per commit, commits that leave the session's row
+	// alone, and one status index. A commit's events go in one row, one JSON object a
 	// line, keyed by the seq of its last event: a row costs SQLite about
 	// as much to insert whatever its size, and a single-row INSERT needs
 	// no statement journal. n is how many events the row holds, so its
@@ -162,6 +162,15 @@ var migrations = [][]string{
 		`DROP TABLE events`,
 		`ALTER TABLE events_v5 RENAME TO events`,
 		`CREATE UNIQUE INDEX events_key ON events (key)`,
+		// Listing by status: the sessions a run goes on in (running,
+		// waiting), which recovery lists, across tenants, in an index of
+		// their own; other statuses by scanning a tenant's sessions.
+		// Each status index took two changes per status change, and a
+		// session changes status twice a run.
+		`DROP INDEX sessions_status`,
+		`DROP INDEX sessions_all_status`,
+		`CREATE INDEX sessions_active ON sessions (status, created_at DESC, tenant DESC, id DESC)
+			WHERE status IN ('running', 'waiting')`,
 	},
 }
 

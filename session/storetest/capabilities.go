@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentrt/agentrt/session"
 )
@@ -60,6 +61,24 @@ func testListByStatus(t *testing.T, s session.Store) {
 	}
 	if got := list(t, s, session.ListOptions{Status: session.StatusWaiting}); len(got) != 0 {
 		t.Errorf("waiting sessions: %v, want none", got)
+	}
+	for status, want := range map[session.Status][]string{session.StatusDone: {"s2"}, session.StatusIdle: {"s0"}} {
+		if diff := cmp.Diff(want, list(t, s, session.ListOptions{Status: status})); diff != "" {
+			t.Errorf("%s sessions (-want +got):\n%s", status, diff)
+		}
+	}
+	// A session whose status changes moves from one list to the other.
+	commit(t, s, &session.Commit{SessionID: "s3", Status: session.StatusDone, Time: at(2 * time.Minute)})
+	commit(t, s, &session.Commit{SessionID: "s0", Status: session.StatusWaiting, Time: at(2 * time.Minute)})
+	for status, want := range map[session.Status][]string{
+		session.StatusRunning: {"s4", "s1"},
+		session.StatusDone:    {"s3", "s2"},
+		session.StatusWaiting: {"s0"},
+		session.StatusIdle:    nil,
+	} {
+		if diff := cmp.Diff(want, list(t, s, session.ListOptions{Status: status}), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s sessions after changes (-want +got):\n%s", status, diff)
+		}
 	}
 }
 
