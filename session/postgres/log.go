@@ -121,7 +121,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	times := make([]int64, len(c.Events))
 	bodies := make([]string, len(c.Events))
 	for i, ev := range c.Events {
-		b, err := json.Marshal(ev)
+		b, err := ev.AppendJSON(nil)
 		if err != nil {
 			return fmt.Errorf("postgres: commit to session %q: encoding event %d: %w", c.SessionID, ev.Seq, err)
 		}

@@ -151,49 +151,48 @@ type eventRow struct {
 var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
 // An encoder encodes events as JSON lines into buf.
-type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
+type encoder struct{ buf []byte }
 
 // maxPooled is the largest buffer kept for the next commit.
 const maxPooled = 1 << 20
 
-// encodeRows encodes evs into rows of at most maxRowEvents events and
-// about maxRowBytes each. The rows' JSON is e's until e is reused.
+// encodeRows encodes evs (session.Event.AppendJSON) into rows of at most
+// maxRowEvents events and about maxRowBytes each, an event a line. The
+// rows' JSON is e's until e is reused.
 func (e *encoder) encodeRows(evs []*session.Event) ([]eventRow, error) {
-	if e.enc == nil {
-		e.enc = json.NewEncoder(&e.buf) // as json.Marshal, and a newline after each
-	}
-	e.buf.Reset()
+	e.buf = e.buf[:0]
 	var (
 		rows  []eventRow
 		n     int
 		start int // of the row being encoded, in buf
+		err   error
 	)
 	for i, ev := range evs {
-		if err := e.enc.Encode(ev); err != nil {
+		if n > 0 {
+			e.buf = append(e.buf, '\n')
+		}
+		if e.buf, err = ev.AppendJSON(e.buf); err != nil {
 			return nil, fmt.Errorf("encoding event %d: %w", ev.Seq, err)
 		}
 		n++
-		if n == maxRowEvents || e.buf.Len()-start >= maxRowBytes || i == len(evs)-1 {
-			rows = append(rows, eventRow{last: ev.Seq, n: n, json: e.buf.Bytes()[start : e.buf.Len()-1]}) // the newline is the next row's
-			start, n = e.buf.Len(), 0
+		if n == maxRowEvents || len(e.buf)-start >= maxRowBytes || i == len(evs)-1 {
+			rows = append(rows, eventRow{last: ev.Seq, n: n, json: e.buf[start:]})
+			start, n = len(e.buf), 0
 		}
 	}
 	// The buffer may have grown after a row took its slice: each row
 	// takes its bytes from the final buffer.
-	b, from := e.buf.Bytes(), 0
+	from := 0
 	for i := range rows {
-		rows[i].json = b[from : from+len(rows[i].json)]
-		from += len(rows[i].json) + 1
+		rows[i].json = e.buf[from : from+len(rows[i].json)]
+		from += len(rows[i].json)
 	}
 	return rows, nil
 }
 
 // release gives e back for another commit.
 func (e *encoder) release() {
-	if e.buf.Cap() <= maxPooled {
+	if cap(e.buf) <= maxPooled {
 		encoders.Put(e)
 	}
 }
