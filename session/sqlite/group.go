@@ -162,6 +162,13 @@ func (w *writer) flush(ops []*writeOp) {
 	}
 	defer conn.Close()
 	err = conn.Raw(func(dc any) error {
+		defer func() {
+			// A write that panicked left its transaction open: the
+			// connection goes back to the pool without it.
+			if w.t.inTx {
+				w.rollback(&w.t)
+			}
+		}()
 		if dc != w.t.conn {
 			// A new connection (database/sql replaced a broken one).
 			if err := w.t.prepare(dc.(driver.Conn)); err != nil {

@@ -185,3 +185,33 @@ func TestGroupCommitCanceledWhileQueued(t *testing.T) {
 		t.Fatalf("session after: %+v %v", s, err)
 	}
 }
+
+// A write that panics leaves no transaction open behind it: the
+// connection goes back rolled back, and the next writes go through.
+func TestGroupCommitWriteThatPanics(t *testing.T) {
+	st := openStore(t)
+	ctx := t.Context()
+	if err := st.CreateSession(ctx, &session.Session{ID: "s1", Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the write's panic did not reach its caller")
+			}
+		}()
+		st.write(ctx, func(ctx context.Context, tx *wtx) error {
+			if err := tx.execSQL(`UPDATE sessions SET agent = 'changed'`); err != nil {
+				return err
+			}
+			panic("a bug in a write")
+		})
+	}()
+	if err := st.Commit(ctx, &session.Commit{SessionID: "s1", Events: []*session.Event{event("s1", 1)}, Status: session.StatusDone}); err != nil {
+		t.Fatalf("a commit after the panic: %v", err)
+	}
+	s, err := st.GetSession(ctx, "s1")
+	if err != nil || s.Agent != "a" || s.LastSeq != 1 {
+		t.Fatalf("session after: %+v, %v; want agent a (the panicking write rolled back), seq 1", s, err)
+	}
+}

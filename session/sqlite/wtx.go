@@ -97,12 +97,15 @@ type wtx struct {
 	stmts [numStmts]driver.Stmt
 	args  []driver.NamedValue // reused by each statement
 	row   []driver.Value
+	inTx  bool // between a BEGIN and its COMMIT or ROLLBACK
 }
 
-// prepare prepares the writer's statements on conn, closing those of the
-// connection before, if any.
+// prepare prepares the writer's statements on conn. Those of a
+// connection before are dropped, not closed: database/sql replaces a
+// connection it has closed (after a write panicked, say), and a statement
+// of a closed connection cannot be closed.
 func (t *wtx) prepare(conn driver.Conn) error {
-	t.close()
+	*t = wtx{args: t.args, row: t.row}
 	pc, ok := conn.(driver.ConnPrepareContext)
 	if !ok {
 		return errors.New("the driver's connection cannot prepare statements with a context")
@@ -164,6 +167,12 @@ func (t *wtx) exec(s stmt, args ...any) (int64, error) {
 		return 0, err
 	}
 	res, err := t.stmts[s].(driver.StmtExecContext).ExecContext(context.Background(), t.args)
+	switch {
+	case s == sBegin:
+		t.inTx = err == nil
+	case s == sCommit && err == nil, s == sRollback:
+		t.inTx = false
+	}
 	if err != nil {
 		return 0, err
 	}
