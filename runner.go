@@ -268,16 +268,18 @@ func (r *Runner) DeleteSession(ctx context.Context, id string) error {
 // CreateSession creates a session for the named agent. An empty id gets a
 // fresh one.
 func (r *Runner) CreateSession(ctx context.Context, agent, id string, metadata map[string]string) (*session.Session, error) {
-	s, _, err := r.createSession(ctx, agent, id, metadata, false)
+	s, _, _, err := r.createSession(ctx, agent, id, metadata, false)
 	return s, err
 }
 
 // createSession is CreateSession; with leased, in a store that can
-// (session.LeasedCreator), the session is created with this runner's
-// lease on it, which it returns (nil otherwise).
-func (r *Runner) createSession(ctx context.Context, agent, id string, metadata map[string]string, leased bool) (*session.Session, *session.Lease, error) {
+// (session.LeasedCreator), it takes this runner's lease of the session,
+// creating the session if it does not exist: it returns the session as
+// stored, the lease, and whether the session is new (the lease is nil
+// otherwise).
+func (r *Runner) createSession(ctx context.Context, agent, id string, metadata map[string]string, leased bool) (*session.Session, *session.Lease, bool, error) {
 	if _, err := r.agent(agent); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if id == "" {
 		id = r.newID()
@@ -286,23 +288,27 @@ func (r *Runner) createSession(ctx context.Context, agent, id string, metadata m
 	s := &session.Session{ID: id, Agent: agent, Status: session.StatusIdle, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
 	var (
 		lease *session.Lease
+		made  = true
 		err   error
 	)
 	if lc, ok := r.store.(session.LeasedCreator); ok && leased && r.leaser != nil {
-		var l session.Lease
-		if l, err = lc.CreateLeased(ctx, s, r.owner, r.leaseTTL); err == nil {
-			lease = &l
+		var (
+			l   session.Lease
+			got *session.Session
+		)
+		if got, l, made, err = lc.CreateOrAcquire(ctx, s, r.owner, r.leaseTTL); err == nil {
+			s, lease = got, &l
 		}
 	} else {
 		err = r.store.CreateSession(ctx, s)
 	}
 	if err != nil {
 		if errors.Is(err, session.ErrExists) {
-			return nil, nil, &Error{Kind: FailInput, Code: "session_exists", Msg: fmt.Sprintf("session %q already exists", id), Err: err}
+			return nil, nil, false, &Error{Kind: FailInput, Code: "session_exists", Msg: fmt.Sprintf("session %q already exists", id), Err: err}
 		}
-		return nil, nil, &Error{Kind: FailStore, Msg: "create session", Err: err}
+		return nil, nil, false, &Error{Kind: FailStore, Msg: "create session", Err: err}
 	}
-	return s, lease, nil
+	return s, lease, made, nil
 }
 
 // newState returns the State of a new session of agent, with its
@@ -319,11 +325,14 @@ func (r *Runner) newState(id, agent string) (*State, error) {
 	return st, nil
 }
 
-// created is a session a run begins by creating, with its lease (see
-// createSession).
+// created is a session's lease a run begins with, taken as it made sure
+// the session exists (see createSession): new says whether it created the
+// session.
 type created struct {
 	lease session.Lease
 	agent string
+	new   bool
+	sess  *session.Session // as stored, when it existed
 }
 
 // Load rebuilds a session's state: its snapshot, then the events after it,
@@ -333,6 +342,12 @@ func (r *Runner) Load(ctx context.Context, id string) (*State, error) {
 	if err != nil {
 		return nil, notFound(id, err)
 	}
+	return r.loadFrom(ctx, sess)
+}
+
+// loadFrom is Load of the session whose row is sess.
+func (r *Runner) loadFrom(ctx context.Context, sess *session.Session) (*State, error) {
+	id := sess.ID
 	var p Policy = React{}
 	if a, ok := r.agents[sess.Agent]; ok && a.Policy != nil {
 		p = a.Policy
@@ -421,8 +436,9 @@ func (r *Runner) Active(ctx context.Context, id string) (*Run, bool) {
 
 // begin claims session id, takes its lease and loads it. On success the
 // caller owns x and ends with r.finish(x). created, when not nil, is the
-// session as this runner just created it, leased (see createSession): its
-// lease is taken already, and its state is a new one.
+// session's lease as this runner took it while making sure the session
+// exists (see ensureSession); if it created the session, its state is a
+// new one.
 func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, created *created) (*Exec, error) {
 	k := keyOf(ctx, id)
 	if err := r.claim(k, h); err != nil {
@@ -438,14 +454,21 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, c
 		st    *State
 		err   error
 	)
-	if created != nil {
-		// Created leased: nobody else can have written to it since.
+	switch {
+	case created != nil && created.new:
+		// Created leased: nobody else can have written to it since (a
+		// state cached of a session of that id was deleted with it).
+		r.cache.take(k)
 		lease = r.keepLease(ctx, created.lease, into)
 		st, err = r.newState(id, created.agent)
-	} else if lease, err = r.acquireLease(ctx, id, waitLease, into); err != nil {
-		r.unclaim(k)
-		return nil, err
-	} else {
+	case created != nil:
+		lease = r.keepLease(ctx, created.lease, into)
+		st, err = r.loadAs(ctx, k, created.sess)
+	default:
+		if lease, err = r.acquireLease(ctx, id, waitLease, into); err != nil {
+			r.unclaim(k)
+			return nil, err
+		}
 		st, err = r.loadCached(ctx, k)
 	}
 	if err == nil {
@@ -472,13 +495,21 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, c
 // loadCached is Load, from the cached State of the session when it is
 // current (or can be brought up to date with the events after it).
 func (r *Runner) loadCached(ctx context.Context, k skey) (*State, error) {
+	return r.loadAs(ctx, k, nil)
+}
+
+// loadAs is loadCached with the session's row as the store has it, sess,
+// when the caller has it (nil: read it).
+func (r *Runner) loadAs(ctx context.Context, k skey, sess *session.Session) (*State, error) {
 	st := r.cache.take(k)
-	if st == nil {
-		return r.Load(ctx, k.id)
+	if sess == nil {
+		var err error
+		if sess, err = r.store.GetSession(ctx, k.id); err != nil {
+			return nil, notFound(k.id, err)
+		}
 	}
-	sess, err := r.store.GetSession(ctx, k.id)
-	if err != nil {
-		return nil, notFound(k.id, err)
+	if st == nil {
+		return r.loadFrom(ctx, sess)
 	}
 	switch {
 	case sess.LastSeq == st.Seq && sess.Agent == st.Agent:
@@ -490,7 +521,7 @@ func (r *Runner) loadCached(ctx context.Context, k skey) (*State, error) {
 		}
 		return st, nil
 	}
-	return r.Load(ctx, k.id)
+	return r.loadFrom(ctx, sess)
 }
 
 // beginWaiting is begin for a short write (a resolution), which waits for
@@ -690,32 +721,35 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	return x, rctx, nil
 }
 
-// ensureSession creates session id for agent if it does not exist. A
-// session it creates comes with this runner's lease when the store can
-// (session.LeasedCreator): it returns it, for the run to begin with, and
-// nil otherwise. It tries to create the session rather than look it up
-// first: a new session costs one write instead of a read and a write,
-// and one that exists a refused write instead of a read (the sessions
-// this runner ran are in its cache, and not tried).
+// ensureSession creates session id for agent if it does not exist. In a
+// store that can (session.LeasedCreator) it takes the session's lease as
+// it does, new session or not, and returns it for the run to begin with;
+// nil otherwise, or when another owner holds the lease (the run's own
+// acquisition says so, or takes over a dead owner's). It does not look the
+// session up first: a new session's turn begins with one write and no
+// read, and one that exists with the write that takes its lease and
+// reads it back.
 func (r *Runner) ensureSession(ctx context.Context, id, agent string) (*created, error) {
 	if id == "" {
 		return nil, &Error{Kind: FailInput, Code: "no_session", Msg: "no session id"}
 	}
 	if r.cache.has(keyOf(ctx, id)) {
-		return nil, nil // it ran here: the load checks it against the store
-	}
-	_, lease, err := r.createSession(ctx, agent, id, nil, true)
-	if err != nil {
-		var re *Error
-		if errors.As(err, &re) && re.Code == "session_exists" {
-			return nil, nil
-		}
-		return nil, err
-	}
-	if lease == nil {
+		// It ran here: its lease is taken as usual and the cached state
+		// checked against the store (a read, where taking the lease
+		// here would put it on the writer).
 		return nil, nil
 	}
-	return &created{lease: *lease, agent: agent}, nil
+	sess, lease, made, err := r.createSession(ctx, agent, id, nil, true)
+	var re *Error
+	switch {
+	case errors.As(err, &re) && (re.Code == "session_exists" || errors.Is(err, session.ErrLeaseHeld)):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case lease == nil:
+		return nil, nil
+	}
+	return &created{lease: *lease, agent: agent, new: made, sess: sess}, nil
 }
 
 // beginRun begins a run of session id: its handle and context, the

@@ -237,15 +237,18 @@ type Leaser interface {
 	Release(ctx context.Context, l Lease) error
 }
 
-// LeasedCreator is the optional capability of a Leaser to create a session
-// with its lease taken: CreateSession and Acquire in one write, with no
-// moment in which another owner could take the new session first. The
-// runtime starts the first run of a new session with it.
+// LeasedCreator is the optional capability of a Leaser to take a
+// session's lease and create the session if it does not exist, in one
+// write: what the runtime does as a run begins on a session it may never
+// have seen, without a read to find out first.
 type LeasedCreator interface {
-	// CreateLeased creates s as CreateSession does (ErrExists if it
-	// exists), leased to owner for ttl, and returns that lease: the
-	// session's first, token 1.
-	CreateLeased(ctx context.Context, s *Session, owner string, ttl time.Duration) (Lease, error)
+	// CreateOrAcquire gives owner the lease of session s.ID for ttl, and
+	// returns the session as GetSession would after it. If the session
+	// does not exist it is created from s, as CreateSession does, with
+	// its first lease (token 1), and created is true; otherwise the
+	// lease is taken as Acquire takes it (a *LeaseHeldError while another
+	// owner's lease is live) and s is not used beyond its ID.
+	CreateOrAcquire(ctx context.Context, s *Session, owner string, ttl time.Duration) (got *Session, l Lease, created bool, err error)
 }
 
 // Follower is the optional store capability of following a session's log

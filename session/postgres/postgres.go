@@ -247,19 +247,31 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 	return st.create(ctx, s, session.Lease{})
 }
 
-// CreateLeased creates s leased to owner. See session.LeasedCreator.
-func (st *Store) CreateLeased(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (session.Lease, error) {
+// CreateOrAcquire gives owner the lease of session s.ID, creating it if
+// need be. See session.LeasedCreator.
+func (st *Store) CreateOrAcquire(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (*session.Session, session.Lease, bool, error) {
 	if owner == "" || ttl <= 0 {
-		return session.Lease{}, fmt.Errorf("postgres: create session %q: need an owner and a positive ttl", s.ID)
+		return nil, session.Lease{}, false, fmt.Errorf("postgres: create or acquire %q: need an owner and a positive ttl", s.ID)
 	}
 	l, err := (session.Lease{SessionID: s.ID}).Take(owner, st.now(), ttl)
 	if err != nil {
-		return session.Lease{}, err
+		return nil, session.Lease{}, false, err
 	}
-	if err := st.create(ctx, s, l); err != nil {
-		return session.Lease{}, err
+	created := true
+	switch err := st.create(ctx, s, l); {
+	case errors.Is(err, session.ErrExists):
+		if l, err = st.Acquire(ctx, s.ID, owner, ttl); err != nil {
+			return nil, session.Lease{}, false, err
+		}
+		created = false
+	case err != nil:
+		return nil, session.Lease{}, false, err
 	}
-	return l, nil
+	got, err := st.GetSession(ctx, s.ID)
+	if err != nil {
+		return nil, session.Lease{}, false, err
+	}
+	return got, l, created, nil
 }
 
 // create stores s with lease l (none if l has no owner).

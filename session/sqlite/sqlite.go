@@ -40,6 +40,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -392,42 +393,51 @@ func (st *Store) Close() error {
 // events. A zero CreatedAt becomes the current time, and a zero UpdatedAt
 // becomes CreatedAt.
 func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
-	return st.create(ctx, s, session.Lease{})
+	_, _, _, err := st.create(ctx, s, "", 0)
+	return err
 }
 
-// CreateLeased creates s leased to owner. See session.LeasedCreator.
-func (st *Store) CreateLeased(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (session.Lease, error) {
+// CreateOrAcquire gives owner the lease of session s.ID, creating it if
+// need be. See session.LeasedCreator.
+func (st *Store) CreateOrAcquire(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (*session.Session, session.Lease, bool, error) {
 	if owner == "" || ttl <= 0 {
-		return session.Lease{}, fmt.Errorf("sqlite: create session %q: need an owner and a positive ttl", s.ID)
+		return nil, session.Lease{}, false, fmt.Errorf("sqlite: create or acquire %q: need an owner and a positive ttl", s.ID)
 	}
-	l, err := (session.Lease{SessionID: s.ID}).Take(owner, st.now(), ttl)
-	if err != nil {
-		return session.Lease{}, err
-	}
-	if err := st.create(ctx, s, l); err != nil {
-		return session.Lease{}, err
-	}
-	return l, nil
+	return st.create(ctx, s, owner, ttl)
 }
 
-// create stores s with lease l (none if l has no owner).
-func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease) error {
+// create stores s, leased to owner if owner is not empty; if s exists,
+// it takes owner's lease of it (as Acquire) if owner is not empty, else
+// it fails with ErrExists. It returns the session as stored, the lease
+// and whether it created s.
+func (st *Store) create(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (*session.Session, session.Lease, bool, error) {
+	got, l, created, err := st.createOrAcquire(ctx, s, owner, ttl)
+	if err != nil {
+		return nil, session.Lease{}, false, fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+	}
+	return got, l, created, nil
+}
+
+func (st *Store) createOrAcquire(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (*session.Session, session.Lease, bool, error) {
+	fail := func(err error) (*session.Session, session.Lease, bool, error) {
+		return nil, session.Lease{}, false, err
+	}
 	if s.ID == "" {
-		return errors.New("sqlite: create session: empty id")
+		return fail(errors.New("empty id"))
 	}
 	tenant := session.TenantOf(ctx)
 	if s.Tenant != "" && s.Tenant != tenant {
-		return fmt.Errorf("sqlite: create session %q: its tenant %q is not the context's %q", s.ID, s.Tenant, tenant)
+		return fail(fmt.Errorf("its tenant %q is not the context's %q", s.Tenant, tenant))
 	}
 	usage, err := json.Marshal(s.Usage)
 	if err != nil {
-		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+		return fail(err)
 	}
 	var metadata any // NULL when empty
 	if len(s.Metadata) > 0 {
 		b, err := json.Marshal(s.Metadata)
 		if err != nil {
-			return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+			return fail(err)
 		}
 		metadata = string(b)
 	}
@@ -438,27 +448,61 @@ func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease
 	if updated.IsZero() {
 		updated = created
 	}
+	var (
+		l    session.Lease // the new session's, or the one acquired
+		made bool
+		got  *session.Session // the one that exists
+	)
 	err = st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		delete(st.g.heads, headKey{tenant, s.ID})
-		var owner any // NULL when not leased
-		var expires int64
-		if l.Owner != "" {
-			owner, expires = l.Owner, l.Expires.UnixMicro()
+		var (
+			first      session.Lease // a new session's: token 1
+			leaseOwner any           // NULL when not leased
+			expires    int64
+		)
+		if owner != "" {
+			first, _ = (session.Lease{SessionID: s.ID}).Take(owner, st.now(), ttl)
+			leaseOwner, expires = owner, first.Expires.UnixMicro()
 		}
 		n, err := tx.exec(sInsertSession, tenant, s.ID, s.Agent, string(s.Status), s.Turn,
-			string(usage), metadata, created.UnixMicro(), updated.UnixMicro(), owner, l.Token, expires)
-		if err != nil {
+			string(usage), metadata, created.UnixMicro(), updated.UnixMicro(), leaseOwner, first.Token, expires)
+		switch {
+		case err != nil:
 			return err
-		} else if n == 0 {
+		case n == 1:
+			l, made = first, true
+			return nil
+		case owner == "":
 			return refuse(session.ErrExists)
 		}
-		return nil
+		// It exists: its lease, as Acquire takes it. The INSERT changed
+		// nothing.
+		var token int64
+		if got, token, err = scanSessionToken(wrow{tx, sGetSession, []any{tenant, s.ID}}); err != nil {
+			return refuse(err)
+		}
+		cur := session.Lease{SessionID: s.ID, Token: token}
+		if got.Lease != nil {
+			cur = *got.Lease
+		}
+		if l, err = cur.Take(owner, st.now(), ttl); err != nil {
+			return refuse(err)
+		}
+		_, err = tx.exec(sSetLease, l.Owner, l.Token, l.Expires.UnixMicro(), tenant, s.ID)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+		return fail(err)
 	}
-	s.Tenant = tenant
-	return nil
+	if made {
+		s.Tenant = tenant
+		got = new(session.Session)
+		*got = *s
+		got.LastSeq, got.Metadata = 0, maps.Clone(s.Metadata)
+		got.CreatedAt, got.UpdatedAt = time.UnixMicro(created.UnixMicro()).UTC(), time.UnixMicro(updated.UnixMicro()).UTC()
+	}
+	got.Lease = &l
+	return got, l, made, nil
 }
 
 // GetSession returns the session's row.
@@ -555,6 +599,13 @@ func cmpOr(a, b string) string {
 
 // scanSession reads a row of selectColumns.
 func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) {
+	s, _, err := scanSessionToken(row)
+	return s, err
+}
+
+// scanSessionToken is scanSession, and the session's lease token, which
+// outlives a release.
+func scanSessionToken(row interface{ Scan(...any) error }) (*session.Session, int64, error) {
 	var (
 		s                session.Session
 		status           string
@@ -568,7 +619,7 @@ func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) 
 	)
 	if err := row.Scan(&s.Tenant, &s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated,
 		&leaseOwner, &leaseToken, &leaseExpires, &lastKey, &lastUsage, &lastAt); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Commits since the row's last update left it alone: their last
 	// row has the session's seq, usage and time.
@@ -586,16 +637,16 @@ func scanSession(row interface{ Scan(...any) error }) (*session.Session, error) 
 	}
 	s.Status = session.Status(status)
 	if err := json.Unmarshal(usage, &s.Usage); err != nil {
-		return nil, fmt.Errorf("session %q: corrupt usage: %w", s.ID, err)
+		return nil, 0, fmt.Errorf("session %q: corrupt usage: %w", s.ID, err)
 	}
 	if metadata != nil {
 		if err := json.Unmarshal(metadata, &s.Metadata); err != nil {
-			return nil, fmt.Errorf("session %q: corrupt metadata: %w", s.ID, err)
+			return nil, 0, fmt.Errorf("session %q: corrupt metadata: %w", s.ID, err)
 		}
 	}
 	s.CreatedAt = time.UnixMicro(created).UTC()
 	s.UpdatedAt = time.UnixMicro(updated).UTC()
-	return &s, nil
+	return &s, leaseToken, nil
 }
 
 // DeleteSession removes a session, its events and its snapshot, in one

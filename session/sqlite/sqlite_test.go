@@ -509,7 +509,7 @@ func TestCommitsAfterAnotherWriter(t *testing.T) {
 	}
 	start := func(t *testing.T, id string) session.Lease {
 		t.Helper()
-		l, err := a.CreateLeased(ctx, &session.Session{ID: id, Agent: "x", CreatedAt: t0}, "a", time.Minute)
+		_, l, _, err := a.CreateOrAcquire(ctx, &session.Session{ID: id, Agent: "x", CreatedAt: t0}, "a", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

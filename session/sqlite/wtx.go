@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -30,6 +31,7 @@ const (
 	sDeleteEvents
 	sDeleteSnapshot
 	sGetLease
+	sGetSession
 	sSetLease
 	sRenewLease
 	sReleaseLease
@@ -80,6 +82,7 @@ var writeSQL = [numStmts]string{
 	sDeleteSnapshot: `DELETE FROM snapshots WHERE tenant = ? AND session_id = ?`,
 	sGetLease:       `SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE tenant = ? AND id = ?`,
 	sSetLease:       `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE tenant = ? AND id = ?`,
+	sGetSession:     `SELECT ` + selectColumns + withLastRow("sessions") + ` WHERE s.tenant = ? AND s.id = ?`,
 	sRenewLease: `UPDATE sessions SET lease_expires = ?
 		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
 	sReleaseLease: `UPDATE sessions SET lease_owner = NULL, lease_expires = 0
@@ -180,8 +183,8 @@ func (t *wtx) exec(s stmt, args ...any) (int64, error) {
 }
 
 // queryRow runs query s with args and scans its first row into dest,
-// which are *int64, *sql.NullInt64 or *sql.NullString; sql.ErrNoRows if
-// it has none.
+// which are *int64, *int, *string, *[]byte (nil for NULL) or sql.Scanners;
+// sql.ErrNoRows if it has none.
 func (t *wtx) queryRow(s stmt, args []any, dest ...any) error {
 	if err := t.bind(args); err != nil {
 		return err
@@ -210,6 +213,32 @@ func (t *wtx) queryRow(s stmt, args []any, dest ...any) error {
 				err = fmt.Errorf("column %d is %T, not an integer", i+1, t.row[i])
 			}
 			*d = v
+		case *int:
+			v, ok := t.row[i].(int64)
+			if !ok {
+				err = fmt.Errorf("column %d is %T, not an integer", i+1, t.row[i])
+			}
+			*d = int(v)
+		case *string:
+			switch v := t.row[i].(type) {
+			case string:
+				*d = v
+			case []byte:
+				*d = string(v)
+			default:
+				err = fmt.Errorf("column %d is %T, not text", i+1, t.row[i])
+			}
+		case *[]byte:
+			switch v := t.row[i].(type) {
+			case nil:
+				*d = nil
+			case string:
+				*d = []byte(v)
+			case []byte:
+				*d = bytes.Clone(v)
+			default:
+				err = fmt.Errorf("column %d is %T, not text", i+1, t.row[i])
+			}
 		case sql.Scanner:
 			err = d.Scan(t.row[i])
 		default:
@@ -221,6 +250,15 @@ func (t *wtx) queryRow(s stmt, args []any, dest ...any) error {
 	}
 	return nil
 }
+
+// A wrow is a query's row, scanned by queryRow.
+type wrow struct {
+	t    *wtx
+	s    stmt
+	args []any
+}
+
+func (r wrow) Scan(dest ...any) error { return r.t.queryRow(r.s, r.args, dest...) }
 
 // execSQL runs query, not prepared, with args. For tests.
 func (t *wtx) execSQL(query string, args ...any) error {

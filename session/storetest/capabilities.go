@@ -412,8 +412,10 @@ func testSessionShowsLease(t *testing.T, s session.Store, l session.Leaser, c *C
 
 // A LeasedCreator creates a session with its first lease taken: nobody
 // else can acquire it, fenced commits go through, an unfenced one is
-// refused, and it releases as any lease. An existing id is ErrExists, and
-// the session's tenant is the context's.
+// refused, and it releases as any lease. On a session that exists it
+// takes the lease as Acquire does: refused while another owner's lease is
+// live, the same lease for its owner, the next token once it is free. The
+// session's tenant is the context's.
 func testCreateLeased(t *testing.T, s session.Store, l session.Leaser, c *Clock) {
 	lc, ok := s.(session.LeasedCreator)
 	if !ok {
@@ -422,22 +424,25 @@ func testCreateLeased(t *testing.T, s session.Store, l session.Leaser, c *Clock)
 	ctx := session.WithTenant(t.Context(), "acme")
 	in := newSession("s2", at(time.Second))
 	in.Tenant = ""
-	got, err := lc.CreateLeased(ctx, in, "a", ttl)
-	if err != nil {
-		t.Fatal(err)
+	row, got, created, err := lc.CreateOrAcquire(ctx, in, "a", ttl)
+	if err != nil || !created {
+		t.Fatalf("CreateOrAcquire of a new session: created %v, %v", created, err)
 	}
 	if got.Token != 1 || got.Owner != "a" || got.SessionID != "s2" || !got.Expires.Equal(c.Now().Add(ttl)) {
-		t.Fatalf("CreateLeased: lease %+v, want owner a, token 1, expiry now+%v", got, ttl)
+		t.Fatalf("CreateOrAcquire: lease %+v, want owner a, token 1, expiry now+%v", got, ttl)
 	}
 	if in.Tenant != "acme" {
-		t.Errorf("CreateLeased set tenant %q, want acme", in.Tenant)
+		t.Errorf("CreateOrAcquire set tenant %q, want acme", in.Tenant)
 	}
 	sess, err := s.GetSession(ctx, "s2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sess.Lease == nil || sess.Lease.Owner != "a" || sess.Lease.Token != 1 || sess.Agent != in.Agent || sess.LastSeq != 0 {
-		t.Fatalf("GetSession after CreateLeased: %+v, lease %+v", sess, sess.Lease)
+		t.Fatalf("GetSession after CreateOrAcquire: %+v, lease %+v", sess, sess.Lease)
+	}
+	if diff := cmp.Diff(sess, row); diff != "" {
+		t.Errorf("CreateOrAcquire's session is not GetSession's (-get +returned):\n%s", diff)
 	}
 	if _, err := s.GetSession(t.Context(), "s2"); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("GetSession in another tenant: %v, want ErrNotFound", err)
@@ -446,22 +451,31 @@ func testCreateLeased(t *testing.T, s session.Store, l session.Leaser, c *Clock)
 	if _, err := l.Acquire(ctx, "s2", "b", ttl); !errors.As(err, &held) || held.Lease.Owner != "a" {
 		t.Errorf("Acquire by b of a session created leased to a: %v", err)
 	}
+	other := newSession("s2", at(0))
+	other.Tenant, other.Agent = "acme", "someone-else"
+	if _, _, created, err := lc.CreateOrAcquire(ctx, other, "b", ttl); !errors.As(err, &held) || created {
+		t.Errorf("CreateOrAcquire by b of a session a holds: created %v, %v; want a LeaseHeldError", created, err)
+	}
+	if _, again, created, err := lc.CreateOrAcquire(ctx, other, "a", ttl); err != nil || created || again.Token != 1 {
+		t.Errorf("CreateOrAcquire by a again: %+v created %v, %v; want its lease, token 1", again, created, err)
+	}
 	if err := s.Commit(ctx, &session.Commit{SessionID: "s2", Events: events("s2", 0, 1), Status: session.StatusRunning}); !errors.Is(err, session.ErrFenced) {
 		t.Errorf("unfenced commit: %v, want ErrFenced", err)
 	}
 	if err := s.Commit(ctx, &session.Commit{SessionID: "s2", Events: events("s2", 0, 1), Status: session.StatusDone, Fence: got.Token, Release: true}); err != nil {
 		t.Fatalf("fenced commit: %v", err)
 	}
-	if b, err := l.Acquire(ctx, "s2", "b", ttl); err != nil || b.Token != 2 {
-		t.Errorf("Acquire after the release: %+v %v, want token 2", b, err)
+	row, b, created, err := lc.CreateOrAcquire(ctx, other, "b", ttl)
+	if err != nil || created || b.Token != 2 || b.Owner != "b" {
+		t.Errorf("CreateOrAcquire by b after the release: %+v created %v, %v; want token 2", b, created, err)
 	}
-	again := newSession("s2", at(0))
-	again.Tenant = "acme"
-	if _, err := lc.CreateLeased(ctx, again, "c", ttl); !errors.Is(err, session.ErrExists) {
-		t.Errorf("CreateLeased of an existing session: %v, want ErrExists", err)
+	if sess, err := s.GetSession(ctx, "s2"); err != nil || sess.Agent != in.Agent || sess.LastSeq != 1 {
+		t.Errorf("the session after: %+v, %v; want it as it was (agent %s, seq 1)", sess, err, in.Agent)
+	} else if diff := cmp.Diff(sess, row); diff != "" {
+		t.Errorf("CreateOrAcquire's session that existed is not GetSession's (-get +returned):\n%s", diff)
 	}
-	if _, err := lc.CreateLeased(t.Context(), newSession("s3", at(0)), "", ttl); err == nil {
-		t.Error("CreateLeased with no owner succeeded")
+	if _, _, _, err := lc.CreateOrAcquire(t.Context(), newSession("s3", at(0)), "", ttl); err == nil {
+		t.Error("CreateOrAcquire with no owner succeeded")
 	}
 }
 
