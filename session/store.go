@@ -251,6 +251,40 @@ type LeasedCreator interface {
 	CreateOrAcquire(ctx context.Context, s *Session, owner string, ttl time.Duration) (got *Session, l Lease, created bool, err error)
 }
 
+// CreateThenAcquire is LeasedCreator.CreateOrAcquire for a store whose
+// steps are separate: create stores s with its first lease (ErrExists if
+// the session exists), then, for a session that exists, st's Acquire; the
+// session is read back with st's GetSession. now is the clock of st's
+// leases. name prefixes its errors of bad arguments.
+func CreateThenAcquire(ctx context.Context, st interface {
+	Store
+	Leaser
+}, name string, create func(context.Context, *Session, Lease) error, now time.Time,
+	s *Session, owner string, ttl time.Duration) (*Session, Lease, bool, error) {
+	if owner == "" || ttl <= 0 {
+		return nil, Lease{}, false, fmt.Errorf("%s: create or acquire %q: need an owner and a positive ttl", name, s.ID)
+	}
+	l, err := (Lease{SessionID: s.ID}).Take(owner, now, ttl)
+	if err != nil {
+		return nil, Lease{}, false, err
+	}
+	created := true
+	switch err := create(ctx, s, l); {
+	case errors.Is(err, ErrExists):
+		if l, err = st.Acquire(ctx, s.ID, owner, ttl); err != nil {
+			return nil, Lease{}, false, err
+		}
+		created = false
+	case err != nil:
+		return nil, Lease{}, false, err
+	}
+	got, err := st.GetSession(ctx, s.ID)
+	if err != nil {
+		return nil, Lease{}, false, err
+	}
+	return got, l, created, nil
+}
+
 // Follower is the optional store capability of following a session's log
 // as it grows, from this process or any other.
 type Follower interface {

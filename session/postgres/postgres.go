@@ -250,28 +250,7 @@ func (st *Store) CreateSession(ctx context.Context, s *session.Session) error {
 // CreateOrAcquire gives owner the lease of session s.ID, creating it if
 // need be. See session.LeasedCreator.
 func (st *Store) CreateOrAcquire(ctx context.Context, s *session.Session, owner string, ttl time.Duration) (*session.Session, session.Lease, bool, error) {
-	if owner == "" || ttl <= 0 {
-		return nil, session.Lease{}, false, fmt.Errorf("postgres: create or acquire %q: need an owner and a positive ttl", s.ID)
-	}
-	l, err := (session.Lease{SessionID: s.ID}).Take(owner, st.now(), ttl)
-	if err != nil {
-		return nil, session.Lease{}, false, err
-	}
-	created := true
-	switch err := st.create(ctx, s, l); {
-	case errors.Is(err, session.ErrExists):
-		if l, err = st.Acquire(ctx, s.ID, owner, ttl); err != nil {
-			return nil, session.Lease{}, false, err
-		}
-		created = false
-	case err != nil:
-		return nil, session.Lease{}, false, err
-	}
-	got, err := st.GetSession(ctx, s.ID)
-	if err != nil {
-		return nil, session.Lease{}, false, err
-	}
-	return got, l, created, nil
+	return session.CreateThenAcquire(ctx, st, "postgres", st.create, st.now(), s, owner, ttl)
 }
 
 // create stores s with lease l (none if l has no owner).
