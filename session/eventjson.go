@@ -70,9 +70,9 @@ func plainJSON(s string) bool {
 
 // plainTime reports whether time.Time's MarshalJSON writes t as
 // AppendFormat with RFC3339Nano does: a year of four digits, and a zone
-// offset of whole minutes.
+// offset of whole minutes under a day (MarshalJSON refuses the others).
 func plainTime(t time.Time) bool {
 	_, off := t.Zone()
 	y := t.Year()
-	return y >= 0 && y <= 9999 && off%60 == 0
+	return y >= 0 && y <= 9999 && off%60 == 0 && off > -24*3600 && off < 24*3600
 }

@@ -45,6 +45,9 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 		"zone":             func(e *session.Event) { e.Time = e.Time.In(time.FixedZone("CET", 3600)) },
 		"odd zone":         func(e *session.Event) { e.Time = e.Time.In(time.FixedZone("LMT", 3600+37)) },
 		"year 10000":       func(e *session.Event) { e.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
+		"zone of a day":    func(e *session.Event) { e.Time = e.Time.In(time.FixedZone("x", 24*3600)) },
+		"zone of -a day":   func(e *session.Event) { e.Time = e.Time.In(time.FixedZone("x", -24*3600)) },
+		"zone of 99:59":    func(e *session.Event) { e.Time = e.Time.In(time.FixedZone("x", 99*3600+59*60)) },
 		"negative numbers": func(e *session.Event) { e.V, e.Seq, e.Turn = -1, -2, -3 },
 		"local time":       func(e *session.Event) { e.Time = time.Now() },
 	}

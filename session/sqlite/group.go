@@ -5,9 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/internal/group"
 )
 
@@ -83,6 +85,19 @@ func (r *refusal) Unwrap() error { return r.err }
 // refuse marks err as a write's refusal: returned by a writeFn that has
 // changed nothing in the transaction.
 func refuse(err error) error { return &refusal{err} }
+
+// refuseKnown is refuse for the errors that say why a write is refused
+// (the store's sentinels); any other error (a database error while the
+// write read what it checks) is returned as it is, and gives the batch up:
+// SQLite may have rolled the transaction back.
+func refuseKnown(err error) error {
+	for _, known := range []error{session.ErrNotFound, session.ErrConflict, session.ErrFenced, session.ErrLeaseHeld, session.ErrExists} {
+		if errors.Is(err, known) {
+			return refuse(err)
+		}
+	}
+	return err
+}
 
 // outcome is what a write's caller is told of err: a refusal's own error.
 func outcome(err error) error {

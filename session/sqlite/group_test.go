@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,5 +214,46 @@ func TestGroupCommitWriteThatPanics(t *testing.T) {
 	s, err := st.GetSession(ctx, "s1")
 	if err != nil || s.Agent != "a" || s.LastSeq != 1 {
 		t.Fatalf("session after: %+v, %v; want agent a (the panicking write rolled back), seq 1", s, err)
+	}
+}
+
+// A write that panics in a batch does not leave the others of the batch
+// waiting for ever: they are answered with an error, and the panic goes
+// on to the caller whose goroutine was writing.
+func TestGroupCommitPanicAnswersTheBatch(t *testing.T) {
+	st := openStore(t)
+	ctx := t.Context()
+	waitQueued, release := holdLead(t, st.g)
+	outcomes := make(chan string, 2)
+	for i := range 2 {
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					outcomes <- fmt.Sprint("panic: ", p)
+				}
+			}()
+			err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
+				if i == 0 {
+					panic("a bug in write 0")
+				}
+				return nil
+			})
+			outcomes <- fmt.Sprint("error: ", err)
+		}()
+		waitQueued(i + 1)
+	}
+	release()
+	got := []string{<-outcomes, <-outcomes} // a write never answered hangs here
+	var panics, errs int
+	for _, o := range got {
+		switch {
+		case strings.HasPrefix(o, "panic: a bug in write 0"):
+			panics++
+		case strings.HasPrefix(o, "error: ") && strings.Contains(o, "a write of the batch panicked"):
+			errs++
+		}
+	}
+	if panics+errs != 2 || errs < 1 {
+		t.Errorf("outcomes %q: want the other write answered with the panic as an error", got)
 	}
 }

@@ -66,7 +66,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 				err := tx.queryRow(sCheckLight, []any{tenant, c.SessionID, string(c.Status), c.Turn,
 					c.Fence, c.Fence, st.now().UnixMicro(), c.ExpectSeq}, &h.log)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return refuse(err) // a read: nothing changed
+					return err
 				}
 				ok = err == nil
 			}
@@ -80,6 +80,10 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 				}
 				if c.Fence != 0 {
 					st.g.remember(k, head{log: h.log, seq: last, status: string(c.Status), turn: c.Turn, fence: c.Fence})
+				} else {
+					// Unfenced (no live lease): a fenced writer's entry
+					// no longer holds the session's seq.
+					delete(st.g.heads, k)
 				}
 				return nil
 			}
@@ -96,7 +100,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		if err != nil {
 			return err
 		} else if n == 0 {
-			return refuse(st.commitRefused(tx, tenant, c))
+			return refuseKnown(st.commitRefused(tx, tenant, c))
 		}
 		if first {
 			if _, err := tx.exec(sBumpLog); err != nil {
@@ -269,11 +273,11 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 		delete(st.g.heads, headKey{tenant, id})
 		l, err := st.lease(tx, tenant, id)
 		if err != nil {
-			return refuse(err)
+			return refuseKnown(err)
 		}
 		l, err = l.Take(owner, st.now(), ttl)
 		if err != nil {
-			return refuse(err)
+			return refuseKnown(err)
 		}
 		if _, err := tx.exec(sSetLease, l.Owner, l.Token, l.Expires.UnixMicro(), tenant, id); err != nil {
 			return err
@@ -325,7 +329,7 @@ func (st *Store) leaseUpdate(tx *wtx, tenant string, l session.Lease, s stmt, ar
 	// The UPDATE changed nothing.
 	cur, err := st.lease(tx, tenant, l.SessionID)
 	if err != nil {
-		return refuse(err)
+		return refuseKnown(err)
 	}
 	return refuse(fmt.Errorf("token %d, session's is %d: %w", l.Token, cur.Token, session.ErrFenced))
 }

@@ -454,6 +454,7 @@ func (st *Store) createOrAcquire(ctx context.Context, s *session.Session, owner 
 		got  *session.Session // the one that exists
 	)
 	err = st.write(ctx, func(ctx context.Context, tx *wtx) error {
+		l, made, got = session.Lease{}, false, nil // a write may run again (retryAlone)
 		delete(st.g.heads, headKey{tenant, s.ID})
 		var (
 			first      session.Lease // a new session's: token 1
@@ -479,14 +480,14 @@ func (st *Store) createOrAcquire(ctx context.Context, s *session.Session, owner 
 		// nothing.
 		var token int64
 		if got, token, err = scanSessionToken(wrow{tx, sGetSession, []any{tenant, s.ID}}); err != nil {
-			return refuse(err)
+			return err
 		}
 		cur := session.Lease{SessionID: s.ID, Token: token}
 		if got.Lease != nil {
 			cur = *got.Lease
 		}
 		if l, err = cur.Take(owner, st.now(), ttl); err != nil {
-			return refuse(err)
+			return refuse(err) // a LeaseHeldError
 		}
 		_, err = tx.exec(sSetLease, l.Owner, l.Token, l.Expires.UnixMicro(), tenant, s.ID)
 		return err

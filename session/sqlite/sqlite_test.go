@@ -571,3 +571,52 @@ func TestCommitsAfterAnotherWriter(t *testing.T) {
 		}
 	})
 }
+
+// A commit without a fence token, made while no lease is live, moves the
+// session on: a writer with a token that remembered the session's seq
+// from its own last commit must check again, and its commit at the old
+// seq is refused (found by review: it went through, and stored an event
+// twice).
+func TestCommitAfterAnUnfencedOne(t *testing.T) {
+	ctx := t.Context()
+	st := open(t, filepath.Join(t.TempDir(), "agentrt.db"))
+	if err := st.CreateSession(ctx, &session.Session{ID: "s", Agent: "a", Status: session.StatusRunning, CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Acquire(ctx, "s", "o", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(expect, fence int64, n int) error {
+		return st.Commit(ctx, &session.Commit{SessionID: "s", ExpectSeq: expect, Events: finalEvents("s", expect, n),
+			Status: session.StatusRunning, Fence: fence, Time: t0})
+	}
+	for _, step := range []struct {
+		expect, fence int64
+	}{{0, l.Token}, {1, l.Token}} {
+		if err := commit(step.expect, step.fence, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	// The released token still passes the fence; an unfenced commit too,
+	// with no live lease.
+	if err := commit(2, l.Token, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(3, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(3, l.Token, 2); !errors.Is(err, session.ErrConflict) {
+		t.Errorf("a commit at seq 3 of a session at 4: %v, want ErrConflict", err)
+	}
+	var seqs []int64
+	for _, ev := range readAll(t, st, "s") {
+		seqs = append(seqs, ev.Seq)
+	}
+	if fmt.Sprint(seqs) != "[1 2 3 4]" {
+		t.Errorf("the log holds %v, want [1 2 3 4]", seqs)
+	}
+}

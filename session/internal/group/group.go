@@ -27,6 +27,16 @@ type Op[T any] struct {
 	done chan struct{} // closed once err is the write's outcome
 }
 
+// answered reports whether the op has its outcome.
+func (o *Op[T]) answered() bool {
+	select {
+	case <-o.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Answer gives the op its outcome and wakes its caller. Flush answers
 // every op it is given, once.
 func (o *Op[T]) Answer(err error) {
@@ -81,6 +91,18 @@ func (g *Group[T]) Do(ctx context.Context, w T) error {
 			g.mu.Unlock()
 			func() {
 				defer func() { <-g.lead }() // even if flush panics
+				defer func() {
+					if p := recover(); p != nil {
+						// The writes flush did not answer hear of it, not
+						// wait for ever; the panic goes on.
+						for _, o := range batch {
+							if !o.answered() {
+								o.Answer(fmt.Errorf("a write of the batch panicked: %v", p))
+							}
+						}
+						panic(p)
+					}
+				}()
 				if len(batch) > 0 {
 					g.flush(batch)
 				}
