@@ -435,11 +435,11 @@ func (r *Runner) Active(ctx context.Context, id string) (*Run, bool) {
 }
 
 // begin claims session id, takes its lease and loads it. On success the
-// caller owns x and ends with r.finish(x). created, when not nil, is the
-// session's lease as this runner took it while making sure the session
-// exists (see ensureSession); if it created the session, its state is a
-// new one.
-func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, created *created) (*Exec, error) {
+// caller owns x and ends with r.finish(x). With agent not empty, a session
+// that does not exist is created for it, in the write that takes its
+// lease (see ensureSession), once the session is claimed: no other run of
+// this runner can come between.
+func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, agent string) (*Exec, error) {
 	k := keyOf(ctx, id)
 	if err := r.claim(k, h); err != nil {
 		return nil, err
@@ -450,10 +450,17 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, c
 		into, spare = &h.lease, &h.topic
 	}
 	var (
-		lease *leaseKeeper
-		st    *State
-		err   error
+		created *created
+		lease   *leaseKeeper
+		st      *State
+		err     error
 	)
+	if agent != "" {
+		if created, err = r.ensureSession(ctx, id, agent); err != nil {
+			r.unclaim(k)
+			return nil, err
+		}
+	}
 	switch {
 	case created != nil && created.new:
 		// Created leased: nobody else can have written to it since (a
@@ -530,7 +537,7 @@ func (r *Runner) beginWaiting(ctx context.Context, id string, h *Run) (*Exec, er
 	wctx, cancel := context.WithTimeout(ctx, resolveWait)
 	defer cancel()
 	for {
-		x, err := r.begin(wctx, id, h, true, nil)
+		x, err := r.begin(wctx, id, h, true, "")
 		var re *Error
 		if err == nil || !errors.As(err, &re) || re.Code != "busy" || wctx.Err() != nil {
 			return x, err
@@ -656,21 +663,11 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	if strings.TrimSpace(in.Text) == "" {
 		return nil, nil, &Error{Kind: FailInput, Code: "empty_input", Msg: "input is empty"}
 	}
-	var created *created
-	if in.Agent != "" {
-		var err error
-		if created, err = r.ensureSession(ctx, id, in.Agent); err != nil {
-			return nil, nil, err
-		}
-	}
-	x, rctx, err := r.beginRun(ctx, id, detached, created)
+	x, rctx, err := r.beginRun(ctx, id, detached, in.Agent)
 	if in.Agent != "" && errors.Is(err, session.ErrNotFound) {
 		// Deleted by another process since it ran here: created anew.
 		r.cache.take(keyOf(ctx, id))
-		if created, err = r.ensureSession(ctx, id, in.Agent); err != nil {
-			return nil, nil, err
-		}
-		x, rctx, err = r.beginRun(ctx, id, detached, created)
+		x, rctx, err = r.beginRun(ctx, id, detached, in.Agent)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -753,12 +750,12 @@ func (r *Runner) ensureSession(ctx context.Context, id, agent string) (*created,
 }
 
 // beginRun begins a run of session id: its handle and context, the
-// session claimed, leased (with created, when not nil: see begin) and
-// loaded. abandon undoes it all, for a run that turns out not to be
-// possible.
-func (r *Runner) beginRun(ctx context.Context, id string, detached bool, created *created) (*Exec, context.Context, error) {
+// session claimed, leased and loaded (created for agent if it does not
+// exist and agent is not empty: see begin). abandon undoes it all, for a
+// run that turns out not to be possible.
+func (r *Runner) beginRun(ctx context.Context, id string, detached bool, agent string) (*Exec, context.Context, error) {
 	rctx, h := r.runContext(ctx, id, detached)
-	x, err := r.begin(ctx, id, h, false, created)
+	x, err := r.begin(ctx, id, h, false, agent)
 	if err != nil {
 		h.cancel(nil)
 		return nil, nil, err
@@ -843,7 +840,7 @@ func (r *Runner) StartResume(ctx context.Context, sessionID string) (*Run, error
 // startResume begins a resumption: run_resumed emitted, or, for a session
 // that crashed its process too often without progress, its failure.
 func (r *Runner) startResume(ctx context.Context, id string, detached bool) (*Exec, context.Context, error) {
-	x, rctx, err := r.beginRun(ctx, id, detached, nil)
+	x, rctx, err := r.beginRun(ctx, id, detached, "")
 	if err != nil {
 		return nil, nil, err
 	}
