@@ -180,16 +180,11 @@ func (e *encoder) encodeRows(evs []*session.Event) ([]eventRow, error) {
 		}
 		n++
 		if n == maxRowEvents || len(e.buf)-start >= maxRowBytes || i == len(evs)-1 {
-			rows = append(rows, eventRow{last: ev.Seq, n: n, json: e.buf[start:]})
+			// A slice taken before the buffer grows keeps its bytes: the
+			// array it points into is left as it was.
+			rows = append(rows, eventRow{last: ev.Seq, n: n, json: e.buf[start:len(e.buf):len(e.buf)]})
 			start, n = len(e.buf), 0
 		}
-	}
-	// The buffer may have grown after a row took its slice: each row
-	// takes its bytes from the final buffer.
-	from := 0
-	for i := range rows {
-		rows[i].json = e.buf[from : from+len(rows[i].json)]
-		from += len(rows[i].json)
 	}
 	return rows, nil
 }
