@@ -27,6 +27,10 @@ type Config struct {
 	Store session.Store
 	// Agents the runner can run, by name.
 	Agents []*Agent
+	// DefaultAgent is the agent a new session belongs to when the caller
+	// names none (see Runner.DefaultAgent); "" means the agent named
+	// "assistant", or the only agent when there is one.
+	DefaultAgent string
 	// Executors override the built-in executors for every agent (an
 	// agent's own Executors win over these).
 	Executors map[Kind]Executor
@@ -84,6 +88,7 @@ type Runner struct {
 	leaser    session.Leaser   // nil if the store has no leases
 	follower  session.Follower // nil if it cannot follow
 	agents    map[string]*Agent
+	defAgent  string            // Config.DefaultAgent
 	executors map[Kind]Executor // Config.Executors
 	hooks     Hooks
 	now       func() time.Time
@@ -187,6 +192,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 		}
 		r.agents[a.Name] = a
 	}
+	if cfg.DefaultAgent != "" {
+		if _, ok := r.agents[cfg.DefaultAgent]; !ok {
+			return nil, fmt.Errorf("agentrt: default agent %q is not an agent of this runner (agents: %s)",
+				cfg.DefaultAgent, strings.Join(r.AgentNames(), ", "))
+		}
+		r.defAgent = cfg.DefaultAgent
+	}
 	if err := checkSubagents(r.agents); err != nil {
 		return nil, fmt.Errorf("agentrt: %w", err)
 	}
@@ -239,6 +251,25 @@ func (r *Runner) AgentNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// DefaultAgent returns the agent a session belongs to when the caller
+// names none: Config.DefaultAgent, else the agent named "assistant", else
+// the only agent. With several agents and none of those, it is an error
+// (code no_agent) listing them.
+func (r *Runner) DefaultAgent() (string, error) {
+	switch {
+	case r.defAgent != "":
+		return r.defAgent, nil
+	case r.agents["assistant"] != nil:
+		return "assistant", nil
+	case len(r.agents) == 1:
+		for name := range r.agents {
+			return name, nil
+		}
+	}
+	return "", &Error{Kind: FailInput, Code: "no_agent",
+		Msg: fmt.Sprintf("choose an agent (configured: %s)", strings.Join(r.AgentNames(), ", "))}
 }
 
 func (r *Runner) agent(name string) (*Agent, error) {
