@@ -166,7 +166,7 @@ func BenchmarkTurn(b *testing.B) {
 				// turn's events and the figure measures the garbage
 				// collector marking an ever larger store, which the plain
 				// loop, keeping nothing, does not pay.
-				if err := r.DeleteSession(ctx, id); err != nil {
+				if err := r.DeleteSession(ctx, id, true); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -490,7 +490,7 @@ func BenchmarkPlanExecute(b *testing.B) {
 				if err != nil || res.Text != "The sums are 3, 7 and 11." {
 					b.Fatal(res, err)
 				}
-				if err := r.DeleteSession(ctx, id); err != nil {
+				if err := r.DeleteSession(ctx, id, true); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -54,6 +54,12 @@ type execRun struct {
 	pending   []*session.Event
 	last      *session.Event
 	committed int64 // the seq of the last committed event
+	// stored and storedReason are the session's status, and its last
+	// run_finished's reason, as the store has them: what the run's
+	// handle reports.
+	stored       session.Status
+	storedReason string
+	controlled   bool // the control request the run acts on is recorded
 	end       session.Status
 	reason    string
 	stopped   bool // the consumer stopped reading
@@ -73,7 +79,7 @@ func (r *Runner) newExec(a *Agent, st *State) *Exec {
 	if x == nil {
 		x = new(Exec)
 	}
-	x.execRun = execRun{r: r, agent: a, st: st, committed: st.Seq,
+	x.execRun = execRun{r: r, agent: a, st: st, committed: st.Seq, stored: st.Status,
 		hooks: hookSet{h: r.hooksOf(a)}}
 	x.pending = x.pendingBuf[:0]
 	return x
@@ -373,6 +379,10 @@ func (x *Exec) Commit(ctx context.Context) error {
 		return storeError(x.st.SessionID, err)
 	}
 	x.committed = x.st.Seq
+	x.stored = c.Status
+	if end != "" {
+		x.storedReason = x.reason
+	}
 	for _, e := range x.pending {
 		x.last = e
 		if x.yield != nil && !x.stopped && !x.yield(e, nil) {
@@ -391,9 +401,9 @@ func (x *Exec) Commit(ctx context.Context) error {
 func storeError(id string, err error) error {
 	switch {
 	case errors.Is(err, session.ErrFenced):
-		return &Error{Kind: FailState, Code: "lease_lost", Msg: "session " + id + " was taken over by another runner", Err: err}
+		return &Error{Kind: FailState, Code: CodeLeaseLost, Msg: "session " + id + " was taken over by another runner", Err: err}
 	case errors.Is(err, session.ErrConflict):
-		return &Error{Kind: FailStore, Code: "conflict", Msg: "session " + id + " was advanced by another writer", Err: err}
+		return &Error{Kind: FailStore, Code: CodeConflict, Msg: "session " + id + " was advanced by another writer", Err: err}
 	}
 	return &Error{Kind: FailStore, Msg: "commit", Err: err}
 }
@@ -420,13 +430,13 @@ func (x *Exec) fail(ctx context.Context, err error) {
 		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 			re = AsError(cause) // the lease was lost, say, rather than canceled
 			if re.Kind == FailInternal {
-				re = &Error{Kind: FailCanceled, Code: "canceled", Msg: "the run was canceled", Err: cause}
+				re = &Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled", Err: cause}
 			}
 		} else if re.Kind != FailCanceled {
-			re = &Error{Kind: FailCanceled, Code: "canceled", Msg: "the run was canceled", Err: err}
+			re = &Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled", Err: err}
 		}
 	}
-	if re.Kind == FailStore || re.Code == "lease_lost" || re.Code == "lease_expired" {
+	if re.Kind == FailStore || re.Code == CodeLeaseLost || re.Code == CodeLeaseExpired {
 		// The store failed, or the session is no longer ours: the state
 		// in memory may be ahead of the store, and writing is pointless
 		// or forbidden. Report and leave the stored run as it was
@@ -434,11 +444,37 @@ func (x *Exec) fail(ctx context.Context, err error) {
 		x.yieldErr(re)
 		return
 	}
-	emit(x, session.Error{Code: re.ErrorCode(), Message: re.Error(), Recoverable: re.IsRecoverable()})
+	if status == session.StatusCanceled {
+		x.recordControl()
+	}
+	ev := session.Error{Code: re.ErrorCode(), Message: re.Error(), Recoverable: re.IsRecoverable()}
+	var pe *panicError
+	if errors.As(err, &pe) {
+		ev.Stack = string(pe.stack)
+	}
+	emit(x, ev)
 	x.End(status, re.ErrorCode())
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	if cerr := x.Commit(wctx); cerr != nil {
 		x.yieldErr(cerr)
 	}
+}
+
+// reload replaces the run's state by the session's as stored, dropping
+// what was applied and not committed: after a step that panicked, what it
+// applied may not be coherent.
+func (x *Exec) reload(ctx context.Context) error {
+	sess, err := x.r.store.GetSession(ctx, x.st.SessionID)
+	if err != nil {
+		return notFound(x.st.SessionID, err)
+	}
+	st, err := x.r.loadFrom(ctx, sess)
+	if err != nil {
+		return err
+	}
+	st.agentRules, st.rulesFrom, st.rulesCtx = nil, x.r, x.st.rulesCtx
+	x.st, x.pending, x.end, x.reason = st, x.pending[:0], "", ""
+	x.committed, x.dirty = st.Seq, false
+	return nil
 }

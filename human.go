@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
@@ -31,7 +32,7 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 			if q == "" {
 				q = callQuestion(ask.Kind, c)
 			}
-			ir := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: q, Calls: []model.ToolCall{c}}
+			ir := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: q, Calls: []model.ToolCall{c}, Metadata: ask.Metadata}
 			if d := x.agent.Approval.expiresFor(c.Name); d > 0 {
 				t := x.now().Add(d)
 				ir.Expires = &t
@@ -54,7 +55,7 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 			return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: "ask_human select has no options"}
 		}
 		emit(x, session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: ask.Question,
-			Options: ask.Options, Multi: ask.Multi && ask.Kind == session.RequestSelect})
+			Options: ask.Options, Multi: ask.Multi && ask.Kind == session.RequestSelect, Metadata: ask.Metadata})
 	default:
 		return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human of unknown kind %q (approval, confirm, prompt or select)", ask.Kind)}
 	}
@@ -68,7 +69,7 @@ func hookQuestion(x *Exec, ask *Ask, call model.ToolCall, hook int) (session.Inp
 			Msg: fmt.Sprintf("a BeforeTool hook's question about %s (%s): ", call.Name, call.ID) + fmt.Sprintf(format, args...)}
 	}
 	q := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: ask.Question,
-		Calls: []model.ToolCall{call}, Hook: true, HookIndex: hook}
+		Calls: []model.ToolCall{call}, Hook: true, HookIndex: hook, Metadata: ask.Metadata}
 	switch ask.Kind {
 	case session.RequestApproval:
 		if q.Question == "" {
@@ -159,18 +160,119 @@ type Resolution struct {
 
 // Resolve records a person's answer to a pending request of a session. The
 // session stays waiting until every pending request is resolved; then
-// Resume continues the run. It works from any process, any time later: it
-// takes the session's lease for the moment it writes, waiting for a
-// runner of this process or another to let go of it, and a request that
-// was resolved meanwhile is an error naming who resolved it and when.
+// Resume continues the run (ResolveAndContinue does both). It works from
+// any process, any time later: it takes the session's lease for the moment
+// it writes, waiting for another resolution (of this process or another)
+// to let go of it, and a request that was resolved meanwhile is an error
+// (code already_resolved) naming who resolved it and when.
 //
 // It returns the input_resolved event.
 func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res Resolution) (*session.Event, error) {
-	x, err := r.beginWaiting(ctx, sessionID, nil)
+	x, err := r.beginShort(ctx, sessionID, requestID, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer r.finish(x)
+	return r.resolveIn(ctx, x, requestID, res)
+}
+
+// Resolved is what ResolveAndContinue did.
+type Resolved struct {
+	// Event is the input_resolved event it recorded.
+	Event *session.Event
+	// Pending counts the requests of the session still waiting for an
+	// answer; the run goes on once there are none.
+	Pending int
+	// Run is the run this answer continued, in the background in this
+	// runner, when it was the last one awaited; nil otherwise.
+	Run *Run
+}
+
+// ResolveAndContinue records a person's answer, as Resolve does, and when
+// it was the last one the session waited for, continues the run in the
+// background (its handle is Resolved.Run), without letting go of the
+// session in between: across any number of processes resolving a
+// session's requests at once, the run continues exactly once, in the
+// process that recorded the last answer. A request another resolver
+// answered first is an error (code already_resolved) naming who and when;
+// it says so at once, rather than waiting for the run that resolver
+// continued.
+func (r *Runner) ResolveAndContinue(ctx context.Context, sessionID, requestID string, res Resolution) (*Resolved, error) {
+	rctx, h := r.newRun(ctx, sessionID, true)
+	x, err := r.beginShort(ctx, sessionID, requestID, h)
+	if err != nil {
+		h.cancel(nil)
+		return nil, err
+	}
+	ev, err := r.resolveIn(ctx, x, requestID, res)
+	if err != nil {
+		_, _, err = r.abandon(x, err)
+		return nil, err
+	}
+	out := &Resolved{Event: ev, Pending: len(x.st.Requests)}
+	if out.Pending > 0 || x.st.Status != session.StatusWaiting {
+		_, _, _ = r.abandon(x, nil)
+		return out, nil
+	}
+	// The last answer: the run goes on, from this claim and lease.
+	h.id, h.after = x.st.RunID, x.st.Seq
+	if err := x.hooks.turnStart(ctx, x.info(), ""); err != nil {
+		_, _, err = r.abandon(x, err)
+		return out, err
+	}
+	emit(x, session.RunResumed{Reason: ResumeApproval, From: session.StatusWaiting})
+	x.lease.watch(h.cancel)
+	if err := x.Commit(rctx); err != nil {
+		r.finish(x)
+		return out, err
+	}
+	out.Run = r.background(rctx, x)
+	return out, nil
+}
+
+// beginShort begins a short write on session id (a resolution of its
+// request rid, a revocation): the session claimed (for h, nil for the
+// write alone) and leased, waiting for another short write's brief hold,
+// up to resolveWait. While the session is held elsewhere, a request rid
+// that is no longer pending there is reported at once (already_resolved
+// or unknown_request).
+func (r *Runner) beginShort(ctx context.Context, id, rid string, h *Run) (*Exec, error) {
+	wctx, cancel := context.WithTimeout(ctx, resolveWait)
+	defer cancel()
+	delay := 5 * time.Millisecond
+	for {
+		x, err := r.begin(wctx, id, h, false, "")
+		code := AsError(err).Code
+		if err == nil || code != CodeBusy && code != CodeLeaseHeld || wctx.Err() != nil {
+			return x, err
+		}
+		if rid != "" {
+			// Held by another: is the request still waiting for an answer?
+			st, lerr := r.Load(wctx, id)
+			if lerr != nil {
+				return nil, lerr
+			}
+			if st.Pending(rid) == nil {
+				return nil, r.notPending(wctx, st, rid)
+			}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			t.Stop()
+			return nil, err
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// resolveWait bounds how long a resolution waits for a session's lease.
+const resolveWait = 15 * time.Second
+
+// resolveIn records res on request requestID of x's session, which this
+// runner holds, and returns the input_resolved event.
+func (r *Runner) resolveIn(ctx context.Context, x *Exec, requestID string, res Resolution) (*session.Event, error) {
 	q := x.st.Pending(requestID)
 	if q == nil {
 		return nil, r.notPending(ctx, x.st, requestID)
@@ -182,7 +284,7 @@ func (r *Runner) Resolve(ctx context.Context, sessionID, requestID string, res R
 		// that stopped before recording it) is recorded here all the same:
 		// the parent must not wait for ever.
 		if _, err := r.Resolve(ctx, q.Child.SessionID, q.Child.RequestID, res); err != nil {
-			if code := AsError(err).Code; code != "already_resolved" && code != "unknown_request" {
+			if code := AsError(err).Code; code != CodeAlreadyResolved && code != CodeUnknownRequest {
 				return nil, err
 			}
 		}

@@ -43,8 +43,8 @@ type Instruction struct {
 	Payload json.RawMessage
 }
 
-// Ask is what an ask_human instruction asks people (seed 003's
-// request_human_approve / prompt / select).
+// Ask is what an ask_human instruction asks people: an approval, a
+// free-text prompt or a selection.
 type Ask struct {
 	Kind session.RequestKind
 	// Question is shown to the person; for approvals and confirmations an
@@ -53,6 +53,9 @@ type Ask struct {
 	// Options are a select request's choices; Multi allows several.
 	Options []string
 	Multi   bool
+	// Metadata goes with the request to whoever answers it (see
+	// session.InputRequired.Metadata).
+	Metadata map[string]any
 }
 
 // Executor carries out one instruction. It reports what happened by

@@ -89,7 +89,7 @@ func (r *Runner) Ask(ctx context.Context, agent, text string) (*Result, error) {
 	if errors.As(err, &re) && (re.Status == session.StatusWaiting || re.Status == session.StatusPaused) {
 		return res, err
 	}
-	if derr := r.DeleteSession(context.WithoutCancel(ctx), s.ID); derr != nil && err == nil {
+	if derr := r.DeleteSession(context.WithoutCancel(ctx), s.ID, false); derr != nil && err == nil {
 		err = &Error{Kind: FailStore, Msg: "delete the throwaway session " + s.ID, Err: derr}
 	}
 	return res, err

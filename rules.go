@@ -20,13 +20,13 @@ type Always struct {
 
 // rulesSession is the id of the session whose log holds an agent's
 // standing decisions (of a tenant): rule_added and rule_revoked events.
-func rulesSession(agent string) string { return "_rules." + agent }
+func rulesSession(agent string) string { return rulesPrefix + agent }
 
 // newRule makes the standing decision res.Always asks for, about the call
 // of request q.
 func (x *Exec) newRule(q *HumanRequest, res Resolution, decision string) (*session.Rule, error) {
 	bad := func(format string, args ...any) (*session.Rule, error) {
-		return nil, &Error{Kind: FailInput, Code: "bad_rule", Msg: fmt.Sprintf(format, args...)}
+		return nil, &Error{Kind: FailInput, Code: CodeBadRule, Msg: fmt.Sprintf(format, args...)}
 	}
 	call := x.st.call(q.CallID)
 	switch {
@@ -145,7 +145,7 @@ func (r *Runner) AgentRules(ctx context.Context, agent string) ([]session.Rule, 
 // its agent's, in the agent's rule log. The revocation is an event, with
 // who and why, like the decision.
 func (r *Runner) RevokeRule(ctx context.Context, id, ruleID, by, reason string) error {
-	x, err := r.beginWaiting(ctx, id, nil)
+	x, err := r.beginShort(ctx, id, "", nil)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (r *Runner) RevokeRule(ctx context.Context, id, ruleID, by, reason string) 
 		return err
 	}
 	if !slices.ContainsFunc(rules, func(rr session.Rule) bool { return rr.ID == ruleID }) {
-		return &Error{Kind: FailInput, Code: "unknown_rule", Msg: fmt.Sprintf("session %s and agent %s have no standing decision %q", id, agent, ruleID)}
+		return &Error{Kind: FailInput, Code: CodeUnknownRule, Msg: fmt.Sprintf("session %s and agent %s have no standing decision %q", id, agent, ruleID)}
 	}
 	return r.writeRules(ctx, agent, &session.RuleRevoked{RuleID: ruleID, By: by, Reason: reason})
 }
@@ -174,7 +174,7 @@ func (r *Runner) RevokeAgentRule(ctx context.Context, agent, ruleID, by, reason 
 		return err
 	}
 	if !slices.ContainsFunc(rules, func(rr session.Rule) bool { return rr.ID == ruleID }) {
-		return &Error{Kind: FailInput, Code: "unknown_rule", Msg: fmt.Sprintf("agent %s has no standing decision %q", agent, ruleID)}
+		return &Error{Kind: FailInput, Code: CodeUnknownRule, Msg: fmt.Sprintf("agent %s has no standing decision %q", agent, ruleID)}
 	}
 	return r.writeRules(ctx, agent, &session.RuleRevoked{RuleID: ruleID, By: by, Reason: reason})
 }

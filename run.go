@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -12,10 +13,15 @@ import (
 )
 
 // Run is a run in progress in this process: a turn started by Start, a
-// resumption started by StartResume, or the run under Runner.Run and
-// Runner.Resume. A run is separate from whoever watches it: it goes on
-// while its events are read by any number of watchers (Events,
-// Runner.Watch), or by none.
+// resumption started by StartResume, a session driven with Begin and
+// Step, or the run under Runner.Run and Runner.Resume. A run is separate
+// from whoever watches it: it goes on while its events are read by any
+// number of watchers (Events, Runner.Watch), or by none.
+//
+// A Run owns its whole life: it is counted by its Runner from the moment
+// it claims its session to the moment it lets go of it (Runner.Close
+// waits for it), every stream it gives out ends when it ends, and Wait
+// reports what the store holds, not what the run hoped to write.
 //
 // Its methods are safe for concurrent use.
 type Run struct {
@@ -25,6 +31,7 @@ type Run struct {
 	sessionID string
 	after     int64 // the session's last seq before the run's first event
 	cancel    context.CancelCauseFunc
+	parent    *Run // the run this one works for, when it is a sub-agent's
 
 	// lease and topic are the run's lease keeper and, when no watcher
 	// came first, its session's topic (see hub), kept here to spare two
@@ -34,16 +41,41 @@ type Run struct {
 
 	interrupt atomic.Pointer[string] // the reason given to Interrupt
 	inModel   atomic.Bool            // a model call is in progress
+	// control is the control request (Runner.Cancel, Runner.Interrupt)
+	// the run acts on, recorded in its log as it stops.
+	control atomic.Pointer[session.Control]
+	// onControl, for a session driven step by step, stops it at once when
+	// a control request comes between its steps.
+	onControl func()
 
 	mu       sync.Mutex
+	children []*Run        // sub-agents' runs in progress; guarded by mu
 	done     chan struct{} // made by the first Done or Wait; guarded by mu
 	finished bool          // guarded by mu
 	res      Result        // guarded by mu; final once finished
 	err      error         // guarded by mu
 }
 
-func newRun(r *Runner, sessionID string, after int64, cancel context.CancelCauseFunc) *Run {
-	return &Run{r: r, sessionID: sessionID, after: after, cancel: cancel}
+// parentRunKey carries the handle of the run a sub-agent's run works for.
+type parentRunKey struct{}
+
+// newRun returns the handle of a run of session id and its context:
+// canceled by ctx unless detached, and by the handle's Cancel, a lost
+// lease and a control request. A run begun on the behalf of another
+// (ctx carries its handle: a sub-agent's) is that run's child: an
+// interruption flows down to it.
+func (r *Runner) newRun(ctx context.Context, id string, detached bool) (context.Context, *Run) {
+	base := ctx
+	if detached {
+		base = context.WithoutCancel(ctx)
+	}
+	rctx, cancel := context.WithCancelCause(base)
+	h := &Run{r: r, sessionID: id, cancel: cancel, tenant: session.TenantOf(ctx)}
+	if p, _ := ctx.Value(parentRunKey{}).(*Run); p != nil {
+		h.parent = p
+		p.adopt(h)
+	}
+	return rctx, h
 }
 
 // ID returns the run's id (the run_id of its events).
@@ -69,9 +101,11 @@ func (h *Run) Done() <-chan struct{} {
 	return h.done
 }
 
-// Wait waits for the run to stop and returns its outcome. The error is
-// ctx's when ctx ends first, or the error that stopped the run from
-// storing its events (the stored run is then resumable); a run that failed
+// Wait waits for the run to stop and returns its outcome, as stored: the
+// Result's Status is the session's status in the store. The error is
+// ctx's when ctx ends first, or the error that kept the run from storing
+// how it ended (the store then still says running, and the run is
+// resumable; the Result's Err has code end_not_stored). A run that failed
 // as such (a model that failed for good, say) has a Result with status
 // failed and a nil error.
 func (h *Run) Wait(ctx context.Context) (*Result, error) {
@@ -89,8 +123,9 @@ func (h *Run) Wait(ctx context.Context) (*Result, error) {
 // Cancel stops the run: the work in flight is canceled, the results in
 // hand are stored, and the run ends with status canceled (resumable).
 // It returns at once; Wait or Done tell when the run has stopped.
+// Runner.Cancel does the same from any process, and records who and why.
 func (h *Run) Cancel() {
-	h.cancel(&Error{Kind: FailCanceled, Code: "canceled", Msg: "the run was canceled"})
+	h.cancel(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled"})
 }
 
 // Interrupt stops the run at its next safe point and records why: a
@@ -98,7 +133,9 @@ func (h *Run) Cancel() {
 // in flight finish and their results are stored, calls the model asked for
 // that have not started are answered "not run", and the run ends with an
 // interrupted event and status interrupted, its history coherent for the
-// next turn. The gateway uses it to restart a turn with newer input.
+// next turn. A sub-agent working for the run is interrupted too. The
+// gateway uses it to restart a turn with newer input; Runner.Interrupt
+// does the same from any process.
 func (h *Run) Interrupt(reason string) {
 	if reason == "" {
 		reason = "interrupted"
@@ -112,6 +149,30 @@ func (h *Run) Interrupt(reason string) {
 	if h.inModel.Load() {
 		h.cancel(errInterrupted)
 	}
+	h.mu.Lock()
+	children := slices.Clone(h.children)
+	h.mu.Unlock()
+	for _, c := range children {
+		c.Interrupt(reason)
+	}
+}
+
+// adopt records c as a sub-agent's run working for h; a run interrupted
+// already interrupts it at once.
+func (h *Run) adopt(c *Run) {
+	h.mu.Lock()
+	h.children = append(h.children, c)
+	h.mu.Unlock()
+	if reason := h.interrupted(); reason != "" {
+		c.Interrupt(reason)
+	}
+}
+
+// disown forgets c, which stopped.
+func (h *Run) disown(c *Run) {
+	h.mu.Lock()
+	h.children = slices.DeleteFunc(h.children, func(x *Run) bool { return x == c })
+	h.mu.Unlock()
 }
 
 // errInterrupted is the cause of a model call abandoned by Interrupt.
@@ -136,7 +197,7 @@ func (h *Run) enterModel() error {
 	}
 	h.inModel.Store(true)
 	if h.interrupted() != "" {
-		return &Error{Kind: FailCanceled, Code: "interrupted", Msg: "the run was interrupted", Err: errInterrupted}
+		return &Error{Kind: FailCanceled, Code: CodeInterrupted, Msg: "the run was interrupted", Err: errInterrupted}
 	}
 	return nil
 }
@@ -158,38 +219,55 @@ func (h *Run) setErr(err error) {
 	h.mu.Unlock()
 }
 
-// finish records the run's outcome from its state and wakes Wait.
-func (h *Run) finish(st *State) {
+// finish records the run's outcome, as the store holds it, and wakes Wait
+// and the run's streams.
+func (h *Run) finish(x *Exec) {
 	if h == nil {
 		return
 	}
+	st := x.st
 	h.mu.Lock()
-	h.res = Result{SessionID: st.SessionID, RunID: st.RunID, Status: st.Status, Text: st.Final, Usage: st.RunUsage}
-	if st.Status != session.StatusDone {
+	h.res = Result{SessionID: st.SessionID, RunID: st.RunID, Status: x.stored, Reason: x.storedReason, Usage: st.RunUsage}
+	if x.stored == session.StatusDone {
+		h.res.Text = st.Final
+	}
+	if x.stored != session.StatusDone && x.stored == st.Status {
 		h.res.Err = st.LastError
 	}
-	if h.err != nil && h.res.Status == session.StatusRunning {
+	if x.stored != st.Status || x.dirty {
 		// The run could not store how it ended: as far as the store is
-		// concerned it is still running, and resumable.
-		h.res.Err = &session.Error{Code: AsError(h.err).ErrorCode(), Message: h.err.Error(), Recoverable: true}
+		// concerned it is where its last commit left it (running), and
+		// resumable.
+		why := h.err
+		if why == nil {
+			why = errors.New("its last commit failed")
+		}
+		h.res.Err = &session.Error{Code: CodeEndNotStored, Message: "the run stopped without storing how it ended: " + why.Error(), Recoverable: true}
+		if h.err == nil {
+			h.err = &Error{Kind: FailStore, Code: CodeEndNotStored, Msg: "the run stopped without storing how it ended", Err: why}
+		}
 	}
 	h.finished = true
 	if h.done != nil {
 		close(h.done)
 	}
 	h.mu.Unlock()
+	if h.parent != nil {
+		h.parent.disown(h)
+	}
 }
 
 // Events yields the run's events: those committed since it started, read
 // from the store, then each new one as it commits, with live token events
 // while it streams, until its run_finished. Reading them does not hold up
-// the run, and leaving the loop does not stop it. The error is ctx's, or
-// the store's.
+// the run, and leaving the loop does not stop it. The stream ends when the
+// run does: a run that stopped without storing how it ended yields, last,
+// the error Wait returns. Other errors are ctx's, or the store's.
 func (h *Run) Events(ctx context.Context) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		wctx, cancel := context.WithCancel(session.WithTenant(ctx, h.tenant))
 		defer cancel()
-		for e, err := range h.r.Watch(wctx, h.sessionID, h.after) {
+		for e, err := range h.r.watch(wctx, h.sessionID, h.after, h.Done()) {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -203,7 +281,14 @@ func (h *Run) Events(ctx context.Context) iter.Seq2[*session.Event, error] {
 		}
 		if err := ctx.Err(); err != nil {
 			yield(nil, err)
+			return
 		}
+		// The run stopped, and its end is not in the log.
+		_, err := h.Wait(ctx)
+		if err == nil {
+			err = &Error{Kind: FailStore, Code: CodeEndNotStored, Msg: "the run stopped without storing how it ended"}
+		}
+		yield(nil, err)
 	}
 }
 

@@ -676,20 +676,20 @@ func TestRunnerDeleteSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-g.started
-	if err := e.r.DeleteSession(ctx, id); agentrt.AsError(err).Code != "busy" {
+	if err := e.r.DeleteSession(ctx, id, false); agentrt.AsError(err).Code != "busy" {
 		t.Fatalf("delete while running: %v, want busy", err)
 	}
 	close(g.release)
 	if _, err := run.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.r.DeleteSession(ctx, id); err != nil {
+	if err := e.r.DeleteSession(ctx, id, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.r.Load(ctx, id); agentrt.AsError(err).Code != "not_found" {
 		t.Fatalf("load after delete: %v", err)
 	}
-	if err := e.r.DeleteSession(ctx, id); agentrt.AsError(err).Code != "not_found" {
+	if err := e.r.DeleteSession(ctx, id, false); agentrt.AsError(err).Code != "not_found" {
 		t.Fatalf("second delete: %v, want not_found", err)
 	}
 }

@@ -163,6 +163,9 @@ type HumanRequest struct {
 	HookIndex int  `json:"hook_index,omitempty"`
 	// Child is the sub-agent's request this one stands for.
 	Child *session.ChildRequest `json:"child,omitempty"`
+	// Metadata is what the asker attached (see
+	// session.InputRequired.Metadata).
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // PolicyState is a policy's own state: a fold of the session's events,
@@ -320,7 +323,7 @@ func (s *State) Apply(e *session.Event) error {
 				c.Approval = CallPending
 			}
 		}
-		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires, Hook: d.Hook, HookIndex: d.HookIndex, Child: d.Child}
+		r := HumanRequest{ID: d.RequestID, Kind: d.Kind, Question: d.Question, Options: d.Options, Multi: d.Multi, Calls: ids, Asked: e.Time, Expires: d.Expires, Hook: d.Hook, HookIndex: d.HookIndex, Child: d.Child, Metadata: d.Metadata}
 		if len(ids) == 1 {
 			r.CallID = ids[0]
 		}

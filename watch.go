@@ -24,6 +24,12 @@ import (
 // event. With a store that cannot follow, Watch sees only the commits made
 // by runs of this process.
 func (r *Runner) Watch(ctx context.Context, sessionID string, after int64) iter.Seq2[*session.Event, error] {
+	return r.watch(ctx, sessionID, after, nil)
+}
+
+// watch is Watch, which also ends when until is closed, once it has
+// yielded every event committed by then.
+func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until <-chan struct{}) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		if _, err := r.store.GetSession(ctx, sessionID); err != nil {
 			yield(nil, notFound(sessionID, err))
@@ -91,6 +97,11 @@ func (r *Runner) Watch(ctx context.Context, sessionID string, after int64) iter.
 				if !w.take(ctx, f.ev, 0) {
 					return
 				}
+			case <-until:
+				// Everything committed before until closed is in the
+				// store: the rest is read from there.
+				w.catchUp(ctx)
+				return
 			case <-ctx.Done():
 				return
 			}
@@ -169,7 +180,7 @@ func (w *watcher) catchUp(ctx context.Context) bool {
 	for e, err := range w.r.store.Events(ctx, w.id, w.last) {
 		if err != nil {
 			if ctx.Err() == nil {
-				w.yield(nil, &Error{Kind: FailStore, Code: "watch_behind",
+				w.yield(nil, &Error{Kind: FailStore, Code: CodeWatchBehind,
 					Msg: "read events of session " + w.id + "; resume watching from seq " + strconv.FormatInt(w.last, 10), Err: err})
 			}
 			return false

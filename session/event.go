@@ -32,6 +32,7 @@ const (
 	TypeRuleRevoked   Type = "rule_revoked"
 	TypeLoopWarning   Type = "loop_warning"
 	TypeCompaction    Type = "compaction"
+	TypeControl       Type = "control"
 
 	TypeSubagentStarted    Type = "subagent_started"
 	TypeSubagentProgress   Type = "subagent_progress"
@@ -361,6 +362,10 @@ type InputRequired struct {
 	// Child, when set, is the request of a sub-agent's session this one
 	// stands for: answering it here answers it there.
 	Child *ChildRequest `json:"child,omitempty"`
+	// Metadata is what the asker attached for whoever answers: a user
+	// interface's hints (a placeholder, a default, a field's kind), a
+	// ticket number. The runtime keeps it and does not read it.
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // ChildRequest names a request of a sub-agent's session.
@@ -380,6 +385,10 @@ const (
 	DecisionFailed  = "failed"
 	DecisionRetry   = "retry"
 	DecisionAnswer  = "answer"
+	// DecisionWithdrawn: nobody answered; the run the request belonged to
+	// was interrupted or canceled (by "system", the reason says how). A
+	// withdrawn request's calls are not run.
+	DecisionWithdrawn = "withdrawn"
 )
 
 // InputResolved records a human's decision on a request. Arguments, when
@@ -465,6 +474,32 @@ type Error struct {
 	Model     string `json:"model,omitempty"`
 	Attempt   int    `json:"attempt,omitempty"`
 	RetryInMS int64  `json:"retry_in_ms,omitempty"`
+	// Stack is the goroutine's stack, for a failure that was a panic.
+	Stack string `json:"stack,omitempty"`
+}
+
+// ControlKind is what a control request asks of a run.
+type ControlKind string
+
+// Control kinds.
+const (
+	// ControlCancel stops the run: work in flight is canceled, results
+	// in hand are stored, the run ends canceled (resumable).
+	ControlCancel ControlKind = "cancel"
+	// ControlInterrupt stops the run at its next safe point and ends the
+	// turn interrupted, its history coherent for the next turn.
+	ControlInterrupt ControlKind = "interrupt"
+)
+
+// Control is a request to stop a session's run, made from any process:
+// the payload of the control event with which the run that acts on it
+// records who asked, why and when, before it stops.
+type Control struct {
+	ID     string      `json:"id"`
+	Kind   ControlKind `json:"kind"`
+	Reason string      `json:"reason,omitempty"`
+	By     string      `json:"by,omitempty"`
+	At     time.Time   `json:"at"`
 }
 
 func (*RunStarted) EventType() Type    { return TypeRunStarted }
@@ -496,6 +531,7 @@ func (*PlanCreated) EventType() Type        { return TypePlanCreated }
 func (*PlanStepStarted) EventType() Type    { return TypePlanStepStarted }
 func (*PlanStepFinished) EventType() Type   { return TypePlanStepFinished }
 func (*Error) EventType() Type              { return TypeError }
+func (*Control) EventType() Type            { return TypeControl }
 
 // newData returns an empty payload for t, or nil for an unknown type.
 func newData(t Type) Data {
@@ -554,6 +590,8 @@ func newData(t Type) Data {
 		return new(PlanStepFinished)
 	case TypeError:
 		return new(Error)
+	case TypeControl:
+		return new(Control)
 	}
 	return nil
 }

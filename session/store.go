@@ -69,6 +69,10 @@ type Session struct {
 	// Lease is the session's lease as the store last saw it, expired or
 	// not; nil when no owner holds it (or the store has no leases).
 	Lease *Lease `json:"lease,omitempty"`
+	// Control is the control request waiting for the owner of the lease
+	// (see Controller); nil when there is none or the store has no
+	// controls.
+	Control *Control `json:"control,omitempty"`
 }
 
 // Snapshot is the runtime's serialised state as of event Seq. Loading a
@@ -283,6 +287,33 @@ func CreateThenAcquire(ctx context.Context, st interface {
 		return nil, Lease{}, false, err
 	}
 	return got, l, created, nil
+}
+
+// Controller is the optional store capability of carrying control
+// requests — cancel, interrupt — from any process to the process that
+// runs the session: the request is kept with the session for the owner of
+// its lease, which looks for the requests made to it (Controls) while it
+// runs sessions, and acts on them. A Leaser implements it.
+type Controller interface {
+	// RequestControl records c for the owner of session id's lease l (as
+	// the caller saw it held, live, by another owner). It fails with
+	// ErrFenced, recording nothing, when l is no longer the session's
+	// lease (its owner released it, or another took it over), and with
+	// ErrNotFound for an unknown session. A request replaces an earlier
+	// one. The store forgets it when the lease is released (by Release,
+	// or by a Commit that releases); a takeover keeps it, for the new
+	// owner.
+	RequestControl(ctx context.Context, id string, l Lease, c Control) error
+	// Controls returns the control requests kept for sessions whose lease
+	// owner holds, of every tenant.
+	Controls(ctx context.Context, owner string) ([]SessionControl, error)
+}
+
+// SessionControl is a control request and the session it is for.
+type SessionControl struct {
+	Tenant    string
+	SessionID string
+	Control   Control
 }
 
 // Follower is the optional store capability of following a session's log

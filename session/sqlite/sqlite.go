@@ -320,14 +320,28 @@ func (st *Store) write(ctx context.Context, fn writeFn) error {
 // write runs fn in a write transaction of its own (BEGIN IMMEDIATE) on
 // db, and commits it if fn returns nil; Open's migrations use it.
 func write(ctx context.Context, db *sql.DB, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
+	start := time.Now()
+	var conn *sql.Conn
+	for {
+		// A new connection sets its pragmas, WAL among them, which needs
+		// the lock another process opening the same new database may
+		// hold: wait for it as for the write lock.
+		if conn, err = db.Conn(ctx); err == nil {
+			break
+		}
+		if !isBusy(err) || time.Since(start) >= busyTimeout {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the database lock: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
 	}
 	defer conn.Close()
 	bg := context.WithoutCancel(ctx)
 	var tx *sql.Tx
-	for start := time.Now(); ; {
+	for {
 		tx, err = conn.BeginTx(bg, nil)
 		if err == nil {
 			break

@@ -1,0 +1,204 @@
+package agentrt
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/agentrt/agentrt/model"
+)
+
+// Error codes: the stable, machine-readable Code of an *Error and of an
+// error event. docs/errors.md lists each with its meaning; Codes returns
+// them with their recoverability, the CLI's exit code and the HTTP status
+// the server answers with. Compare codes with these constants, never with
+// string literals.
+const (
+	// The kinds' own codes, for an *Error without a code of its own.
+	CodeModel    = string(FailModel)
+	CodeTool     = string(FailTool)
+	CodeStore    = string(FailStore)
+	CodeConfig   = string(FailConfig)
+	CodeLimit    = string(FailLimit)
+	CodeHook     = string(FailHook)
+	CodeCanceled = string(FailCanceled)
+	CodeInput    = string(FailInput)
+	CodeState    = string(FailState)
+	CodePolicy   = string(FailPolicy)
+	CodeInternal = string(FailInternal)
+
+	// Sessions.
+	CodeNotFound      = "not_found"      // no such session (in this tenant)
+	CodeNoSession     = "no_session"     // the call names no session
+	CodeSessionExists = "session_exists" // a session of that id exists
+	CodeUnknownAgent  = "unknown_agent"  // the runner has no agent of that name
+	CodeNoAgent       = "no_agent"       // no agent named and no default agent
+	CodeWrongAgent    = "wrong_agent"    // the session belongs to another agent
+	CodeProtected     = "protected"      // an agent's rule log: not deleted unless forced
+	CodeBadSeq        = "bad_seq"        // a seq outside the session's log
+
+	// Runs and their sessions.
+	CodeBusy            = "busy"              // a run of this process uses the session
+	CodeClosed          = "closed"            // the runner is closed
+	CodeLeaseHeld       = "lease_held"        // another process runs the session
+	CodeLeaseLost       = "lease_lost"        // another process took the session over
+	CodeLeaseExpired    = "lease_expired"     // the lease could not be renewed in time
+	CodeNoLeases        = "no_leases"         // the store has no leases (Recover needs them)
+	CodeConflict        = "conflict"          // another writer advanced the session
+	CodeEmptyInput      = "empty_input"       // the input is empty
+	CodeInputTooLarge   = "input_too_large"   // the input is over the size allowed
+	CodeUnfinishedRun   = "unfinished_run"    // a crashed run must be resumed first
+	CodeWaiting         = "waiting"           // the session waits for a person
+	CodeNothingToResume = "nothing_to_resume" // the session has no run to continue
+	CodeNotRunning      = "not_running"       // the session has no run in progress
+	CodeEndNotStored    = "end_not_stored"    // the run stopped without storing how it ended
+	CodeCrashLoop       = "crash_loop"        // resumed too often without progress
+	CodeWatchBehind     = "watch_behind"      // a watcher could not read the events it missed
+	CodeNoControl       = "no_control"        // the store cannot carry control requests
+	CodeInterrupted     = "interrupted"       // the run was interrupted
+
+	// Human requests.
+	CodeUnknownRequest  = "unknown_request"  // no such pending request
+	CodeAlreadyResolved = "already_resolved" // the request was answered already
+	CodeBadDecision     = "bad_decision"     // a decision the request does not take
+	CodeBadArguments    = "bad_arguments"    // edited arguments the tool refuses
+	CodeBadResult       = "bad_result"       // a confirmed result that is not JSON
+	CodeEmptyAnswer     = "empty_answer"     // an empty answer
+	CodeBadAnswer       = "bad_answer"       // a choice that is not an option
+	CodeBadRule         = "bad_rule"         // a standing decision that cannot be made
+	CodeUnknownRule     = "unknown_rule"     // no such standing decision
+
+	// Policies, executors and hooks.
+	CodeNoExecutor     = "no_executor"     // no executor for the instruction
+	CodeBadInstruction = "bad_instruction" // an instruction that cannot be carried out
+	CodeNoProgress     = "no_progress"     // a step that changed nothing
+	CodePanic          = "panic"           // a policy or an executor panicked
+	CodeHookPanic      = "hook_panic"      // a hook panicked
+	CodeBadPlan        = "bad_plan"        // a plan that does not check
+	CodeBadOverrides   = "bad_overrides"   // per-run overrides that cannot apply
+	CodeLoopDetected   = "loop_detected"   // the model repeats itself
+	CodeModelError     = "model_error"     // a model failure of no known kind
+	CodeMemoryWrite    = "memory_write"    // the turn could not be remembered
+	CodeToolTimeout    = "timeout"         // a tool or model call took too long
+)
+
+// CodeInfo describes an error code.
+type CodeInfo struct {
+	Code    string
+	Kind    ErrorKind
+	Meaning string
+	// Recoverable says whether trying the same thing again later may
+	// succeed (an *Error may override it).
+	Recoverable bool
+	// Exit is the exit code of the agentrt command that fails with it.
+	Exit int
+	// HTTP is the status the server answers a request that fails with it.
+	HTTP int
+}
+
+// codeTable is the catalog; Codes and LookupCode read it. Kept sorted by
+// code.
+var codeTable = func() []CodeInfo {
+	in := func(code string, kind ErrorKind, meaning string, http int) CodeInfo {
+		c := CodeInfo{Code: code, Kind: kind, Meaning: meaning, HTTP: http}
+		c.Recoverable = (&Error{Kind: kind}).IsRecoverable()
+		c.Exit = 1
+		if kind == FailInput || kind == FailState {
+			c.Exit = 2
+		}
+		return c
+	}
+	t := []CodeInfo{
+		in(CodeModel, FailModel, "the model call failed", http.StatusBadGateway),
+		in(CodeTool, FailTool, "a tool failed outside the model's reach", http.StatusBadGateway),
+		in(CodeStore, FailStore, "the store failed; the stored run is resumable", http.StatusServiceUnavailable),
+		in(CodeConfig, FailConfig, "the agent or the runner is misconfigured", http.StatusInternalServerError),
+		in(CodeLimit, FailLimit, "a limit or a budget was reached", http.StatusUnprocessableEntity),
+		in(CodeHook, FailHook, "a hook refused to go on", http.StatusUnprocessableEntity),
+		in(CodeCanceled, FailCanceled, "the run was canceled (resumable)", http.StatusConflict),
+		in(CodeInput, FailInput, "the input is unusable", http.StatusBadRequest),
+		in(CodeState, FailState, "the session cannot do that now", http.StatusConflict),
+		in(CodePolicy, FailPolicy, "the policy failed to decide", http.StatusInternalServerError),
+		in(CodeInternal, FailInternal, "a bug in agentrt or in code it runs", http.StatusInternalServerError),
+
+		in(CodeNotFound, FailInput, "no session of that id in this tenant", http.StatusNotFound),
+		in(CodeNoSession, FailInput, "the call names no session", http.StatusBadRequest),
+		in(CodeSessionExists, FailInput, "a session of that id exists already", http.StatusConflict),
+		in(CodeUnknownAgent, FailInput, "the runner has no agent of that name", http.StatusNotFound),
+		in(CodeNoAgent, FailInput, "no agent was named and there is no default agent", http.StatusBadRequest),
+		in(CodeWrongAgent, FailInput, "the session belongs to another agent", http.StatusConflict),
+		in(CodeProtected, FailInput, "the session is an agent's rule log, deleted only when forced", http.StatusForbidden),
+		in(CodeBadSeq, FailInput, "the seq is outside the session's log", http.StatusBadRequest),
+
+		in(CodeBusy, FailState, "a run of this process is using the session", http.StatusConflict),
+		in(CodeClosed, FailState, "the runner is closed", http.StatusServiceUnavailable),
+		in(CodeLeaseHeld, FailState, "another process is running the session (the message says which, and until when)", http.StatusConflict),
+		in(CodeLeaseLost, FailState, "another process took the session over; this run stopped without writing", http.StatusConflict),
+		in(CodeLeaseExpired, FailState, "the session's lease expired and could not be renewed", http.StatusConflict),
+		in(CodeNoLeases, FailConfig, "the store has no leases, which recovery needs", http.StatusNotImplemented),
+		in(CodeConflict, FailStore, "another writer advanced the session; reload and try again", http.StatusConflict),
+		in(CodeEmptyInput, FailInput, "the input is empty", http.StatusBadRequest),
+		in(CodeInputTooLarge, FailInput, "the input is larger than allowed", http.StatusRequestEntityTooLarge),
+		in(CodeUnfinishedRun, FailState, "the session's last run stopped with its process: resume it first", http.StatusConflict),
+		in(CodeWaiting, FailState, "the session waits for a person to resolve its requests", http.StatusConflict),
+		in(CodeNothingToResume, FailState, "the session has no run to continue", http.StatusConflict),
+		in(CodeNotRunning, FailState, "the session has no run in progress", http.StatusConflict),
+		in(CodeEndNotStored, FailStore, "the run stopped without storing how it ended: the store still says running, and a resume goes on", http.StatusServiceUnavailable),
+		in(CodeCrashLoop, FailState, "the run crashed its process too often without progress; resume tries again", http.StatusConflict),
+		in(CodeWatchBehind, FailStore, "a watcher could not read the events it missed; watch again from the seq given", http.StatusServiceUnavailable),
+		in(CodeNoControl, FailConfig, "the store cannot carry control requests between processes", http.StatusNotImplemented),
+		in(CodeInterrupted, FailCanceled, "the run was interrupted", http.StatusConflict),
+
+		in(CodeUnknownRequest, FailInput, "the session has no pending request of that id", http.StatusNotFound),
+		in(CodeAlreadyResolved, FailInput, "the request was resolved already (the message says by whom and when)", http.StatusConflict),
+		in(CodeBadDecision, FailInput, "the request does not take that decision", http.StatusBadRequest),
+		in(CodeBadArguments, FailInput, "the edited arguments do not fit the tool's schema", http.StatusBadRequest),
+		in(CodeBadResult, FailInput, "the result given for a confirmed call is not JSON", http.StatusBadRequest),
+		in(CodeEmptyAnswer, FailInput, "the answer is empty", http.StatusBadRequest),
+		in(CodeBadAnswer, FailInput, "the choice is not one of the request's options", http.StatusBadRequest),
+		in(CodeBadRule, FailInput, "the standing decision cannot be made for that request", http.StatusBadRequest),
+		in(CodeUnknownRule, FailInput, "no standing decision of that id", http.StatusNotFound),
+
+		in(CodeNoExecutor, FailConfig, "no executor for the instruction", http.StatusInternalServerError),
+		in(CodeBadInstruction, FailPolicy, "the policy gave an instruction that cannot be carried out", http.StatusInternalServerError),
+		in(CodeNoProgress, FailPolicy, "the policy chose a step that changed nothing", http.StatusInternalServerError),
+		in(CodePanic, FailInternal, "a policy or an executor panicked; the stack is in the error event", http.StatusInternalServerError),
+		in(CodeHookPanic, FailHook, "a hook panicked", http.StatusInternalServerError),
+		in(CodeBadPlan, FailInput, "the plan does not check (the message says which step)", http.StatusBadRequest),
+		in(CodeBadOverrides, FailInput, "the per-run overrides cannot apply", http.StatusBadRequest),
+		in(CodeLoopDetected, FailPolicy, "the model kept repeating itself", http.StatusUnprocessableEntity),
+		in(CodeModelError, FailModel, "the model failed in a way of no known kind", http.StatusBadGateway),
+		in(CodeMemoryWrite, FailStore, "the turn could not be written to long-term memory", http.StatusServiceUnavailable),
+		in(CodeToolTimeout, FailModel, "a model or tool call took too long", http.StatusGatewayTimeout),
+
+		// Model failures (package model's codes), in error events.
+		in(string(model.CodeRateLimited), FailModel, "the provider refused for now (HTTP 429)", http.StatusTooManyRequests),
+		in(string(model.CodeContextLength), FailModel, "the request is too large for the model", http.StatusUnprocessableEntity),
+		in(string(model.CodeAuth), FailModel, "the provider refused the key", http.StatusBadGateway),
+		in(string(model.CodeBadRequest), FailModel, "the provider refused the request as malformed", http.StatusBadGateway),
+		in(string(model.CodeServer), FailModel, "the provider or the network failed", http.StatusBadGateway),
+		in(string(model.CodeStreamIncomplete), FailModel, "the stream ended without its terminator", http.StatusBadGateway),
+	}
+	// Overrides of the kinds' verdicts.
+	for i := range t {
+		switch t[i].Code {
+		case string(model.CodeAuth), string(model.CodeBadRequest), string(model.CodeContextLength):
+			t[i].Recoverable = false
+		case CodeConflict, CodeEndNotStored, CodeWatchBehind, CodeLeaseHeld, CodeBusy, CodeLeaseExpired:
+			t[i].Recoverable = true
+		}
+	}
+	sort.Slice(t, func(i, j int) bool { return t[i].Code < t[j].Code })
+	return t
+}()
+
+// Codes returns the catalog of error codes, sorted by code.
+func Codes() []CodeInfo { return append([]CodeInfo(nil), codeTable...) }
+
+// LookupCode returns what the catalog says of code.
+func LookupCode(code string) (CodeInfo, bool) {
+	i := sort.Search(len(codeTable), func(i int) bool { return codeTable[i].Code >= code })
+	if i < len(codeTable) && codeTable[i].Code == code {
+		return codeTable[i], true
+	}
+	return CodeInfo{}, false
+}

@@ -1,0 +1,416 @@
+package agentrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// The control plane: stopping a session's run from any process. A run in
+// this process is stopped through its handle; one in another process
+// through a control request kept in the store for the owner of the
+// session's lease, which looks for the requests made to it every
+// Config.ControlPoll and acts on them; a run whose process is gone, or a
+// run waiting for a person, is stopped by the requester itself. Whoever
+// acts records the request (a control event: who, why, when) in the
+// session's log before the run stops.
+
+// DefaultControlPoll is Config.ControlPoll when it is zero: a control
+// request made from another process reaches a run within about this long
+// (docs/architecture.md has the figures).
+const DefaultControlPoll = 500 * time.Millisecond
+
+// actorKey carries who acts, for the log.
+type actorKey struct{}
+
+// WithActor returns ctx naming who acts in the calls made with it: the
+// control requests (Runner.Cancel, Runner.Interrupt) record it as their
+// author. A server sets it from the request's credentials.
+func WithActor(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, actorKey{}, who)
+}
+
+// ActorOf returns who acts in ctx (see WithActor), or "".
+func ActorOf(ctx context.Context) string {
+	who, _ := ctx.Value(actorKey{}).(string)
+	return who
+}
+
+// ControlOutcome says what a control request did.
+type ControlOutcome struct {
+	// Control is the request, as recorded.
+	Control session.Control
+	// Status is the session's status once the request was dealt with.
+	Status session.Status
+	// Acted reports that the request stopped the run; false when the run
+	// had stopped on its own first (Status says how).
+	Acted bool
+}
+
+// Cancel stops the run of session id (of ctx's tenant) wherever it runs,
+// and records who asked (WithActor) and why: work in flight is canceled,
+// results in hand are stored, and the run ends canceled (resumable; a
+// waiting run's requests are withdrawn). A run of this process stops at
+// once; one of another process within Config.ControlPoll of that
+// process, plus the time its work in flight takes to notice; one whose
+// process is gone, or that waits for a person, is stopped here.
+//
+// It returns once the run has stopped, or when ctx ends (the request
+// stays recorded, and takes effect all the same). A session with no run
+// in progress is an error (code not_running).
+func (r *Runner) Cancel(ctx context.Context, id, reason string) (*ControlOutcome, error) {
+	return r.requestControl(ctx, id, session.ControlCancel, reason)
+}
+
+// Interrupt stops the run of session id at its next safe point, wherever
+// it runs, as Run.Interrupt does, and records who asked and why; it
+// returns as Cancel does. The turn ends interrupted, its history coherent
+// for the next turn (a waiting run's requests are withdrawn).
+func (r *Runner) Interrupt(ctx context.Context, id, reason string) (*ControlOutcome, error) {
+	return r.requestControl(ctx, id, session.ControlInterrupt, reason)
+}
+
+func (r *Runner) requestControl(ctx context.Context, id string, kind session.ControlKind, reason string) (*ControlOutcome, error) {
+	c := session.Control{ID: "ctl_" + r.newID(), Kind: kind, Reason: reason, By: ActorOf(ctx), At: r.now().UTC()}
+	k := keyOf(ctx, id)
+	var (
+		asked bool  // c was handed to a run, here or elsewhere
+		from  int64 // the session's last seq before that
+		delay = 5 * time.Millisecond
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if h := r.reg.run(k); h != nil {
+			// A run of this process: through its handle.
+			sess, err := r.store.GetSession(ctx, id)
+			if err != nil {
+				return nil, notFound(id, err)
+			}
+			if !asked {
+				asked, from = true, sess.LastSeq
+			}
+			h.applyControl(c)
+			if _, err := h.Wait(ctx); err != nil && ctx.Err() != nil {
+				return nil, err
+			}
+			return r.controlOutcome(ctx, id, c, from)
+		}
+		sess, err := r.store.GetSession(ctx, id)
+		if err != nil {
+			return nil, notFound(id, err)
+		}
+		if sess.Status != session.StatusRunning && sess.Status != session.StatusWaiting {
+			if asked {
+				return r.controlOutcome(ctx, id, c, from)
+			}
+			return nil, &Error{Kind: FailState, Code: CodeNotRunning,
+				Msg: fmt.Sprintf("session %s has no run in progress (status %s): nothing to %s", id, sess.Status, kind)}
+		}
+		if !asked {
+			from = sess.LastSeq
+		}
+		x, err := r.begin(ctx, id, nil, false, "")
+		var held *session.LeaseHeldError
+		switch {
+		case err == nil:
+			// Nobody runs it: its process is gone, or it waits for a person.
+			return r.controlHere(ctx, x, c, from)
+		case errors.As(err, &held) && sess.Status == session.StatusRunning:
+			if r.ctrl == nil {
+				return nil, &Error{Kind: FailConfig, Code: CodeNoControl, Msg: fmt.Sprintf(
+					"session %s runs in another process (%s), and the store cannot carry control requests to it", id, held.Lease.Owner)}
+			}
+			switch err := r.ctrl.RequestControl(ctx, id, held.Lease, c); {
+			case errors.Is(err, session.ErrFenced):
+				continue // it let go of the session, or another took it over
+			case err != nil:
+				return nil, &Error{Kind: FailStore, Msg: "record the control request for session " + id, Err: err}
+			}
+			asked = true
+			if err := r.awaitOwner(ctx, id, from, held.Lease); err != nil {
+				return nil, err
+			}
+			continue
+		case errors.As(err, &held), AsError(err).Code == CodeBusy:
+			// A short hold (a resolution), or a run just beginning here:
+			// look again in a moment.
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			delay = min(2*delay, 200*time.Millisecond)
+		default:
+			return nil, err
+		}
+	}
+}
+
+// awaitOwner waits until the run of session id that held lease l stops
+// (a run_finished after seq from), or l is no longer the session's (the
+// owner let go of it, or died and its lease expired): the caller then
+// looks again.
+func (r *Runner) awaitOwner(ctx context.Context, id string, from int64, l session.Lease) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, max(r.leaseTTL/3, r.ctrlPoll))
+		for e, err := range r.Watch(wctx, id, from) {
+			if err != nil {
+				cancel()
+				return err
+			}
+			if e.Type == session.TypeRunFinished {
+				cancel()
+				return nil
+			}
+		}
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sess, err := r.store.GetSession(ctx, id)
+		if err != nil {
+			return notFound(id, err)
+		}
+		if cur := sess.Lease; cur == nil || cur.Owner != l.Owner || cur.Token != l.Token || !r.now().Before(cur.Expires) || ownerDead(cur.Owner) {
+			return nil
+		}
+	}
+}
+
+// controlOutcome reads what became of control request c of session id,
+// from the events after seq from.
+func (r *Runner) controlOutcome(ctx context.Context, id string, c session.Control, from int64) (*ControlOutcome, error) {
+	out := &ControlOutcome{Control: c}
+	for e, err := range r.store.Events(ctx, id, from) {
+		if err != nil {
+			return nil, &Error{Kind: FailStore, Msg: "read events of session " + id, Err: err}
+		}
+		if d, ok := e.Data.(*session.Control); ok && d.ID == c.ID {
+			out.Acted = true
+		}
+	}
+	sess, err := r.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, notFound(id, err)
+	}
+	out.Status = sess.Status
+	return out, nil
+}
+
+// controlHere stops the run of x's session, which this runner holds with
+// nobody running it: a run whose process stopped, or one waiting for a
+// person (its sub-agents' waiting runs are stopped first).
+func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, from int64) (*ControlOutcome, error) {
+	id := x.st.SessionID
+	switch x.st.Status {
+	case session.StatusRunning, session.StatusWaiting:
+	default:
+		r.finish(x)
+		return r.controlOutcome(ctx, id, c, from)
+	}
+	for _, q := range x.st.Requests {
+		if q.Child == nil {
+			continue
+		}
+		if _, err := r.requestControl(ctx, q.Child.SessionID, c.Kind, c.Reason); err != nil &&
+			AsError(err).Code != CodeNotRunning && AsError(err).Code != CodeNotFound {
+			r.finish(x)
+			return nil, err
+		}
+	}
+	emit(x, c)
+	why := string(c.Kind)
+	if c.By != "" {
+		why += " by " + c.By
+	}
+	if c.Reason != "" {
+		why += ": " + c.Reason
+	}
+	if c.Kind == session.ControlInterrupt {
+		x.endInterrupted(cmpOr(c.Reason, "interrupted"))
+	} else {
+		x.withdrawRequests("the run was canceled (" + why + ")")
+		e := &Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled (" + why + ")"}
+		emit(x, session.Error{Code: e.ErrorCode(), Message: e.Error(), Recoverable: true})
+		x.End(session.StatusCanceled, CodeCanceled)
+	}
+	err := x.Commit(ctx)
+	r.finish(x)
+	if err != nil {
+		return nil, err
+	}
+	return r.controlOutcome(ctx, id, c, from)
+}
+
+// applyControl makes the run act on control request c: a cancellation
+// or an interruption, recorded in its log as it stops. A run acts on one
+// request; later ones find it stopping already.
+func (h *Run) applyControl(c session.Control) {
+	if !h.control.CompareAndSwap(nil, &c) {
+		return
+	}
+	if c.Kind == session.ControlInterrupt {
+		h.Interrupt(cmpOr(c.Reason, "interrupted"))
+		if h.onControl != nil {
+			h.onControl()
+		}
+		return
+	}
+	msg := "the run was canceled"
+	if c.By != "" {
+		msg += " by " + c.By
+	}
+	if c.Reason != "" {
+		msg += ": " + c.Reason
+	}
+	h.cancel(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: msg})
+	if h.onControl != nil {
+		h.onControl()
+	}
+}
+
+// recordControl emits the control request the run acts on, once.
+func (x *Exec) recordControl() {
+	if x.controlled || x.handle == nil {
+		return
+	}
+	if c := x.handle.control.Load(); c != nil {
+		x.controlled = true
+		emit(x, *c)
+	}
+}
+
+// withdrawRequests withdraws the session's pending requests (their calls
+// are not run): the run they belonged to stops.
+func (x *Exec) withdrawRequests(why string) {
+	for len(x.st.Requests) > 0 {
+		q := x.st.Requests[0]
+		emit(x, session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: session.DecisionWithdrawn, By: "system", Reason: why})
+	}
+}
+
+// endInterrupted ends the turn interrupted, at a point where nothing runs:
+// pending requests are withdrawn, the calls of the batch without a result
+// are answered (not run, or, for one its stopped process was running, of
+// unknown outcome), then an interrupted event and run_finished.
+func (x *Exec) endInterrupted(reason string) {
+	x.withdrawRequests("the turn was interrupted (" + reason + ")")
+	for i := range x.st.Calls {
+		c := x.st.Calls[i]
+		if c.Done {
+			continue
+		}
+		msg := "not run: the turn was interrupted (" + reason + ")"
+		if c.Started {
+			msg = "the turn was interrupted (" + reason + ") while this call ran in a process that stopped: whether it took effect is unknown"
+		}
+		emit(x, session.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Error: msg})
+	}
+	emit(x, session.Interrupted{Reason: reason})
+	x.End(session.StatusInterrupted, reason)
+}
+
+// controlPlane polls the store for the control requests other processes
+// make to this runner, while it has sessions in use.
+type controlPlane struct {
+	mu      sync.Mutex
+	polling bool          // a poller runs; guarded by mu
+	closed  bool          // guarded by mu
+	stop    chan struct{} // closed by Close
+	wg      sync.WaitGroup
+}
+
+// watchControls makes sure a poller looks for control requests while the
+// runner has sessions in use (a run just claimed one).
+func (r *Runner) watchControls() {
+	if r.ctrl == nil {
+		return
+	}
+	c := &r.control
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.polling || c.closed {
+		return
+	}
+	if c.stop == nil {
+		c.stop = make(chan struct{})
+	}
+	c.polling = true
+	c.wg.Add(1)
+	go r.pollControls(c.stop)
+}
+
+// pollControls looks for control requests every ControlPoll and hands
+// each to the run it is for, until the runner has no session in use or
+// is closed.
+func (r *Runner) pollControls(stop <-chan struct{}) {
+	c := &r.control
+	defer c.wg.Done()
+	t := time.NewTicker(r.ctrlPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		if r.reg.idle() {
+			c.polling = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), max(r.ctrlPoll, time.Second))
+		reqs, err := r.ctrl.Controls(ctx, r.owner)
+		cancel()
+		if err != nil {
+			continue // the store hiccupped: the next tick tries again
+		}
+		for _, q := range reqs {
+			if h := r.reg.run(skey{q.Tenant, q.SessionID}); h != nil {
+				h.applyControl(q.Control)
+			}
+		}
+	}
+}
+
+// Close stops the runs in progress in this runner — they are canceled,
+// store what they have in hand and release their sessions — and waits
+// for every use of a session to end (runs started by Start, StartResume
+// and Recover, runs on callers' goroutines, resolutions, stepped
+// sessions), until ctx ends. Later uses are refused. Close is idempotent.
+func (r *Runner) Close(ctx context.Context) error {
+	for _, h := range r.reg.close() {
+		h.Cancel()
+	}
+	r.stepping.closeAll()
+	r.control.mu.Lock()
+	if !r.control.closed {
+		r.control.closed = true
+		if r.control.stop != nil {
+			close(r.control.stop)
+		}
+	}
+	r.control.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.reg.uses.Wait()
+		r.control.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
