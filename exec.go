@@ -60,12 +60,12 @@ type execRun struct {
 	stored       session.Status
 	storedReason string
 	controlled   bool // the control request the run acts on is recorded
-	end       session.Status
-	reason    string
-	stopped   bool // the consumer stopped reading
-	dirty     bool // a commit failed: the state is ahead of the store
-	lazy      bool // built-in steps may leave their events to the next commit (see Runner.step)
-	quiet     bool // the model call under way is not the answer: no live tokens
+	end          session.Status
+	reason       string
+	stopped      bool // the consumer stopped reading
+	dirty        bool // a commit failed: the state is ahead of the store
+	lazy         bool // built-in steps may leave their events to the next commit (see Runner.step)
+	quiet        bool // the model call under way is not the answer: no live tokens
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
