@@ -325,7 +325,20 @@ type controlPlane struct {
 	polling bool          // a poller runs; guarded by mu
 	closed  bool          // guarded by mu
 	stop    chan struct{} // closed by Close
+	idle    chan struct{} // the runner may have no session in use: the poller looks
 	wg      sync.WaitGroup
+}
+
+// mayBeIdle tells the poller that the runner may have no session in use
+// any more, so that it stops at once rather than at its next tick.
+func (r *Runner) mayBeIdle() {
+	if r.ctrl == nil {
+		return
+	}
+	select {
+	case r.control.idle <- struct{}{}:
+	default:
+	}
 }
 
 // watchControls makes sure a poller looks for control requests while the
@@ -341,26 +354,29 @@ func (r *Runner) watchControls() {
 		return
 	}
 	if c.stop == nil {
-		c.stop = make(chan struct{})
+		c.stop, c.idle = make(chan struct{}), make(chan struct{}, 1)
 	}
 	c.polling = true
 	c.wg.Add(1)
-	go r.pollControls(c.stop)
+	go r.pollControls(c.stop, c.idle)
 }
 
 // pollControls looks for control requests every ControlPoll and hands
 // each to the run it is for, until the runner has no session in use or
 // is closed.
-func (r *Runner) pollControls(stop <-chan struct{}) {
+func (r *Runner) pollControls(stop, idle <-chan struct{}) {
 	c := &r.control
 	defer c.wg.Done()
 	t := time.NewTicker(r.ctrlPoll)
 	defer t.Stop()
 	for {
+		tick := false
 		select {
 		case <-stop:
 			return
+		case <-idle:
 		case <-t.C:
+			tick = true
 		}
 		c.mu.Lock()
 		if r.reg.idle() {
@@ -369,6 +385,9 @@ func (r *Runner) pollControls(stop <-chan struct{}) {
 			return
 		}
 		c.mu.Unlock()
+		if !tick {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), max(r.ctrlPoll, time.Second))
 		reqs, err := r.ctrl.Controls(ctx, r.owner)
 		cancel()

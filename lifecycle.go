@@ -309,13 +309,13 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, a
 	}
 	lease, st, err := r.take(ctx, k, h, waitLease, agent)
 	if err != nil {
-		r.reg.release(k)
+		r.release(k)
 		return nil, err
 	}
 	a, err := r.agent(st.Agent)
 	if err != nil {
 		lease.stop()
-		r.reg.release(k)
+		r.release(k)
 		return nil, err
 	}
 	var spare *topic
@@ -570,6 +570,7 @@ func (r *Runner) finish(x *Exec) {
 		h.cancel(nil)
 	}
 	r.putExec(x)
+	r.mayBeIdle()
 	r.reg.done()
 }
 

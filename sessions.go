@@ -228,7 +228,7 @@ func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error
 	if err := r.reg.claim(k, nil); err != nil {
 		return err
 	}
-	defer r.reg.release(k)
+	defer r.release(k)
 	if !force {
 		if strings.HasPrefix(id, rulesPrefix) {
 			return &Error{Kind: FailInput, Code: CodeProtected, Msg: fmt.Sprintf(
@@ -355,4 +355,10 @@ func notFound(id string, err error) error {
 		return &Error{Kind: FailInput, Code: CodeNotFound, Msg: fmt.Sprintf("session %q not found", id), Err: err}
 	}
 	return &Error{Kind: FailStore, Msg: "get session " + id, Err: err}
+}
+
+// release ends a claim of session k (see registry.release).
+func (r *Runner) release(k skey) {
+	r.reg.release(k)
+	r.mayBeIdle()
 }

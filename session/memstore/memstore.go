@@ -69,15 +69,19 @@ type entry struct {
 	// lease is the session's lease; its Owner is empty when none is held.
 	// Its Token is kept after a release: the next owner gets Token+1.
 	lease session.Lease
+	// control is the control request kept for the lease's owner (see
+	// session.Controller); nil when there is none.
+	control *session.Control
 	// wake, when not nil, is closed by the next commit or delete: Follow
 	// makes it when it has read everything and waits.
 	wake chan struct{}
 }
 
 var (
-	_ session.Store    = (*Store)(nil)
-	_ session.Leaser   = (*Store)(nil)
-	_ session.Follower = (*Store)(nil)
+	_ session.Store      = (*Store)(nil)
+	_ session.Leaser     = (*Store)(nil)
+	_ session.Follower   = (*Store)(nil)
+	_ session.Controller = (*Store)(nil)
 )
 
 // An Option configures New.
@@ -287,6 +291,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	e.row.UpdatedAt = now
 	if c.Release && c.Fence != 0 {
 		e.lease.Owner, e.lease.Expires = "", time.Time{}
+		e.control = nil
 	}
 	if c.Snapshot != nil {
 		// Readers only ever see copies of e.snap.Data, so its buffer can
@@ -475,7 +480,43 @@ func (st *Store) Release(ctx context.Context, l session.Lease) error {
 			l.SessionID, l.Token, e.lease.Token, session.ErrFenced)
 	}
 	e.lease.Owner, e.lease.Expires = "", time.Time{}
+	e.control = nil
 	return nil
+}
+
+// RequestControl keeps c for the owner of l. See session.Controller.
+func (st *Store) RequestControl(ctx context.Context, id string, l session.Lease, c session.Control) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.sessions[keyOf(ctx, id)]
+	if !ok {
+		return notFound("request control of", id)
+	}
+	if e.lease.Owner == "" || e.lease.Owner != l.Owner || e.lease.Token != l.Token {
+		return fmt.Errorf("memstore: request control of %q: its lease is no longer %s's (token %d): %w", id, l.Owner, l.Token, session.ErrFenced)
+	}
+	e.control = &c
+	return nil
+}
+
+// Controls returns the control requests kept for owner. See
+// session.Controller.
+func (st *Store) Controls(ctx context.Context, owner string) ([]session.SessionControl, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []session.SessionControl
+	for k, e := range st.sessions {
+		if e.control != nil && e.lease.Owner == owner {
+			out = append(out, session.SessionControl{Tenant: k.tenant, SessionID: k.id, Control: *e.control})
+		}
+	}
+	return out, nil
 }
 
 // Close does nothing: an in-memory store holds no resources. The store
@@ -490,6 +531,10 @@ func (e *entry) copyRow() *session.Session {
 	if e.lease.Owner != "" {
 		l := e.lease
 		s.Lease = &l
+	}
+	if e.control != nil {
+		c := *e.control
+		s.Control = &c
 	}
 	return &s
 }

@@ -63,6 +63,13 @@ var migrations = [][]string{
 			PRIMARY KEY (tenant, session_id)
 		)`,
 	},
+	// Version 2: control requests (session.Controller): the JSON of the
+	// session.Control kept for the lease's owner, NULL when there is none,
+	// found by owner through a partial index of the sessions that have one.
+	{
+		`ALTER TABLE sessions ADD COLUMN control text`,
+		`CREATE INDEX sessions_control ON sessions (lease_owner) WHERE control IS NOT NULL`,
+	},
 }
 
 // migrate brings the schema up to date under an advisory lock.
@@ -240,7 +247,8 @@ func (st *Store) flushCommits(ops []*group.Op[*pendingCommit]) {
 const commitSQL = `WITH u AS (
 	UPDATE sessions SET status = $1, turn = $2, usage = $3, last_seq = $4, updated_at = $5,
 		lease_owner = CASE WHEN $21::bool THEN NULL ELSE lease_owner END,
-		lease_expires = CASE WHEN $21::bool THEN 0 ELSE lease_expires END
+		lease_expires = CASE WHEN $21::bool THEN 0 ELSE lease_expires END,
+		control = CASE WHEN $21::bool THEN NULL ELSE control END
 	WHERE tenant = $6 AND id = $7 AND last_seq = $8
 	AND (CASE WHEN $9::bigint <> 0 THEN lease_token = $9 ELSE (lease_owner IS NULL OR lease_expires <= $10) END)
 	RETURNING 1
@@ -347,7 +355,7 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 
 // Release ends l. See session.Leaser.
 func (st *Store) Release(ctx context.Context, l session.Lease) error {
-	err := st.leaseUpdate(ctx, l, `UPDATE sessions SET lease_owner = NULL, lease_expires = 0
+	err := st.leaseUpdate(ctx, l, `UPDATE sessions SET lease_owner = NULL, lease_expires = 0, control = NULL
 		WHERE tenant = $1 AND id = $2 AND lease_token = $3 AND lease_owner IS NOT NULL`)
 	if err != nil {
 		return fmt.Errorf("postgres: release lease of %q: %w", l.SessionID, err)
@@ -546,4 +554,61 @@ func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*
 			return st.Events(ctx, id, after)
 		})(yield)
 	}
+}
+
+// RequestControl keeps c for the owner of l. See session.Controller.
+func (st *Store) RequestControl(ctx context.Context, id string, l session.Lease, c session.Control) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("postgres: request control of %q: %w", id, err)
+	}
+	tenant := session.TenantOf(ctx)
+	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET control = $1
+			WHERE tenant = $2 AND id = $3 AND lease_owner = $4 AND lease_token = $5`, string(b), tenant, id, l.Owner, l.Token)
+		if err != nil || tag.RowsAffected() == 1 {
+			return err
+		}
+		cur, _, err := st.leaseOf(ctx, tx, tenant, id, false)
+		if err != nil {
+			return err
+		}
+		owner := cur.Owner
+		if owner == "" {
+			owner = "nobody"
+		}
+		return fmt.Errorf("its lease is %s's (token %d), not %s's (token %d): %w", owner, cur.Token, l.Owner, l.Token, session.ErrFenced)
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: request control of %q: %w", id, err)
+	}
+	return nil
+}
+
+// Controls returns the control requests kept for owner. See
+// session.Controller.
+func (st *Store) Controls(ctx context.Context, owner string) ([]session.SessionControl, error) {
+	rows, err := st.pool.Query(ctx, `SELECT tenant, id, control FROM sessions WHERE control IS NOT NULL AND lease_owner = $1`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: controls of %q: %w", owner, err)
+	}
+	defer rows.Close()
+	var out []session.SessionControl
+	for rows.Next() {
+		var (
+			sc  session.SessionControl
+			raw string
+		)
+		if err := rows.Scan(&sc.Tenant, &sc.SessionID, &raw); err != nil {
+			return nil, fmt.Errorf("postgres: controls of %q: %w", owner, err)
+		}
+		if err := json.Unmarshal([]byte(raw), &sc.Control); err != nil {
+			return nil, fmt.Errorf("postgres: session %q: corrupt control request: %w", sc.SessionID, err)
+		}
+		out = append(out, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: controls of %q: %w", owner, err)
+	}
+	return out, nil
 }

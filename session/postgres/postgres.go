@@ -74,9 +74,10 @@ type Store struct {
 }
 
 var (
-	_ session.Store    = (*Store)(nil)
-	_ session.Leaser   = (*Store)(nil)
-	_ session.Follower = (*Store)(nil)
+	_ session.Store      = (*Store)(nil)
+	_ session.Leaser     = (*Store)(nil)
+	_ session.Follower   = (*Store)(nil)
+	_ session.Controller = (*Store)(nil)
 )
 
 // An Option configures Open.
@@ -302,7 +303,7 @@ func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease
 	return nil
 }
 
-const selectColumns = `tenant, id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at, lease_owner, lease_token, lease_expires`
+const selectColumns = `tenant, id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at, lease_owner, lease_token, lease_expires, control`
 
 func scanSession(row pgx.Row) (*session.Session, error) {
 	var (
@@ -313,10 +314,17 @@ func scanSession(row pgx.Row) (*session.Session, error) {
 		leaseOwner       *string
 		leaseToken       int64
 		leaseExpires     int64
+		control          *string
 	)
 	if err := row.Scan(&s.Tenant, &s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated,
-		&leaseOwner, &leaseToken, &leaseExpires); err != nil {
+		&leaseOwner, &leaseToken, &leaseExpires, &control); err != nil {
 		return nil, err
+	}
+	if control != nil {
+		s.Control = new(session.Control)
+		if err := json.Unmarshal([]byte(*control), s.Control); err != nil {
+			return nil, fmt.Errorf("session %q: corrupt control request: %w", s.ID, err)
+		}
 	}
 	s.Status = session.Status(status)
 	if err := json.Unmarshal([]byte(usage), &s.Usage); err != nil {

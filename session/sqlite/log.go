@@ -95,7 +95,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			update = sStartLog
 		}
 		n, err := tx.exec(update,
-			string(c.Status), c.Turn, usage, last, now.UnixMicro(), release, release, tenant, c.SessionID, c.ExpectSeq,
+			string(c.Status), c.Turn, usage, last, now.UnixMicro(), release, release, release, tenant, c.SessionID, c.ExpectSeq,
 			c.Fence, c.Fence, st.now().UnixMicro())
 		if err != nil {
 			return err
@@ -132,9 +132,11 @@ func (st *Store) saveSnapshot(tx *wtx, tenant string, c *session.Commit) error {
 	return nil
 }
 
-// releaseSet is the part of a commit's SET that applies Commit.Release;
-// its parameter is whether to release, twice.
-const releaseSet = `lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_expires = CASE WHEN ? THEN 0 ELSE lease_expires END`
+// releaseSet is the part of a commit's SET that applies Commit.Release
+// (a released lease takes its control request with it); its parameter is
+// whether to release, three times.
+const releaseSet = `lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_expires = CASE WHEN ? THEN 0 ELSE lease_expires END,
+	control = CASE WHEN ? THEN NULL ELSE control END`
 
 // fenceCheck is the part of a commit's WHERE that applies session.Leaser's
 // fencing; its parameters are the commit's fence token, twice, and the
@@ -450,4 +452,57 @@ func (st *Store) readPage(ctx context.Context, id string, from, hi, after int64,
 		return nil, 0, fmt.Errorf("sqlite: events of %q: %w", id, err)
 	}
 	return page, read, nil
+}
+
+// RequestControl keeps c for the owner of l. See session.Controller.
+func (st *Store) RequestControl(ctx context.Context, id string, l session.Lease, c session.Control) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("sqlite: request control of %q: %w", id, err)
+	}
+	tenant := session.TenantOf(ctx)
+	err = st.write(ctx, func(ctx context.Context, tx *wtx) error {
+		n, err := tx.exec(sRequestControl, string(b), tenant, id, l.Owner, l.Token)
+		if err != nil || n == 1 {
+			return err
+		}
+		cur, err := st.lease(tx, tenant, id)
+		if err != nil {
+			return refuseKnown(err)
+		}
+		return refuse(fmt.Errorf("its lease is %s's (token %d), not %s's (token %d): %w", cmpOr(cur.Owner, "nobody"), cur.Token, l.Owner, l.Token, session.ErrFenced))
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: request control of %q: %w", id, err)
+	}
+	return nil
+}
+
+// Controls returns the control requests kept for owner. See
+// session.Controller.
+func (st *Store) Controls(ctx context.Context, owner string) ([]session.SessionControl, error) {
+	rows, err := st.r.QueryContext(ctx, `SELECT tenant, id, control FROM sessions INDEXED BY sessions_control
+		WHERE control IS NOT NULL AND lease_owner = ?`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: controls of %q: %w", owner, err)
+	}
+	defer rows.Close()
+	var out []session.SessionControl
+	for rows.Next() {
+		var (
+			sc  session.SessionControl
+			raw []byte
+		)
+		if err := rows.Scan(&sc.Tenant, &sc.SessionID, &raw); err != nil {
+			return nil, fmt.Errorf("sqlite: controls of %q: %w", owner, err)
+		}
+		if err := json.Unmarshal(raw, &sc.Control); err != nil {
+			return nil, fmt.Errorf("sqlite: session %q: corrupt control request: %w", sc.SessionID, err)
+		}
+		out = append(out, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: controls of %q: %w", owner, err)
+	}
+	return out, nil
 }

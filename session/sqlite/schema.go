@@ -172,6 +172,14 @@ var migrations = [][]string{
 		`CREATE INDEX sessions_active ON sessions (status, created_at DESC, tenant DESC, id DESC)
 			WHERE status IN ('running', 'waiting')`,
 	},
+	// Version 6: control requests (session.Controller). control is the
+	// JSON of the session.Control kept for the lease's owner, NULL when
+	// there is none; an owner finds the requests made to it through the
+	// partial index, which holds only the sessions that have one.
+	{
+		`ALTER TABLE sessions ADD COLUMN control TEXT`,
+		`CREATE INDEX sessions_control ON sessions (lease_owner) WHERE control IS NOT NULL`,
+	},
 }
 
 // migrate brings the schema up to date in one write transaction, so that

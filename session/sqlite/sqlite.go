@@ -115,9 +115,10 @@ type Store struct {
 }
 
 var (
-	_ session.Store    = (*Store)(nil)
-	_ session.Leaser   = (*Store)(nil)
-	_ session.Follower = (*Store)(nil)
+	_ session.Store      = (*Store)(nil)
+	_ session.Leaser     = (*Store)(nil)
+	_ session.Follower   = (*Store)(nil)
+	_ session.Controller = (*Store)(nil)
 )
 
 // sessionColumns are the columns of a session.Session (not log, which is
@@ -140,7 +141,7 @@ const seqMask = `4294967295`
 // FROM sessions s LEFT JOIN events e ON e.key = lastRow: sessionColumns,
 // the lease, and the last events row's key, usage and time.
 const selectColumns = `s.tenant, s.id, s.agent, s.status, s.turn, s.usage, s.last_seq, s.metadata, s.created_at, s.updated_at,
-	s.lease_owner, s.lease_token, s.lease_expires, e.key, e.usage, e.time`
+	s.lease_owner, s.lease_token, s.lease_expires, e.key, e.usage, e.time, s.control`
 
 // withLastRow is the FROM of selectColumns, with the sessions table (or a
 // query of it) as sessions.
@@ -631,10 +632,17 @@ func scanSessionToken(row interface{ Scan(...any) error }) (*session.Session, in
 		leaseExpires     int64
 		lastKey, lastAt  sql.NullInt64
 		lastUsage        []byte
+		control          []byte
 	)
 	if err := row.Scan(&s.Tenant, &s.ID, &s.Agent, &status, &s.Turn, &usage, &s.LastSeq, &metadata, &created, &updated,
-		&leaseOwner, &leaseToken, &leaseExpires, &lastKey, &lastUsage, &lastAt); err != nil {
+		&leaseOwner, &leaseToken, &leaseExpires, &lastKey, &lastUsage, &lastAt, &control); err != nil {
 		return nil, 0, err
+	}
+	if control != nil {
+		s.Control = new(session.Control)
+		if err := json.Unmarshal(control, s.Control); err != nil {
+			return nil, 0, fmt.Errorf("session %q: corrupt control request: %w", s.ID, err)
+		}
 	}
 	// Commits since the row's last update left it alone: their last
 	// row has the session's seq, usage and time.

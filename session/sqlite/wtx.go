@@ -35,6 +35,7 @@ const (
 	sSetLease
 	sRenewLease
 	sReleaseLease
+	sRequestControl
 	numStmts
 )
 
@@ -85,8 +86,10 @@ var writeSQL = [numStmts]string{
 	sGetSession:     `SELECT ` + selectColumns + withLastRow("sessions") + ` WHERE s.tenant = ? AND s.id = ?`,
 	sRenewLease: `UPDATE sessions SET lease_expires = ?
 		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
-	sReleaseLease: `UPDATE sessions SET lease_owner = NULL, lease_expires = 0
+	sReleaseLease: `UPDATE sessions SET lease_owner = NULL, lease_expires = 0, control = NULL
 		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
+	sRequestControl: `UPDATE sessions SET control = ?
+		WHERE tenant = ? AND id = ? AND lease_owner = ? AND lease_token = ?`,
 }
 
 // A wtx is the writer's transaction: the driver's connection, which the

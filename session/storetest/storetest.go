@@ -123,6 +123,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Tenants", func(t *testing.T) { runTenants(t, newStore) })
 	t.Run("Leaser", func(t *testing.T) { runLeaser(t, newStore) })
 	t.Run("Follower", func(t *testing.T) { runFollower(t, newStore) })
+	t.Run("Controller", func(t *testing.T) { runController(t, newStore) })
 }
 
 // base is the suite's reference time: whole milliseconds, UTC.
