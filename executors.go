@@ -533,17 +533,14 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	if err := x.lease.check(ctx); err != nil {
 		return err
 	}
-	if len(jobs) == 1 {
+	if len(jobs) == 1 && !x.isSubagentJob(jobs[0]) {
 		start := x.stamp // the tool_call commit's clock reading, if any
-		o, sub, waiting, err := x.runJob(ctx, info, jobs[0])
-		if err != nil || waiting {
-			return err // a sub-agent's request waits, or the run stops
-		}
+		o := x.runTool(ctx, info, jobs[0])
 		if o.canceled {
 			return ctx.Err()
 		}
 		var t time.Time
-		if !start.IsZero() && x.r.wallClock && !sub {
+		if !start.IsZero() && x.r.wallClock {
 			// The call began just after the commit that announced it, so
 			// the result's time is that reading plus the call's latency: a
 			// clock reading fewer per call, and never before the tool_call's.
@@ -565,28 +562,7 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		}
 		return nil
 	}
-	if slices.ContainsFunc(jobs, func(j toolJob) bool { return x.isSubagentJob(j) }) {
-		// Delegations run one after another, on the run's goroutine: they
-		// write the parent's log as they go.
-		for _, j := range jobs {
-			o, _, waiting, err := x.runJob(ctx, info, j)
-			if err != nil {
-				return err
-			}
-			if waiting {
-				continue
-			}
-			if o.canceled {
-				return ctx.Err()
-			}
-			emit(x, o.res)
-			if err := x.Commit(ctx); err != nil {
-				return err
-			}
-		}
-		return ctx.Err()
-	}
-	return x.runParallel(ctx, info, slices.Clone(jobs))
+	return x.runJobs(ctx, info, slices.Clone(jobs))
 }
 
 // isSubagentJob reports whether j delegates to a sub-agent.
@@ -595,34 +571,33 @@ func (x *Exec) isSubagentJob(j toolJob) bool {
 	return ok && j.block == ""
 }
 
-// runJob runs one call: a sub-agent's delegation (sub) or a tool.
-func (x *Exec) runJob(ctx context.Context, info HookInfo, j toolJob) (o toolOutcome, sub, waiting bool, err error) {
-	if target, ok := x.agent.subagentOf(j.call.Name); ok && j.block == "" {
-		o, waiting, err = x.runSubagent(ctx, j, target)
-		return o, true, waiting, err
-	}
-	return x.runTool(ctx, info, j), false, false, nil
+// jobMsg is what a goroutine of runJobs reports: a tool's outcome, or a
+// delegation's message.
+type jobMsg struct {
+	tool *toolOutcome
+	del  delegationMsg
 }
 
-// runParallel runs jobs concurrently and commits each result as it
-// comes; see CallTools. jobs is its own: the goroutines read it.
-func (x *Exec) runParallel(ctx context.Context, info HookInfo, jobs []toolJob) error {
-	outcomes := make([]toolOutcome, len(jobs))
-	done := make(chan int, len(jobs))
+// runJobs runs jobs concurrently — tool calls and delegations to
+// sub-agents alike — and records each outcome as it comes, committing it;
+// see CallTools. Only the run's goroutine writes the log: the goroutines
+// report to it. A delegation whose child waits for a person leaves its
+// call without a result (its requests are the parent's). jobs is its own:
+// the goroutines read it.
+func (x *Exec) runJobs(ctx context.Context, info HookInfo, jobs []toolJob) error {
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := range jobs {
-		wg.Go(func() {
-			outcomes[i] = x.runTool(tctx, info, jobs[i])
-			done <- i
-		})
-	}
-	var err error
-	for range jobs {
-		o := &outcomes[<-done]
-		if err != nil || o.canceled {
-			continue // every goroutine sends exactly once: drain
+	msgs := make(chan jobMsg, 64)
+	var (
+		wg      sync.WaitGroup
+		running int
+		err     error
+	)
+	// record stores one outcome: the results in hand are stored even
+	// when the run was canceled meanwhile.
+	record := func(o *toolOutcome) {
+		if err != nil || o == nil || o.canceled {
+			return
 		}
 		emit(x, o.res)
 		cctx, ccancel := ctx, context.CancelFunc(func() {})
@@ -638,6 +613,68 @@ func (x *Exec) runParallel(ctx context.Context, info HookInfo, jobs []toolJob) e
 			err = cerr
 			cancel()
 		}
+	}
+	for i := range jobs {
+		j := jobs[i]
+		if err != nil {
+			break
+		}
+		if target, ok := x.agent.subagentOf(j.call.Name); ok && j.block == "" {
+			d, o, waiting, perr := x.prepareDelegation(ctx, j, target)
+			switch {
+			case perr != nil:
+				err = perr
+				cancel()
+				continue
+			case waiting:
+				continue
+			case o != nil:
+				record(o)
+				continue
+			}
+			emit(x, d.started)
+			if cerr := x.Commit(ctx); cerr != nil {
+				err = cerr
+				cancel()
+				continue
+			}
+			running++
+			cctx := x.childContext(tctx)
+			wg.Go(func() { d.run(cctx, x.r, func(m delegationMsg) { msgs <- jobMsg{del: m} }) })
+			continue
+		}
+		running++
+		wg.Go(func() {
+			o := x.runTool(tctx, info, j)
+			msgs <- jobMsg{tool: &o}
+		})
+	}
+	for running > 0 {
+		m := <-msgs
+		if m.tool != nil {
+			running--
+			record(m.tool)
+			continue
+		}
+		if m.del.end != nil {
+			running--
+		}
+		if err != nil {
+			if m.del.done != nil {
+				close(m.del.done)
+			}
+			continue // every goroutine reports its end: drain
+		}
+		o, _, derr := x.onDelegationMsg(ctx, m.del)
+		if m.del.done != nil {
+			close(m.del.done)
+		}
+		if derr != nil {
+			err = derr
+			cancel()
+			continue
+		}
+		record(o)
 	}
 	wg.Wait()
 	if err != nil {

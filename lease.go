@@ -119,7 +119,7 @@ func (k *leaseKeeper) renew() {
 	case err == nil:
 		k.lease, k.renewed = nl, time.Now()
 	case errors.Is(err, session.ErrFenced) || errors.Is(err, session.ErrNotFound):
-		k.lost = &Error{Kind: FailState, Code: "lease_lost", Msg: "session " + l.SessionID + " was taken over by another runner", Err: err}
+		k.lost = &Error{Kind: FailState, Code: CodeLeaseLost, Msg: "session " + l.SessionID + " was taken over by another runner", Err: err}
 		if k.cancel != nil {
 			k.cancel(k.lost)
 		}
@@ -156,11 +156,11 @@ func (k *leaseKeeper) check(ctx context.Context) error {
 		return nil
 	}
 	if errors.Is(err, session.ErrFenced) {
-		k.lost = &Error{Kind: FailState, Code: "lease_lost", Msg: "session " + l.SessionID + " was taken over by another runner", Err: err}
+		k.lost = &Error{Kind: FailState, Code: CodeLeaseLost, Msg: "session " + l.SessionID + " was taken over by another runner", Err: err}
 		return k.lost
 	}
 	if time.Since(k.renewed) >= k.ttl {
-		return &Error{Kind: FailState, Code: "lease_expired",
+		return &Error{Kind: FailState, Code: CodeLeaseExpired,
 			Msg: fmt.Sprintf("the lease on session %s expired and could not be renewed", l.SessionID), Err: err}
 	}
 	return nil // the store hiccupped, but the lease is still ours for a while
@@ -261,7 +261,7 @@ func (r *Runner) acquireLease(ctx context.Context, id string, wait bool, into *l
 }
 
 func leaseHeld(id string, l session.Lease) error {
-	return &Error{Kind: FailState, Code: "lease_held",
+	return &Error{Kind: FailState, Code: CodeLeaseHeld,
 		Msg: fmt.Sprintf("session %s is being run by %s (its lease lasts until %s, and is renewed while it runs)",
 			id, l.Owner, l.Expires.UTC().Format("2006-01-02 15:04:05Z")),
 		Err: &session.LeaseHeldError{Lease: l}}
@@ -275,14 +275,16 @@ func leaseHeld(id string, l session.Lease) error {
 // session is claimed by taking its lease, so across any number of
 // processes calling Recover at once each session is resumed exactly once.
 // A session that crashed its process MaxRecoveries times without progress
-// is not resumed again: it ends failed with reason crash_loop.
+// is not resumed again: it ends failed with reason crash_loop. A
+// sub-agent's session is left to its parent: the parent's run, resumed,
+// resumes it and takes its answer, exactly once.
 //
 // It returns the runs it started, in the background, as Start does;
 // sessions another process claimed first are skipped. Call it at start-up
 // and then periodically (every lease TTL, say).
 func (r *Runner) Recover(ctx context.Context) ([]*Run, error) {
 	if r.leaser == nil {
-		return nil, &Error{Kind: FailConfig, Code: "no_leases", Msg: "Recover needs a store with leases (session.Leaser): without them a crashed run cannot be told from one running elsewhere"}
+		return nil, &Error{Kind: FailConfig, Code: CodeNoLeases, Msg: "Recover needs a store with leases (session.Leaser): without them a crashed run cannot be told from one running elsewhere"}
 	}
 	var runs []*Run
 	for _, status := range []session.Status{session.StatusRunning, session.StatusWaiting} {
@@ -311,15 +313,16 @@ func (r *Runner) recoverStatus(ctx context.Context, status session.Status) ([]*R
 			if !r.recoverable(sctx, s) {
 				continue
 			}
-			h, err := r.StartResume(sctx, s.ID)
+			h, err := r.startResumeBackground(sctx, s.ID, true)
 			var re *Error
 			switch {
 			case err == nil:
 				runs = append(runs, h)
-			case errors.As(err, &re) && (re.Code == "lease_held" || re.Code == "busy" || re.Code == "nothing_to_resume" ||
-				re.Code == "not_found" || re.Code == "waiting"):
-				// Another process (or this one) got there first, or the
-				// session still waits for a person.
+			case errors.As(err, &re) && (re.Code == CodeLeaseHeld || re.Code == CodeBusy || re.Code == CodeNothingToResume ||
+				re.Code == CodeNotFound || re.Code == CodeWaiting):
+				// Another process (or this one) got there first, the
+				// session still waits for a person, or it is a sub-agent's,
+				// which its parent's run resumes.
 			default:
 				return runs, err
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -151,20 +152,59 @@ func subagentDepth(ctx context.Context) int {
 	return d
 }
 
-// runSubagent runs a sub-agent call on the run's goroutine: the child's
-// turn (or its resumption), the parent's subagent_* events, and the
-// call's outcome. waiting is set when the child waits for a person: the
-// parent then records the child's requests as its own and has no result
-// for the call yet. An error stops the parent (its store failed, or the
-// run was canceled).
-func (x *Exec) runSubagent(ctx context.Context, j toolJob, target string) (o toolOutcome, waiting bool, err error) {
+// A delegation is a sub-agent call on its way: the child session it runs
+// in, and how its run begins. It runs on a goroutine of its own (several
+// of one reply run at once), reporting to the parent's run goroutine,
+// which alone writes the parent's log.
+type delegation struct {
+	job     toolJob
+	target  string
+	task    string
+	childID string
+	started session.SubagentStarted
+	// begin starts (or goes on with) the child's run.
+	begin func(ctx context.Context) iter.Seq2[*session.Event, error]
+
+	lastPing time.Time // the last subagent_progress; the run goroutine's
+}
+
+// childEnd is how a delegation's child run ended, as its session stores
+// it: Status and Reason of its run_finished, its answer, usage and last
+// error, or runErr when the run could not go on (the store failed, the
+// parent's run was canceled).
+type childEnd struct {
+	status  session.Status
+	reason  string
+	final   string
+	usage   model.Usage
+	lastErr *session.Error
+	runErr  error
+}
+
+// delegationMsg is a delegation's report to the run goroutine: a child's
+// round (progress), one of its events to show live, or its end.
+type delegationMsg struct {
+	d     *delegation
+	round int            // a round began
+	live  *session.Event // an event of the child's run
+	end   *childEnd      // the child's run ended (last message)
+	// done, for a round, is closed once the parent recorded it: the
+	// child's round goes on only then, so that the parent's log shows
+	// its progress in step with the child's.
+	done chan struct{}
+}
+
+// prepareDelegation checks a sub-agent call and finds its child session:
+// a delegation to run, or at once the call's outcome (bad arguments, too
+// deep, a child that answered or paused before a crash, one waiting for a
+// person: waiting). It runs on the run's goroutine.
+func (x *Exec) prepareDelegation(ctx context.Context, j toolJob, target string) (d *delegation, o *toolOutcome, waiting bool, err error) {
 	r := x.r
-	failed := func(msg string) (toolOutcome, bool, error) {
-		return toolOutcome{res: session.ToolResult{CallID: j.call.ID, Name: j.call.Name, Error: msg}}, false, nil
+	failed := func(msg string) (*delegation, *toolOutcome, bool, error) {
+		return nil, &toolOutcome{res: session.ToolResult{CallID: j.call.ID, Name: j.call.Name, Error: msg}}, false, nil
 	}
-	max := r.maxDepth
-	if depth := subagentDepth(ctx) + 1; depth > max {
-		return failed(fmt.Sprintf("not delegated: %s is %d delegations deep, and the limit is %d", target, depth, max))
+	if depth := subagentDepth(ctx) + 1; depth > r.maxDepth {
+		return failed(fmt.Sprintf("not delegated: %s is %d delegations deep, and the limit is %d", target, depth, r.maxDepth))
 	}
 	var in struct {
 		Task     string `json:"task"`
@@ -180,135 +220,254 @@ func (x *Exec) runSubagent(ctx context.Context, j toolJob, target string) (o too
 	if in.Continue != "" {
 		st, err := r.Load(ctx, in.Continue)
 		switch {
-		case err != nil && AsError(err).Code == "not_found":
+		case err != nil && AsError(err).Code == CodeNotFound:
 			return failed(fmt.Sprintf("there is no delegation %q to continue", in.Continue))
 		case err != nil:
-			return toolOutcome{}, false, err
+			return nil, nil, false, err
 		case st.Parent == nil || st.Parent.SessionID != x.st.SessionID || st.Agent != target:
 			return failed(fmt.Sprintf("%q is not a delegation of this session to %s", in.Continue, target))
 		}
 		childID = in.Continue
 	}
-	cctx := context.WithValue(ctx, depthKey{}, subagentDepth(ctx)+1)
+	d = &delegation{job: j, target: target, task: in.Task, childID: childID,
+		started: session.SubagentStarted{CallID: j.call.ID, Agent: target, ChildSession: childID, Task: in.Task}}
+	parent := &session.ParentRef{SessionID: x.st.SessionID, CallID: j.call.ID}
+	run := func(ctx context.Context) iter.Seq2[*session.Event, error] {
+		return r.Run(ctx, childID, Input{Text: in.Task, Agent: target, Parent: parent})
+	}
+	resume := func(ctx context.Context) iter.Seq2[*session.Event, error] { return r.Resume(ctx, childID) }
 
 	child, gerr := r.store.GetSession(ctx, childID)
-	var events func(yield func(*session.Event, error) bool)
-	started := session.SubagentStarted{CallID: j.call.ID, Agent: target, ChildSession: childID, Task: in.Task}
 	switch {
 	case errors.Is(gerr, session.ErrNotFound) && in.Continue != "":
 		return failed(fmt.Sprintf("there is no delegation %q to continue", in.Continue))
 	case errors.Is(gerr, session.ErrNotFound):
-		events = r.Run(cctx, childID, Input{Text: in.Task, Agent: target,
-			Parent: &session.ParentRef{SessionID: x.st.SessionID, CallID: j.call.ID}})
+		d.begin = run
 	case gerr != nil:
-		return toolOutcome{}, false, &Error{Kind: FailStore, Msg: "the sub-agent's session", Err: gerr}
+		return nil, nil, false, &Error{Kind: FailStore, Msg: "the sub-agent's session", Err: gerr}
+	case child.Status == session.StatusIdle && child.LastSeq == 0:
+		// Created, and its first commit never made (it failed, or the
+		// process died first): its turn starts now.
+		d.begin = run
 	case child.Status == session.StatusDone && in.Continue == "":
 		// It answered before the parent could record it (a crash).
 		st, err := r.Load(ctx, childID)
 		if err != nil {
-			return toolOutcome{}, false, err
+			return nil, nil, false, err
 		}
-		return x.subagentDone(j, childID, st.Final, st.RunUsage), false, nil
+		out := x.subagentDone(j, childID, st.Final, st.RunUsage)
+		return nil, &out, false, nil
 	case child.Status == session.StatusWaiting:
 		st, err := r.Load(ctx, childID)
 		if err != nil {
-			return toolOutcome{}, false, err
+			return nil, nil, false, err
 		}
 		if len(st.Requests) > 0 {
 			x.surfaceChildRequests(j, target, childID, st.Requests)
-			return toolOutcome{}, true, nil
+			return nil, nil, true, nil
 		}
-		started.Resumed = true
-		events = r.Resume(cctx, childID)
+		d.started.Resumed, d.begin = true, resume
 	case child.Status == session.StatusPaused && in.Continue == "":
 		// It paused at a limit before the parent could record it (a
 		// crash): report the pause rather than grant it its limits again.
 		st, err := r.Load(ctx, childID)
 		if err != nil {
-			return toolOutcome{}, false, err
+			return nil, nil, false, err
 		}
 		reason := ""
 		if st.LastError != nil {
 			reason = st.LastError.Code
 		}
-		return x.subagentPaused(j, target, in.Task, childID, cmp.Or(reason, "max_rounds"), st.RunUsage), false, nil
+		out := x.subagentPaused(j, target, in.Task, childID, cmp.Or(reason, "max_rounds"), st.RunUsage)
+		return nil, &out, false, nil
 	default:
-		started.Resumed = true
-		events = r.Resume(cctx, childID)
+		d.started.Resumed, d.begin = true, resume
 	}
-	emit(x, started)
-	if err := x.Commit(ctx); err != nil {
-		return toolOutcome{}, false, err
-	}
+	return d, nil, false, nil
+}
 
-	var (
-		status   session.Status
-		reason   string
-		final    string
-		usage    model.Usage
-		lastErr  *session.Error
-		lastPing time.Time
-		runErr   error
-	)
+// childContext is the context of a delegation's child run: one level
+// deeper, and working for the parent's run (an interruption flows down).
+func (x *Exec) childContext(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, depthKey{}, subagentDepth(ctx)+1)
+	if x.handle != nil {
+		ctx = context.WithValue(ctx, parentRunKey{}, x.handle)
+	}
+	return ctx
+}
+
+// run runs the delegation's child on the calling goroutine (one of its
+// own) and reports to send, the end last. A child another run is running
+// already — in this process, or another — is not run twice: the
+// delegation attaches to that run, waits for its end, and takes the child
+// from where it stopped.
+func (d *delegation) run(ctx context.Context, r *Runner, send func(delegationMsg)) {
+	events := d.begin(ctx)
+	for {
+		end := d.follow(events, send)
+		if end.runErr == nil || ctx.Err() != nil {
+			send(delegationMsg{d: d, end: &end})
+			return
+		}
+		if code := AsError(end.runErr).Code; code != CodeBusy && code != CodeLeaseHeld {
+			send(delegationMsg{d: d, end: &end})
+			return
+		}
+		if err := r.awaitRun(ctx, d.childID); err != nil {
+			send(delegationMsg{d: d, end: &childEnd{runErr: err}})
+			return
+		}
+		sess, err := r.store.GetSession(ctx, d.childID)
+		if err != nil {
+			send(delegationMsg{d: d, end: &childEnd{runErr: notFound(d.childID, err)}})
+			return
+		}
+		switch sess.Status {
+		case session.StatusRunning, session.StatusFailed, session.StatusCanceled, session.StatusInterrupted:
+			// Its run stopped with its process, or ended badly: it goes on
+			// here.
+			events = r.Resume(ctx, d.childID)
+			continue
+		case session.StatusIdle:
+			events = d.begin(ctx)
+			continue
+		}
+		// Done, paused or waiting: its end, as stored.
+		st, err := r.Load(ctx, d.childID)
+		if err != nil {
+			send(delegationMsg{d: d, end: &childEnd{runErr: err}})
+			return
+		}
+		reason := ""
+		if st.LastError != nil {
+			reason = st.LastError.Code
+		}
+		send(delegationMsg{d: d, end: &childEnd{status: st.Status, reason: reason, final: st.Final, usage: st.RunUsage, lastErr: st.LastError}})
+		return
+	}
+}
+
+// follow reads a child run's events: each is reported live, a round's
+// start as progress; it returns how the run ended.
+func (d *delegation) follow(events iter.Seq2[*session.Event, error], send func(delegationMsg)) childEnd {
+	var end childEnd
 	for ev, err := range events {
 		if err != nil {
-			runErr = err
+			end.runErr = err
 			break
 		}
-		switch d := ev.Data.(type) {
+		send(delegationMsg{d: d, live: ev})
+		switch e := ev.Data.(type) {
 		case *session.RoundStarted:
-			if now := x.now(); lastPing.IsZero() || now.Sub(lastPing) >= subagentProgressEvery {
-				lastPing = now
-				emit(x, session.SubagentProgress{CallID: j.call.ID, ChildSession: childID, Round: d.Round})
-			}
-			if d.Round%subagentCheckpoint == 0 {
-				emit(x, session.SubagentCheckpoint{CallID: j.call.ID, ChildSession: childID, Round: d.Round})
-			}
-			if len(x.pending) > 0 {
-				if err := x.Commit(ctx); err != nil {
-					return toolOutcome{}, false, err
-				}
-			}
+			done := make(chan struct{})
+			send(delegationMsg{d: d, round: e.Round, done: done})
+			<-done
 		case *session.Final:
-			final = d.Text
+			end.final = e.Text
 		case *session.Error:
-			lastErr = d
+			end.lastErr = e
 		case *session.RunFinished:
-			status, reason, usage = d.Status, d.Reason, d.Usage
+			end.status, end.reason, end.usage = e.Status, e.Reason, e.Usage
 		}
 	}
-	if runErr != nil {
+	return end
+}
+
+// awaitRun waits until no run of session id is in progress: one of this
+// runner (its end), or of another process (its run_finished, or its lease
+// let go of or expired).
+func (r *Runner) awaitRun(ctx context.Context, id string) error {
+	if h := r.reg.run(keyOf(ctx, id)); h != nil {
+		select {
+		case <-h.Done():
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	sess, err := r.store.GetSession(ctx, id)
+	if err != nil {
+		return notFound(id, err)
+	}
+	if l := sess.Lease; l != nil && r.now().Before(l.Expires) {
+		return r.awaitOwner(ctx, id, sess.LastSeq, *l)
+	}
+	return nil
+}
+
+// onDelegationMsg handles a delegation's report on the run's goroutine:
+// progress into the parent's log (throttled), the child's events to the
+// parent's live watchers; the end, as the call's outcome. waiting is set
+// when the child waits for a person (its requests are now the parent's).
+func (x *Exec) onDelegationMsg(ctx context.Context, m delegationMsg) (o *toolOutcome, waiting bool, err error) {
+	d := m.d
+	switch {
+	case m.live != nil:
+		if x.wantsLive() {
+			x.yieldLive(newEvent(x, session.SubagentEvent{CallID: d.job.call.ID, ChildSession: d.childID, Event: m.live}, x.now()))
+		}
+		return nil, false, nil
+	case m.end == nil:
+		if now := x.now(); d.lastPing.IsZero() || now.Sub(d.lastPing) >= subagentProgressEvery {
+			d.lastPing = now
+			emit(x, session.SubagentProgress{CallID: d.job.call.ID, ChildSession: d.childID, Round: m.round})
+		}
+		if m.round%subagentCheckpoint == 0 {
+			emit(x, session.SubagentCheckpoint{CallID: d.job.call.ID, ChildSession: d.childID, Round: m.round})
+		}
+		if len(x.pending) > 0 {
+			return nil, false, x.Commit(ctx)
+		}
+		return nil, false, nil
+	}
+	return x.delegationOutcome(ctx, d, *m.end)
+}
+
+// delegationOutcome turns the end of a delegation's child run into the
+// call's outcome, with the parent's subagent_* event.
+func (x *Exec) delegationOutcome(ctx context.Context, d *delegation, end childEnd) (*toolOutcome, bool, error) {
+	j, target, childID := d.job, d.target, d.childID
+	failed := func(msg string) (*toolOutcome, bool, error) {
+		return &toolOutcome{res: session.ToolResult{CallID: j.call.ID, Name: j.call.Name, Error: msg}}, false, nil
+	}
+	if end.runErr != nil {
 		if ctx.Err() != nil {
-			return toolOutcome{canceled: true}, false, nil
+			return &toolOutcome{canceled: true}, false, nil
 		}
-		if re := AsError(runErr); re.Kind == FailStore || re.Code == "lease_lost" || re.Code == "lease_expired" {
-			return toolOutcome{}, false, runErr // the parent stops too; a resume goes on
+		if re := AsError(end.runErr); re.Kind == FailStore || re.Code == CodeLeaseLost || re.Code == CodeLeaseExpired {
+			return nil, false, end.runErr // the parent stops too; a resume goes on
 		}
-		emit(x, session.SubagentError{CallID: j.call.ID, ChildSession: childID, Code: AsError(runErr).ErrorCode(), Message: runErr.Error()})
-		return failed(fmt.Sprintf("the sub-agent %s could not run: %v", target, runErr))
+		emit(x, session.SubagentError{CallID: j.call.ID, ChildSession: childID, Code: AsError(end.runErr).ErrorCode(), Message: end.runErr.Error()})
+		return failed(fmt.Sprintf("the sub-agent %s could not run: %v", target, end.runErr))
 	}
-	switch status {
+	switch end.status {
 	case session.StatusDone:
-		return x.subagentDone(j, childID, final, usage), false, nil
+		o := x.subagentDone(j, childID, end.final, end.usage)
+		return &o, false, nil
 	case session.StatusWaiting:
-		st, err := r.Load(ctx, childID)
+		st, err := x.r.Load(ctx, childID)
 		if err != nil {
-			return toolOutcome{}, false, err
+			return nil, false, err
 		}
 		x.surfaceChildRequests(j, target, childID, st.Requests)
-		return toolOutcome{}, true, nil
+		return nil, true, nil
 	case session.StatusPaused:
-		return x.subagentPaused(j, target, in.Task, childID, reason, usage), false, nil
+		o := x.subagentPaused(j, target, d.task, childID, end.reason, end.usage)
+		return &o, false, nil
 	case session.StatusCanceled:
 		if ctx.Err() != nil {
-			return toolOutcome{canceled: true}, false, nil
+			return &toolOutcome{canceled: true}, false, nil
 		}
+	case session.StatusInterrupted:
+		emit(x, session.SubagentError{CallID: j.call.ID, ChildSession: childID, Code: CodeInterrupted,
+			Message: "the sub-agent was interrupted (" + end.reason + ")", Usage: end.usage})
+		return failed(fmt.Sprintf("the sub-agent %s was interrupted (%s) before it answered", target, end.reason))
 	}
 	code, msg := "failed", "the sub-agent "+target+" failed"
-	if lastErr != nil {
-		code, msg = lastErr.Code, msg+": "+lastErr.Message
+	if end.lastErr != nil {
+		code, msg = end.lastErr.Code, msg+": "+end.lastErr.Message
 	}
-	emit(x, session.SubagentError{CallID: j.call.ID, ChildSession: childID, Code: code, Message: msg, Usage: usage})
+	emit(x, session.SubagentError{CallID: j.call.ID, ChildSession: childID, Code: code, Message: msg, Usage: end.usage})
 	return failed(msg)
 }
 

@@ -40,6 +40,9 @@ const (
 	TypeSubagentPaused     Type = "subagent_paused"
 	TypeSubagentFinished   Type = "subagent_finished"
 	TypeSubagentError      Type = "subagent_error"
+	// TypeSubagentEvent is live only (Seq 0, never stored): an event of a
+	// sub-agent's run, as it happens, shown to the parent's watchers.
+	TypeSubagentEvent Type = "subagent_event"
 
 	TypePlanCreated      Type = "plan_created"
 	TypePlanStepStarted  Type = "plan_step_started"
@@ -158,6 +161,16 @@ type SubagentStarted struct {
 	ChildSession string `json:"child_session"`
 	Task         string `json:"task,omitempty"`
 	Resumed      bool   `json:"resumed,omitempty"`
+}
+
+// SubagentEvent carries, live, an event of a sub-agent's run (committed
+// in the child's session, or live there: a token) to the watchers of the
+// parent's run, marked with the call and the child's session. It is never
+// stored: the child's log has the event.
+type SubagentEvent struct {
+	CallID       string `json:"call_id"`
+	ChildSession string `json:"child_session"`
+	Event        *Event `json:"event"`
 }
 
 // SubagentProgress: the child began round Round (throttled).
@@ -527,6 +540,7 @@ func (*SubagentCheckpoint) EventType() Type { return TypeSubagentCheckpoint }
 func (*SubagentPaused) EventType() Type     { return TypeSubagentPaused }
 func (*SubagentFinished) EventType() Type   { return TypeSubagentFinished }
 func (*SubagentError) EventType() Type      { return TypeSubagentError }
+func (*SubagentEvent) EventType() Type      { return TypeSubagentEvent }
 func (*PlanCreated) EventType() Type        { return TypePlanCreated }
 func (*PlanStepStarted) EventType() Type    { return TypePlanStepStarted }
 func (*PlanStepFinished) EventType() Type   { return TypePlanStepFinished }
@@ -582,6 +596,8 @@ func newData(t Type) Data {
 		return new(SubagentFinished)
 	case TypeSubagentError:
 		return new(SubagentError)
+	case TypeSubagentEvent:
+		return new(SubagentEvent)
 	case TypePlanCreated:
 		return new(PlanCreated)
 	case TypePlanStepStarted:
