@@ -174,9 +174,11 @@ func TestByConversationFailures(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
-	if _, err := model.Generate(t.Context(), m, convo(append(a3.Messages, assistant("x"), user("y"))...)); !errors.Is(err, scripted.ErrExhausted) ||
-		!errors.Is(err, scripted.ErrExhausted) || err.Error() != `scripted model "s": the request holds 3 assistant messages, so it asks for reply 4 of a conversation, `+
-		`and the script has 2 successful replies (played by conversation); last message: user: "y"` {
+	a4 := convo(user("a"), assistant("first"), user("more"), assistant("second"), user("again"), assistant("x"), user("y"))
+	_, err := model.Generate(t.Context(), m, a4)
+	const past = `scripted model "s": the request holds 3 assistant messages, so it asks for reply 4 of a conversation, ` +
+		`and the script has 2 successful replies (played by conversation); last message: user: "y"`
+	if !errors.Is(err, scripted.ErrExhausted) || err.Error() != past {
 		t.Errorf("past the failures: %v", err)
 	}
 	// Reset forgets the attempts.
