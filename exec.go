@@ -282,6 +282,15 @@ func (x *Exec) liveToken(text string) {
 	}
 }
 
+// liveToolCallDelta is Live for a fragment of a streamed tool call; like
+// liveToken, it allocates only when someone reads live events. d is
+// copied: a provider reuses its chunks' deltas.
+func (x *Exec) liveToolCallDelta(d *model.ToolCallDelta) {
+	if x.wantsLive() {
+		x.yieldLive(newEvent(x, session.ToolCallDelta{Index: d.Index, CallID: d.ID, Name: d.Name, Arguments: d.Arguments}, x.now()))
+	}
+}
+
 // livePulse is Live for a waiting pulse.
 func (x *Exec) livePulse() {
 	if x.wantsLive() {

@@ -304,7 +304,8 @@ func (x *Exec) modelError(ctx context.Context, m model.Model, err error) error {
 }
 
 // stream streams m's reply to req into x.asm, yielding its text as token
-// events and its pulses as pulse tokens.
+// events, its tool calls' fragments as tool_call_delta events and its
+// pulses as pulse tokens.
 func (x *Exec) stream(ctx context.Context, m model.Model, req *model.Request) error {
 	// The loop body only breaks, never returns, and keeps its error in x:
 	// a return from the body of a range over a function, or a local it
@@ -321,6 +322,11 @@ func (x *Exec) stream(ctx context.Context, m model.Model, req *model.Request) er
 		} else {
 			if c.Text != "" {
 				x.liveToken(c.Text)
+			}
+			for i := range c.ToolCalls {
+				if d := &c.ToolCalls[i]; d.Arguments != "" || d.ID != "" || d.Name != "" {
+					x.liveToolCallDelta(d) // an empty fragment tells nobody anything
+				}
 			}
 			x.asm.Add(c)
 		}

@@ -38,7 +38,9 @@ func TestRunThinkActLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ev.Seq == 0 {
-			tokens = append(tokens, ev.Data.(*session.Token).Text)
+			if tok, ok := ev.Data.(*session.Token); ok { // not a tool_call_delta
+				tokens = append(tokens, tok.Text)
+			}
 			continue
 		}
 		committed = append(committed, ev)

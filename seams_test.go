@@ -327,7 +327,9 @@ func TestStartWatchWait(t *testing.T) {
 	var tokens []string
 	for _, ev := range g.evs {
 		if ev.Seq == 0 {
-			tokens = append(tokens, ev.Data.(*session.Token).Text)
+			if tok, ok := ev.Data.(*session.Token); ok { // not a tool_call_delta
+				tokens = append(tokens, tok.Text)
+			}
 			continue
 		}
 		committed = append(committed, ev)

@@ -22,6 +22,7 @@ const (
 	TypeRoundStarted  Type = "round_started"
 	TypeModelStarted  Type = "model_started"
 	TypeToken         Type = "token"
+	TypeToolCallDelta Type = "tool_call_delta"
 	TypeModelFinished Type = "model_finished"
 	TypeToolCall      Type = "tool_call"
 	TypeToolResult    Type = "tool_result"
@@ -60,8 +61,8 @@ const (
 // (CLI --json, SSE, WebSocket, store).
 //
 // Seq is assigned when the event is committed: it starts at 1 and grows by
-// one per session with no gaps. Live-only events (token) have Seq 0 and are
-// never stored.
+// one per session with no gaps. Live-only events (token, tool_call_delta)
+// have Seq 0 and are never stored.
 type Event struct {
 	V         int       `json:"v"`
 	Seq       int64     `json:"seq,omitempty"`
@@ -293,6 +294,21 @@ type Token struct {
 	Pulse bool   `json:"pulse,omitempty"`
 }
 
+// ToolCallDelta is a fragment of a tool call as the model streams it,
+// live-only like Token: a consumer can show a call taking shape before
+// model_finished holds it whole. Fragments with the same Index (from 0,
+// in the order the reply's calls began) belong to one call, and their
+// Arguments, concatenated, are the call's arguments as the model sent
+// them (model_finished has them after the runtime's checks, which may
+// repair or replace them). CallID and Name are set on the fragment they
+// came with, usually the call's first.
+type ToolCallDelta struct {
+	Index     int    `json:"index"`
+	CallID    string `json:"call_id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
 // ModelFinished is a model's whole reply.
 type ModelFinished struct {
 	Model        string             `json:"model,omitempty"`
@@ -521,6 +537,7 @@ func (*RunResumed) EventType() Type    { return TypeRunResumed }
 func (*RoundStarted) EventType() Type  { return TypeRoundStarted }
 func (*ModelStarted) EventType() Type  { return TypeModelStarted }
 func (*Token) EventType() Type         { return TypeToken }
+func (*ToolCallDelta) EventType() Type { return TypeToolCallDelta }
 func (*ModelFinished) EventType() Type { return TypeModelFinished }
 func (*ToolCall) EventType() Type      { return TypeToolCall }
 func (*ToolResult) EventType() Type    { return TypeToolResult }
@@ -562,6 +579,8 @@ func newData(t Type) Data {
 		return new(ModelStarted)
 	case TypeToken:
 		return new(Token)
+	case TypeToolCallDelta:
+		return new(ToolCallDelta)
 	case TypeModelFinished:
 		return new(ModelFinished)
 	case TypeToolCall:

@@ -23,6 +23,8 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		&session.RoundStarted{Round: 2, MaxRounds: 8},
 		&session.ModelStarted{Model: "gpt-x", Attempt: 1},
 		&session.Token{Text: "hel", Pulse: true},
+		&session.ToolCallDelta{Index: 1, CallID: "call_1", Name: "search", Arguments: `{"q":`},
+		&session.ToolCallDelta{Index: 1, Arguments: `"go"}`},
 		&session.ModelFinished{Model: "gpt-x", Content: "let me look", ToolCalls: calls, Usage: usage, FinishReason: model.FinishToolCalls, LatencyMS: 812},
 		&session.ToolCall{CallID: "call_1", Name: "search", Arguments: json.RawMessage(`{"q":"go iterators"}`)},
 		&session.ToolResult{CallID: "call_1", Name: "search", OK: true, Result: json.RawMessage(`{"hits":[1,2,3]}`), LatencyMS: 40},
@@ -174,5 +176,32 @@ func TestAs(t *testing.T) {
 	}
 	if _, _, err := session.As[planned](&session.Event{Type: "team_note", Data: &session.Raw{T: "team_note", JSON: json.RawMessage(`{"steps":1}`)}}); err == nil || !strings.Contains(err.Error(), "team_note") {
 		t.Errorf("As of a bad payload: %v", err)
+	}
+}
+
+// A tool_call_delta always carries its arguments fragment, empty or not;
+// the call's id and name only on the fragment they came with.
+func TestToolCallDeltaJSON(t *testing.T) {
+	for _, tc := range []struct {
+		d    session.ToolCallDelta
+		want string
+	}{
+		{session.ToolCallDelta{Index: 0, CallID: "call_1", Name: "search"}, `{"index":0,"call_id":"call_1","name":"search","arguments":""}`},
+		{session.ToolCallDelta{Index: 2, Arguments: `{"q":"go`}, `{"index":2,"arguments":"{\"q\":\"go"}`},
+	} {
+		b, err := json.Marshal(&tc.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tc.want {
+			t.Errorf("got %s, want %s", b, tc.want)
+		}
+		d, err := session.DecodeData(session.TypeToolCallDelta, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&tc.d, d); diff != "" {
+			t.Errorf("decoded (-want +got):\n%s", diff)
+		}
 	}
 }

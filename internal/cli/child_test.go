@@ -219,7 +219,7 @@ agents:
   assistant: {model: s, tools: [stubborn]}
 `, map[string]string{
 				"first.yaml":  "replies:\n  - tool_calls: [{name: stubborn}]\n",
-				"second.yaml": "replies:\n  - text: \"after the restart\"\n    expect: {last_tool_result_contains: stubborn done}\n",
+				"second.yaml": "replies:\n  - tool_calls: [{name: stubborn}]\n  - text: \"after the restart\"\n    expect: {last_tool_result_contains: stubborn done}\n",
 			})
 			c := startChild(t, e.dir, []string{"AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=first.yaml"},
 				"--config", e.config, "run", "--json", "--session", "s1", "go")
@@ -390,7 +390,9 @@ func recoverAfterExpiry(t *testing.T, store string) {
 
 // crashEnv is a config whose agent calls journal, then stubborn (which
 // blocks when AGENTRT_STUBBORN=block) with crash.yaml, and answers answer
-// with after.yaml; the journal file, and the environment pointing at it.
+// with after.yaml (the same call first: a script plays the reply that
+// follows the conversation); the journal file, and the environment
+// pointing at it.
 func crashEnv(t *testing.T, store, extra, answer string) (*env, string, []string) {
 	t.Helper()
 	e := newEnvStore(t, store, extra+`
@@ -400,7 +402,7 @@ agents:
   assistant: {model: s, tools: [journal, stubborn]}
 `, map[string]string{
 		"crash.yaml": "replies:\n  - tool_calls: [{name: journal, arguments: {line: one}}, {name: stubborn}]\n",
-		"after.yaml": "replies:\n  - text: \"" + answer + "\"\n",
+		"after.yaml": "replies:\n  - tool_calls: [{name: journal, arguments: {line: one}}, {name: stubborn}]\n  - text: \"" + answer + "\"\n",
 	})
 	journal := filepath.Join(e.dir, "journal")
 	return e, journal, []string{"AGENTRT_JOURNAL=" + journal}

@@ -131,13 +131,14 @@ func parseEvents(t *testing.T, out string) []event {
 }
 
 // checkSeq checks that the events with a seq number run from first with
-// no gap and no repeat, and that only token events have none.
+// no gap and no repeat, and that only live events (token,
+// tool_call_delta) have none.
 func checkSeq(t *testing.T, evs []event, first int64) {
 	t.Helper()
 	want := first
 	for _, e := range evs {
 		if e.Seq == 0 {
-			if e.Type != "token" {
+			if e.Type != "token" && e.Type != "tool_call_delta" {
 				t.Errorf("%s event without seq", e.Type)
 			}
 			continue

@@ -209,10 +209,11 @@ func TestProcessOpenAICompatible(t *testing.T) {
 
 func TestProcessApprovalAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	// Each process loads the script afresh and plays it from its first
-	// reply, so the script is chosen by an environment variable: the first
-	// process asks for the tool call, the second answers from its result.
-	// Both read the same config file.
+	// The script is chosen by an environment variable: the first process
+	// has only the tool call, the second answers from its result (a
+	// script plays the reply that follows the conversation, so its first
+	// reply, the call, is not played again). Both read the same config
+	// file. TestProcessApprovalOneScript does it with one script.
 	e := newEnv(t, `
 models:
   s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
@@ -228,6 +229,7 @@ replies:
 `,
 		"answer.yaml": `
 replies:
+  - tool_calls: [{name: calculator, arguments: {expression: "6*7"}}]
   - text: "deployed 42 replicas"
     expect: {last_tool_result_contains: '"result":42'}
 `,
@@ -268,7 +270,7 @@ func TestProcessCrashAndResume(t *testing.T) {
 	t.Parallel()
 	// The first process calls the calculator, then waits an hour on its
 	// second model call and is killed there. The second process, on the
-	// same store, resumes the session with a script whose first reply is
+	// same store, resumes the session with a script whose second reply is
 	// the answer.
 	e := newEnv(t, `
 models:
@@ -286,6 +288,7 @@ replies:
 `,
 		"resume.yaml": `
 replies:
+  - tool_calls: [{name: calculator, arguments: {expression: "6*7"}}]
   - text: "recovered: 42"
     expect: {last_tool_result_contains: '"result":42'}
 `,
@@ -382,8 +385,8 @@ agents:
 `, map[string]string{
 		"boss.yaml":         "replies:\n  - tool_calls: [{name: researcher, arguments: {task: \"compute 6*7\"}}]\n  - text: never said\n",
 		"child.yaml":        "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"6*7\"}}]\n  - text: never said\n    delay: 1h\n",
-		"boss-resume.yaml":  "replies:\n  - text: \"the researcher says 42\"\n    expect: {last_tool_result_contains: '\"answer\":\"42\"'}\n",
-		"child-resume.yaml": "replies:\n  - text: \"42\"\n    expect: {last_tool_result_contains: '\"result\":42'}\n",
+		"boss-resume.yaml":  "replies:\n  - tool_calls: [{name: researcher, arguments: {task: \"compute 6*7\"}}]\n  - text: \"the researcher says 42\"\n    expect: {last_tool_result_contains: '\"answer\":\"42\"'}\n",
+		"child-resume.yaml": "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"6*7\"}}]\n  - text: \"42\"\n    expect: {last_tool_result_contains: '\"result\":42'}\n",
 	})
 	config, err := os.ReadFile(e.config)
 	if err != nil {

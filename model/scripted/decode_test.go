@@ -16,12 +16,13 @@ func TestDecodeEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, got, err := decode("full.yaml", data, false)
+	s, err := decode("full.yaml", data, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name != "everything" {
-		t.Errorf("name %q, want everything", name)
+	name, got := s.name, s.replies
+	if name != "everything" || s.play != playInOrder {
+		t.Errorf("name %q, play %q; want everything, in_order", name, s.play)
 	}
 	want := []Reply{
 		{

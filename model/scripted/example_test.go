@@ -60,3 +60,28 @@ replies:
 	// Output:
 	// scripted model "weather": reply 1 of 1: expected the request to offer tool "weather"; it offers no tools
 }
+
+// A model that plays by conversation answers a request with the reply
+// that follows it, whoever asked before: here a new model, as in a new
+// process, continues a conversation that had its first reply elsewhere.
+func ExampleModel_ByConversation() {
+	replies := []scripted.Reply{
+		{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"2+2"}`)}},
+		{Text: "2+2 = 4", Expect: &scripted.Expect{LastToolResultContains: `"result":4`}},
+	}
+	req := &model.Request{Messages: []model.Message{
+		model.TextMessage(model.RoleUser, "what is 2+2?"),
+		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1_1", Name: "calculator", Arguments: []byte(`{"expression":"2+2"}`)}}},
+		{Role: model.RoleTool, ToolCallID: "call_1_1", Name: "calculator", Parts: []model.Part{{Type: model.PartText, Text: `{"result":4}`}}},
+	}}
+	ctx := context.Background()
+
+	resp, _ := model.Generate(ctx, scripted.New("calc", replies...).ByConversation(), req)
+	fmt.Println(resp.Message.Text())
+
+	resp, _ = model.Generate(ctx, scripted.New("calc", replies...), req) // in order: the first reply again
+	fmt.Println(resp.Message.ToolCalls[0].Name)
+	// Output:
+	// 2+2 = 4
+	// calculator
+}

@@ -19,7 +19,8 @@ import (
 
 // Load reads a script file (see Parse for the format). The model is named
 // by the file's name key, or else after the file, without its extension.
-// Errors are reported as path:line:column.
+// It plays by conversation unless the file says play: in_order (see
+// Parse). Errors are reported as path:line:column.
 func Load(path string) (*Model, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -37,6 +38,7 @@ func Load(path string) (*Model, error) {
 // at once, and unknown keys are errors. The format, with every key:
 //
 //	name: calc                       # optional
+//	play: by_conversation            # or in_order; see below
 //	replies:
 //	  - text: "Let me compute that."
 //	    tool_calls:
@@ -60,6 +62,15 @@ func Load(path string) (*Model, error) {
 //
 // Each key means what the Reply, Call, Expect or model.Usage field of the
 // same name means.
+//
+// A script from a file plays by conversation (see ByConversation): a
+// request with k assistant messages gets the (k+1)th successful reply,
+// after the failing replies just before it, if any, on its first calls
+// in this process. So one script serves a conversation across processes
+// and turns: a run resumed in another process after reply k plays reply
+// k+1. play: in_order plays reply n at the model's nth call in this
+// process, as New does, whatever the request: for an agent whose model
+// is also asked for a plan or a summary, or shared by several agents.
 func Parse(name string, data []byte) (*Model, error) {
 	label := name
 	if label == "" {
@@ -71,41 +82,58 @@ func Parse(name string, data []byte) (*Model, error) {
 // parse reads data, labelling errors with label. The model is named name,
 // or else by the script, or else fallback.
 func parse(label, fallback, name string, data []byte, strictJSON bool) (*Model, error) {
-	fileName, replies, err := decode(label, data, strictJSON)
+	f, err := decode(label, data, strictJSON)
 	if err != nil {
 		return nil, err
 	}
 	if name == "" {
-		name = fileName
+		name = f.name
 	}
 	if name == "" {
 		name = fallback
 	}
-	return build(name, replies)
+	m, err := build(name, f.replies)
+	if err != nil {
+		return nil, err
+	}
+	m.byConversation = f.play != playInOrder
+	return m, nil
 }
 
-// decode reads a script into its name and replies. With strictJSON, data
-// must be valid JSON.
-func decode(label string, data []byte, strictJSON bool) (name string, replies []Reply, err error) {
+// The values of a script's play key.
+const (
+	playByConversation = "by_conversation"
+	playInOrder        = "in_order"
+)
+
+// script is what a script file says.
+type script struct {
+	name    string
+	play    string // playByConversation, playInOrder, or "" for the default
+	replies []Reply
+}
+
+// decode reads a script. With strictJSON, data must be valid JSON.
+func decode(label string, data []byte, strictJSON bool) (script, error) {
 	if strictJSON {
 		if err := jsonSyntax(data); err != nil {
-			return "", nil, fmt.Errorf("%s:%w", label, err)
+			return script{}, fmt.Errorf("%s:%w", label, err)
 		}
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		// The YAML parser's errors on JSON often lack a position.
 		if err := jsonSyntax(data); err != nil {
-			return "", nil, fmt.Errorf("%s:%w", label, err)
+			return script{}, fmt.Errorf("%s:%w", label, err)
 		}
-		return "", nil, fmt.Errorf("%s: %w", label, err)
+		return script{}, fmt.Errorf("%s: %w", label, err)
 	}
 	d := &decoder{label: label}
-	name, replies = d.script(&doc)
+	s := d.script(&doc)
 	if len(d.errs) > 0 {
-		return "", nil, errors.Join(d.errs...)
+		return script{}, errors.Join(d.errs...)
 	}
-	return name, replies, nil
+	return s, nil
 }
 
 // jsonSyntax reports the position of a syntax error in data that looks like
@@ -149,26 +177,32 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
 	d.errs = append(d.errs, fmt.Errorf("%s:%d:%d: %s: %s", d.label, n.Line, n.Column, path, fmt.Sprintf(format, args...)))
 }
 
-func (d *decoder) script(doc *yaml.Node) (name string, replies []Reply) {
+func (d *decoder) script(doc *yaml.Node) (s script) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		d.errs = append(d.errs, fmt.Errorf("%s: empty script, want a mapping with a replies key", d.label))
-		return "", nil
+		return s
 	}
 	root := doc.Content[0]
 	seen := false
-	d.fields(root, "", []string{"name", "replies"}, func(key string, v *yaml.Node, path string) {
+	d.fields(root, "", []string{"name", "play", "replies"}, func(key string, v *yaml.Node, path string) {
 		switch key {
 		case "name":
-			name = d.str(v, path)
+			s.name = d.str(v, path)
+		case "play":
+			s.play = d.str(v, path)
+			if v.Kind == yaml.ScalarNode && s.play != playByConversation && s.play != playInOrder {
+				d.errorf(v, path, "unknown way to play %q, want %s (the default: the reply that fits the request) or %s (one reply per call, in order)",
+					s.play, playByConversation, playInOrder)
+			}
 		case "replies":
 			seen = true
-			d.list(v, path, func(n *yaml.Node, path string) { replies = append(replies, d.reply(n, path)) })
+			d.list(v, path, func(n *yaml.Node, path string) { s.replies = append(s.replies, d.reply(n, path)) })
 		}
 	})
 	if !seen && root.Kind == yaml.MappingNode {
 		d.errorf(root, "", "no replies key")
 	}
-	return name, replies
+	return s
 }
 
 func (d *decoder) reply(n *yaml.Node, path string) Reply {

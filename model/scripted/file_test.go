@@ -119,7 +119,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "not a mapping",
 			data: "- text: hi\n",
-			want: []string{`bad:1:1: script: want a mapping with keys name, replies, got a list`},
+			want: []string{`bad:1:1: script: want a mapping with keys name, play, replies, got a list`},
 		},
 		{
 			name: "no replies",
@@ -134,7 +134,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown keys",
 			data: "replies: []\nmodel: x\n",
-			want: []string{`bad:2:1: script: unknown key "model", want one of name, replies`},
+			want: []string{`bad:2:1: script: unknown key "model", want one of name, play, replies`},
 		},
 		{
 			name: "misspelt reply key",

@@ -3,7 +3,8 @@
 // agents: the agent under test talks to it exactly as it talks to a real
 // provider, through Stream.
 //
-// A script is a list of replies, consumed in order, one per model call:
+// A script is a list of replies. A model made by New plays them in order,
+// one per model call:
 //
 //	m := scripted.New("calc",
 //		scripted.Reply{ToolCalls: []scripted.Call{
@@ -23,19 +24,53 @@
 //
 // Scripts can also live in YAML or JSON files; see Parse for the format.
 //
+// # In order, or by conversation
+//
+// A model made by New keeps its place in the script in memory: call n
+// plays reply n, whatever the request. That suits a test that drives
+// one conversation in one process, and calls the model for other ends
+// too (a plan, a summary). But a run that stops (for an approval, a
+// crash) and goes on in another process meets a model that starts again
+// at reply 1.
+//
+// A model that plays by conversation (ByConversation, and the default of
+// a script file) holds no place: it reads it from the request, as a
+// model, which is stateless, can. The number of assistant messages in
+// the request is the number of replies the conversation has had, so a
+// request with k of them gets reply k+1 (counting the replies that
+// succeed), in any process, in any turn: a turn of N calls plays replies
+// 1 to N, a run resumed after reply k plays reply k+1, and the next turn
+// goes on from there. A request that asks for a reply after the script's
+// last is beyond the script (ErrExhausted).
+//
+// A failing reply (Error or ErrorCode) leaves no assistant message, so it
+// belongs to the success that follows it, as a failed attempt of the same
+// reply: the first call with a given conversation plays the first
+// failure, a retry of the same request the next one, and so on to the
+// success. The attempts are counted in memory, so in a new process the
+// failures play again; failures at the end of the script, with no success
+// after them, fail every attempt.
+//
+// What the conversation is not made of, the rule cannot see: a model call
+// with a request of its own (a plan, a compaction summary) and a history
+// that compaction shortened count their own assistant messages. A script
+// for them plays in order.
+//
 // # Cost
 //
 // New turns every reply into its chunks once. A call then costs a lock, the
 // iterator closure and the Usage it reports: Stream starts no goroutine and
 // copies nothing, so the model adds next to nothing to an agent benchmark.
-// Recording the requests means copying them, so it is off unless Record is
-// called.
+// By conversation, it also counts the request's messages, and hashes them
+// to tell retries apart when a reply may fail. Recording the requests
+// means copying them, so it is off unless Record is called.
 package scripted
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"iter"
 	"slices"
 	"strconv"
@@ -127,13 +162,25 @@ type Expect struct {
 }
 
 // Model plays back a script. Its methods may be called concurrently; each
-// Stream call that is ranged over takes the next reply.
+// Stream call that is ranged over takes a reply: the next one, or, by
+// conversation, the one that fits the request (see the package comment).
 type Model struct {
 	name    string
 	replies []reply // immutable after New
+	// rounds are the replies by conversation: rounds[k] answers a request
+	// with k assistant messages; its failing replies first, then the
+	// success that ends it (none in a last round of failures only).
+	// Immutable after New.
+	rounds [][]int
 
-	mu       sync.Mutex // guards the fields below
-	calls    int        // calls made so far; replies[calls] answers the next
+	mu             sync.Mutex // guards the fields below
+	calls          int        // calls made so far; in order, replies[calls] answers the next
+	byConversation bool
+	// tries counts, by conversation, the calls made with one request (by
+	// its fingerprint) to a round with failing replies: a retry plays the
+	// round's next reply.
+	tries    map[uint64]int
+	played   int // by conversation: 1 + the furthest reply played
 	record   bool
 	requests []*model.Request
 }
@@ -157,14 +204,37 @@ func build(name string, replies []Reply) (*Model, error) {
 		name = "scripted"
 	}
 	m := &Model{name: name, replies: make([]reply, len(replies))}
+	var round []int
 	for i, r := range replies {
 		c, err := compile(i, r)
 		if err != nil {
 			return nil, fmt.Errorf("scripted model %q: reply %d: %w", name, i+1, err)
 		}
 		m.replies[i] = c
+		round = append(round, i)
+		if c.err == nil {
+			m.rounds = append(m.rounds, round)
+			round = nil
+		}
+	}
+	if round != nil {
+		m.rounds = append(m.rounds, round)
 	}
 	return m, nil
+}
+
+// ByConversation makes m choose each reply by the request, as the package
+// comment says, instead of in order, and returns m, for chaining:
+//
+//	m := scripted.New("x", replies...).ByConversation()
+//
+// Models loaded from a file play by conversation unless the file says
+// play: in_order.
+func (m *Model) ByConversation() *Model {
+	m.mu.Lock()
+	m.byConversation = true
+	m.mu.Unlock()
+	return m
 }
 
 // Name returns the name given to New.
@@ -204,19 +274,26 @@ func (m *Model) Calls() int {
 	return m.calls
 }
 
-// Remaining returns how many replies have not been played yet. A test can
-// check that an agent used its whole script with Remaining() == 0.
+// Remaining returns how many replies have not been played yet: by
+// conversation, how many follow the furthest one played. A test can check
+// that an agent used its whole script with Remaining() == 0.
 func (m *Model) Remaining() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.byConversation {
+		return len(m.replies) - m.played
+	}
 	return max(len(m.replies)-m.calls, 0)
 }
 
-// Reset rewinds the script to its first reply and forgets the calls and
-// recorded requests. Recording stays as it was.
+// Reset rewinds the script to its first reply and forgets the calls, the
+// retries counted by conversation and the recorded requests. Recording
+// and the way replies are chosen stay as they were.
 func (m *Model) Reset() {
 	m.mu.Lock()
 	m.calls = 0
+	m.tries = nil
+	m.played = 0
 	m.requests = nil
 	m.mu.Unlock()
 }
@@ -239,25 +316,94 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			yield(model.Chunk{}, err)
 			return
 		}
-		n := m.take(req)
-		if n >= len(m.replies) {
-			yield(model.Chunk{}, m.exhausted(n, req))
+		n, call, byConversation := m.take(req)
+		if n < 0 {
+			yield(model.Chunk{}, m.exhausted(call, byConversation, req))
 			return
 		}
 		m.play(ctx, n, req, yield)
 	}
 }
 
-// take claims the next call's number and records req.
-func (m *Model) take(req *model.Request) int {
+// take counts the call and records req. It returns the index of the
+// reply that answers it (-1 when the call is beyond the script), the
+// call's number (from 1) and whether the reply was chosen by
+// conversation.
+func (m *Model) take(req *model.Request) (n, call int, byConversation bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := m.calls
 	m.calls++
+	call = m.calls
 	if m.record {
 		m.requests = append(m.requests, cloneRequest(req))
 	}
-	return n
+	if !m.byConversation {
+		if call > len(m.replies) {
+			return -1, call, false
+		}
+		return call - 1, call, false
+	}
+	k := assistantReplies(req)
+	if k >= len(m.rounds) {
+		return -1, call, true
+	}
+	round := m.rounds[k]
+	n = round[0]
+	if len(round) > 1 {
+		if m.tries == nil {
+			m.tries = make(map[uint64]int)
+		}
+		f := fingerprint(req)
+		n = round[min(m.tries[f], len(round)-1)]
+		m.tries[f]++
+	}
+	m.played = max(m.played, n+1)
+	return n, call, true
+}
+
+// assistantReplies counts the assistant messages of req: the replies the
+// conversation has had.
+func assistantReplies(req *model.Request) int {
+	if req == nil {
+		return 0
+	}
+	k := 0
+	for i := range req.Messages {
+		if req.Messages[i].Role == model.RoleAssistant {
+			k++
+		}
+	}
+	return k
+}
+
+// fingerprint hashes what a request's conversation says, so that a retry
+// of the same call is told from another conversation at the same point.
+func fingerprint(req *model.Request) uint64 {
+	h := fnv.New64a()
+	if req == nil {
+		return h.Sum64()
+	}
+	field := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	field(req.System)
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		field(string(msg.Role))
+		field(msg.ToolCallID)
+		field(msg.Name)
+		for _, p := range msg.Parts {
+			field(p.Text)
+		}
+		for _, c := range msg.ToolCalls {
+			field(c.ID)
+			field(c.Name)
+			field(string(c.Arguments))
+		}
+		h.Write([]byte{1}) // the end of a message
+	}
+	return h.Sum64()
 }
 
 // noRequest stands for a nil request.
@@ -309,14 +455,24 @@ func (m *Model) play(ctx context.Context, n int, req *model.Request, yield func(
 	}
 }
 
-func (m *Model) exhausted(n int, req *model.Request) error {
+func (m *Model) exhausted(call int, byConversation bool, req *model.Request) error {
 	last := "none"
 	if req != nil && len(req.Messages) > 0 {
 		last = describe(req.Messages[len(req.Messages)-1])
 	}
+	if byConversation {
+		ok := len(m.rounds)
+		if ok > 0 && m.replies[m.rounds[ok-1][len(m.rounds[ok-1])-1]].err != nil {
+			ok-- // the last round has failures only
+		}
+		return &scriptError{kind: ErrExhausted, msg: fmt.Sprintf(
+			"scripted model %q: the request holds %s, so it asks for reply %d of a conversation, and the script has %s (played by conversation); last message: %s",
+			m.name, plural(assistantReplies(req), "assistant message", "assistant messages"), assistantReplies(req)+1,
+			plural(ok, "successful reply", "successful replies"), last)}
+	}
 	return &scriptError{kind: ErrExhausted, msg: fmt.Sprintf(
 		"scripted model %q: script has %s, call %d is beyond it; last message: %s",
-		m.name, plural(len(m.replies), "reply", "replies"), n+1, last)}
+		m.name, plural(len(m.replies), "reply", "replies"), call, last)}
 }
 
 func plural(n int, one, many string) string {

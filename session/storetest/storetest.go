@@ -816,6 +816,7 @@ func allData() []session.Data {
 		&session.RoundStarted{Round: 1, MaxRounds: 8},
 		&session.ModelStarted{Model: "gpt-test", Attempt: 2},
 		&session.Token{Text: "Hel", Pulse: true},
+		&session.ToolCallDelta{Index: 0, CallID: "call_a", Name: "search", Arguments: `{"q":"agen`},
 		&session.ModelFinished{Model: "gpt-test", Content: "Looking.", ToolCalls: calls, Usage: usage, FinishReason: model.FinishToolCalls, LatencyMS: 1234},
 		&session.ToolCall{CallID: "call_a", Name: "search", Arguments: json.RawMessage(`{"q":"agentrt","limit":5}`)},
 		&session.ToolResult{CallID: "call_a", Name: "search", OK: true, Result: json.RawMessage(`{"hits":[{"t":"a"},{"t":"b"}],"n":2.5,"none":null}`), LatencyMS: 87},
