@@ -214,9 +214,9 @@ type Timeouts struct {
 type Compaction struct {
 	Off         bool `yaml:"off,omitempty"`
 	MaxMessages int  `yaml:"max_messages,omitempty"`
-	MaxChars    int `yaml:"max_chars,omitempty"`
-	MaxTokens   int `yaml:"max_tokens,omitempty"`
-	KeepRecent  int `yaml:"keep_recent,omitempty"`
+	MaxChars    int  `yaml:"max_chars,omitempty"`
+	MaxTokens   int  `yaml:"max_tokens,omitempty"`
+	KeepRecent  int  `yaml:"keep_recent,omitempty"`
 	// Model names the model that writes summaries; "" means the agent's.
 	Model string `yaml:"model,omitempty"`
 }
