@@ -130,16 +130,8 @@ func (s *PlanStep) UnmarshalJSON(data []byte) error {
 // step has, or anything after the plan, is an error, which names the
 // step.
 func DecodePlan(data []byte) (*Plan, error) {
-	return decodePlan(bytes.TrimSpace(data), true)
-}
-
-// decodePlan reads a plan object or an array of steps; strict refuses
-// unknown keys and trailing data.
-func decodePlan(data []byte, strict bool) (*Plan, error) {
+	data = bytes.TrimSpace(data)
 	decode := func(b []byte, v any) error {
-		if !strict {
-			return json.Unmarshal(b, v)
-		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(v); err != nil {
@@ -150,17 +142,12 @@ func decodePlan(data []byte, strict bool) (*Plan, error) {
 		}
 		return nil
 	}
-	what := func(context string, err error) error {
-		if strict {
-			return err // the caller says it is a plan that failed
-		}
-		return fmt.Errorf("%s: %w", context, err)
-	}
+	// The steps are decoded one by one, so that an error names its step.
 	var p Plan
 	var raw []json.RawMessage
 	if len(data) > 0 && data[0] == '[' {
 		if err := decode(data, &raw); err != nil {
-			return nil, what("the steps do not read as a plan", err)
+			return nil, err
 		}
 	} else {
 		var w struct {
@@ -168,7 +155,7 @@ func decodePlan(data []byte, strict bool) (*Plan, error) {
 			Steps []json.RawMessage `json:"steps"`
 		}
 		if err := decode(data, &w); err != nil {
-			return nil, what("the plan does not read as a plan", err)
+			return nil, err
 		}
 		p.Goal, raw = w.Goal, w.Steps
 	}
@@ -178,6 +165,36 @@ func decodePlan(data []byte, strict bool) (*Plan, error) {
 			return nil, fmt.Errorf("step %d: %w", i+1, err)
 		}
 		st, err := w.step()
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", i+1, err)
+		}
+		p.Steps = append(p.Steps, st)
+	}
+	return &p, nil
+}
+
+// decodeModelPlan reads a model's plan: an object or an array of steps,
+// leniently (keys it does not know are ignored).
+func decodeModelPlan(data []byte) (*Plan, error) {
+	var p Plan
+	var steps []stepJSON
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &steps); err != nil {
+			return nil, fmt.Errorf("the steps do not read as a plan: %w", err)
+		}
+	} else {
+		var w struct {
+			Goal  string     `json:"goal"`
+			Steps []stepJSON `json:"steps"`
+		}
+		if err := json.Unmarshal(data, &w); err != nil {
+			return nil, fmt.Errorf("the plan does not read as a plan: %w", err)
+		}
+		p.Goal, steps = w.Goal, w.Steps
+	}
+	p.Steps = make([]PlanStep, 0, len(steps))
+	for i := range steps {
+		st, err := steps[i].step()
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", i+1, err)
 		}
@@ -207,7 +224,7 @@ func (JSONPlanParser) Parse(reply string) (*Plan, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("the plan is not valid JSON: %v", err)
 	}
-	return decodePlan(raw, false)
+	return decodeModelPlan(raw)
 }
 
 // checkPlan reports what makes p unfit for a: no steps, a step of an
@@ -390,12 +407,31 @@ func (ps *planState) Apply(e *session.Event) error {
 	return nil
 }
 
-func (ps *planState) setPlan(raw json.RawMessage) error {
-	var p Plan
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return fmt.Errorf("plan: %w", err)
+// recordedPlan decodes a plan as plan_created records it, in PlanStep's
+// own spelling, without its UnmarshalJSON (which decodes each step twice
+// over): folding a log reads every plan in it.
+func recordedPlan(raw json.RawMessage) (*Plan, error) {
+	type plainStep PlanStep // the fields and tags, not the methods
+	var w struct {
+		Goal  string      `json:"goal"`
+		Steps []plainStep `json:"steps"`
 	}
-	ps.Plan = &p
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	p := &Plan{Goal: w.Goal, Steps: make([]PlanStep, len(w.Steps))}
+	for i := range w.Steps {
+		p.Steps[i] = PlanStep(w.Steps[i])
+	}
+	return p, nil
+}
+
+func (ps *planState) setPlan(raw json.RawMessage) error {
+	p, err := recordedPlan(raw)
+	if err != nil {
+		return err
+	}
+	ps.Plan = p
 	ps.Started = make([]bool, len(p.Steps))
 	ps.Finished = make([]*session.PlanStepFinished, len(p.Steps))
 	return nil
@@ -404,9 +440,9 @@ func (ps *planState) setPlan(raw json.RawMessage) error {
 // replan keeps the steps that finished and puts the new plan's steps
 // after them.
 func (ps *planState) replan(raw json.RawMessage) error {
-	var p Plan
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return fmt.Errorf("plan: %w", err)
+	p, err := recordedPlan(raw)
+	if err != nil {
+		return err
 	}
 	done := ps.done()
 	ps.Plan.Steps = append(ps.Plan.Steps[:done:done], p.Steps...)
