@@ -277,7 +277,7 @@ func TestPlanExecuteStructuredOutput(t *testing.T) {
 	}
 }
 
-// Overrides change the agent for one run only (seed 000's execute dict):
+// Overrides change the agent for one run only:
 // profile fields in the system prompt, a plan's step cap; recorded in
 // run_started; gone on the next run.
 func TestRunOverrides(t *testing.T) {
