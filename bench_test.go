@@ -421,8 +421,11 @@ func BenchmarkLongSession(b *testing.B) {
 				b.Fatal(res, err)
 			}
 		}
+		// Compaction off in both: the point is a turn over the whole
+		// long history, and the script has no summary to give.
 		b.Run(name+"/turn-1", func(b *testing.B) {
 			a, m := benchAgent(b)
+			a.Compaction.Off = true
 			r, err := agentrt.NewRunner(agentrt.Config{Store: stores[name](b), Agents: []*agentrt.Agent{a}})
 			if err != nil {
 				b.Fatal(err)
@@ -441,6 +444,7 @@ func BenchmarkLongSession(b *testing.B) {
 		})
 		b.Run(name+"/turn-500", func(b *testing.B) {
 			a, m := benchAgent(b)
+			a.Compaction.Off = true
 			r, err := agentrt.NewRunner(agentrt.Config{Store: stores[name](b), Agents: []*agentrt.Agent{a}})
 			if err != nil {
 				b.Fatal(err)

@@ -10,20 +10,26 @@ import (
 	"github.com/agentrt/agentrt/session"
 )
 
-// Compaction keeps the history the model sees within bounds (seed 002's
-// ContextCompactor). Before a round's model call, when the conversation
-// has more messages, characters or tokens than allowed, its older part is
-// replaced by one system message summarising it, written by Model (the
-// agent's model when nil) or, when that call fails or says nothing, cut
-// from the messages themselves. The last KeepRecent messages stay as they
-// are, and a tool call is never separated from its results. The messages
-// stay in the log: only the State's view changes (a compaction event), so
-// replay and fork see everything.
+// Compaction keeps the history the model sees within bounds. Before a
+// round's model call, when the conversation has more messages, characters
+// or tokens than allowed, its older part is replaced by one system message
+// summarising it, written by Model (the agent's model when nil) or, when
+// that call fails or says nothing, cut from the messages themselves. The
+// last KeepRecent messages stay as they are, and a tool call is never
+// separated from its results. The messages stay in the log: only the
+// State's view changes (a compaction event), so replay and fork see
+// everything.
 //
-// Compaction is off until one of MaxMessages, MaxChars or MaxTokens is
-// set; a request the provider refuses as too long (code context_length)
-// is compacted and retried once whatever the settings.
+// Compaction is on by default: with none of MaxMessages, MaxChars and
+// MaxTokens set, a history of more than DefaultCompactMessages messages
+// or DefaultCompactChars characters is compacted (no model says how large
+// its context window is, so the bounds are the same for every model). Set
+// one of them and only those set apply; Off turns compaction off. Off or
+// not, a request the provider refuses as too long (code context_length)
+// is compacted and retried once, since the run would fail otherwise.
 type Compaction struct {
+	// Off turns compaction by size off.
+	Off         bool
 	MaxMessages int
 	MaxChars    int
 	// MaxTokens counts with the model's tiktoken encoding when tiktoken
@@ -39,9 +45,23 @@ type Compaction struct {
 const (
 	DefaultKeepRecent = 8
 	MinKeepRecent     = 4
+	// DefaultCompactMessages and DefaultCompactChars bound the history
+	// when no limit is set.
+	DefaultCompactMessages = 20
+	DefaultCompactChars    = 48_000
 )
 
-func (c Compaction) enabled() bool { return c.MaxMessages > 0 || c.MaxChars > 0 || c.MaxTokens > 0 }
+// limits returns the bounds in force: those set, else the defaults; all
+// zero when c is off.
+func (c Compaction) limits() (messages, chars, tokens int) {
+	switch {
+	case c.Off:
+		return 0, 0, 0
+	case c.MaxMessages == 0 && c.MaxChars == 0 && c.MaxTokens == 0:
+		return DefaultCompactMessages, DefaultCompactChars, 0
+	}
+	return c.MaxMessages, c.MaxChars, c.MaxTokens
+}
 
 func (c Compaction) keep() int {
 	if c.KeepRecent == 0 {
@@ -56,10 +76,17 @@ func (c Compaction) check() error {
 	case c.MaxMessages < 0 || c.MaxChars < 0 || c.MaxTokens < 0 || c.KeepRecent < 0:
 		return fmt.Errorf("compaction: limits must not be negative (max_messages %d, max_chars %d, max_tokens %d, keep_recent %d)",
 			c.MaxMessages, c.MaxChars, c.MaxTokens, c.KeepRecent)
+	case c.Off && (c.MaxMessages > 0 || c.MaxChars > 0 || c.MaxTokens > 0 || c.KeepRecent > 0 || c.Model != nil):
+		return errors.New("compaction: off, yet limits, keep_recent or a model are set: it is either off or configured")
+	case c.Off:
+		return nil
 	case c.KeepRecent != 0 && c.KeepRecent < MinKeepRecent:
 		return fmt.Errorf("compaction: keep_recent (%d) must be at least %d", c.KeepRecent, MinKeepRecent)
 	case c.MaxMessages > 0 && c.MaxMessages <= c.keep():
 		return fmt.Errorf("compaction: max_messages (%d) must be above keep_recent (%d)", c.MaxMessages, c.keep())
+	}
+	if m, _, _ := c.limits(); c.MaxMessages == 0 && m > 0 && m <= c.keep() {
+		return fmt.Errorf("compaction: keep_recent (%d) must be below %d, the default max_messages; set max_messages above it", c.keep(), m)
 	}
 	return nil
 }
@@ -67,25 +94,25 @@ func (c Compaction) check() error {
 // compactionDue reports why the history must be compacted before the
 // next model call, or "".
 func (x *Exec) compactionDue() string {
-	c := x.agent.Compaction
-	if !c.enabled() {
-		return ""
-	}
+	maxMessages, maxChars, maxTokens := x.agent.Compaction.limits()
 	msgs := x.st.Messages
-	if c.MaxMessages > 0 && len(msgs) > c.MaxMessages {
+	if maxMessages > 0 && len(msgs) > maxMessages {
 		return "max_messages"
 	}
-	if c.MaxChars > 0 && historyChars(msgs) > c.MaxChars {
+	// Counted each round, over the whole history: cheap next to the
+	// model call that follows (and with the default bounds at most
+	// DefaultCompactMessages messages are counted).
+	if maxChars > 0 && historyChars(msgs) > maxChars {
 		return "max_chars"
 	}
-	if c.MaxTokens > 0 {
+	if maxTokens > 0 {
 		// The estimate first: the exact count (~9 ms for 500 messages with
 		// tiktoken) only near the limit.
 		switch est := estimateMessages(msgs); {
-		case est > c.MaxTokens*3/2:
+		case est > maxTokens*3/2:
 			return "max_tokens"
-		case est > c.MaxTokens*3/4:
-			if n, _ := x.r.tokens.count(x.agent.Model.Name(), msgs); n > c.MaxTokens {
+		case est > maxTokens*3/4:
+			if n, _ := x.r.tokens.count(x.agent.Model.Name(), msgs); n > maxTokens {
 				return "max_tokens"
 			}
 		}

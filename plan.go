@@ -1,33 +1,37 @@
 package agentrt
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
+	"strconv"
 	"strings"
 
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 )
 
-// Plan-and-execute (seeds 000 and 004): a plan of steps, written by the
-// model or given by the caller, executed one step after another.
+// Plan-and-execute: a plan of steps, written by the model or given by the
+// caller, executed one step after another.
 
 // StepKind is what a plan step does.
 type StepKind string
 
 // Step kinds.
 const (
-	// StepTool calls a tool with arguments (seed 000).
+	// StepTool calls a tool with arguments.
 	StepTool StepKind = "tool"
-	// StepReply is the answer, as written in the plan: it wins over a
-	// summary.
+	// StepReply is the answer, as written in the plan: it ends the plan
+	// (the steps after it are skipped) and no summary is written.
 	StepReply StepKind = "reply"
 	// StepTask is a task the think-act loop carries out with the agent's
-	// tools (seed 004): the model is given it, calls tools as it needs,
-	// and its answer is the step's observation.
+	// tools: the model is given it, calls tools as it needs, and its
+	// answer is the step's observation.
 	StepTask StepKind = "task"
 )
 
@@ -39,6 +43,13 @@ const (
 )
 
 // A PlanStep is one step of a Plan.
+//
+// As JSON a step is {"kind": "tool", "tool": NAME, "arguments": {…}},
+// {"kind": "task", "task": …} or {"kind": "reply", "text": …}; "type" is
+// accepted for "kind" and "name" for "tool", as planners that write
+// {"type": "tool", "name": NAME, "arguments": {…}} have it. A step that
+// gives both spellings with different values is an error. Marshalled, a
+// step uses kind and tool.
 type PlanStep struct {
 	Kind      StepKind        `json:"kind"`
 	Tool      string          `json:"tool,omitempty"`
@@ -63,8 +74,134 @@ type PlanParser interface {
 // JSONPlanParser is the reference PlanParser: a JSON object {"goal": …,
 // "steps": [{"kind": "tool", "tool": …, "arguments": {…}}, {"kind":
 // "reply", "text": …}]}, found in the reply even with a code fence or
-// prose around it; a bare array of steps is a plan too.
+// prose around it; a bare array of steps is a plan too, and steps may be
+// written {"type": "tool", "name": …} (see PlanStep). Keys it does not
+// know are ignored: models add notes of their own.
 type JSONPlanParser struct{}
+
+// stepJSON is a plan step as JSON may write it: with our keys or with
+// type and name.
+type stepJSON struct {
+	Kind      StepKind        `json:"kind"`
+	Type      StepKind        `json:"type"`
+	Tool      string          `json:"tool"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Text      string          `json:"text"`
+	Task      string          `json:"task"`
+}
+
+// step resolves the two spellings of w.
+func (w *stepJSON) step() (PlanStep, error) {
+	if w.Kind != "" && w.Type != "" && w.Kind != w.Type {
+		return PlanStep{}, fmt.Errorf("\"kind\" is %q and \"type\" is %q: give one", w.Kind, w.Type)
+	}
+	if w.Tool != "" && w.Name != "" && w.Tool != w.Name {
+		return PlanStep{}, fmt.Errorf("\"tool\" is %q and \"name\" is %q: give one", w.Tool, w.Name)
+	}
+	s := PlanStep{Kind: cmp.Or(w.Kind, w.Type), Tool: w.Tool, Arguments: w.Arguments, Text: w.Text, Task: w.Task}
+	if s.Tool == "" && s.Kind == StepTool {
+		s.Tool = w.Name // a task or reply step's name is only a label
+	}
+	if string(s.Arguments) == "null" {
+		s.Arguments = nil // no arguments: the tool gets {}
+	}
+	return s, nil
+}
+
+// UnmarshalJSON reads a step in either spelling (see PlanStep).
+func (s *PlanStep) UnmarshalJSON(data []byte) error {
+	var w stepJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	st, err := w.step()
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
+}
+
+// DecodePlan reads a caller's plan from JSON: an object {"goal": …,
+// "steps": […]} or a bare array of steps, in either spelling (see
+// PlanStep). Unlike JSONPlanParser it is strict, since a person wrote the
+// plan and a misspelt key would otherwise drop what it held: a key no
+// step has, or anything after the plan, is an error, which names the
+// step.
+func DecodePlan(data []byte) (*Plan, error) {
+	data = bytes.TrimSpace(data)
+	decode := func(b []byte, v any) error {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			return err
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return errors.New("more JSON after the plan")
+		}
+		return nil
+	}
+	// The steps are decoded one by one, so that an error names its step.
+	var p Plan
+	var raw []json.RawMessage
+	if len(data) > 0 && data[0] == '[' {
+		if err := decode(data, &raw); err != nil {
+			return nil, err
+		}
+	} else {
+		var w struct {
+			Goal  string            `json:"goal"`
+			Steps []json.RawMessage `json:"steps"`
+		}
+		if err := decode(data, &w); err != nil {
+			return nil, err
+		}
+		p.Goal, raw = w.Goal, w.Steps
+	}
+	for i, r := range raw {
+		var w stepJSON
+		if err := decode(r, &w); err != nil {
+			return nil, fmt.Errorf("step %d: %w", i+1, err)
+		}
+		st, err := w.step()
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", i+1, err)
+		}
+		p.Steps = append(p.Steps, st)
+	}
+	return &p, nil
+}
+
+// decodeModelPlan reads a model's plan: an object or an array of steps,
+// leniently (keys it does not know are ignored).
+func decodeModelPlan(data []byte) (*Plan, error) {
+	var p Plan
+	var steps []stepJSON
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &steps); err != nil {
+			return nil, fmt.Errorf("the steps do not read as a plan: %w", err)
+		}
+	} else {
+		var w struct {
+			Goal  string     `json:"goal"`
+			Steps []stepJSON `json:"steps"`
+		}
+		if err := json.Unmarshal(data, &w); err != nil {
+			return nil, fmt.Errorf("the plan does not read as a plan: %w", err)
+		}
+		p.Goal, steps = w.Goal, w.Steps
+	}
+	p.Steps = make([]PlanStep, 0, len(steps))
+	for i := range steps {
+		st, err := steps[i].step()
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", i+1, err)
+		}
+		p.Steps = append(p.Steps, st)
+	}
+	return &p, nil
+}
 
 // Parse implements PlanParser.
 func (JSONPlanParser) Parse(reply string) (*Plan, error) {
@@ -87,24 +224,14 @@ func (JSONPlanParser) Parse(reply string) (*Plan, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("the plan is not valid JSON: %v", err)
 	}
-	var p Plan
-	if raw[0] == '[' {
-		if err := json.Unmarshal(raw, &p.Steps); err != nil {
-			return nil, fmt.Errorf("the steps do not read as a plan: %v", err)
-		}
-		return &p, nil
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("the plan does not read as a plan: %v", err)
-	}
-	return &p, nil
+	return decodeModelPlan(raw)
 }
 
 // checkPlan reports what makes p unfit for a: no steps, a step of an
 // unknown kind, a tool the agent does not have, a reply without text,
 // and with args, arguments its tool's schema refuses (a model's plan is
-// not checked for those: such a step fails when it comes, as seed 000
-// says). The error says which step.
+// not checked for those: such a step fails when it comes, without a
+// call). The error says which step.
 func (a *Agent) checkPlan(p *Plan, args bool) error {
 	bad := func(format string, args ...any) error {
 		return &Error{Kind: FailInput, Code: "bad_plan", Msg: fmt.Sprintf(format, args...)}
@@ -132,6 +259,8 @@ func (a *Agent) checkPlan(p *Plan, args bool) error {
 			if strings.TrimSpace(st.Task) == "" {
 				return bad("step %d is a task without a description", i+1)
 			}
+		case "":
+			return bad("step %d has no kind (want \"kind\" or \"type\": tool, task or reply)", i+1)
 		default:
 			return bad("step %d: unknown kind %q (want tool, task or reply)", i+1, st.Kind)
 		}
@@ -158,10 +287,12 @@ func (a *Agent) toolNames() []string {
 // check, then the run fails saying why), or the caller gives one
 // (Input.Plan); the steps run in order — a tool step is a tool call like
 // any other, approvals included, and a step whose arguments its tool's
-// schema refuses fails without a call; then the answer is the plan's
-// reply step, else a summary of the observations by the agent's model
-// (or Summarizer), else a list of the steps' outcomes. A crash resumes at
-// the step that had not finished.
+// schema refuses fails without a call. A reply step is the answer: the
+// steps after it are skipped. Without one, the answer is a summary of the
+// observations by the agent's model (or Summarizer), told to answer in
+// the profile's language when the profile has one, or with
+// SummaryTemplate (or when the summary call fails) each step's
+// observation listed. A crash resumes at the step that had not finished.
 type PlanExecute struct {
 	// Parser reads the planner's reply; nil means JSONPlanParser.
 	Parser PlanParser
@@ -170,6 +301,11 @@ type PlanExecute struct {
 	// Summarizer writes the answer from the observations; nil means the
 	// agent's model.
 	Summarizer model.Model
+	// SummaryTemplate makes the answer of a plan without a reply step a
+	// list of the steps' observations, one line each, in fixed English
+	// words ("#1 tool calculator succeeded: …"): no model call.
+	// Summarizer is then unused.
+	SummaryTemplate bool
 	// Replan, when a step fails, has the model plan the rest again from
 	// the observations so far (at most maxReplans times a run).
 	Replan bool
@@ -271,12 +407,31 @@ func (ps *planState) Apply(e *session.Event) error {
 	return nil
 }
 
-func (ps *planState) setPlan(raw json.RawMessage) error {
-	var p Plan
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return fmt.Errorf("plan: %w", err)
+// recordedPlan decodes a plan as plan_created records it, in PlanStep's
+// own spelling, without its UnmarshalJSON (which decodes each step twice
+// over): folding a log reads every plan in it.
+func recordedPlan(raw json.RawMessage) (*Plan, error) {
+	type plainStep PlanStep // the fields and tags, not the methods
+	var w struct {
+		Goal  string      `json:"goal"`
+		Steps []plainStep `json:"steps"`
 	}
-	ps.Plan = &p
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	p := &Plan{Goal: w.Goal, Steps: make([]PlanStep, len(w.Steps))}
+	for i := range w.Steps {
+		p.Steps[i] = PlanStep(w.Steps[i])
+	}
+	return p, nil
+}
+
+func (ps *planState) setPlan(raw json.RawMessage) error {
+	p, err := recordedPlan(raw)
+	if err != nil {
+		return err
+	}
+	ps.Plan = p
 	ps.Started = make([]bool, len(p.Steps))
 	ps.Finished = make([]*session.PlanStepFinished, len(p.Steps))
 	return nil
@@ -285,9 +440,9 @@ func (ps *planState) setPlan(raw json.RawMessage) error {
 // replan keeps the steps that finished and puts the new plan's steps
 // after them.
 func (ps *planState) replan(raw json.RawMessage) error {
-	var p Plan
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return fmt.Errorf("plan: %w", err)
+	p, err := recordedPlan(raw)
+	if err != nil {
+		return err
 	}
 	done := ps.done()
 	ps.Plan.Steps = append(ps.Plan.Steps[:done:done], p.Steps...)
@@ -406,7 +561,7 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 	plan, perr := parser.Parse(resp.Message.Text())
 	if perr == nil {
 		if room := p.maxStepsFor(x.st) - done; len(plan.Steps) > room {
-			plan.Steps = plan.Steps[:max(room, 0)] // capped; seed 000's max_steps
+			plan.Steps = plan.Steps[:max(room, 0)] // capped at the step limit
 		}
 		perr = x.agent.checkPlan(plan, false)
 	}
@@ -466,10 +621,15 @@ func ExecutePlanStep(ctx context.Context, x *Exec, _ Instruction) error {
 	case StepReply:
 		res, _ := json.Marshal(step.Text)
 		x.finishStep(ctx, i, StepCompleted, session.Observation{OK: true, Result: res})
+		// The reply is the answer: what comes after it is not run, and
+		// says so (in the same commit, so a crash cannot run it either).
+		for j := i + 1; j < len(ps.Plan.Steps); j++ {
+			x.finishStep(ctx, j, StepSkipped, session.Observation{Error: fmt.Sprintf("not run: step %d is the answer", i+1)})
+		}
 	case StepTool:
 		args := argsOrEmpty(step.Arguments)
 		if err := x.agent.Tools.Validate(step.Tool, args); err != nil {
-			// Seed 000: a step whose arguments miss a field is a failed
+			// A step whose arguments its tool's schema refuses is a failed
 			// observation, not a call.
 			x.finishStep(ctx, i, StepFailed, session.Observation{Error: "not called: " + err.Error()})
 			return nil
@@ -500,20 +660,28 @@ func (x *Exec) finishStep(ctx context.Context, i int, status string, o session.O
 }
 
 // PlanFinish is the built-in plan_finish executor: the answer, from the
-// plan's reply step, else a summary, else the outcomes listed.
+// plan's reply step, else the template with SummaryTemplate, else a
+// summary by a model call, else (the call failed or said nothing) the
+// template.
 func PlanFinish(ctx context.Context, x *Exec, _ Instruction) error {
 	p, ps := planPolicy(x)
 	if ps == nil || ps.Plan == nil {
 		return &Error{Kind: FailConfig, Code: "no_executor", Msg: "plan_finish: no plan"}
 	}
-	for i := len(ps.Plan.Steps) - 1; i >= 0; i-- {
-		if st := ps.Plan.Steps[i]; st.Kind == StepReply {
+	for i, st := range ps.Plan.Steps {
+		if f := ps.Finished[i]; st.Kind == StepReply && f != nil && f.Status == StepCompleted {
 			return Finish(ctx, x, Instruction{Kind: KindFinish, Text: st.Text})
 		}
 	}
-	outcomes := planOutcomes(ps)
-	req := &model.Request{System: "You answer the user's question from the results of the steps that were run for it. Be brief and exact; do not mention the steps.",
-		Messages: []model.Message{model.TextMessage(model.RoleUser, "Question: "+x.st.Input+"\n\nResults:\n"+outcomes)}}
+	if p.SummaryTemplate {
+		return Finish(ctx, x, Instruction{Kind: KindFinish, Text: planTemplate(ps)})
+	}
+	system := summaryPrompt
+	if lang := x.language(); lang != "" {
+		system += " Answer in " + languageName(lang) + "."
+	}
+	req := &model.Request{System: system,
+		Messages: []model.Message{model.TextMessage(model.RoleUser, "Question: "+x.st.Input+"\n\nResults:\n"+planOutcomes(ps))}}
 	resp, err := x.Complete(ctx, ModelCall{Request: req, Purpose: "summary", Model: p.Summarizer})
 	answer := ""
 	switch {
@@ -523,9 +691,50 @@ func PlanFinish(ctx context.Context, x *Exec, _ Instruction) error {
 		answer = strings.TrimSpace(resp.Message.Text())
 	}
 	if answer == "" {
-		answer = "The plan's steps:\n" + outcomes // the template, when no summary could be written
+		answer = planTemplate(ps) // when no summary could be written
 	}
 	return Finish(ctx, x, Instruction{Kind: KindFinish, Text: answer})
+}
+
+// summaryPrompt is the system prompt of the summary call.
+const summaryPrompt = "You answer the user's question from the results of the steps that were run for it. Be brief and exact; do not mention the steps."
+
+// planTemplate is the answer written without a model: each step that ran,
+// with what it observed, one line each, in fixed English words.
+func planTemplate(ps *planState) string {
+	var b strings.Builder
+	for i, st := range ps.Plan.Steps {
+		f := ps.Finished[i]
+		if f == nil || f.Status == StepSkipped {
+			continue
+		}
+		what := string(st.Kind)
+		switch st.Kind {
+		case StepTool:
+			what = "tool " + st.Tool
+		case StepTask:
+			what = "task " + strconv.Quote(clipText(st.Task, 200))
+		}
+		if f.Observation.OK {
+			fmt.Fprintf(&b, "#%d %s succeeded: %s\n", i+1, what, clipText(resultText(f.Observation.Result), 2000))
+		} else {
+			fmt.Fprintf(&b, "#%d %s failed: %s\n", i+1, what, f.Observation.Error)
+		}
+	}
+	if b.Len() == 0 {
+		return "(no step of the plan was run)"
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// resultText is an observation's result as text: a JSON string unquoted
+// (a task's answer), anything else as it is.
+func resultText(r json.RawMessage) string {
+	var s string
+	if len(r) > 0 && r[0] == '"' && json.Unmarshal(r, &s) == nil {
+		return s
+	}
+	return string(r)
 }
 
 // planOutcomes lists each step's outcome, one line each.
@@ -543,6 +752,8 @@ func planOutcomes(ps *planState) string {
 		switch {
 		case f == nil:
 			fmt.Fprintf(&b, "%d. %s: not run\n", i+1, what)
+		case f.Status == StepSkipped:
+			fmt.Fprintf(&b, "%d. %s: skipped\n", i+1, what)
 		case f.Observation.OK:
 			fmt.Fprintf(&b, "%d. %s: %s\n", i+1, what, clipText(string(f.Observation.Result), 2000))
 		default:
@@ -552,8 +763,7 @@ func planOutcomes(ps *planState) string {
 	return b.String()
 }
 
-// TaskAgent runs an agent plan-and-execute style (seed 004's TaskAgent):
-// Run lets the model plan, ExecutePlan follows the caller's. Both return
+// TaskAgent runs an agent plan-and-execute style: Run lets the model plan, ExecutePlan follows the caller's. Both return
 // the run's Result and the plan with every step's outcome. The agent's
 // policy must be PlanExecute.
 type TaskAgent struct {
@@ -624,6 +834,18 @@ func (t TaskAgent) collect(ctx context.Context, id string, events iter.Seq2[*ses
 		out.Plan, out.Steps = ps.Plan, ps.Finished
 	}
 	return res, out, t.Runner.runError(ctx, id, res)
+}
+
+// language is the run's profile language: the run's override, else the
+// agent's profile's (an agent the Builder made); "" when neither has one.
+func (x *Exec) language() string {
+	if o := x.st.Overrides; o != nil && len(o.Profile) > 0 {
+		var over Profile
+		if json.Unmarshal(o.Profile, &over) == nil && over.Language != "" {
+			return over.Language
+		}
+	}
+	return x.agent.profile.Language
 }
 
 // systemPrompt is the run's system prompt: the agent's, with the run's

@@ -116,13 +116,13 @@ func TestPlanExecuteBadPlans(t *testing.T) {
 	})
 }
 
-// When the summary cannot be written, a template lists the outcomes.
+// When the summary cannot be written, the template lists the observations.
 func TestPlanExecuteTemplate(t *testing.T) {
 	m := scripted.New("m", scripted.Reply{Text: twoSums}, scripted.Reply{Error: "down", ErrorCode: model.CodeAuth})
 	e := newEnv(t, nil, agentrt.Config{}, planAgent(t, m, agentrt.PlanExecute{}))
 	id := e.session(t, "calc")
 	res := e.run(t, id, "sums?")
-	want := "The plan's steps:\n1. calculator {\"expression\":\"2+2\"}: {\"expression\":\"2+2\",\"result\":4}\n2. calculator {\"expression\":\"3*3\"}: {\"expression\":\"3*3\",\"result\":9}\n"
+	want := "#1 tool calculator succeeded: {\"expression\":\"2+2\",\"result\":4}\n#2 tool calculator succeeded: {\"expression\":\"3*3\",\"result\":9}"
 	if res.Status != session.StatusDone || res.Text != want {
 		t.Fatalf("run: %s %q", res.Status, res.Text)
 	}
@@ -277,7 +277,7 @@ func TestPlanExecuteStructuredOutput(t *testing.T) {
 	}
 }
 
-// Overrides change the agent for one run only (seed 000's execute dict):
+// Overrides change the agent for one run only:
 // profile fields in the system prompt, a plan's step cap; recorded in
 // run_started; gone on the next run.
 func TestRunOverrides(t *testing.T) {

@@ -992,8 +992,10 @@ func TestStateCacheAcrossRunners(t *testing.T) {
 		}
 		return rs
 	}
-	a := newEnv(t, store, agentrt.Config{}, calcAgent(scripted.New("m", reply(3)...), nil))
-	b := newEnv(t, store, agentrt.Config{}, calcAgent(scripted.New("m", reply(100)...), nil))
+	// The whole history is compared: compaction off.
+	uncompacted := func(ag *agentrt.Agent) *agentrt.Agent { ag.Compaction.Off = true; return ag }
+	a := newEnv(t, store, agentrt.Config{}, uncompacted(calcAgent(scripted.New("m", reply(3)...), nil)))
+	b := newEnv(t, store, agentrt.Config{}, uncompacted(calcAgent(scripted.New("m", reply(100)...), nil)))
 	id := a.session(t, "calc")
 	a.run(t, id, "one")
 	b.run(t, id, "two")

@@ -27,6 +27,12 @@ const (
 	StrategyPlanExecute = "plan_execute"
 )
 
+// Summarizers of plan.summarizer besides a model's name.
+const (
+	SummarizerModel    = "model"
+	SummarizerTemplate = "template"
+)
+
 // Approval defaults an agent may name. The empty default lets each tool's
 // own policy decide, then auto.
 const (
@@ -201,23 +207,30 @@ type Timeouts struct {
 	Tools map[string]Duration `yaml:"tools,omitempty"`
 }
 
-// Compaction bounds the history sent to the model. Zero means the runtime's
-// default.
+// Compaction bounds the history sent to the model. With none of
+// MaxMessages, MaxChars and MaxTokens set, the runtime's defaults apply
+// (more than 20 messages or 48,000 characters); Off (written compaction:
+// off) turns compaction off.
 type Compaction struct {
-	MaxMessages int `yaml:"max_messages,omitempty"`
-	MaxChars    int `yaml:"max_chars,omitempty"`
-	MaxTokens   int `yaml:"max_tokens,omitempty"`
-	KeepRecent  int `yaml:"keep_recent,omitempty"`
+	Off         bool `yaml:"off,omitempty"`
+	MaxMessages int  `yaml:"max_messages,omitempty"`
+	MaxChars    int  `yaml:"max_chars,omitempty"`
+	MaxTokens   int  `yaml:"max_tokens,omitempty"`
+	KeepRecent  int  `yaml:"keep_recent,omitempty"`
 	// Model names the model that writes summaries; "" means the agent's.
 	Model string `yaml:"model,omitempty"`
 }
 
 // PlanConfig configures plan-and-execute: how many steps a plan may have
-// (default 10), the model that summarises the observations (a name from
-// models; default the agent's), and whether a failed step makes the model
-// plan again (replan: on_failure, at most twice a run).
+// (default 10), how the answer of a plan without a reply step is written
+// (Summarizer), and whether a failed step makes the model plan again
+// (replan: on_failure, at most twice a run).
 type PlanConfig struct {
-	MaxSteps   int    `yaml:"max_steps,omitempty"`
+	MaxSteps int `yaml:"max_steps,omitempty"`
+	// Summarizer is SummarizerModel (also the empty string: the agent's
+	// model summarises the observations), SummarizerTemplate (the
+	// observations listed, no model call) or the name of an entry of
+	// models, which then summarises.
 	Summarizer string `yaml:"summarizer,omitempty"`
 	Replan     string `yaml:"replan,omitempty"`
 	// StructuredOutput asks the planner for JSON following the plan's

@@ -623,16 +623,7 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 				}},
 			)
 		}},
-		field{"compaction", func(n *yaml.Node, path string) {
-			c := &a.Compaction
-			d.mapping(n, path,
-				field{"max_messages", number(d, &c.MaxMessages)},
-				field{"max_chars", number(d, &c.MaxChars)},
-				field{"max_tokens", number(d, &c.MaxTokens)},
-				field{"keep_recent", number(d, &c.KeepRecent)},
-				field{"model", d.str(&c.Model)},
-			)
-		}},
+		field{"compaction", func(n *yaml.Node, path string) { d.compaction(n, path, &a.Compaction) }},
 		field{"memory", func(n *yaml.Node, path string) {
 			m := &a.Memory
 			d.mapping(n, path,
@@ -653,6 +644,38 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 			}
 		}},
 	)
+}
+
+// compaction decodes compaction: off (or false), on (or true: the
+// defaults), or a mapping of limits, which may hold off: true alone.
+func (d *decoder) compaction(n *yaml.Node, path string, c *Compaction) {
+	if r := resolve(n); r.Kind == yaml.ScalarNode && !isNull(r) {
+		s, ok := d.text(r, path)
+		if !ok {
+			return
+		}
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "off", "false":
+			c.Off = true
+		case "on", "true":
+		default:
+			d.errorf(r, path, "expected off, on or a mapping such as {max_messages: 40}, got %q", r.Value)
+		}
+		return
+	}
+	var off *bool
+	d.mapping(n, path,
+		field{"off", d.boolean(&off)},
+		field{"max_messages", number(d, &c.MaxMessages)},
+		field{"max_chars", number(d, &c.MaxChars)},
+		field{"max_tokens", number(d, &c.MaxTokens)},
+		field{"keep_recent", number(d, &c.KeepRecent)},
+		field{"model", d.str(&c.Model)},
+	)
+	c.Off = off != nil && *off
+	if c.Off && (c.MaxMessages > 0 || c.MaxChars > 0 || c.MaxTokens > 0 || c.KeepRecent > 0 || c.Model != "") {
+		d.errorf(n, path, "off with settings: compaction is either off or configured, not both")
+	}
 }
 
 func (d *decoder) server(n *yaml.Node, path string, s *Server) {

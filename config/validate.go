@@ -240,8 +240,15 @@ func (d *decoder) validateAgent(c *Config, name string, a Agent) {
 			d.checkModelRef(c, ip, m)
 		}
 	}
-	if a.Plan.Summarizer != "" {
-		d.checkModelRef(c, p+".plan.summarizer", a.Plan.Summarizer)
+	_, isModel := c.Models[a.Plan.Summarizer]
+	switch s := a.Plan.Summarizer; {
+	case s == "" || s == SummarizerModel || s == SummarizerTemplate:
+	case isModel || s == "auto" || s == "demo":
+		d.checkModelRef(c, p+".plan.summarizer", s)
+	default:
+		names := c.ModelNames()
+		d.atValue(c, p+".plan.summarizer", "unknown summarizer %q%s (want %s: the agent's model, %s: the steps' observations listed with no model call, or a name from models: %s)",
+			s, suggest(s, append([]string{SummarizerModel, SummarizerTemplate}, names...)), SummarizerModel, SummarizerTemplate, orNone(names))
 	}
 	if a.Compaction.Model != "" {
 		d.checkModelRef(c, p+".compaction.model", a.Compaction.Model)
@@ -282,6 +289,14 @@ func (d *decoder) checkModelRef(c *Config, p, ref string) {
 		return
 	}
 	d.atValue(c, p, "unknown model %q%s (models: %s)", ref, suggest(ref, names), strings.Join(names, ", "))
+}
+
+// orNone joins names, or says there are none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "there are none"
+	}
+	return strings.Join(names, ", ")
 }
 
 func (d *decoder) checkPatterns(c *Config, p string, patterns []string) {

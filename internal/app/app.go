@@ -199,7 +199,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 				SessionMaxTokens: ac.Limits.SessionMaxTokens, SessionMaxCostUSD: ac.Limits.SessionMaxCostUSD,
 				MaxTurnDuration: ac.Limits.MaxTurnDuration.Std(),
 			}).
-			Compaction(agentrt.Compaction{MaxMessages: ac.Compaction.MaxMessages, MaxChars: ac.Compaction.MaxChars,
+			Compaction(agentrt.Compaction{Off: ac.Compaction.Off, MaxMessages: ac.Compaction.MaxMessages, MaxChars: ac.Compaction.MaxChars,
 				MaxTokens: ac.Compaction.MaxTokens, KeepRecent: ac.Compaction.KeepRecent, Model: summariser}).
 			LoopDetection(agentrt.LoopDetection{Warning: ac.LoopDetection.Warning, Critical: ac.LoopDetection.Critical,
 				Off: ac.LoopDetection.Off != nil && *ac.LoopDetection.Off}).
@@ -217,7 +217,11 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		if ac.Strategy == config.StrategyPlanExecute {
 			pe := agentrt.PlanExecute{MaxSteps: ac.Plan.MaxSteps, Replan: ac.Plan.Replan == "on_failure",
 				StructuredOutput: ac.Plan.StructuredOutput != nil && *ac.Plan.StructuredOutput}
-			if ac.Plan.Summarizer != "" {
+			switch ac.Plan.Summarizer {
+			case "", config.SummarizerModel: // the agent's model
+			case config.SummarizerTemplate:
+				pe.SummaryTemplate = true
+			default:
 				if pe.Summarizer, err = a.buildModel(ctx, cfg, ac.Plan.Summarizer, t, models, opts); err != nil {
 					return nil, fmt.Errorf("agent %q: plan summarizer %w", name, err)
 				}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -58,10 +57,8 @@ func newRunCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return usageErr("--plan: %v", err)
 				}
-				dec := json.NewDecoder(bytes.NewReader(b))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&plan); err != nil {
-					return usageErr("--plan %s: not a plan: %v (want {\"goal\": …, \"steps\": [{\"kind\": \"tool\", \"tool\": …, \"arguments\": {…}}, …]})", f.plan, err)
+				if plan, err = agentrt.DecodePlan(b); err != nil {
+					return usageErr("--plan %s: not a plan: %v (want {\"goal\": …, \"steps\": [{\"kind\": \"tool\", \"tool\": …, \"arguments\": {…}}, …]}; \"type\" and \"name\" may stand for \"kind\" and \"tool\")", f.plan, err)
 				}
 			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {

@@ -1,8 +1,14 @@
 // Package demo is agentrt's offline default model, used when no real model
 // is configured. It is a handful of rules, and says so: it calls a
 // calculator tool for arithmetic, a clock tool for the date and time, the
-// ask_user tool for "ask me: QUESTION", answers from their results, and otherwise explains how to configure a
-// real model (see Notice).
+// ask_user tool for "ask me: QUESTION", answers from their results, and
+// otherwise explains how to configure a real model (see Notice).
+//
+// It also serves an agent whose strategy is plan_execute: asked for a
+// plan, it writes one with a calculator or clock step when the question
+// is arithmetic or asks the time, and otherwise a plan whose one reply
+// step says what it cannot do (PlanNotice); asked for the summary, it
+// answers from the steps' results.
 //
 // It streams its text word by word and reports an estimated usage, so the
 // whole streaming path of an agent can be seen working without a network.
@@ -100,6 +106,9 @@ func respond(req *model.Request) (string, *model.ToolCall) {
 		return answer(req.Messages), nil
 	case model.RoleUser:
 		text := last.Text()
+		if reply, ok := planned(req, text); ok {
+			return reply, nil
+		}
 		if q, ok := askMe(text); ok && offers(req, askUserTool) {
 			args, _ := json.Marshal(struct {
 				Question string `json:"question"`
