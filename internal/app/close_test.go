@@ -55,8 +55,8 @@ func TestFailedBuildEndsWhatItStarted(t *testing.T) {
 		name          string
 		agent, models string
 		env           map[string]string
-		store      func(t *testing.T) string // the store's DSN; nil: memory:
-		want       string
+		store         func(t *testing.T) string // the store's DSN; nil: memory:
+		want          string
 	}{
 		{name: "recording and replaying at once", env: map[string]string{EnvRecord: "r.txt", EnvReplay: "p.txt"},
 			want: "AGENTRT_RECORD and AGENTRT_REPLAY are both set"},
