@@ -11,8 +11,10 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/internal/mcptest"
+	"github.com/agentrt/agentrt/internal/pgtest"
 )
 
 // leftovers are the packages whose goroutines must be gone once an app is
@@ -168,4 +170,40 @@ func TestOpenMemoryAndClose(t *testing.T) {
 		t.Errorf("OpenMemory after Close: %v, %v; want an error", m, err)
 	}
 	mcptest.NoGoroutines(t, leftovers...)
+}
+
+// An app on Postgres, with a memory, that ran a turn and followed a
+// session's log, leaves no pool, listener or memory goroutine once closed.
+func TestCloseEndsPostgres(t *testing.T) {
+	dsn, _ := pgtest.Schema(t)
+	cfg, err := config.Parse("agentrt.yaml", []byte("models: {d: {provider: demo}}\nagents: {a: {model: d, tools: [calculator], memory: {enabled: true}}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Build(context.Background(), cfg, Options{StoreDSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Runner.CreateSession(context.Background(), "a", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Runner.Send(context.Background(), s.ID, agentrt.Input{Text: "what is 2+3"})
+	if err != nil || !strings.Contains(res.Text, "5") {
+		t.Fatalf("a turn: %v %v", res, err)
+	}
+	// Following the session's log starts the store's listener (before it
+	// reads the log, whose first event ends the loop).
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, err := range a.Runner.Watch(ctx, s.ID, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	cancel()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.NoGoroutines(t, append(leftovers, "jackc/pgx", "jackc/puddle")...)
 }
