@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/memory"
@@ -57,29 +58,73 @@ type Agent struct {
 	instructions string
 	built        bool
 
-	specs []model.ToolSpec
-	// approvals is the approval of each registered tool, worked out once
-	// by init (the policy and the tools do not change afterwards), and
-	// once the tools that must not run twice blindly.
+	// derived is what init and later reads work out from the tools, for
+	// the registry's current generation (see agentTools). A pointer, so
+	// that copying an Agent copies no atomic value.
+	derived *atomic.Pointer[agentTools]
+}
+
+// agentTools is what an agent works out from its tools, for one
+// generation of its registry (tool.Registry.Generation): the specs sent
+// to the model, each tool's approval, the tools that must not run twice
+// blindly and those that ask a person. It is immutable. The registry may
+// change while the agent runs (an MCP server's tools come and go): a read
+// that finds another generation works the table out again, so a turn
+// neither re-reads nor re-sorts the tools while they stay the same.
+type agentTools struct {
+	reg       *tool.Registry
+	gen       uint64
+	specs     []model.ToolSpec
 	approvals map[string]tool.Approval
 	once      map[string]bool
 	askUser   map[string]bool
 }
 
+var noTools = &agentTools{}
+
+// toolView returns the agent's agentTools for its registry as it is now.
+func (a *Agent) toolView() *agentTools {
+	if a.Tools == nil {
+		return noTools
+	}
+	// The generation is read before the tools: a table worked out from
+	// tools newer than its generation says is worked out again next time,
+	// never kept when stale.
+	gen := a.Tools.Generation()
+	if a.derived != nil {
+		if t := a.derived.Load(); t != nil && t.reg == a.Tools && t.gen == gen {
+			return t
+		}
+	}
+	t := &agentTools{reg: a.Tools, gen: gen, approvals: make(map[string]tool.Approval),
+		once: make(map[string]bool), askUser: make(map[string]bool)}
+	for _, d := range a.Tools.Definitions() {
+		tl := a.tool(d.Name)
+		t.specs = append(t.specs, model.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+		t.approvals[d.Name] = a.Approval.For(d.Name, tl)
+		t.once[d.Name] = tool.MetaOf(tl).AtMostOnce
+		t.askUser[d.Name] = tool.MetaOf(tl).AsksUser
+	}
+	if a.derived != nil {
+		a.derived.Store(t) // two readers may both work it out: the same table
+	}
+	return t
+}
+
 // approvalFor returns the approval policy for a call of the named tool.
 func (a *Agent) approvalFor(name string) tool.Approval {
-	if ap, ok := a.approvals[name]; ok {
+	if ap, ok := a.toolView().approvals[name]; ok {
 		return ap
 	}
-	// A tool added to the registry after init, or one it does not hold:
-	// the registry still runs the former, so its own policy applies.
+	// A tool the registry no longer holds, or never did: a call of it is
+	// an unknown tool's, and the policy of its name applies.
 	return a.Approval.For(name, a.tool(name))
 }
 
 // asksUser reports whether calls of the named tool go to a person
 // (tool.Meta.AsksUser).
 func (a *Agent) asksUser(name string) bool {
-	if v, ok := a.askUser[name]; ok {
+	if v, ok := a.toolView().askUser[name]; ok {
 		return v
 	}
 	t := a.tool(name)
@@ -89,7 +134,7 @@ func (a *Agent) asksUser(name string) bool {
 // atMostOnce reports whether calls of the named tool must not be repeated
 // blindly (tool.Meta.AtMostOnce).
 func (a *Agent) atMostOnce(name string) bool {
-	if once, ok := a.once[name]; ok {
+	if once, ok := a.toolView().once[name]; ok {
 		return once
 	}
 	t := a.tool(name)
@@ -267,25 +312,17 @@ func (a *Agent) init() error {
 	default:
 		return fmt.Errorf("agent %q: approval default %q is not auto, ask or deny", a.Name, a.Approval.Default)
 	}
-	a.specs = a.specs[:0]
-	a.approvals = make(map[string]tool.Approval)
-	a.once = make(map[string]bool)
-	a.askUser = make(map[string]bool)
-	if a.Tools != nil {
-		for _, d := range a.Tools.Definitions() {
-			t := a.tool(d.Name)
-			a.specs = append(a.specs, model.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
-			a.approvals[d.Name] = a.Approval.For(d.Name, t)
-			a.once[d.Name] = tool.MetaOf(t).AtMostOnce
-			a.askUser[d.Name] = tool.MetaOf(t).AsksUser
-		}
-	}
+	a.derived = new(atomic.Pointer[agentTools])
+	a.toolView()
 	a.Hooks.sort()
 	return nil
 }
 
-// ToolSpecs returns the tool descriptions sent to the model.
-func (a *Agent) ToolSpecs() []model.ToolSpec { return a.specs }
+// ToolSpecs returns the tool descriptions sent to the model: those of the
+// agent's tools as they are now (a registry whose tools change while the
+// agent runs gives the next model request the new list). The slice is
+// shared: do not modify it.
+func (a *Agent) ToolSpecs() []model.ToolSpec { return a.toolView().specs }
 
 // resolveTool maps a tool name as a model wrote it to one of the agent's
 // tools (seed 002's normalisation): the name itself, without a
@@ -305,12 +342,13 @@ func (a *Agent) resolveTool(name string) (string, bool) {
 		name = n
 	}
 	found := ""
-	for i := range a.specs {
-		if strings.EqualFold(a.specs[i].Name, name) {
+	specs := a.ToolSpecs()
+	for i := range specs {
+		if strings.EqualFold(specs[i].Name, name) {
 			if found != "" {
 				return "", false // ambiguous
 			}
-			found = a.specs[i].Name
+			found = specs[i].Name
 		}
 	}
 	return found, found != ""

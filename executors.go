@@ -165,7 +165,7 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 	}
 	calls, content, finish := resp.Message.ToolCalls, resp.Message.Text(), resp.FinishReason
 	if c.Purpose == "" {
-		if len(calls) == 0 && len(a.specs) > 0 {
+		if len(calls) == 0 && len(a.ToolSpecs()) > 0 {
 			// Calls written in the text, by a model without native ones.
 			if ic, rest := inlineCalls(content, inlineModeOf(m), a.resolveTool); ic != nil {
 				calls, content, finish = ic, rest, model.FinishToolCalls
@@ -417,7 +417,7 @@ func (x *Exec) request() *model.Request {
 	}
 	// Capacity capped at the length: a model that appends to its request's
 	// messages gets a new array instead of writing into the state's.
-	x.req = model.Request{System: x.systemPrompt(), Messages: msgs[:len(msgs):len(msgs)], Tools: x.agent.specs}
+	x.req = model.Request{System: x.systemPrompt(), Messages: msgs[:len(msgs):len(msgs)], Tools: x.agent.ToolSpecs()}
 	return &x.req
 }
 

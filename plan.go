@@ -532,7 +532,7 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 		"\nUse at most %d steps. A tool step calls one tool with arguments you know now; a task step is work you will do "+
 		"later with the tools, when its inputs are known. A reply step, when you can write the answer without the tools' results, "+
 		"is the answer; otherwise leave it out and the results will be summarised.\n\nTools:\n", p.maxStepsFor(x.st))
-	for _, sp := range x.agent.specs {
+	for _, sp := range x.agent.ToolSpecs() {
 		fmt.Fprintf(&b, "- %s: %s\n  arguments schema: %s\n", sp.Name, sp.Description, sp.InputSchema)
 	}
 	fmt.Fprintf(&b, "\nQuestion: %s\n", x.st.Input)

@@ -45,7 +45,10 @@
 // arguments from failed tools.
 //
 // Filter narrows a Registry to the tools one agent may use, by name or
-// glob ("fs.*").
+// glob ("fs.*"). A Registry may change while it is used: Replace swaps a
+// group of tools in one step (an MCP server's list, which changes at run
+// time), and Generation tells readers that something changed, so that
+// what they derive from the tools is worked out again only then.
 //
 // # Validation
 //

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,13 +24,16 @@ const DefaultTimeout = 60 * time.Second
 // validates arguments and runs calls (see Call). The zero Registry is empty
 // and ready to use.
 //
-// A Registry is safe for concurrent use, including Add while other
-// goroutines Call: readers see the tools as of some moment, never a torn
-// state. Each tool's Definition and Meta are read once, when it is added,
-// and its input schema is resolved then too.
+// A Registry is safe for concurrent use, including Add and Replace while
+// other goroutines Call: readers see the tools as of some moment, never a
+// torn state. Each tool's Definition and Meta are read once, when it is
+// added, and its input schema is resolved then too.
 type Registry struct {
-	mu             sync.Mutex                // serializes writers (Add); readers don't lock
-	tools          atomic.Pointer[toolTable] // replaced whole on every Add
+	mu sync.Mutex // serializes writers (Add, Replace, SetTimeout); readers don't lock
+	// timeouts are SetTimeout's settings by tool name, kept for a tool
+	// that Replace puts under the name later; guarded by mu.
+	timeouts       map[string]time.Duration
+	tools          atomic.Pointer[toolTable] // replaced whole on every change
 	defaultTimeout atomic.Int64              // a time.Duration; zero means DefaultTimeout
 	// epoch is a clock reading taken when the registry was made; calls
 	// read the time as epoch plus the monotonic time since (see now).
@@ -41,6 +44,7 @@ type Registry struct {
 type toolTable struct {
 	byName map[string]*entry
 	order  []*entry
+	gen    uint64 // the previous table's plus one (see Generation)
 }
 
 // entry is one registered tool, with what the Registry derived from it
@@ -65,9 +69,22 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 
 // Add registers tools after those already held. It fails, and adds none,
 // if a name is invalid or taken, or an input schema cannot be resolved.
-func (r *Registry) Add(tools ...Tool) error {
-	entries := make([]*entry, 0, len(tools))
-	for _, t := range tools {
+func (r *Registry) Add(tools ...Tool) error { return r.Replace(nil, tools...) }
+
+// Replace removes the named tools and adds tools, in one step: readers see
+// the tools before or after, never a mix. A tool added under a name that
+// is removed takes the removed tool's place in the order, so that a list
+// that changes little keeps its order; the others go last. Names the
+// registry does not hold are ignored. Replace fails, and changes nothing,
+// if a name is invalid or taken by a tool that stays, or an input schema
+// cannot be resolved. A timeout SetTimeout gave a name applies to the tool
+// Replace puts under it.
+//
+// It is how a tool list that changes while the registry is in use (an MCP
+// server's) reaches it; Generation tells readers that it changed.
+func (r *Registry) Replace(remove []string, add ...Tool) error {
+	entries := make([]*entry, 0, len(add))
+	for _, t := range add {
 		e, err := newEntry(t)
 		if err != nil {
 			return err
@@ -78,20 +95,60 @@ func (r *Registry) Add(tools ...Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.table()
+	gone := make(map[string]bool, len(remove))
+	for _, n := range remove {
+		if old.byName[n] != nil {
+			gone[n] = true
+		}
+	}
+	if len(gone) == 0 && len(entries) == 0 {
+		return nil // nothing changes: readers keep what they derived
+	}
 	next := &toolTable{
 		byName: make(map[string]*entry, len(old.order)+len(entries)),
 		order:  make([]*entry, 0, len(old.order)+len(entries)),
+		gen:    old.gen + 1,
 	}
-	for _, e := range slices.Concat(old.order, entries) {
-		if _, dup := next.byName[e.def.Name]; dup {
+	added := make(map[string]*entry, len(entries))
+	for _, e := range entries {
+		if _, dup := added[e.def.Name]; dup {
 			return fmt.Errorf("duplicate tool name %q", e.def.Name)
 		}
+		if d, ok := r.timeouts[e.def.Name]; ok {
+			e.meta.Timeout = d
+		}
+		added[e.def.Name] = e
+	}
+	put := func(e *entry) {
 		next.byName[e.def.Name] = e
 		next.order = append(next.order, e)
+	}
+	for _, e := range old.order {
+		switch n := e.def.Name; {
+		case !gone[n]:
+			if _, dup := added[n]; dup {
+				return fmt.Errorf("duplicate tool name %q", n)
+			}
+			put(e)
+		case added[n] != nil:
+			put(added[n]) // in the place of the one it replaces
+			delete(added, n)
+		}
+	}
+	for _, e := range entries {
+		if added[e.def.Name] == e {
+			put(e)
+		}
 	}
 	r.tools.Store(next)
 	return nil
 }
+
+// Generation returns a number that changes whenever the registry's tools
+// change (Add, Replace, SetTimeout), and only then: a reader that derives
+// something from the tools, such as the tool list of a model request, can
+// keep it until the number changes instead of reading the tools again.
+func (r *Registry) Generation() uint64 { return r.table().gen }
 
 func newEntry(t Tool) (*entry, error) {
 	if t == nil {
@@ -144,14 +201,18 @@ func (r *Registry) SetTimeout(name string, d time.Duration) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := r.tools.Load()
+	old := r.table()
 	e := old.byName[name]
 	if e == nil {
 		return r.unknown(name)
 	}
+	if r.timeouts == nil {
+		r.timeouts = make(map[string]time.Duration)
+	}
+	r.timeouts[name] = d
 	ne := *e
 	ne.meta.Timeout = d
-	t := &toolTable{byName: make(map[string]*entry, len(old.byName)), order: make([]*entry, len(old.order))}
+	t := &toolTable{byName: make(map[string]*entry, len(old.byName)), order: make([]*entry, len(old.order)), gen: old.gen + 1}
 	for i, x := range old.order {
 		if x == e {
 			x = &ne
@@ -219,7 +280,7 @@ func (r *Registry) Filter(patterns []string) (*Registry, error) {
 			return nil, fmt.Errorf("tool pattern %q matches no tool (have %s)", p, quoteList(r.Names(), 20))
 		}
 	}
-	t := &toolTable{byName: make(map[string]*entry)}
+	t := &toolTable{byName: make(map[string]*entry), gen: 1}
 	for i, e := range order {
 		if keep[i] {
 			t.byName[e.def.Name] = e
@@ -227,10 +288,19 @@ func (r *Registry) Filter(patterns []string) (*Registry, error) {
 		}
 	}
 	f := &Registry{epoch: r.epoch}
+	r.mu.Lock()
+	f.timeouts = maps.Clone(r.timeouts)
+	r.mu.Unlock()
 	f.tools.Store(t)
 	f.defaultTimeout.Store(r.defaultTimeout.Load())
 	return f, nil
 }
+
+// Match reports whether name matches pattern as Filter reads it: a name,
+// or a glob in which '*' matches any run of characters, including none.
+// A caller that keeps a filtered registry up to date (see Replace) uses it
+// for the tools that appear later.
+func Match(pattern, name string) bool { return glob(pattern, name) }
 
 // glob reports whether name matches pattern, in which '*' matches any run
 // of characters, including none.

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -19,7 +20,6 @@ import (
 	"github.com/agentrt/agentrt/memory/pgmem"
 	"github.com/agentrt/agentrt/memory/sqlitemem"
 	"github.com/agentrt/agentrt/model"
-	"github.com/agentrt/agentrt/model/record"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/session/postgres"
@@ -49,10 +49,22 @@ type Options struct {
 	// else DefaultOllamaURL.
 	OllamaURL string
 	// HTTPClient, when set, sends the providers' requests (tests, proxies).
+	// The app does not close its idle connections: its owner does.
 	HTTPClient *http.Client
+	// OnMCPToolsChanged, when set, hears of each change of an MCP server's
+	// tools: err is nil once the new list has reached the agents, else why
+	// it could not be read or applied (the agents keep the list they had).
+	// It is called on a goroutine of the app's, one call at a time per
+	// server, and must not block: Close waits for it.
+	OnMCPToolsChanged func(server string, err error)
 }
 
-// App is a configured runtime.
+// App is a configured runtime, built to run for as long as its owner
+// needs: a server builds one and keeps it for weeks. Whatever Build
+// started or opened (MCP servers' processes and connections, the store,
+// the memory, the providers' connections, the runner's runs) is ended by
+// Close, which may be called more than once; a Build that fails ends it
+// before it returns.
 type App struct {
 	Config *config.Config
 	Store  session.Store
@@ -62,16 +74,50 @@ type App struct {
 	// chosen by default).
 	Notices []string
 
-	recorder *record.Transport // AGENTRT_RECORD / AGENTRT_REPLAY, if set
 	// StoreDSN is the store the app opened (the config's, or the
 	// override).
 	StoreDSN string
 	// Memory is the agents' memory, when one has it (nil otherwise).
-	Memory      memory.Store
-	closeMemory func() error
+	Memory memory.Store
 	// MCP holds the connections to the configured MCP servers (nil when
 	// there are none).
 	MCP *mcptool.Manager
+
+	memMu sync.Mutex // serializes OpenMemory
+
+	mu sync.Mutex
+	// undo holds what ends each thing the app started, in the order it
+	// started them: Close runs them last first. Guarded by mu.
+	undo   []func() error
+	closed bool // guarded by mu
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// errClosed is the error of an App's method called after Close.
+var errClosed = errors.New("app: closed")
+
+// onClose has Close run f, before whatever was added earlier. Build
+// calls it for each thing it starts, as soon as it has started it, so
+// that a Build that fails ends them all.
+func (a *App) onClose(f func() error) {
+	if err := a.tryOnClose(f); err != nil {
+		panic("app: onClose after Close") // Build's own: the app is not handed out yet
+	}
+}
+
+// tryOnClose is onClose for a method of a built app, which may run after
+// Close: then it runs f at once and fails.
+func (a *App) tryOnClose(f func() error) error {
+	a.mu.Lock()
+	if !a.closed {
+		a.undo = append(a.undo, f)
+		a.mu.Unlock()
+		return nil
+	}
+	a.mu.Unlock()
+	return errors.Join(errClosed, f())
 }
 
 // LoadConfig loads the config named by opts (or the defaults).
@@ -141,9 +187,15 @@ func check(cfg *config.Config, opts Options, models []string) error {
 	)
 }
 
-// Build opens the store and builds the runner for cfg.
-func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
+// Build opens the store and builds the runner for cfg. When it fails, it
+// has ended whatever it had started (an MCP server's process, the store).
+func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err error) {
 	a := &App{Config: cfg}
+	defer func() {
+		if err != nil {
+			_ = a.Close() // the error that stopped Build is the one to report
+		}
+	}()
 	reg, err := Tools(opts)
 	if err != nil {
 		return nil, err
@@ -153,7 +205,6 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		return nil, err
 	}
 	if err := a.addMCPTools(ctx, cfg); err != nil {
-		a.Close()
 		return nil, err
 	}
 	if err := a.recordTraffic(&opts); err != nil {
@@ -254,14 +305,16 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
+	a.onClose(st.Close)
+	a.StoreDSN = dsn
 	if len(remember) > 0 {
 		// The agents' memory lives in the sessions' database.
-		if a.Memory, a.closeMemory, err = OpenMemory(ctx, dsn); err != nil {
-			st.Close()
+		m, err := a.OpenMemory(ctx)
+		if err != nil {
 			return nil, err
 		}
-		for _, m := range remember {
-			m.agent.Memory, m.agent.RememberTurns = a.Memory, m.turns
+		for _, am := range remember {
+			am.agent.Memory, am.agent.RememberTurns = m, am.turns
 		}
 	}
 	getenv := opts.Getenv
@@ -271,19 +324,25 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 	r, err := agentrt.NewRunner(agentrt.Config{Store: st, Agents: agents, Now: opts.Now,
 		Owner: getenv("AGENTRT_OWNER"), LeaseTTL: cfg.LeaseTTL.Std(), MaxRecoveries: cfg.MaxRecoveries})
 	if err != nil {
-		st.Close()
-		if a.closeMemory != nil {
-			a.closeMemory()
-		}
 		return nil, err
 	}
-	a.Store, a.Runner, a.StoreDSN = st, r, dsn
+	a.onClose(func() error {
+		// The runs the runner started in the background stop before the
+		// store they write to closes.
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		return r.Close(ctx)
+	})
+	a.Store, a.Runner = st, r
+	a.followMCPTools(cfg, opts.OnMCPToolsChanged)
 	return a, nil
 }
 
 // OpenMemory returns the memory store of the app's database: the one its
 // agents use, or a new one (closed with the app).
 func (a *App) OpenMemory(ctx context.Context) (memory.Store, error) {
+	a.memMu.Lock()
+	defer a.memMu.Unlock()
 	if a.Memory != nil {
 		return a.Memory, nil
 	}
@@ -291,7 +350,10 @@ func (a *App) OpenMemory(ctx context.Context) (memory.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Memory, a.closeMemory = m, closeFn
+	if err := a.tryOnClose(closeFn); err != nil {
+		return nil, err // closed meanwhile: it is closed again
+	}
+	a.Memory = m
 	return m, nil
 }
 
@@ -362,29 +424,26 @@ func isScheme(s string) bool {
 	return true
 }
 
-// Close stops the runs the runner started in the background, then closes
-// the store.
+// Close ends what the app started, last started first: it stops the runs
+// the runner started in the background, then closes the memory and the
+// store, the providers' idle connections, a recording (which writes it),
+// and the MCP servers (their processes end, and the goroutines that
+// followed their tool lists). It may be called more than once, also
+// concurrently: every call returns the first one's result once it is
+// done.
 func (a *App) Close() error {
-	var errs []error
-	if a.Runner != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		errs = append(errs, a.Runner.Close(ctx))
-		cancel()
-	}
-	if a.Store != nil {
-		errs = append(errs, a.Store.Close())
-	}
-	if a.closeMemory != nil {
-		errs = append(errs, a.closeMemory())
-	}
-	if a.MCP != nil {
-		errs = append(errs, a.MCP.Close())
-	}
-	if a.recorder != nil {
-		// A recording is written when its transport closes.
-		errs = append(errs, a.recorder.Close())
-	}
-	return errors.Join(errs...)
+	a.closeOnce.Do(func() {
+		a.mu.Lock()
+		undo := a.undo
+		a.undo, a.closed = nil, true
+		a.mu.Unlock()
+		var errs []error
+		for i := len(undo) - 1; i >= 0; i-- {
+			errs = append(errs, undo[i]())
+		}
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
 }
 
 func expiresFor(m map[string]config.Duration) map[string]time.Duration {
@@ -460,6 +519,7 @@ func (a *App) addMCPTools(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	a.MCP = m
+	a.onClose(m.Close)
 	used := map[string]bool{}
 	for _, name := range cfg.AgentNames() {
 		ac := cfg.Agents[name]
@@ -482,4 +542,45 @@ func (a *App) addMCPTools(ctx context.Context, cfg *config.Config) error {
 		}
 	}
 	return nil
+}
+
+// followMCPTools keeps the tool lists of the app and its agents up to
+// date with their MCP servers': a tool a server adds is in the next model
+// request of each agent whose tool patterns match it, and a tool it
+// removes leaves them (a call of it is then an unknown tool's error, for
+// the model to read). The agents work out their specs and approvals again
+// only when their registry changed (agentrt.Agent.ToolSpecs). hook, if
+// set, hears of each change.
+func (a *App) followMCPTools(cfg *config.Config, hook func(server string, err error)) {
+	if a.MCP == nil {
+		return
+	}
+	type follower struct {
+		reg  *tool.Registry
+		keep func(name string) bool // nil: every tool
+	}
+	followers := []follower{{reg: a.Tools}}
+	for _, name := range cfg.AgentNames() {
+		ag, ok := a.Runner.Agent(name)
+		patterns := cfg.Agents[name].Tools
+		if !ok || ag.Tools == nil || len(patterns) == 0 {
+			continue // no tools: none to follow
+		}
+		followers = append(followers, follower{reg: ag.Tools, keep: func(n string) bool {
+			return slices.ContainsFunc(patterns, func(p string) bool { return tool.Match(p, n) })
+		}})
+	}
+	var mu sync.Mutex // one server's change at a time, through every registry
+	a.MCP.OnToolsChanged(func(server string, ts []tool.Tool, err error) {
+		if err == nil {
+			mu.Lock()
+			for _, f := range followers {
+				err = errors.Join(err, mcptool.Sync(f.reg, server, ts, f.keep))
+			}
+			mu.Unlock()
+		}
+		if hook != nil {
+			hook(server, err)
+		}
+	})
 }

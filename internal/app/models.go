@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
+	"github.com/agentrt/agentrt/internal/llmhttp"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/anthropic"
 	"github.com/agentrt/agentrt/model/demo"
@@ -71,10 +72,10 @@ func (a *App) buildModel(ctx context.Context, cfg *config.Config, name string, t
 		m, err = scripted.Load(path)
 	case "openai":
 		m, err = openai.New(openai.Config{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Headers: mc.Headers,
-			Timeouts: t, HTTPClient: opts.HTTPClient})
+			Timeouts: t, HTTPClient: a.httpClient(t, opts)})
 	case "anthropic":
 		m, err = anthropic.New(anthropic.Config{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Headers: mc.Headers,
-			Timeouts: t, HTTPClient: opts.HTTPClient})
+			Timeouts: t, HTTPClient: a.httpClient(t, opts)})
 	default:
 		err = fmt.Errorf("provider %q is not available in this build", mc.Provider)
 	}
@@ -124,23 +125,41 @@ func (a *App) autoModel(ctx context.Context, t model.Timeouts, opts Options) (mo
 			why = "OPENAI_BASE_URL is " + base
 		}
 		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using OpenAI-compatible model %s (%s; OPENAI_MODEL picks another)", name, why))
-		return openai.New(openai.Config{Model: name, BaseURL: base, APIKey: key, Timeouts: t, HTTPClient: opts.HTTPClient})
+		return openai.New(openai.Config{Model: name, BaseURL: base, APIKey: key, Timeouts: t, HTTPClient: a.httpClient(t, opts)})
 	}
 	if key := env("ANTHROPIC_API_KEY"); key != "" {
 		name := orDefault(env("ANTHROPIC_MODEL"), DefaultAnthropicModel)
 		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using Anthropic model %s (ANTHROPIC_API_KEY is set; ANTHROPIC_MODEL picks another)", name))
-		return anthropic.New(anthropic.Config{Model: name, BaseURL: env("ANTHROPIC_BASE_URL"), APIKey: key, Timeouts: t, HTTPClient: opts.HTTPClient})
+		return anthropic.New(anthropic.Config{Model: name, BaseURL: env("ANTHROPIC_BASE_URL"), APIKey: key, Timeouts: t, HTTPClient: a.httpClient(t, opts)})
 	}
 	ollama := ollamaURL(opts)
 	if name, err := probeOllama(ctx, ollama, env("OLLAMA_MODEL")); err == nil {
 		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using %s from the local Ollama at %s (OLLAMA_MODEL picks another)", name, ollama))
-		return openai.New(openai.Config{Model: name, BaseURL: ollama + "/v1", Timeouts: t, HTTPClient: opts.HTTPClient})
+		return openai.New(openai.Config{Model: name, BaseURL: ollama + "/v1", Timeouts: t, HTTPClient: a.httpClient(t, opts)})
 	} else if err != errNoOllama {
 		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: the local Ollama at %s is of no use: %v", ollama, err))
 	}
 	a.Notices = append(a.Notices, "agentrt: no model found; using the offline demo model (set OPENAI_API_KEY or ANTHROPIC_API_KEY, run Ollama, or add a model to agentrt.yaml)")
 	return demo.New(), nil
 }
+
+// httpClient returns the client a provider's model sends its requests
+// with: opts.HTTPClient when set (its owner closes it), else one of the
+// app's for timeouts t, whose idle connections Close closes (they would
+// keep two goroutines each for 90 seconds).
+func (a *App) httpClient(t model.Timeouts, opts Options) *http.Client {
+	if opts.HTTPClient != nil {
+		return opts.HTTPClient
+	}
+	c := llmhttp.NewClient(t)
+	a.onClose(func() error { c.CloseIdleConnections(); return nil })
+	return c
+}
+
+// newTransport returns a transport of the app's own, like
+// http.DefaultTransport, so that closing its idle connections closes no
+// one else's.
+func newTransport() *http.Transport { return http.DefaultTransport.(*http.Transport).Clone() }
 
 func orDefault(s, def string) string {
 	if s = strings.TrimSpace(s); s != "" {
@@ -176,7 +195,9 @@ func probeOllama(ctx context.Context, base, want string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	tr := newTransport()
+	defer tr.CloseIdleConnections() // the probe's connection is not kept
+	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		return "", errNoOllama
 	}
@@ -228,11 +249,13 @@ func (a *App) recordTraffic(opts *Options) error {
 	if rep != "" {
 		path, mode = rep, record.Replay
 	}
-	tr, err := record.Open(path, mode, nil)
+	next := newTransport()
+	tr, err := record.Open(path, mode, next)
 	if err != nil {
 		return err
 	}
-	a.recorder = tr
+	a.onClose(func() error { next.CloseIdleConnections(); return nil })
+	a.onClose(tr.Close) // first: it waits for the exchanges under way, then writes the recording
 	opts.HTTPClient = &http.Client{Transport: tr, Timeout: model.DefaultTimeouts().RequestTimeout()}
 	verb := "recording provider traffic to"
 	if mode == record.Replay {

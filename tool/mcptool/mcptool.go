@@ -5,9 +5,11 @@
 // with the server's JSON Schemas.
 //
 // A server is connected on first use and shared by every run; a tool list
-// change the server announces is read again on the next Tools call; a
-// call that finds the server gone reconnects (after a backoff when it
-// keeps failing) and, if that fails, is a tool error the model reads.
+// change the server announces (notifications/tools/list_changed) is read
+// again on the next Tools call, or at once when OnToolsChanged asked to
+// hear of it, and Sync carries it into a tool.Registry; a call that finds
+// the server gone reconnects (after a backoff when it keeps failing) and,
+// if that fails, is a tool error the model reads.
 package mcptool
 
 import (
@@ -47,11 +49,16 @@ type Server struct {
 // DefaultTimeout is a Server's Timeout when it is zero.
 const DefaultTimeout = 60 * time.Second
 
-// Manager holds the connections to MCP servers.
+// Manager holds the connections to MCP servers. Its methods may be called
+// concurrently.
 type Manager struct {
 	sep   string
-	mu    sync.Mutex
-	conns map[string]*conn
+	conns map[string]*conn // fixed by New
+
+	mu        sync.Mutex
+	closed    bool               // guarded by mu
+	stopWatch context.CancelFunc // ends the watchers; guarded by mu
+	watchers  sync.WaitGroup     // the goroutines OnToolsChanged started
 }
 
 // New returns a Manager for servers; sep joins a server's name and its
@@ -71,15 +78,13 @@ func New(servers []Server, sep string) (*Manager, error) {
 		if s.Timeout <= 0 {
 			s.Timeout = DefaultTimeout
 		}
-		m.conns[s.Name] = &conn{cfg: s}
+		m.conns[s.Name] = &conn{cfg: s, sep: sep, changed: make(chan struct{}, 1)}
 	}
 	return m, nil
 }
 
 // Names returns the servers' names, sorted.
 func (m *Manager) Names() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := make([]string, 0, len(m.conns))
 	for n := range m.conns {
 		out = append(out, n)
@@ -88,22 +93,73 @@ func (m *Manager) Names() []string {
 	return out
 }
 
-// Close ends every connection (a stdio server's process with it).
+// Close ends every connection (a stdio server's process with it) and the
+// goroutines OnToolsChanged started, and waits for them. Later calls, and
+// tool calls after it, connect nothing: they fail. It is idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.closed = true
+	if m.stopWatch != nil {
+		m.stopWatch() // a list being read again gives up
+	}
+	m.mu.Unlock()
 	var errs []error
 	for _, c := range m.conns {
 		errs = append(errs, c.close())
 	}
+	m.watchers.Wait()
 	return errors.Join(errs...)
 }
 
-// Tools connects to the server (if it is not) and returns its tools.
-func (m *Manager) Tools(ctx context.Context, server string) ([]tool.Tool, error) {
+// OnToolsChanged has fn called with a server's tools each time they may
+// have changed: when the server announces a change of its list
+// (notifications/tools/list_changed) or the connection to it was made
+// again after it broke. The list is read again first, on a goroutine of
+// the Manager's, one per server; fn gets the error when that fails. Calls
+// for one server come one at a time, and announcements that arrive while
+// a list is being read are answered by one more reading. Close stops the
+// goroutines and waits for a call of fn under way. A server no one has
+// asked for tools is never connected, so it is never read again either.
+//
+// Call it once, before or after the first Tools call; a second call
+// panics.
+func (m *Manager) OnToolsChanged(fn func(server string, tools []tool.Tool, err error)) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopWatch != nil {
+		panic("mcptool: OnToolsChanged called twice")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopWatch = cancel
+	if m.closed {
+		cancel()
+		return
+	}
+	for name, c := range m.conns {
+		m.watchers.Add(1)
+		go func() {
+			defer m.watchers.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-c.changed:
+				}
+				ts, err := m.Tools(ctx, name)
+				if ctx.Err() != nil {
+					return // closing: the list is of no use any more
+				}
+				fn(name, ts, err)
+			}
+		}()
+	}
+}
+
+// Tools connects to the server (if it is not) and returns its tools. A
+// tool the server describes as it did at the last call is the same
+// tool.Tool as then, so that Sync leaves it in place.
+func (m *Manager) Tools(ctx context.Context, server string) ([]tool.Tool, error) {
 	c := m.conns[server]
-	m.mu.Unlock()
 	if c == nil {
 		return nil, fmt.Errorf("mcp: no server %q (have %s)", server, strings.Join(m.Names(), ", "))
 	}
@@ -111,14 +167,32 @@ func (m *Manager) Tools(ctx context.Context, server string) ([]tool.Tool, error)
 	if err != nil {
 		return nil, err
 	}
+	return c.toolsOf(list), nil
+}
+
+// toolsOf returns the tools of list, reusing those made before from the
+// same descriptions.
+func (c *conn) toolsOf(list []*mcp.Tool) []tool.Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := make([]tool.Tool, 0, len(list))
+	made := make(map[string]*mcpTool, len(list))
 	for _, t := range list {
+		desc, err := json.Marshal(t)
+		if err != nil {
+			desc = nil // never equal to a kept one's
+		}
+		if old := c.made[t.Name]; old != nil && desc != nil && string(old.desc) == string(desc) {
+			made[t.Name] = old
+			out = append(out, old)
+			continue
+		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		mt := &mcpTool{c: c, remote: t.Name, def: tool.Definition{
-			Name: server + m.sep + t.Name, Description: t.Description, InputSchema: schema}}
+		mt := &mcpTool{c: c, remote: t.Name, desc: desc, def: tool.Definition{
+			Name: c.cfg.Name + c.sep + t.Name, Description: t.Description, InputSchema: schema}}
 		if t.OutputSchema != nil {
 			if outSchema, err := json.Marshal(t.OutputSchema); err == nil {
 				// A result is checked against the schema the server
@@ -126,20 +200,89 @@ func (m *Manager) Tools(ctx context.Context, server string) ([]tool.Tool, error)
 				mt.output, _ = tool.NewValidator(tool.Definition{Name: mt.def.Name, InputSchema: outSchema})
 			}
 		}
+		made[t.Name] = mt
 		out = append(out, mt)
 	}
-	return out, nil
+	c.made = made
+	return out
+}
+
+// Sync brings reg up to date with a server's tools, as Tools or an
+// OnToolsChanged call gave them: in one tool.Registry.Replace it removes
+// the server's tools that reg holds and tools lacks, and adds the tools
+// that keep accepts (nil keeps all) and reg does not hold yet. A tool
+// whose description changed is put in its old place. Tools of other
+// servers, and tools that are not MCP tools, are left alone. It does
+// nothing when nothing changed, so readers of reg keep what they derived
+// from it.
+func Sync(reg *tool.Registry, server string, tools []tool.Tool, keep func(name string) bool) error {
+	held := map[string]*mcpTool{}
+	for _, n := range reg.Names() {
+		t, _ := reg.Get(n)
+		if mt, ok := t.(*mcpTool); ok && mt.c.cfg.Name == server {
+			held[n] = mt
+		}
+	}
+	var remove []string
+	var add []tool.Tool
+	listed := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		n := t.Definition().Name
+		if keep != nil && !keep(n) {
+			continue
+		}
+		listed[n] = true
+		if mt, ok := t.(*mcpTool); ok && held[n] == mt {
+			continue // unchanged
+		}
+		if held[n] != nil {
+			remove = append(remove, n)
+		}
+		add = append(add, t)
+	}
+	for n := range held {
+		if !listed[n] {
+			remove = append(remove, n)
+		}
+	}
+	if err := reg.Replace(remove, add...); err != nil {
+		return fmt.Errorf("mcp server %q: %w", server, err)
+	}
+	return nil
 }
 
 // conn is one server's connection.
 type conn struct {
-	cfg Server
+	cfg     Server
+	sep     string
+	changed chan struct{} // cap 1: the tools may have changed
 
 	mu       sync.Mutex
+	closed   bool // Close was called: connect no more
 	sess     *mcp.ClientSession
-	tools    []*mcp.Tool // the last list; nil when it must be read again
-	failures int         // connections that failed in a row
-	retryAt  time.Time   // no new attempt before
+	tools    []*mcp.Tool         // the last list; nil when it must be read again
+	stale    uint64              // counts the times tools was found out of date
+	made     map[string]*mcpTool // the tools made from the last list, by remote name
+	connects int                 // connections made
+	failures int                 // connections that failed in a row
+	retryAt  time.Time           // no new attempt before
+	http     *http.Transport     // a Streamable HTTP server's connections
+}
+
+// listChanged is the server's notifications/tools/list_changed.
+func (c *conn) listChanged() {
+	c.mu.Lock()
+	c.tools, c.stale = nil, c.stale+1 // read again on the next Tools
+	c.mu.Unlock()
+	c.signal()
+}
+
+// signal says the tools may have changed, to OnToolsChanged's goroutine.
+func (c *conn) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default: // one is pending already: it reads the newest list
+	}
 }
 
 // session returns a live session, connecting if there is none.
@@ -148,6 +291,9 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	defer c.mu.Unlock()
 	if c.sess != nil {
 		return c.sess, nil
+	}
+	if c.closed {
+		return nil, fmt.Errorf("mcp server %q: the connections are closed", c.cfg.Name)
 	}
 	if wait := time.Until(c.retryAt); wait > 0 {
 		return nil, fmt.Errorf("mcp server %q failed %d time(s) in a row; next attempt in %s", c.cfg.Name, c.failures, wait.Round(time.Millisecond))
@@ -160,17 +306,16 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 		c.retryAt = time.Now().Add(min(time.Duration(1<<min(c.failures-1, 5))*time.Second/2, 30*time.Second))
 		return nil, err
 	}
-	c.sess, c.failures, c.tools = sess, 0, nil
+	c.sess, c.failures, c.tools, c.stale = sess, 0, nil, c.stale+1
+	if c.connects++; c.connects > 1 {
+		c.signal() // a server started again may offer other tools
+	}
 	return sess, nil
 }
 
 func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentrt", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			c.mu.Lock()
-			c.tools = nil // read again on the next Tools
-			c.mu.Unlock()
-		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.listChanged() },
 	})
 	var t mcp.Transport
 	if c.cfg.Command != "" {
@@ -186,7 +331,12 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
-		hc := &http.Client{Transport: headerTransport{headers: c.cfg.Headers, base: http.DefaultTransport}}
+		if c.http == nil {
+			// The server's own, so that closing it leaves no idle
+			// connection behind (http.DefaultTransport's would stay).
+			c.http = http.DefaultTransport.(*http.Transport).Clone()
+		}
+		hc := &http.Client{Transport: headerTransport{headers: c.cfg.Headers, base: c.http}}
 		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc}
 	}
 	sess, err := client.Connect(ctx, t, nil)
@@ -222,7 +372,7 @@ func (c *conn) list(ctx context.Context) ([]*mcp.Tool, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	cached := c.tools
+	cached, stale := c.tools, c.stale
 	c.mu.Unlock()
 	if cached != nil {
 		return cached, nil
@@ -238,7 +388,11 @@ func (c *conn) list(ctx context.Context) ([]*mcp.Tool, error) {
 		out = append(out, t)
 	}
 	c.mu.Lock()
-	c.tools = out
+	if c.stale == stale {
+		// Kept only if no change was announced while it was read: such
+		// a list may be the old one, and the next Tools reads it again.
+		c.tools = out
+	}
 	c.mu.Unlock()
 	return out, nil
 }
@@ -255,19 +409,24 @@ func (c *conn) drop(sess *mcp.ClientSession) {
 
 func (c *conn) close() error {
 	c.mu.Lock()
-	sess := c.sess
-	c.sess = nil
+	sess, tr := c.sess, c.http
+	c.sess, c.closed = nil, true
 	c.mu.Unlock()
-	if sess == nil {
-		return nil
+	var err error
+	if sess != nil {
+		err = sess.Close()
 	}
-	return sess.Close()
+	if tr != nil {
+		tr.CloseIdleConnections()
+	}
+	return err
 }
 
 // mcpTool is one tool of a server.
 type mcpTool struct {
 	c      *conn
 	remote string
+	desc   []byte // the server's description of it, as JSON
 	def    tool.Definition
 	output *tool.Validator // the server's output schema; nil for none
 }
