@@ -35,7 +35,7 @@ func BenchmarkTurnUnread(b *testing.B) {
 		if err != nil || res.Status != session.StatusDone {
 			b.Fatalf("%+v %v", res, err)
 		}
-		if err := r.DeleteSession(ctx, s.ID); err != nil {
+		if err := r.DeleteSession(ctx, s.ID, true); err != nil {
 			b.Fatal(err)
 		}
 	}
