@@ -309,7 +309,13 @@ func (d *delegation) run(ctx context.Context, r *Runner, send func(delegationMsg
 			send(delegationMsg{d: d, end: &end})
 			return
 		}
-		if code := AsError(end.runErr).Code; code != CodeBusy && code != CodeLeaseHeld {
+		switch AsError(end.runErr).Code {
+		case CodeBusy, CodeLeaseHeld:
+			// Another run has it: wait for that run, then look again.
+		case CodeNothingToResume, CodeWaiting, CodeUnfinishedRun:
+			// It changed between the look and the start (another run
+			// ended it, or made it wait): look again.
+		default:
 			send(delegationMsg{d: d, end: &end})
 			return
 		}

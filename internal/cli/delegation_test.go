@@ -30,8 +30,10 @@ agents:
 `, map[string]string{
 		"boss.yaml":         "replies:\n  - tool_calls: [{name: researcher, arguments: {task: \"compute 6*7\"}}]\n  - text: never said\n",
 		"child.yaml":        "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"6*7\"}}]\n  - text: never said\n    delay: 1h\n",
-		"boss-resume.yaml":  "replies:\n  - text: \"the researcher says 42\"\n    expect: {last_tool_result_contains: '\"answer\":\"42\"'}\n",
-		"child-resume.yaml": "replies:\n  - text: \"42\"\n    expect: {last_tool_result_contains: '\"result\":42'}\n",
+		// The same conversations, each going on by its second reply in
+		// the process that resumes them.
+		"boss-resume.yaml":  "replies:\n  - tool_calls: [{name: researcher, arguments: {task: \"compute 6*7\"}}]\n  - text: \"the researcher says 42\"\n    expect: {last_tool_result_contains: '\"answer\":\"42\"'}\n",
+		"child-resume.yaml": "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"6*7\"}}]\n  - text: \"42\"\n    expect: {last_tool_result_contains: '\"result\":42'}\n",
 	})
 	config, err := os.ReadFile(e.config)
 	if err != nil {
