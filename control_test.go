@@ -261,7 +261,7 @@ func stubbornTool(ran *atomic.Int32, started chan<- struct{}, finish <-chan stru
 	}))
 }
 
-// Bug 6: a run canceled while tools run stores the results the tools came
+// A run canceled while tools run stores the results the tools came
 // back with, so resuming does not run them again.
 func TestCancelKeepsResultsInHand(t *testing.T) {
 	for _, n := range []int{1, 3} {

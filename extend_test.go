@@ -232,7 +232,7 @@ func TestErrorKinds(t *testing.T) {
 }
 
 // A run that failed with tool calls unanswered leaves a history a provider
-// would reject; the next request is sanitised (seed 002).
+// would reject; the next request is sanitised.
 func TestNextRunSanitisesABrokenHistory(t *testing.T) {
 	m := scripted.New("m",
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}},
@@ -380,7 +380,7 @@ func TestHooksMerge(t *testing.T) {
 	}
 }
 
-// Bug 3: hooks run by priority first; the runner's before the agent's only
+// Hooks run by priority first; the runner's before the agent's only
 // at equal priority.
 func TestHookOrderByPriority(t *testing.T) {
 	var order []string
@@ -407,7 +407,7 @@ func TestHookOrderByPriority(t *testing.T) {
 	}
 }
 
-// Bug 4: a before-model hook that writes into the request's messages
+// A before-model hook that writes into the request's messages
 // (their parts, their tool calls' arguments) cannot change the state: the
 // state still equals the replay of its log.
 func TestBeforeModelHookCannotChangeState(t *testing.T) {

@@ -198,7 +198,7 @@ func parallelReply(n, waiting int) scripted.Reply {
 	return scripted.Reply{ToolCalls: calls}
 }
 
-// Bug 1: a commit that fails while parallel calls run must not leave a
+// A commit that fails while parallel calls run must not leave a
 // goroutine behind (the pooled Exec was reset under them: a data race,
 // then a crash). Every goroutine is joined before the step returns, and
 // the session resumes on a healthy store without running a completed call
@@ -254,7 +254,7 @@ func TestFailedCommitDuringParallelCalls(t *testing.T) {
 	}
 }
 
-// Bug 2: a driver that steps while the status is running stops at a
+// A driver that steps while the status is running stops at a
 // failed commit: Step returns the error.
 func TestStepReturnsStoreError(t *testing.T) {
 	var faults storetest.Faults

@@ -168,9 +168,9 @@ func TestAskUserTool(t *testing.T) {
 }
 
 // TestHookAsksAPerson: a BeforeTool hook asks a person before a call runs
-// (seed 003's request_human_select/prompt from a hook): the call waits,
-// the answer goes back to the hook, and the model never sees the
-// question. A rejected approval blocks the call; an unanswered question
+// (a select or a prompt, as well as an approval): the call waits, the
+// answer goes back to the hook, and the model never sees the question.
+// A rejected approval blocks the call; an unanswered question
 // expires into a blocked call; a malformed question fails the run.
 func TestHookAsksAPerson(t *testing.T) {
 	ctx := context.Background()

@@ -39,7 +39,7 @@ func (c *callRecorder) tool(name string, meta tool.Meta, fail *atomic.Bool) tool
 	})), meta)
 }
 
-// Bug 8: every call carries a stable idempotency key and its attempt; a
+// Every call carries a stable idempotency key and its attempt; a
 // call in flight when its run stopped runs again with the same key (at
 // least once), unless its tool is AtMostOnce: then a person says whether
 // it took effect.

@@ -719,7 +719,7 @@ func TestSendRecreatesSessionDeletedElsewhere(t *testing.T) {
 	}
 }
 
-// Bug 5: two calls with the same id in one reply (some OpenAI-compatible
+// Two calls with the same id in one reply (some OpenAI-compatible
 // servers repeat ids) each run once, and a policy that finds nothing to
 // do fails the run instead of spinning.
 func TestDuplicateCallIDs(t *testing.T) {
