@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
@@ -243,5 +246,153 @@ func TestCancelSteppedSession(t *testing.T) {
 	}
 	if _, err := a.Step(context.Background(), st); err == nil {
 		t.Fatal("a step after the cancellation went through")
+	}
+}
+
+// stubbornTool finishes a while after its context ends, ignoring it.
+func stubbornTool(ran *atomic.Int32, started chan<- struct{}, finish <-chan struct{}) tool.Tool {
+	return tool.Must(tool.New("stubborn", "ignores its context", func(_ context.Context, in struct {
+		N int `json:"n"`
+	}) (string, error) {
+		ran.Add(1)
+		started <- struct{}{}
+		<-finish
+		return fmt.Sprintf("finished %d", in.N), nil
+	}))
+}
+
+// A run canceled while tools run stores the results the tools came
+// back with, so resuming does not run them again.
+func TestCancelKeepsResultsInHand(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("calls=%d", n), func(t *testing.T) {
+			var ran atomic.Int32
+			started, finish := make(chan struct{}, n), make(chan struct{})
+			var calls []scripted.Call
+			for i := range n {
+				calls = append(calls, scripted.ToolCall("stubborn", map[string]any{"n": i}))
+			}
+			store := memstore.New()
+			m := scripted.New("m", scripted.Reply{ToolCalls: calls})
+			e := newEnv(t, store, agentrt.Config{}, calcAgent(m, registry(t, stubbornTool(&ran, started, finish))))
+			id := e.session(t, "calc")
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				for range n {
+					<-started
+				}
+				cancel()
+				close(finish) // the tools finish after the cancel
+			}()
+			res, err := agentrt.Collect(e.r.Run(ctx, id, agentrt.Input{Text: "go"}))
+			if err != nil || res.Status != session.StatusCanceled {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+			if got := len(toolResults(storedLog(t, store, id))); got != n {
+				t.Fatalf("%d results stored, want %d", got, n)
+			}
+			e2 := newEnv(t, store, agentrt.Config{}, calcAgent(scripted.New("m", scripted.Reply{Text: "ok",
+				Expect: &scripted.Expect{LastToolResultContains: "finished"}}), registry(t, stubbornTool(&ran, started, finish))))
+			if res := e2.resume(t, id); res.Status != session.StatusDone {
+				t.Fatalf("resume: %+v", res)
+			}
+			if got := ran.Load(); got != int32(n) {
+				t.Errorf("tools ran %d times, want %d", got, n)
+			}
+		})
+	}
+}
+
+// Interrupt stops a run at its next safe point: a model call in flight is
+// abandoned, the run ends interrupted, and the next turn finds a coherent
+// history.
+func TestInterruptDuringModelCall(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{Text: "too slow", Delay: time.Hour},
+		scripted.Reply{Text: "fresh answer", Expect: &scripted.Expect{LastUserContains: "newer"}},
+	)
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, nil))
+	id := e.session(t, "calc")
+	ctx := context.Background()
+	started := make(chan struct{})
+	var once sync.Once
+	e2hooks := calcAgent(m, nil)
+	_ = e2hooks
+	h, err := e.r.Start(ctx, id, agentrt.Input{Text: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range h.Events(ctx) {
+			if ev != nil && ev.Type == session.TypeModelStarted {
+				once.Do(func() { close(started) })
+			}
+		}
+	}()
+	wait(t, started)
+	h.Interrupt("newer input")
+	res, err := h.Wait(ctx)
+	if err != nil || res.Status != session.StatusInterrupted {
+		t.Fatalf("wait: %+v %v", res, err)
+	}
+	log := storedLog(t, e.store, id)
+	n := len(log)
+	if log[n-2].Type != session.TypeInterrupted || log[n-2].Data.(*session.Interrupted).Reason != "newer input" {
+		t.Errorf("log ends %v", types(log[n-2:]))
+	}
+	if res := e.run(t, id, "newer question"); res.Status != session.StatusDone || res.Text != "fresh answer" {
+		t.Fatalf("next turn: %+v", res)
+	}
+}
+
+// Interrupted between a model reply and its tool calls: the calls that
+// did not start are answered "not run", so the history stays coherent.
+func TestInterruptBeforeTools(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}},
+		scripted.Reply{Text: "ok", Expect: &scripted.Expect{LastToolResultContains: "not run"}},
+	)
+	a := calcAgent(m, registry(t))
+	var r *agentrt.Runner
+	var once sync.Once
+	a.Hooks.AfterModel(0, func(ctx context.Context, info agentrt.HookInfo, resp *model.Response) (*model.Response, error) {
+		if h, ok := r.Active(ctx, info.SessionID); ok {
+			once.Do(func() { h.Interrupt("stop") })
+		}
+		return nil, nil
+	})
+	e := newEnv(t, nil, agentrt.Config{}, a)
+	r = e.r
+	id := e.session(t, "calc")
+	res := e.run(t, id, "go")
+	if res.Status != session.StatusInterrupted {
+		t.Fatalf("run: %+v", res)
+	}
+	rs := toolResults(res.Events)
+	if len(rs) != 1 || rs[0].OK || !strings.Contains(rs[0].Error, "not run") {
+		t.Fatalf("results %+v", rs)
+	}
+	if res := e.resume(t, id); res.Status != session.StatusDone {
+		t.Fatalf("resume: %+v", res)
+	}
+}
+
+func TestCancelHandle(t *testing.T) {
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(scripted.New("m", scripted.Reply{Text: "x", Delay: time.Hour}), nil))
+	id := e.session(t, "calc")
+	h, err := e.r.Start(context.Background(), id, agentrt.Input{Text: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Cancel()
+	res, err := h.Wait(context.Background())
+	if err != nil || res.Status != session.StatusCanceled {
+		t.Fatalf("wait: %+v %v", res, err)
+	}
+	if err := e.r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Start(context.Background(), id, agentrt.Input{Text: "go"}); errCode(err) != "closed" {
+		t.Errorf("start after Close: %v", err)
 	}
 }

@@ -7,13 +7,16 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
 )
 
@@ -229,7 +232,7 @@ func TestErrorKinds(t *testing.T) {
 }
 
 // A run that failed with tool calls unanswered leaves a history a provider
-// would reject; the next request is sanitised (seed 002).
+// would reject; the next request is sanitised.
 func TestNextRunSanitisesABrokenHistory(t *testing.T) {
 	m := scripted.New("m",
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+1"}`)}},
@@ -374,5 +377,208 @@ func TestHooksMerge(t *testing.T) {
 	e.run(t, e.session(t, "calc"), "hi")
 	if got := strings.Join(order, " "); got != "other-9 own-1 other-1" {
 		t.Errorf("hooks ran %q", got)
+	}
+}
+
+// Hooks run by priority first; the runner's before the agent's only
+// at equal priority.
+func TestHookOrderByPriority(t *testing.T) {
+	var order []string
+	hook := func(name string) agentrt.TurnStartFunc {
+		return func(context.Context, agentrt.HookInfo, string) error {
+			order = append(order, name)
+			return nil
+		}
+	}
+	a := calcAgent(scripted.New("m", scripted.Reply{Text: "hi"}), nil)
+	a.Hooks.TurnStart(9, hook("agent-9"))
+	a.Hooks.TurnStart(5, hook("agent-5"))
+	a.Hooks.TurnStart(1, hook("agent-1"))
+	a.Hooks.TurnStart(5, hook("agent-5b"))
+	var cfg agentrt.Config
+	cfg.Hooks.TurnStart(1, hook("runner-1"))
+	cfg.Hooks.TurnStart(5, hook("runner-5"))
+	cfg.Hooks.TurnStart(7, hook("runner-7"))
+	e := newEnv(t, nil, cfg, a)
+	e.run(t, e.session(t, "calc"), "go")
+	want := []string{"agent-9", "runner-7", "runner-5", "agent-5", "agent-5b", "runner-1", "agent-1"}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+// A before-model hook that writes into the request's messages
+// (their parts, their tool calls' arguments) cannot change the state: the
+// state still equals the replay of its log.
+func TestBeforeModelHookCannotChangeState(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+2"}`)}},
+		scripted.Reply{Text: "3"},
+	)
+	a := calcAgent(m, registry(t))
+	a.Hooks.BeforeModel(0, func(_ context.Context, _ agentrt.HookInfo, req *model.Request) (*model.Request, error) {
+		for i := range req.Messages {
+			msg := &req.Messages[i]
+			for j := range msg.Parts {
+				msg.Parts[j].Text = "tampered"
+			}
+			for j := range msg.ToolCalls {
+				for k := range msg.ToolCalls[j].Arguments {
+					msg.ToolCalls[j].Arguments[k] = ' '
+				}
+				msg.ToolCalls[j].Name = "tampered"
+			}
+		}
+		return nil, nil
+	})
+	e := newEnv(t, nil, agentrt.Config{SnapshotEvery: 1000}, a)
+	id := e.session(t, "calc")
+	st, err := e.r.Begin(context.Background(), id, agentrt.Input{Text: "1+2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for st.Status == session.StatusRunning {
+		if _, err := e.r.Step(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replayed := agentrt.NewState(id, "calc")
+	for _, ev := range storedLog(t, e.store, id) {
+		if err := replayed.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(replayed, st, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(agentrt.State{}, "SnapshotSeq", "PolicyJSON"), cmpopts.IgnoreUnexported(agentrt.State{})); diff != "" {
+		t.Errorf("the hook changed the state (-replay +state):\n%s", diff)
+	}
+	if st.Messages[0].Text() != "1+2" {
+		t.Errorf("first message %q", st.Messages[0].Text())
+	}
+}
+
+// tickPolicy keeps its own state, folded from its executor's custom
+// events: it ticks three times, then finishes with the count.
+type tickPolicy struct{}
+
+type tickState struct {
+	Ticks int `json:"ticks"`
+}
+
+type tick struct {
+	N int `json:"n"`
+}
+
+func (*tick) EventType() session.Type { return "tick" }
+
+func (s *tickState) Apply(e *session.Event) error {
+	if t, ok, err := session.As[tick](e); err != nil {
+		return err
+	} else if ok {
+		s.Ticks = t.N
+	}
+	return nil
+}
+
+func (tickPolicy) NewPolicyState() agentrt.PolicyState { return &tickState{} }
+
+func (tickPolicy) Next(_ context.Context, _ *agentrt.Agent, s *agentrt.State) (agentrt.Instruction, error) {
+	n := s.Policy().(*tickState).Ticks
+	if n >= 3 {
+		return agentrt.Instruction{Kind: agentrt.KindFinish, Text: strings.Repeat("tick ", n)}, nil
+	}
+	return agentrt.Instruction{Kind: "tick"}, nil
+}
+
+func TestPolicyState(t *testing.T) {
+	a := calcAgent(scripted.New("m"), nil)
+	a.Policy = tickPolicy{}
+	a.Executors = map[agentrt.Kind]agentrt.Executor{"tick": func(_ context.Context, x *agentrt.Exec, _ agentrt.Instruction) error {
+		x.Emit(&tick{N: x.State().Policy().(*tickState).Ticks + 1})
+		return nil
+	}}
+	store := memstore.New()
+	e := newEnv(t, store, agentrt.Config{SnapshotEvery: 2}, a)
+	id := e.session(t, "calc")
+	res := e.run(t, id, "go")
+	if res.Status != session.StatusDone || res.Text != "tick tick tick " {
+		t.Fatalf("run: %+v", res)
+	}
+	snap, err := store.LoadSnapshot(context.Background(), id)
+	if err != nil || snap == nil || !strings.Contains(string(snap.Data), `"policy":{"ticks":3}`) {
+		t.Fatalf("snapshot %s (%v) lacks the policy's state", snap.Data, err)
+	}
+	// Rebuilt from the snapshot and from the whole log, the same.
+	st, err := e.r.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := agentrt.NewState(id, "calc")
+	if err := replayed.AttachPolicy(tickPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range storedLog(t, store, id) {
+		if err := replayed.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(replayed.Policy(), st.Policy()); diff != "" {
+		t.Errorf("policy state (-replayed +loaded):\n%s", diff)
+	}
+}
+
+// Any executor calls the model through Exec.Complete, with the retries,
+// hooks and events of call_model, and the conversation is left as it was.
+func TestExecComplete(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{Error: "overloaded", ErrorCode: model.CodeServer},
+		scripted.Reply{Text: "1. look 2. leap", Expect: &scripted.Expect{LastUserContains: "plan for: go"}},
+	).Record()
+	a := calcAgent(m, nil)
+	a.Retry = agentrt.RetryPolicy{InitialDelay: time.Millisecond, MaxDelay: time.Millisecond}
+	var hooked atomic.Int32
+	a.Hooks.BeforeModel(0, func(context.Context, agentrt.HookInfo, *model.Request) (*model.Request, error) {
+		hooked.Add(1)
+		return nil, nil
+	})
+	a.Policy = agentrt.PolicyFunc(func(_ context.Context, _ *agentrt.Agent, s *agentrt.State) (agentrt.Instruction, error) {
+		return agentrt.Instruction{Kind: "plan"}, nil
+	})
+	a.Executors = map[agentrt.Kind]agentrt.Executor{"plan": func(ctx context.Context, x *agentrt.Exec, _ agentrt.Instruction) error {
+		req := &model.Request{Messages: []model.Message{model.TextMessage(model.RoleUser, "plan for: "+x.State().Messages[0].Text())}}
+		resp, err := x.Complete(ctx, agentrt.ModelCall{Request: req, Purpose: "plan"})
+		if err != nil {
+			return err
+		}
+		return agentrt.Finish(ctx, x, agentrt.Instruction{Text: resp.Message.Text()})
+	}}
+	e := newEnv(t, nil, agentrt.Config{}, a)
+	id := e.session(t, "calc")
+	res := e.run(t, id, "go")
+	if res.Status != session.StatusDone || res.Text != "1. look 2. leap" {
+		t.Fatalf("run: %+v", res)
+	}
+	want := []session.Type{session.TypeRunStarted, session.TypeModelStarted, session.TypeError, session.TypeModelStarted,
+		session.TypeModelFinished, session.TypeFinal, session.TypeRunFinished}
+	if diff := cmp.Diff(want, types(res.Events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	for _, ev := range res.Events {
+		switch d := ev.Data.(type) {
+		case *session.ModelStarted:
+			if d.Purpose != "plan" {
+				t.Errorf("model_started purpose %q", d.Purpose)
+			}
+		case *session.ModelFinished:
+			if d.Purpose != "plan" {
+				t.Errorf("model_finished purpose %q", d.Purpose)
+			}
+		}
+	}
+	st, _ := e.r.Load(context.Background(), id)
+	if len(st.Messages) != 1 || st.Round != 0 {
+		t.Errorf("the history changed: %d messages, round %d", len(st.Messages), st.Round)
+	}
+	if hooked.Load() != 1 {
+		t.Errorf("before-model hook ran %d times", hooked.Load())
 	}
 }

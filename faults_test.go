@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt"
@@ -159,5 +160,141 @@ func TestReadFailures(t *testing.T) {
 	}
 	if !errors.Is(last, storetest.ErrInjected) || !strings.Contains(last.Error(), "resume watching from seq 2") {
 		t.Errorf("watch: %v", last)
+	}
+}
+
+// slowTool counts the calls running at any moment; a call with "wait"
+// set waits for its context to end (or for release).
+type slowTool struct {
+	running atomic.Int32
+	ran     atomic.Int32
+	release chan struct{}
+}
+
+func (s *slowTool) tool() tool.Tool {
+	return tool.Must(tool.New("slow", "takes a while", func(ctx context.Context, in struct {
+		N    int  `json:"n"`
+		Wait bool `json:"wait,omitempty"`
+	}) (int, error) {
+		s.running.Add(1)
+		defer s.running.Add(-1)
+		s.ran.Add(1)
+		if in.Wait {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-s.release:
+			}
+		}
+		return in.N * 2, nil
+	}))
+}
+
+func parallelReply(n, waiting int) scripted.Reply {
+	var calls []scripted.Call
+	for i := range n {
+		calls = append(calls, scripted.ToolCall("slow", map[string]any{"n": i, "wait": i < waiting}))
+	}
+	return scripted.Reply{ToolCalls: calls}
+}
+
+// A commit that fails while parallel calls run must not leave a
+// goroutine behind (the pooled Exec was reset under them: a data race,
+// then a crash). Every goroutine is joined before the step returns, and
+// the session resumes on a healthy store without running a completed call
+// twice. Run with -race.
+func TestFailedCommitDuringParallelCalls(t *testing.T) {
+	for n := 2; n <= 5; n++ {
+		// The commits of a turn: run_started with model_started, then
+		// model_finished with the tool_calls, then one per result. Fail
+		// each of the results of the calls that do not wait (the others
+		// wait until the failure cancels them).
+		for failAt := 3; failAt <= 2+(n-n/2); failAt++ {
+			for iter := range 5 {
+				t.Run(fmt.Sprintf("calls=%d/fail=%d/%d", n, failAt, iter), func(t *testing.T) {
+					var faults storetest.Faults
+					mem := memstore.New()
+					store := storetest.Faulty(mem, &faults)
+					slow := &slowTool{release: make(chan struct{})}
+					m := scripted.New("m", parallelReply(n, n/2), scripted.Reply{Text: "done"})
+					e := newEnv(t, store, agentrt.Config{}, calcAgent(m, registry(t, slow.tool())))
+					id := e.session(t, "calc")
+					faults.FailCommit(failAt, false)
+					_, err := agentrt.Collect(e.r.Run(context.Background(), id, agentrt.Input{Text: "go"}))
+					if !errors.Is(err, storetest.ErrInjected) {
+						t.Fatalf("run: %v, want the injected store failure", err)
+					}
+					if got := slow.running.Load(); got != 0 {
+						t.Fatalf("%d tool calls still running after Run returned", got)
+					}
+					before := storedLog(t, mem, id)
+					done := map[string]bool{}
+					for _, r := range toolResults(before) {
+						done[r.CallID] = true
+					}
+					// Resume on the healthy store: the calls without a result
+					// run again, the others do not.
+					close(slow.release)
+					ran := slow.ran.Load()
+					e2 := newEnv(t, mem, agentrt.Config{}, calcAgent(scripted.New("m", scripted.Reply{Text: "done"}), registry(t, slow.tool())))
+					res := e2.resume(t, id)
+					if res.Status != session.StatusDone {
+						t.Fatalf("resume: %+v", res)
+					}
+					after := storedLog(t, mem, id)
+					if got, want := slow.ran.Load()-ran, int32(n-len(done)); got != want {
+						t.Errorf("resume ran %d calls, want %d (the ones without a result)", got, want)
+					}
+					if rs := toolResults(after); len(rs) != n {
+						t.Errorf("%d tool results, want %d", len(rs), n)
+					}
+				})
+			}
+		}
+	}
+}
+
+// A driver that steps while the status is running stops at a
+// failed commit: Step returns the error.
+func TestStepReturnsStoreError(t *testing.T) {
+	var faults storetest.Faults
+	store := storetest.Faulty(memstore.New(), &faults)
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"1+2"}`)}},
+		scripted.Reply{Text: "3"},
+	)
+	e := newEnv(t, store, agentrt.Config{}, calcAgent(m, registry(t)))
+	id := e.session(t, "calc")
+	ctx := context.Background()
+	st, err := e.r.Begin(ctx, id, agentrt.Input{Text: "1+2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults.FailCommit(2, true)
+	steps := 0
+	for st.Status == session.StatusRunning {
+		if steps++; steps > 10 {
+			t.Fatal("the driver does not stop")
+		}
+		if _, err = e.r.Step(ctx, st); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, storetest.ErrInjected) {
+		t.Fatalf("Step: %v, want the injected store failure", err)
+	}
+	// Reloaded on a healthy store, the session is where the store says.
+	faults.FailCommit(0, false)
+	st, err = e.r.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for st.Status == session.StatusRunning {
+		if _, err := e.r.Step(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.Status != session.StatusDone || st.Final != "3" {
+		t.Errorf("after reload: %s %q", st.Status, st.Final)
 	}
 }

@@ -2,12 +2,15 @@ package agentrt_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
@@ -131,3 +134,56 @@ func toolResults(events []*session.Event) []*session.ToolResult {
 	}
 	return out
 }
+
+// gate is a tool that waits until released (or its context ends), and
+// says when a call has started.
+type gate struct {
+	started chan string
+	release chan struct{}
+	ran     atomic.Int32
+}
+
+func newGate() *gate { return &gate{started: make(chan string, 16), release: make(chan struct{})} }
+
+func (g *gate) tool() tool.Tool {
+	return tool.Must(tool.New("gate", "waits", func(ctx context.Context, in struct {
+		N int `json:"n"`
+	}) (string, error) {
+		g.ran.Add(1)
+		g.started <- "started"
+		select {
+		case <-g.release:
+			return "passed", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+}
+
+func gateCall() scripted.Reply {
+	return scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("gate", `{"n":1}`)}}
+}
+
+func errCode(err error) string {
+	var re *agentrt.Error
+	if errors.As(err, &re) {
+		return re.ErrorCode()
+	}
+	return ""
+}
+
+// wait waits for ch with a guard against a hang.
+func wait[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal("timed out")
+	}
+	var zero T
+	return zero
+}
+
+// plainStore hides the optional capabilities of a store.
+type plainStore struct{ session.Store }

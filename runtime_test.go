@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -714,5 +716,146 @@ func TestSendRecreatesSessionDeletedElsewhere(t *testing.T) {
 	}
 	if log := storedLog(t, e.store, "chat"); len(log) == 0 || log[0].Type != session.TypeRunStarted {
 		t.Fatalf("log of the new session: %v", types(log))
+	}
+}
+
+// Two calls with the same id in one reply (some OpenAI-compatible
+// servers repeat ids) each run once, and a policy that finds nothing to
+// do fails the run instead of spinning.
+func TestDuplicateCallIDs(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	calc := tool.Must(tool.New("calculator", "evaluates", func(_ context.Context, in struct {
+		Expression string `json:"expression"`
+	}) (string, error) {
+		mu.Lock()
+		seen = append(seen, in.Expression)
+		mu.Unlock()
+		return in.Expression + " done", nil
+	}))
+	reg, err := tool.NewRegistry(calc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{
+			{ID: "same", Name: "calculator", Arguments: `{"expression":"1+1"}`},
+			{ID: "same", Name: "calculator", Arguments: `{"expression":"2+2"}`},
+		}},
+		scripted.Reply{Text: "both", Expect: &scripted.Expect{LastToolResultContains: "2+2 done"}},
+	)
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, reg))
+	id := e.session(t, "calc")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := agentrt.Collect(e.r.Run(ctx, id, agentrt.Input{Text: "go"}))
+	if err != nil || res.Status != session.StatusDone {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"1+1", "2+2"}, seen, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("calls run (-want +got):\n%s", diff)
+	}
+	var ids []string
+	for _, r := range toolResults(res.Events) {
+		ids = append(ids, r.CallID)
+	}
+	if len(ids) != 2 || ids[0] == ids[1] {
+		t.Errorf("result ids %v, want two distinct", ids)
+	}
+
+	// A policy that keeps choosing what changes nothing.
+	stuck := calcAgent(scripted.New("m"), nil)
+	stuck.Name = "stuck"
+	stuck.Policy = agentrt.PolicyFunc(func(context.Context, *agentrt.Agent, *agentrt.State) (agentrt.Instruction, error) {
+		return agentrt.Instruction{Kind: agentrt.KindCallTools}, nil
+	})
+	e = newEnv(t, nil, agentrt.Config{}, stuck)
+	id = e.session(t, "stuck")
+	res, err = agentrt.Collect(e.r.Run(ctx, id, agentrt.Input{Text: "go"}))
+	if err != nil || res.Status != session.StatusFailed || res.Err == nil || res.Err.Code != "no_progress" {
+		t.Fatalf("stuck policy: %v %+v", err, res)
+	}
+}
+
+// An agent with NoStream asks for whole replies.
+func TestNoStream(t *testing.T) {
+	a := calcAgent(model.Unstreamed(scripted.New("m", scripted.Reply{Text: "whole reply", Chunks: 3})), nil)
+	a.NoStream = true
+	e := newEnv(t, nil, agentrt.Config{}, a)
+	id := e.session(t, "calc")
+	var tokens int
+	var mode string
+	for ev, err := range e.r.Run(context.Background(), id, agentrt.Input{Text: "hi"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d := ev.Data.(type) {
+		case *session.Token:
+			tokens++
+		case *session.ModelStarted:
+			mode = d.Mode
+		}
+	}
+	if tokens != 1 || mode != "generate" {
+		t.Errorf("%d tokens, mode %q; want 1 and generate", tokens, mode)
+	}
+}
+
+// Input.Agent creates the session on first use, and refuses another
+// agent's session; Input.Parent is recorded in run_started.
+func TestInputAgentAndParent(t *testing.T) {
+	other := calcAgent(scripted.New("m"), nil)
+	other.Name = "other"
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(scripted.New("m", scripted.Reply{Text: "hi"}), nil), other)
+	parent := &session.ParentRef{SessionID: "p", CallID: "call_1"}
+	res, err := agentrt.Collect(e.r.Run(context.Background(), "fresh", agentrt.Input{Text: "hello", Agent: "calc", Parent: parent}))
+	if err != nil || res.Status != session.StatusDone {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	if d := res.Events[0].Data.(*session.RunStarted); d.Parent == nil || *d.Parent != *parent {
+		t.Errorf("run_started parent %+v", d.Parent)
+	}
+	_, err = agentrt.Collect(e.r.Run(context.Background(), "fresh", agentrt.Input{Text: "hello", Agent: "other"}))
+	if errCode(err) != "wrong_agent" || !strings.Contains(err.Error(), `belongs to agent "calc"`) {
+		t.Errorf("another agent's session: %v", err)
+	}
+}
+
+func TestSendAndAsk(t *testing.T) {
+	m := scripted.New("m",
+		scripted.Reply{Text: "5"},
+		scripted.Reply{Error: "boom"},
+		scripted.Reply{Text: "four"},
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+	)
+	var runs atomic.Int32
+	e := newEnv(t, nil, agentrt.Config{}, calcAgent(m, registry(t, askTool(t, &runs))))
+	ctx := context.Background()
+	res, err := e.r.Send(ctx, "chat", agentrt.Input{Text: "2+3?", Agent: "calc"})
+	if err != nil || res.Text != "5" {
+		t.Fatalf("Send: %+v %v", res, err)
+	}
+	_, err = e.r.Send(ctx, "chat", agentrt.Input{Text: "again"})
+	var re *agentrt.RunError
+	if !errors.As(err, &re) || re.Status != session.StatusFailed || re.Event == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("a failed turn: %v", err)
+	}
+	// A throwaway session is gone afterwards.
+	res, err = e.r.Ask(ctx, "calc", "2+2?")
+	if err != nil || res.Text != "four" {
+		t.Fatalf("Ask: %+v %v", res, err)
+	}
+	if _, err := e.store.GetSession(ctx, res.SessionID); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("the throwaway session is still there: %v", err)
+	}
+	// Unless it waits for a person: then it is kept, to be continued.
+	_, err = e.r.Ask(ctx, "calc", "deploy")
+	if !errors.As(err, &re) || re.Status != session.StatusWaiting || len(re.Requests) != 1 {
+		t.Fatalf("Ask of a turn that waits: %v", err)
+	}
+	if _, err := e.store.GetSession(ctx, re.SessionID); err != nil {
+		t.Errorf("the waiting session was deleted: %v", err)
 	}
 }
