@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -52,6 +51,7 @@ type globals struct {
 	tenant string
 	s      Streams
 	opts   app.Options
+	lines  *lineReader // the person's answers on a terminal; nil until asked
 	// started is set once flags and arguments are parsed and a command
 	// runs; errors before that are usage errors from cobra.
 	started bool
@@ -121,6 +121,9 @@ func MainWith(ctx context.Context, args []string, s Streams, opts app.Options) i
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	cmd, err := root.ExecuteContextC(ctx)
+	if g.lines != nil {
+		g.lines.close()
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -250,12 +253,3 @@ func newVersionCmd(g *globals) *cobra.Command {
 // (with cobra.NoArgs) reject an unknown subcommand as bad usage instead of
 // printing the help with exit 0.
 func groupRunE(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}

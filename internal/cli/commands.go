@@ -31,6 +31,11 @@ func newResumeCmd(g *globals) *cobra.Command {
 				p := newPrinter(g.s, asJSON, a.Notices)
 				p.decideBy(approve)
 				res := p.print(a.Runner.Resume(ctx, args[0]))
+				if isWaiting(res.err) {
+					// Nothing to resume before a person answers: ask on a
+					// terminal, else say how to answer.
+					res = runResult{status: session.StatusWaiting, json: asJSON}
+				}
 				return finishRun(ctx, g, a, p, approve, args[0], res)
 			})
 		},
@@ -254,32 +259,29 @@ func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.Reque
 			return err
 		}
 		if q := st.Pending(rid); q != nil && !kindMatches(q.Kind, want) {
-			return usageErr("request %s is %s, not %s; answer it with: %s", rid, describeKind(q.Kind), describeKind(want), howToResolve(id, *q))
+			return usageErr("request %s is %s, not %s; answer it with: %s", rid, describeKind(q.Kind), describeKind(want), g.howToResolve(id, *q))
 		}
 		ev, err := a.Runner.Resolve(ctx, id, rid, res)
 		if err != nil {
 			return err
 		}
-		if d, ok := ev.Data.(*session.InputResolved); ok && d.Rule != nil {
-			where := "in session " + id
-			if d.Rule.Scope == session.RuleAgent {
-				where = "for agent " + d.Rule.Agent
-			}
-			fmt.Fprintf(g.s.Err, "standing decision %s: %s later calls of %s %s (agentrt rules revoke ends it)\n",
-				d.Rule.ID, d.Rule.Decision, d.Rule.Tool, where)
+		// With --json, the events this command caused, from the first:
+		// the decision, then those of the run it resumes.
+		p := newPrinter(g.s, asJSON, a.Notices)
+		if err := g.showResolved(ctx, a, p, id, ev, false); err != nil {
+			return err
 		}
 		if st, err = a.Runner.Load(ctx, id); err != nil {
 			return err
 		}
 		if len(st.Requests) > 0 {
 			fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
-			return outcome(ctx, g, id, runResult{status: session.StatusWaiting}, a)
+			return g.outcome(ctx, a, id, runResult{status: session.StatusWaiting})
 		}
 		if noResume {
-			fmt.Fprintf(g.s.Err, "recorded; continue with: agentrt resume %s\n", id)
+			fmt.Fprintf(g.s.Err, "recorded; continue with: %s\n", g.command(agentrt.NextStep{Kind: agentrt.NextResume, SessionID: id}))
 			return nil
 		}
-		p := newPrinter(g.s, asJSON, a.Notices)
 		return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
 	})
 }
@@ -405,12 +407,12 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					if q.Expires != nil {
 						expires = ", expires " + q.Expires.Local().Format(time.DateTime)
 					}
-					fmt.Fprintf(out, "pending  %s (%s, asked %s ago%s): %s\n           %s\n", q.ID, q.Kind, age, expires, clip(q.Question, 300), howToResolve(s.ID, q))
+					fmt.Fprintf(out, "pending  %s (%s, asked %s ago%s): %s\n           %s\n", q.ID, q.Kind, age, expires, clip(q.Question, 300), g.howToResolve(s.ID, q))
 				}
 				if s.Status == session.StatusWaiting && len(st.Requests) == 0 {
 					// Decided with --no-resume (or by another process that
 					// has not resumed yet): only a resume is missing.
-					fmt.Fprintf(out, "next     every request is answered; continue with: agentrt resume %s\n", s.ID)
+					fmt.Fprintf(out, "next     every request is answered; continue with: %s\n", g.command(agentrt.NextStep{Kind: agentrt.NextResume, SessionID: s.ID}))
 				}
 				if st.Final != "" {
 					fmt.Fprintf(out, "answer   %s\n", st.Final)
@@ -671,14 +673,9 @@ func newToolsCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			if agentName == "" {
-				// As run chooses: assistant, or the only agent.
-				switch names := a.Runner.AgentNames(); {
-				case contains(names, "assistant"):
-					agentName = "assistant"
-				case len(names) == 1:
-					agentName = names[0]
-				default:
-					return usageErr("choose an agent with --agent (configured: %s)", strings.Join(names, ", "))
+				// As run chooses.
+				if agentName, err = defaultAgent(a); err != nil {
+					return err
 				}
 			}
 			ag, ok := a.Runner.Agent(agentName)
