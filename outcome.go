@@ -63,15 +63,15 @@ const (
 
 // NextStep is one way to go on with a session, as data.
 type NextStep struct {
-	Kind      NextKind
-	SessionID string
+	Kind      NextKind `json:"kind"`
+	SessionID string   `json:"session_id"`
 	// RequestID, RequestKind, Question, Options and Multi describe the
 	// request a resolve or respond step answers.
-	RequestID   string
-	RequestKind session.RequestKind
-	Question    string
-	Options     []string
-	Multi       bool
+	RequestID   string              `json:"request_id,omitempty"`
+	RequestKind session.RequestKind `json:"request_kind,omitempty"`
+	Question    string              `json:"question,omitempty"`
+	Options     []string            `json:"options,omitempty"`
+	Multi       bool                `json:"multi,omitempty"`
 }
 
 // CLIFlags are the agentrt command's global flags that a follow-up command
@@ -82,11 +82,10 @@ type CLIFlags struct {
 	Tenant string // --tenant
 }
 
-// Command renders the step as an agentrt command line, with the global
-// flags f right after "agentrt" and every value quoted for a POSIX shell
-// where it needs to be. Upper-case words are for the person to fill in:
-// TEXT, CHOICE, JSON, R.
-func (n NextStep) Command(f CLIFlags) string {
+// Prefix is how every agentrt command line with the flags f begins:
+// "agentrt", then the flags that are set, quoted for a POSIX shell where
+// they need to be.
+func (f CLIFlags) Prefix() string {
 	var b strings.Builder
 	b.WriteString("agentrt")
 	for _, fl := range []struct{ name, value string }{{"--config", f.Config}, {"--store", f.Store}, {"--tenant", f.Tenant}} {
@@ -94,6 +93,16 @@ func (n NextStep) Command(f CLIFlags) string {
 			b.WriteString(" " + fl.name + " " + shellQuote(fl.value))
 		}
 	}
+	return b.String()
+}
+
+// Command renders the step as an agentrt command line, with the global
+// flags f right after "agentrt" and every value quoted for a POSIX shell
+// where it needs to be. Upper-case words are for the person to fill in:
+// TEXT, CHOICE, JSON, R.
+func (n NextStep) Command(f CLIFlags) string {
+	var b strings.Builder
+	b.WriteString(f.Prefix())
 	id, rid := shellQuote(n.SessionID), shellQuote(n.RequestID)
 	switch n.Kind {
 	case NextContinue:
