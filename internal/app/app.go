@@ -50,6 +50,11 @@ type Options struct {
 	OllamaURL string
 	// HTTPClient, when set, sends the providers' requests (tests, proxies).
 	HTTPClient *http.Client
+	// ReadOnly says the caller only reads sessions (listing, showing):
+	// a SQLite database this process may not write is then opened
+	// read-only, and the agents' memory is not opened, rather than
+	// refusing to start.
+	ReadOnly bool
 }
 
 // App is a configured runtime.
@@ -247,10 +252,16 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (*App, error) 
 		dsn = opts.StoreDSN
 	}
 	st, err := OpenStore(ctx, dsn)
+	readOnly := false
+	if err != nil && opts.ReadOnly && errors.Is(err, sqlite.ErrReadOnly) {
+		// OpenStore opened dsn as SQLite: a path, sqlite:PATH or file:URI.
+		st, err = sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"), sqlite.ReadOnly())
+		readOnly = true
+	}
 	if err != nil {
 		return nil, err
 	}
-	if len(remember) > 0 {
+	if len(remember) > 0 && !readOnly {
 		// The agents' memory lives in the sessions' database.
 		if a.Memory, a.closeMemory, err = OpenMemory(ctx, dsn); err != nil {
 			st.Close()

@@ -106,6 +106,13 @@ func (g *globals) withApp(cmd *cobra.Command, f func(ctx context.Context, a *app
 	return f(session.WithTenant(ctx, tenant), a)
 }
 
+// withAppReading is withApp for a command that only reads sessions: a
+// SQLite store this process may not write is opened read-only.
+func (g *globals) withAppReading(cmd *cobra.Command, f func(ctx context.Context, a *app.App) error) error {
+	g.opts.ReadOnly = true
+	return g.withApp(cmd, f)
+}
+
 // Main runs the CLI with args and returns the exit code.
 func Main(ctx context.Context, args []string, s Streams) int {
 	return MainWith(ctx, args, s, app.Options{})

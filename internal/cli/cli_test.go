@@ -1113,6 +1113,7 @@ agents:
 	if !strings.HasPrefix(id, "mem_") {
 		t.Fatalf("add printed %q", id)
 	}
+	e.must(cli.ExitOK, "run", "--session", "x1", "hello")
 	e.must(cli.ExitOK, "memory", "add", "--agent", "assistant", "--session", "x1", "the build server is slow")
 	if r := e.must(cli.ExitOK, "memory", "search", "--agent", "assistant", "when are deploys?"); !strings.Contains(r.out, id) || !strings.Contains(r.out, "deploys happen on Tuesdays") {
 		t.Errorf("search:\n%s", r.out)
@@ -1126,7 +1127,7 @@ agents:
 	if r := e.must(cli.ExitOK, "tools", "--agent", "assistant"); !strings.Contains(r.out, "retrieve") {
 		t.Errorf("the agent has no retrieve tool:\n%s", r.out)
 	}
-	e.must(cli.ExitOK, "memory", "delete", id)
+	e.must(cli.ExitOK, "memory", "delete", "--agent", "assistant", id)
 	for _, bad := range []struct {
 		args []string
 		want string
@@ -1135,7 +1136,7 @@ agents:
 		{[]string{"memory", "add", "--agent", "assistant", "--meta", "novalue", "x"}, `--meta "novalue": want key=value`},
 		{[]string{"memory", "add", "--agent", "assistant", "   "}, "the item has no text"},
 		{[]string{"memory", "search", "--agent", "assistant", "--limit", "99", "x"}, "limit must be between 1 and 50"},
-		{[]string{"memory", "delete", id}, "no such item"},
+		{[]string{"memory", "delete", "--agent", "assistant", id}, "agent assistant's memory has no item " + id},
 	} {
 		if r := e.run(bad.args...); r.code == cli.ExitOK || !strings.Contains(r.err, bad.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", bad.args, r.code, r.err, bad.want)
