@@ -18,13 +18,15 @@ import (
 	"github.com/agentrt/agentrt/session"
 )
 
-// Exit codes (PRODUCT §2).
+// Exit codes: those of a run's outcome (agentrt.DescribeOutcome), and bad
+// usage.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1
-	ExitUsage   = 2
-	ExitWaiting = 3
-	ExitPaused  = 4
+	ExitOK          = agentrt.ExitDone
+	ExitFailed      = agentrt.ExitFailed
+	ExitUsage       = 2
+	ExitWaiting     = agentrt.ExitWaiting
+	ExitPaused      = agentrt.ExitPaused
+	ExitInterrupted = agentrt.ExitInterrupted // Ctrl-C
 )
 
 // Streams are the command's standard streams.

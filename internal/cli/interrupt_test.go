@@ -29,7 +29,7 @@ agents:
 	c.waitEvent("model_started")
 	c.signal(os.Interrupt)
 	fin := c.waitEvent("run_finished")
-	if code := c.wait(); code != 130 {
+	if code := c.wait(); code != cli.ExitInterrupted {
 		t.Fatalf("exit %d, want 130; stderr:\n%s", code, c.stderrText())
 	}
 	var d struct{ Status, Reason string }

@@ -260,7 +260,7 @@ func (g *globals) outcome(ctx context.Context, a *app.App, id string, res runRes
 // Ctrl-C stopped it, else ExitFailed.
 func interruptCode(ctx context.Context) int {
 	if errors.Is(context.Cause(ctx), agentrt.ErrSignalInterrupt) {
-		return agentrt.ExitInterrupted
+		return ExitInterrupted
 	}
 	return ExitFailed
 }

@@ -395,7 +395,7 @@ func TestTerminalCtrlCAtAQuestion(t *testing.T) {
 	tm := onTerminal(t, e.dir, stdinTerminal, "", false, "--config", e.config, "run", "--session", "t1", "what is 21*2+5")
 	tm.waitFor(approvalPrompt, 1)
 	tm.typeText("\x03")
-	if code := tm.wait(); code != 130 {
+	if code := tm.wait(); code != cli.ExitInterrupted {
 		t.Fatalf("exit %d, want 130; the terminal showed:\n%s", code, tm.shown())
 	}
 	if !approveCmd.MatchString(tm.shown()) {
