@@ -18,7 +18,7 @@ func TestSessionsJSON(t *testing.T) {
 	e.must(cli.ExitOK, "run", "--approve", "auto", "--session", "d1", "what is 1+1")
 	_, req := pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "w1", "what is 21*2+5"))
 
-	t.Run("list", func(t *testing.T) {
+	{ // list
 		type listed struct {
 			ID, Agent, Status string
 			LastSeq           int64  `json:"last_seq"`
@@ -33,9 +33,9 @@ func TestSessionsJSON(t *testing.T) {
 			list[1].ID != "w1" || list[1].Status != "waiting" || list[1].Agent != "assistant" {
 			t.Errorf("sessions list --json: %+v", list)
 		}
-	})
+	}
 
-	t.Run("show", func(t *testing.T) {
+	{ // show
 		var show struct {
 			Session map[string]any
 			Pending []struct{ ID, Kind, Question string }
@@ -63,13 +63,13 @@ func TestSessionsJSON(t *testing.T) {
 		if len(show.Next) != 1 || show.Next[0].Kind != "resolve" || show.Next[0].RequestID != req || show.Next[0].Command != want {
 			t.Errorf("next: %+v, want the command %s", show.Next, want)
 		}
-	})
+	}
 
-	t.Run("events", func(t *testing.T) {
+	{ // events
 		plain := e.must(cli.ExitOK, "sessions", "events", "d1").out
 		if got := e.must(cli.ExitOK, "sessions", "events", "--json", "d1").out; got != plain {
 			t.Errorf("events --json differs from events:\n%s\n%s", got, plain)
 		}
 		checkSeq(t, parseEvents(t, plain), 1)
-	})
+	}
 }
