@@ -1,13 +1,3 @@
-// Package agent defines agents: a Profile rendered into the system prompt,
-// instructions, a model, tools, limits and approval policy, assembled with
-// a Builder into a Agent, or from an agentrt.yaml with FromConfig.
-//
-//	a, err := New("assistant").
-//		Profile(Profile{Name: "Ada", Role: "a careful analyst"}).
-//		Instructions("Use the calculator for arithmetic.").
-//		Model(m).
-//		Tools(builtin.Calculator()).
-//		Build()
 package agentrt
 
 import (

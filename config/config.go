@@ -17,6 +17,11 @@ const DefaultStore = "sqlite:.agentrt/agentrt.db"
 // unset or zero.
 const DefaultMaxRounds = 10
 
+// DefaultMaxInputBytes is MaxInputBytes when the config leaves it out or
+// sets it to 0: 1 MiB, some 250,000 tokens of text, more than most models
+// take in one request.
+const DefaultMaxInputBytes = 1 << 20
+
 // DefaultAgent is the name of the agent that exists when the config defines
 // no agents.
 const DefaultAgent = "assistant"
@@ -65,7 +70,12 @@ type Config struct {
 	// MaxRecoveries is how often a session may be resumed after its
 	// process stopped without progress before it is failed (crash_loop);
 	// zero means the runtime's default, 3.
-	MaxRecoveries int                  `yaml:"max_recoveries,omitempty"`
+	MaxRecoveries int `yaml:"max_recoveries,omitempty"`
+	// MaxInputBytes is the largest input the CLI takes for a turn (its
+	// TEXT, or what stdin holds with -); zero means DefaultMaxInputBytes
+	// (see InputLimit). Stdin is read through a limit, so a larger input is
+	// refused without being held in memory.
+	MaxInputBytes int64                `yaml:"max_input_bytes,omitempty"`
 	Models        map[string]Model     `yaml:"models,omitempty"`
 	MCPServers    map[string]MCPServer `yaml:"mcp_servers,omitempty"`
 	// MCPSeparator joins a server's name and its tools' ("." when empty):
@@ -146,6 +156,14 @@ type Agent struct {
 	Compaction    Compaction    `yaml:"compaction,omitempty"`
 	LoopDetection LoopDetection `yaml:"loop_detection,omitempty"`
 	Memory        AgentMemory   `yaml:"memory,omitempty"`
+}
+
+// InputLimit is MaxInputBytes, or DefaultMaxInputBytes when it is zero.
+func (c *Config) InputLimit() int64 {
+	if c.MaxInputBytes > 0 {
+		return c.MaxInputBytes
+	}
+	return DefaultMaxInputBytes
 }
 
 // Models returns the agent's model followed by its fallback models.

@@ -119,6 +119,13 @@ func (d *decoder) syntaxError(err error, src []byte) {
 		p.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
+	if line, col, ok := locateTab(string(src)); ok && (p.Line == 0 || line >= p.Line) &&
+		(line == p.Line || strings.Contains(msg, "tab character") || strings.Contains(msg, "cannot start any token")) {
+		p.Line, p.Column = line, col
+		p.Message = "YAML syntax error: a tab character indents this line; YAML indents with spaces only (" + msg + ")"
+		d.problems = append(d.problems, p)
+		return
+	}
 	var locate func(string) (int, int, string, bool)
 	switch {
 	case strings.HasPrefix(msg, "did not find expected ',' or"):
@@ -476,6 +483,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		field{"tenant", d.str(&c.Tenant)},
 		field{"lease_ttl", d.duration(&c.LeaseTTL)},
 		field{"max_recoveries", number(d, &c.MaxRecoveries)},
+		field{"max_input_bytes", number(d, &c.MaxInputBytes)},
 		field{"models", func(n *yaml.Node, path string) { c.Models = named(d, n, path, d.model) }},
 		field{"mcp_servers", func(n *yaml.Node, path string) { c.MCPServers = named(d, n, path, d.mcpServer) }},
 		field{"mcp_separator", d.str(&c.MCPSeparator)},

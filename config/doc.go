@@ -59,9 +59,10 @@
 // duplicate key, a bad URL or store DSN are all reported, together, as an
 // *Error whose Problems carry file, line, column and key path.
 //
-// YAML syntax errors point at the mistake for an unclosed { or [ and a
-// wrongly indented key (found by scanning the source); others get the line
-// yaml.v3 gives, which has no column and may be early.
+// YAML syntax errors point at the mistake for an unclosed { or [, a
+// wrongly indented key and a tab that indents a line (YAML indents with
+// spaces only), found by scanning the source; others get the line yaml.v3
+// gives, which has no column and may be early.
 //
 // Checks that need to know the runtime live on Config: CheckTools reports
 // tool names that match no tool. Config.Pos and Config.Problemf give callers

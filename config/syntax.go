@@ -37,6 +37,29 @@ func (b *blockText) skip(text string) bool {
 	return false
 }
 
+// locateTab finds the first line indented with a tab, which YAML never
+// allows (a tab may separate a value from its key, never indent). yaml.v3
+// says "found character that cannot start any token" or speaks of "a tab
+// character" on an earlier line (where the enclosing block began), which
+// does not tell a person what to change. Lines of a block scalar (| or >)
+// are skipped up to their indentation: the text after it may hold tabs.
+func locateTab(src string) (line, col int, ok bool) {
+	block := blockText{indent: -1}
+	for n, text := range strings.Split(src, "\n") {
+		indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
+		i := strings.IndexByte(indent, '\t')
+		if i < 0 {
+			block.skip(text)
+			continue
+		}
+		if block.indent >= 0 && i > block.indent {
+			continue // inside a block scalar's text, past its indentation
+		}
+		return n + 1, i + 1, true
+	}
+	return 0, 0, false
+}
+
 // locateQuote finds the quote that opens a quoted value never closed: a
 // quoted scalar may span lines, so it runs to the end of the file.
 func locateQuote(src string) (line, col int, msg string, ok bool) {

@@ -57,6 +57,11 @@ type Options struct {
 	// It is called on a goroutine of the app's, one call at a time per
 	// server, and must not block: Close waits for it.
 	OnMCPToolsChanged func(server string, err error)
+	// ReadOnly says the caller only reads sessions (listing, showing):
+	// a SQLite database this process may not write is then opened
+	// read-only, and the agents' memory is not opened, rather than
+	// refusing to start.
+	ReadOnly bool
 }
 
 // App is a configured runtime, built to run for as long as its owner
@@ -302,12 +307,18 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		dsn = opts.StoreDSN
 	}
 	st, err := OpenStore(ctx, dsn)
+	readOnly := false
+	if err != nil && opts.ReadOnly && errors.Is(err, sqlite.ErrReadOnly) {
+		// OpenStore opened dsn as SQLite: a path, sqlite:PATH or file:URI.
+		st, err = sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"), sqlite.ReadOnly())
+		readOnly = true
+	}
 	if err != nil {
 		return nil, err
 	}
 	a.onClose(st.Close)
 	a.StoreDSN = dsn
-	if len(remember) > 0 {
+	if len(remember) > 0 && !readOnly {
 		// The agents' memory lives in the sessions' database.
 		m, err := a.OpenMemory(ctx)
 		if err != nil {

@@ -258,7 +258,7 @@ agents:
 	}
 	var d struct{ Status string }
 	json.Unmarshal(fin.Data, &d)
-	if d.Status != "canceled" || !strings.Contains(c.stderrText(), "agentrt resume s1") {
+	if d.Status != "canceled" || !strings.Contains(c.stderrText(), "agentrt --config "+e.config+" resume s1") {
 		t.Errorf("run_finished %s; stderr:\n%s", fin.Data, c.stderrText())
 	}
 }
@@ -538,4 +538,4 @@ agents:
 }
 
 // approveCmdAll finds every "agentrt approve SESSION REQUEST" line.
-var approveCmdAll = regexp.MustCompile(`agentrt approve (\S+) (\S+)`)
+var approveCmdAll = regexp.MustCompile(`agentrt (?:--\S+ \S+ )*approve (\S+) (\S+)`)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -19,13 +18,15 @@ import (
 	"github.com/agentrt/agentrt/session"
 )
 
-// Exit codes (PRODUCT §2).
+// Exit codes: those of a run's outcome (agentrt.DescribeOutcome), and bad
+// usage.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1
-	ExitUsage   = 2
-	ExitWaiting = 3
-	ExitPaused  = 4
+	ExitOK          = agentrt.ExitDone
+	ExitFailed      = agentrt.ExitFailed
+	ExitUsage       = 2
+	ExitWaiting     = agentrt.ExitWaiting
+	ExitPaused      = agentrt.ExitPaused
+	ExitInterrupted = agentrt.ExitInterrupted // Ctrl-C
 )
 
 // Streams are the command's standard streams.
@@ -52,6 +53,7 @@ type globals struct {
 	tenant string
 	s      Streams
 	opts   app.Options
+	lines  *lineReader // the person's answers on a terminal; nil until asked
 	// started is set once flags and arguments are parsed and a command
 	// runs; errors before that are usage errors from cobra.
 	started bool
@@ -106,6 +108,13 @@ func (g *globals) withApp(cmd *cobra.Command, f func(ctx context.Context, a *app
 	return f(session.WithTenant(ctx, tenant), a)
 }
 
+// withAppReading is withApp for a command that only reads sessions: a
+// SQLite store this process may not write is opened read-only.
+func (g *globals) withAppReading(cmd *cobra.Command, f func(ctx context.Context, a *app.App) error) error {
+	g.opts.ReadOnly = true
+	return g.withApp(cmd, f)
+}
+
 // Main runs the CLI with args and returns the exit code.
 func Main(ctx context.Context, args []string, s Streams) int {
 	return MainWith(ctx, args, s, app.Options{})
@@ -121,6 +130,9 @@ func MainWith(ctx context.Context, args []string, s Streams, opts app.Options) i
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	cmd, err := root.ExecuteContextC(ctx)
+	if g.lines != nil {
+		g.lines.close()
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -250,12 +262,3 @@ func newVersionCmd(g *globals) *cobra.Command {
 // (with cobra.NoArgs) reject an unknown subcommand as bad usage instead of
 // printing the help with exit 0.
 func groupRunE(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}

@@ -184,7 +184,7 @@ func data(t *testing.T, e event) map[string]any {
 
 // approveCmd finds "agentrt approve SESSION REQUEST" in the message of a
 // run that waits for approval.
-var approveCmd = regexp.MustCompile(`agentrt approve (\S+) (\S+)`)
+var approveCmd = regexp.MustCompile(`agentrt (?:--\S+ \S+ )*approve (\S+) (\S+)`)
 
 func pendingApproval(t *testing.T, r result) (sessionID, requestID string) {
 	t.Helper()
@@ -230,7 +230,7 @@ func TestRunDefaultsCalculator(t *testing.T) {
 				t.Errorf("stdout lacks %q:\n%s", want, r.out)
 			}
 		}
-		if !strings.Contains(r.err, "offline demo model") || !strings.Contains(r.err, "agentrt run --session ") {
+		if !strings.Contains(r.err, "offline demo model") || !strings.Contains(r.err, "agentrt --store "+store+" run --session ") {
 			t.Errorf("stderr lacks the demo notice or how to continue:\n%s", r.err)
 		}
 	})
@@ -403,7 +403,7 @@ agents:
 		scripted.Reply{Text: "1+1 is 2", Expect: &scripted.Expect{LastToolResultContains: `"result":2`}},
 	)}
 	r := e.must(cli.ExitPaused, "run", "--session", "p1", "keep adding")
-	if !strings.Contains(r.err, "agentrt resume p1") {
+	if !strings.Contains(r.err, "agentrt --config "+e.config+" resume p1") {
 		t.Errorf("stderr does not say how to resume:\n%s", r.err)
 	}
 	if r := e.must(cli.ExitOK, "sessions", "show", "p1"); !strings.Contains(r.out, "status   paused") {
@@ -440,7 +440,7 @@ agents:
 	}
 	show := e.must(cli.ExitOK, "sessions", "show", "a1").out
 	for _, want := range []string{"status   waiting", "pending  " + req + " (approval, asked ",
-		`Allow calculator with arguments {"expression":"6*7"}?`, "agentrt approve a1 " + req} {
+		`Allow calculator with arguments {"expression":"6*7"}?`, "agentrt --config " + e.config + " approve a1 " + req} {
 		if !strings.Contains(show, want) {
 			t.Errorf("sessions show lacks %q:\n%s", want, show)
 		}
@@ -830,10 +830,10 @@ func TestApproveNoResumeAndBy(t *testing.T) {
 	)}
 	sid, req := pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "n1", "deploy"))
 	r := e.must(cli.ExitOK, "approve", "--no-resume", sid, req)
-	if !strings.Contains(r.err, "recorded; continue with: agentrt resume n1") || runs.Load() != 0 {
+	if !strings.Contains(r.err, "recorded; continue with: agentrt --config "+e.config+" resume n1") || runs.Load() != 0 {
 		t.Errorf("--no-resume: %v (runs %d)", r, runs.Load())
 	}
-	if out := e.must(cli.ExitOK, "sessions", "show", "n1").out; !strings.Contains(out, "every request is answered; continue with: agentrt resume n1") {
+	if out := e.must(cli.ExitOK, "sessions", "show", "n1").out; !strings.Contains(out, "every request is answered; continue with: agentrt --config "+e.config+" resume n1") {
 		t.Errorf("show after --no-resume:\n%s", out)
 	}
 	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "n1").out)
@@ -890,7 +890,7 @@ func TestNewUserFrictions(t *testing.T) {
 		}
 		r = e.must(cli.ExitWaiting, "run", "--session", "t2", "ask me: what is your name?")
 		q := regexp.MustCompile(`\[prompt\] what is your name\? \(request (\S+)\)`).FindStringSubmatch(r.out)
-		if q == nil || !strings.Contains(r.err, "agentrt respond t2 "+q[1]+" TEXT") {
+		if q == nil || !strings.Contains(r.err, "agentrt --config "+e.config+" respond t2 "+q[1]+" TEXT") {
 			t.Fatalf("no prompt:\n%s\n%s", r.out, r.err)
 		}
 		if r = e.must(cli.ExitOK, "respond", "t2", q[1], "Ada"); !strings.Contains(r.out, "You answered: Ada") {
@@ -934,7 +934,7 @@ func TestNewUserFrictions(t *testing.T) {
 	t.Run("a failed run says how to resume", func(t *testing.T) {
 		e := newEnv(t, "models:\n  s: {provider: demo}\nagents:\n  a: {model: s}\n", nil)
 		e.opts.Models = map[string]model.Model{"s": scripted.New("s", scripted.Reply{Error: "boom"})}
-		if r := e.run("run", "--session", "f1", "hi"); r.code != cli.ExitFailed || !strings.Contains(r.err, "agentrt resume f1") {
+		if r := e.run("run", "--session", "f1", "hi"); r.code != cli.ExitFailed || !strings.Contains(r.err, "agentrt --config "+e.config+" resume f1") {
 			t.Errorf("%v", r)
 		}
 	})
@@ -1058,7 +1058,7 @@ agents:
 	r := e.must(cli.ExitPaused, "run", "--session", "b1", "go")
 	for _, want := range []string{
 		"error (max_steps): the turn has run 1 tool calls and the model asks for 1 more; limits.max_steps is 1. Resume the session to allow 1 more, or raise the limit",
-		"session b1 paused at limits.max_steps; continue with: agentrt resume b1",
+		"session b1 paused at limits.max_steps; continue with: agentrt --config " + e.config + " resume b1",
 	} {
 		if !strings.Contains(r.err, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.err)
@@ -1116,6 +1116,7 @@ agents:
 	if !strings.HasPrefix(id, "mem_") {
 		t.Fatalf("add printed %q", id)
 	}
+	e.must(cli.ExitOK, "run", "--session", "x1", "hello")
 	e.must(cli.ExitOK, "memory", "add", "--agent", "assistant", "--session", "x1", "the build server is slow")
 	if r := e.must(cli.ExitOK, "memory", "search", "--agent", "assistant", "when are deploys?"); !strings.Contains(r.out, id) || !strings.Contains(r.out, "deploys happen on Tuesdays") {
 		t.Errorf("search:\n%s", r.out)
@@ -1129,7 +1130,7 @@ agents:
 	if r := e.must(cli.ExitOK, "tools", "--agent", "assistant"); !strings.Contains(r.out, "retrieve") {
 		t.Errorf("the agent has no retrieve tool:\n%s", r.out)
 	}
-	e.must(cli.ExitOK, "memory", "delete", id)
+	e.must(cli.ExitOK, "memory", "delete", "--agent", "assistant", id)
 	for _, bad := range []struct {
 		args []string
 		want string
@@ -1138,7 +1139,7 @@ agents:
 		{[]string{"memory", "add", "--agent", "assistant", "--meta", "novalue", "x"}, `--meta "novalue": want key=value`},
 		{[]string{"memory", "add", "--agent", "assistant", "   "}, "the item has no text"},
 		{[]string{"memory", "search", "--agent", "assistant", "--limit", "99", "x"}, "limit must be between 1 and 50"},
-		{[]string{"memory", "delete", id}, "no such item"},
+		{[]string{"memory", "delete", "--agent", "assistant", id}, "agent assistant's memory has no item " + id},
 	} {
 		if r := e.run(bad.args...); r.code == cli.ExitOK || !strings.Contains(r.err, bad.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", bad.args, r.code, r.err, bad.want)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -31,6 +32,11 @@ func newResumeCmd(g *globals) *cobra.Command {
 				p := newPrinter(g.s, asJSON, a.Notices)
 				p.decideBy(approve)
 				res := p.print(a.Runner.Resume(ctx, args[0]))
+				if isWaiting(res.err) {
+					// Nothing to resume before a person answers: ask on a
+					// terminal, else say how to answer.
+					res = runResult{status: session.StatusWaiting, json: asJSON}
+				}
 				return finishRun(ctx, g, a, p, approve, args[0], res)
 			})
 		},
@@ -89,7 +95,12 @@ func newRulesCmd(g *globals) *cobra.Command {
 			if len(args) == 1 && agentName != "" {
 				return usageErr("name a session or an agent (--agent), not both")
 			}
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+			return g.withAppReading(cmd, func(ctx context.Context, a *app.App) error {
+				if len(args) == 0 && agentName == "" {
+					// A session's own decisions live in its log: say how
+					// to see them, whatever the agents have.
+					defer fmt.Fprintf(g.s.Err, "these are the agents' standing decisions; a session's own (approve --always without --for agent): %s rules list SESSION\n", g.flags().Prefix())
+				}
 				var rules []session.Rule
 				switch {
 				case len(args) == 1:
@@ -254,32 +265,29 @@ func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.Reque
 			return err
 		}
 		if q := st.Pending(rid); q != nil && !kindMatches(q.Kind, want) {
-			return usageErr("request %s is %s, not %s; answer it with: %s", rid, describeKind(q.Kind), describeKind(want), howToResolve(id, *q))
+			return usageErr("request %s is %s, not %s; answer it with: %s", rid, describeKind(q.Kind), describeKind(want), g.howToResolve(id, *q))
 		}
 		ev, err := a.Runner.Resolve(ctx, id, rid, res)
 		if err != nil {
 			return err
 		}
-		if d, ok := ev.Data.(*session.InputResolved); ok && d.Rule != nil {
-			where := "in session " + id
-			if d.Rule.Scope == session.RuleAgent {
-				where = "for agent " + d.Rule.Agent
-			}
-			fmt.Fprintf(g.s.Err, "standing decision %s: %s later calls of %s %s (agentrt rules revoke ends it)\n",
-				d.Rule.ID, d.Rule.Decision, d.Rule.Tool, where)
+		// With --json, the events this command caused, from the first:
+		// the decision, then those of the run it resumes.
+		p := newPrinter(g.s, asJSON, a.Notices)
+		if err := g.showResolved(ctx, a, p, id, ev, false); err != nil {
+			return err
 		}
 		if st, err = a.Runner.Load(ctx, id); err != nil {
 			return err
 		}
 		if len(st.Requests) > 0 {
 			fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
-			return outcome(ctx, g, id, runResult{status: session.StatusWaiting}, a)
+			return g.outcome(ctx, a, id, runResult{status: session.StatusWaiting})
 		}
 		if noResume {
-			fmt.Fprintf(g.s.Err, "recorded; continue with: agentrt resume %s\n", id)
+			fmt.Fprintf(g.s.Err, "recorded; continue with: %s\n", g.command(agentrt.NextStep{Kind: agentrt.NextResume, SessionID: id}))
 			return nil
 		}
-		p := newPrinter(g.s, asJSON, a.Notices)
 		return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
 	})
 }
@@ -345,22 +353,36 @@ func newRecoverCmd(g *globals) *cobra.Command {
 func newSessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "inspect and manage sessions", Args: cobra.NoArgs, RunE: groupRunE}
 	var limit int
+	var listJSON bool
 	list := &cobra.Command{
-		Use:   "list",
+		Use:   "list [--limit N] [--json]",
 		Short: "list sessions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+			return g.withAppReading(cmd, func(ctx context.Context, a *app.App) error {
 				ss, err := a.Store.ListSessions(ctx, session.ListOptions{Limit: limit})
 				if err != nil {
 					return err
 				}
+				ss = slices.DeleteFunc(ss, func(s *session.Session) bool {
+					return strings.HasPrefix(s.ID, "_rules.") // an agent's rule log (agentrt rules)
+				})
+				if listJSON {
+					type listed struct {
+						*session.Session
+						FirstInput string `json:"first_input,omitempty"`
+					}
+					out := make([]listed, len(ss))
+					for i, s := range ss {
+						out[i] = listed{s, firstInput(ctx, a, s.ID)}
+					}
+					enc := json.NewEncoder(g.s.Out)
+					enc.SetIndent("", "  ")
+					return enc.Encode(out)
+				}
 				tw := tabwriter.NewWriter(g.s.Out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTURN\tEVENTS\tUPDATED\tFIRST INPUT")
 				for _, s := range ss {
-					if strings.HasPrefix(s.ID, "_rules.") {
-						continue // an agent's rule log (agentrt rules)
-					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq,
 						s.UpdatedAt.Local().Format(time.DateTime), firstInput(ctx, a, s.ID))
 				}
@@ -369,13 +391,14 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().IntVar(&limit, "limit", 50, "how many")
+	list.Flags().BoolVar(&listJSON, "json", false, "print JSON: the sessions, each with its first input")
 	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show ID",
-		Short: "show a session: status, turn, usage, pending requests",
+		Short: "show a session: status, turn, usage, pending requests, what goes on",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+			return g.withAppReading(cmd, func(ctx context.Context, a *app.App) error {
 				s, err := a.Store.GetSession(ctx, args[0])
 				if err != nil {
 					return notFound(args[0], err)
@@ -385,9 +408,19 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if showJSON {
+					// Everything the text shows: the session, what is
+					// pending, the answer, and the commands that go on.
+					type step struct {
+						agentrt.NextStep
+						Command string `json:"command"`
+					}
+					var next []step
+					for _, n := range nextSteps(s, st) {
+						next = append(next, step{n, g.command(n)})
+					}
 					enc := json.NewEncoder(g.s.Out)
 					enc.SetIndent("", "  ")
-					return enc.Encode(map[string]any{"session": s, "pending": st.Requests, "final": st.Final})
+					return enc.Encode(map[string]any{"session": s, "pending": st.Requests, "final": st.Final, "next": next})
 				}
 				out := g.s.Out
 				fmt.Fprintf(out, "session  %s\nagent    %s\nstatus   %s\nturn     %d\nevents   %d\n", s.ID, s.Agent, s.Status, s.Turn, s.LastSeq)
@@ -405,12 +438,12 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					if q.Expires != nil {
 						expires = ", expires " + q.Expires.Local().Format(time.DateTime)
 					}
-					fmt.Fprintf(out, "pending  %s (%s, asked %s ago%s): %s\n           %s\n", q.ID, q.Kind, age, expires, clip(q.Question, 300), howToResolve(s.ID, q))
+					fmt.Fprintf(out, "pending  %s (%s, asked %s ago%s): %s\n           %s\n", q.ID, q.Kind, age, expires, clip(q.Question, 300), g.howToResolve(s.ID, q))
 				}
 				if s.Status == session.StatusWaiting && len(st.Requests) == 0 {
 					// Decided with --no-resume (or by another process that
 					// has not resumed yet): only a resume is missing.
-					fmt.Fprintf(out, "next     every request is answered; continue with: agentrt resume %s\n", s.ID)
+					fmt.Fprintf(out, "next     every request is answered; continue with: %s\n", g.command(agentrt.NextStep{Kind: agentrt.NextResume, SessionID: s.ID}))
 				}
 				if st.Final != "" {
 					fmt.Fprintf(out, "answer   %s\n", st.Final)
@@ -423,7 +456,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	var afterText string
 	var follow bool
 	events := &cobra.Command{
-		Use:   "events ID [--after N] [--follow]",
+		Use:   "events ID [--after N] [--follow] [--json]",
 		Short: "print a session's events as JSON lines; with --follow, then each new one as it commits (Ctrl-C ends)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -431,7 +464,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			if err != nil || after < 0 {
 				return usageErr("--after wants a seq number (0 or more), not %q", afterText)
 			}
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+			return g.withAppReading(cmd, func(ctx context.Context, a *app.App) error {
 				enc := json.NewEncoder(g.s.Out)
 				if follow {
 					// Committed events, from this process or any other,
@@ -463,6 +496,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	}
 	events.Flags().StringVar(&afterText, "after", "0", "only events with seq greater than N")
 	events.Flags().BoolVar(&follow, "follow", false, "keep printing events as they commit, until Ctrl-C")
+	events.Flags().Bool("json", false, "print JSON lines (they always are; the flag is for scripts that pass it to every command)")
 	del := &cobra.Command{
 		Use:   "delete ID",
 		Short: "delete a session and its log",
@@ -524,6 +558,20 @@ func firstInput(ctx context.Context, a *app.App, id string) string {
 	return ""
 }
 
+// nextSteps are the ways to go on with session s, whose state is st: those
+// of agentrt.DescribeOutcome for its status, and a resume for a waiting
+// session whose requests are all answered (with --no-resume, or by a
+// process that has not resumed it yet).
+func nextSteps(s *session.Session, st *agentrt.State) []agentrt.NextStep {
+	if s.Status == session.StatusRunning {
+		return nil // running here or elsewhere, or its process died: agentrt recover
+	}
+	if s.Status == session.StatusWaiting && len(st.Requests) == 0 {
+		return []agentrt.NextStep{{Kind: agentrt.NextResume, SessionID: s.ID}}
+	}
+	return agentrt.DescribeOutcome(&agentrt.Result{SessionID: s.ID, Status: s.Status}, st.Requests).Next
+}
+
 func notFound(id string, err error) error {
 	if errors.Is(err, session.ErrNotFound) {
 		return usageErr("session %q not found", id)
@@ -537,7 +585,7 @@ func newReplayCmd(g *globals) *cobra.Command {
 		Short: "render a session's event log as a timeline",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+			return g.withAppReading(cmd, func(ctx context.Context, a *app.App) error {
 				var start time.Time
 				for e, err := range a.Store.Events(ctx, args[0], 0) {
 					if err != nil {
@@ -671,14 +719,9 @@ func newToolsCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			if agentName == "" {
-				// As run chooses: assistant, or the only agent.
-				switch names := a.Runner.AgentNames(); {
-				case contains(names, "assistant"):
-					agentName = "assistant"
-				case len(names) == 1:
-					agentName = names[0]
-				default:
-					return usageErr("choose an agent with --agent (configured: %s)", strings.Join(names, ", "))
+				// As run chooses.
+				if agentName, err = defaultAgent(a); err != nil {
+					return err
 				}
 			}
 			ag, ok := a.Runner.Agent(agentName)

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,7 +51,12 @@ func newMemoryCmd(g *globals) *cobra.Command {
 				}
 				md[k] = v
 			}
-			return withMemory(g, cmd, func(ctx context.Context, m memory.Store) error {
+			return withMemory(g, cmd, func(ctx context.Context, a *app.App, m memory.Store) error {
+				// What is remembered for a name nothing runs under would
+				// never be found again.
+				if err := checkScope(ctx, a, sc); err != nil {
+					return err
+				}
 				it, err := m.Add(ctx, memory.Item{Text: strings.Join(args, " "), Scope: sc, Metadata: md})
 				if err != nil {
 					return err
@@ -70,7 +77,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withMemory(g, cmd, func(ctx context.Context, m memory.Store) error {
+			return withMemory(g, cmd, func(ctx context.Context, _ *app.App, m memory.Store) error {
 				hits, err := m.Search(ctx, memory.Query{Text: strings.Join(args, " "), Scope: sc, Limit: limit})
 				if err != nil {
 					return usageErr("%v", err)
@@ -96,7 +103,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withMemory(g, cmd, func(ctx context.Context, m memory.Store) error {
+			return withMemory(g, cmd, func(ctx context.Context, _ *app.App, m memory.Store) error {
 				items, err := m.List(ctx, sc, limit)
 				if err != nil {
 					return err
@@ -113,11 +120,25 @@ func newMemoryCmd(g *globals) *cobra.Command {
 	scopeFlags(list)
 	list.Flags().IntVar(&limit, "limit", 0, "how many at most (default 50)")
 	del := &cobra.Command{
-		Use:   "delete ID",
-		Short: "forget one item",
+		Use:   "delete --agent A [--session S] ID",
+		Short: "forget one item of an agent's (or one of its sessions') memory",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withMemory(g, cmd, func(ctx context.Context, m memory.Store) error {
+			sc, err := scope()
+			if err != nil {
+				return err
+			}
+			return withMemory(g, cmd, func(ctx context.Context, _ *app.App, m memory.Store) error {
+				// The item must be in the scope named, as for the other
+				// commands: an id copied from another agent's list is
+				// not deleted by mistake.
+				items, err := m.List(ctx, sc, math.MaxInt32)
+				if err != nil {
+					return err
+				}
+				if !slices.ContainsFunc(items, func(it memory.Item) bool { return it.ID == args[0] }) {
+					return usageErr("%s has no item %s (agentrt memory list %s lists them)", describeScope(sc), args[0], scopeArgs(sc))
+				}
 				if err := m.Delete(ctx, args[0]); err != nil {
 					return usageErr("%v", err)
 				}
@@ -126,6 +147,7 @@ func newMemoryCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	scopeFlags(del)
 	cmd.AddCommand(add, search, list, del)
 	return cmd
 }
@@ -139,12 +161,47 @@ func flat(s string) string {
 }
 
 // withMemory runs f with the memory of the app's database.
-func withMemory(g *globals, cmd *cobra.Command, f func(ctx context.Context, m memory.Store) error) error {
+func withMemory(g *globals, cmd *cobra.Command, f func(ctx context.Context, a *app.App, m memory.Store) error) error {
 	return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
 		m, err := a.OpenMemory(ctx)
 		if err != nil {
 			return err
 		}
-		return f(ctx, m)
+		return f(ctx, a, m)
 	})
+}
+
+// checkScope checks that sc names a configured agent and, if it names a
+// session, a session of that agent.
+func checkScope(ctx context.Context, a *app.App, sc memory.Scope) error {
+	if _, ok := a.Runner.Agent(sc.Agent); !ok {
+		return usageErr("unknown agent %q (configured: %s)", sc.Agent, strings.Join(a.Runner.AgentNames(), ", "))
+	}
+	if sc.Session == "" {
+		return nil
+	}
+	s, err := a.Store.GetSession(ctx, sc.Session)
+	if err != nil {
+		return notFound(sc.Session, err)
+	}
+	if s.Agent != sc.Agent {
+		return usageErr("session %q belongs to agent %q, not %q", sc.Session, s.Agent, sc.Agent)
+	}
+	return nil
+}
+
+// describeScope names a memory scope for people.
+func describeScope(sc memory.Scope) string {
+	if sc.Session != "" {
+		return fmt.Sprintf("the memory of agent %s in session %s", sc.Agent, sc.Session)
+	}
+	return fmt.Sprintf("agent %s's memory", sc.Agent)
+}
+
+// scopeArgs are the flags that name sc.
+func scopeArgs(sc memory.Scope) string {
+	if sc.Session != "" {
+		return "--agent " + sc.Agent + " --session " + sc.Session
+	}
+	return "--agent " + sc.Agent
 }

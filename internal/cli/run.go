@@ -1,13 +1,14 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,18 +40,6 @@ func newRunCmd(g *globals) *cobra.Command {
 				return usageErr("--approve must be ask, auto or deny, not %q", f.approve)
 			}
 			text := strings.Join(args, " ")
-			if text == "-" {
-				// The input from stdin: it may be far longer than a command
-				// line can hold.
-				b, err := io.ReadAll(g.s.In)
-				if err != nil {
-					return fmt.Errorf("reading the input from stdin: %w", err)
-				}
-				text = string(b)
-			}
-			if strings.TrimSpace(text) == "" {
-				return usageErr("the input text is empty")
-			}
 			var plan *agentrt.Plan
 			if f.plan != "" {
 				b, err := os.ReadFile(f.plan)
@@ -62,6 +51,10 @@ func newRunCmd(g *globals) *cobra.Command {
 				}
 			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
+				text, err := readInput(g.s.In, text, a.Config.InputLimit())
+				if err != nil {
+					return err
+				}
 				id, err := ensureSession(ctx, a, f.agent, f.session)
 				if err != nil {
 					return err
@@ -71,6 +64,11 @@ func newRunCmd(g *globals) *cobra.Command {
 				// With --agent, a session of another agent is an error, not
 				// a silent run of that other agent.
 				res := p.print(a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: "cli", Agent: f.agent, Plan: plan}))
+				if isWaiting(res.err) {
+					// The input was not taken: the session waits for a
+					// person first.
+					return g.outcome(ctx, a, id, runResult{status: session.StatusWaiting, notRun: true})
+				}
 				return finishRun(ctx, g, a, p, f.approve, id, res)
 			})
 		},
@@ -83,6 +81,34 @@ func newRunCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// readInput returns the turn's input: text, or with "-" what stdin holds,
+// read through a limit so that an input too large is refused without being
+// held in memory.
+func readInput(in io.Reader, text string, limit int64) (string, error) {
+	tooLarge := func(what string) error {
+		return usageErr("%s is larger than %d bytes, the most agentrt takes (max_input_bytes in agentrt.yaml)", what, limit)
+	}
+	if text == "-" {
+		b, err := io.ReadAll(io.LimitReader(in, limit+1))
+		if err != nil {
+			return "", fmt.Errorf("reading the input from stdin: %w", err)
+		}
+		if int64(len(b)) > limit {
+			return "", tooLarge("the input on stdin")
+		}
+		text = string(b)
+	}
+	if int64(len(text)) > limit {
+		return "", tooLarge("the input")
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", usageErr("the input text is empty")
+	}
+	return text, nil
+}
+
+// ensureSession returns the session to run: id when it exists, else a new
+// one (named id, if given) of agentName, or of the runner's default agent.
 func ensureSession(ctx context.Context, a *app.App, agentName, id string) (string, error) {
 	if id != "" {
 		if _, err := a.Store.GetSession(ctx, id); err == nil {
@@ -90,15 +116,11 @@ func ensureSession(ctx context.Context, a *app.App, agentName, id string) (strin
 		}
 	}
 	if agentName == "" {
-		names := a.Runner.AgentNames()
-		switch {
-		case contains(names, "assistant"):
-			agentName = "assistant"
-		case len(names) == 1:
-			agentName = names[0]
-		default:
-			return "", usageErr("choose an agent with --agent (configured: %s)", strings.Join(names, ", "))
+		name, err := defaultAgent(a)
+		if err != nil {
+			return "", err
 		}
+		agentName = name
 	}
 	s, err := a.Runner.CreateSession(ctx, agentName, id, nil)
 	if err != nil {
@@ -107,147 +129,137 @@ func ensureSession(ctx context.Context, a *app.App, agentName, id string) (strin
 	return s.ID, nil
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
+// defaultAgent is the runner's default agent; with several agents and no
+// default, a usage error that lists them.
+func defaultAgent(a *app.App) (string, error) {
+	name, err := a.Runner.DefaultAgent()
+	if err != nil {
+		return "", usageErr("choose an agent with --agent (configured: %s)", strings.Join(a.Runner.AgentNames(), ", "))
 	}
-	return false
+	return name, nil
 }
 
-// finishRun handles a run's outcome: approvals per mode, then the exit code.
+// isWaiting reports whether err refuses a run because its session waits
+// for a person.
+func isWaiting(err error) bool {
+	var re *agentrt.Error
+	return errors.As(err, &re) && re.Code == "waiting"
+}
+
+// finishRun handles a run's outcome: while it waits, the pending requests
+// answered as mode says, on a terminal by the person, and the run resumed;
+// then the exit code and the commands that go on.
 func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id string, res runResult) error {
 	for res.err == nil && res.status == session.StatusWaiting {
 		st, err := a.Runner.Load(ctx, id)
 		if err != nil {
 			return err
 		}
-		decision := ""
-		switch {
-		case mode == "auto":
-			decision = session.DecisionApprove
-		case mode == "deny":
-			decision = session.DecisionReject
-		case isTerminal(g.s.Err) && isInputTerminal(g.s.In):
-			decision = "ask"
-		}
-		if decision == "" || !onlyApprovals(st) {
+		all, err := g.answer(ctx, a, p, mode, id, st)
+		if err != nil && ctx.Err() != nil {
+			res.stopped = true // Ctrl-C at a question: the requests stay pending
 			break
 		}
-		for _, q := range st.Requests {
-			d := decision
-			var args []byte
-			if d == "ask" {
-				d, args = prompt(g.s, st, q)
-			}
-			ev, err := a.Runner.Resolve(ctx, id, q.ID, agentrt.Resolution{Decision: d, Arguments: args, By: decider("")})
-			if err != nil {
-				return err
-			}
-			if err := p.emit(ev); err != nil {
-				return err
-			}
+		if err != nil {
+			return err
+		}
+		if !all {
+			break
 		}
 		res = p.print(a.Runner.Resume(ctx, id))
 	}
-	return outcome(ctx, g, id, res, a)
+	return g.outcome(ctx, a, id, res)
 }
 
-// onlyApprovals reports whether every pending request of st asks for an
-// approval, which --approve can answer; a hook's question is for a person.
-func onlyApprovals(st *agentrt.State) bool {
-	for _, q := range st.Requests {
-		if q.Kind != session.RequestApproval || q.Hook {
-			return false
-		}
-	}
-	return true
+// flags are the global flags a follow-up command repeats.
+func (g *globals) flags() agentrt.CLIFlags {
+	return agentrt.CLIFlags{Config: g.config, Store: g.store, Tenant: g.tenant}
 }
 
-func isInputTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-func prompt(s Streams, st *agentrt.State, q agentrt.HumanRequest) (string, []byte) {
-	in := bufio.NewReader(s.In)
-	for _, c := range st.Calls {
-		if c.Call.ID == q.CallID {
-			fmt.Fprintf(s.Err, "approve %s %s? [y]es / [n]o / [e]dit arguments: ", c.Call.Name, c.Call.Arguments)
-		}
-	}
-	line, _ := in.ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return session.DecisionApprove, nil
-	case "e", "edit":
-		fmt.Fprint(s.Err, "new arguments (JSON): ")
-		args, _ := in.ReadString('\n')
-		return session.DecisionEdit, []byte(strings.TrimSpace(args))
-	}
-	return session.DecisionReject, nil
-}
+// command renders a next step as an agentrt command with the global flags
+// this one was given.
+func (g *globals) command(n agentrt.NextStep) string { return n.Command(g.flags()) }
 
 // howToResolve is the command that resolves q, for people.
-func howToResolve(id string, q agentrt.HumanRequest) string {
-	switch q.Kind {
-	case session.RequestApproval:
-		return fmt.Sprintf("agentrt approve %s %s    (or --reject)", id, q.ID)
-	case session.RequestConfirm:
-		return fmt.Sprintf("agentrt respond %s %s --done [--result JSON] | --failed [--reason R] | --retry", id, q.ID)
-	case session.RequestSelect:
-		return fmt.Sprintf("agentrt respond %s %s --select %s", id, q.ID, strings.Join(q.Options, ","))
-	}
-	return fmt.Sprintf("agentrt respond %s %s TEXT", id, q.ID)
+func (g *globals) howToResolve(id string, q agentrt.HumanRequest) string {
+	o := agentrt.DescribeOutcome(&agentrt.Result{SessionID: id, Status: session.StatusWaiting}, []agentrt.HumanRequest{q})
+	return g.said(o.Next[0])
 }
 
-func outcome(ctx context.Context, g *globals, id string, res runResult, a *app.App) error {
+// said is a next step as people read it: the command, and for an approval
+// the other way to answer it.
+func (g *globals) said(n agentrt.NextStep) string {
+	if n.Kind == agentrt.NextResolve {
+		return g.command(n) + "    (or --reject)"
+	}
+	return g.command(n)
+}
+
+// outcome says how the run of session id ended (agentrt.DescribeOutcome)
+// and returns the error that makes agentrt exit with its code: the summary
+// and the commands that go on, which carry the global flags this command
+// was given.
+func (g *globals) outcome(ctx context.Context, a *app.App, id string, res runResult) error {
 	if res.err != nil {
 		return res.err
 	}
-	switch res.status {
-	case session.StatusDone:
-		if _, inMemory := a.Store.(*memstore.Store); !res.json && !inMemory {
-			// (A session in memory is gone when this process ends.)
-			fmt.Fprintf(g.s.Err, "session %s (continue with: agentrt run --session %s TEXT)\n", id, id)
-		}
-		return nil
-	case session.StatusWaiting:
+	r := &agentrt.Result{SessionID: id, Status: res.status, Reason: res.reason, Err: res.errEvent}
+	var pending []agentrt.HumanRequest
+	if res.status == session.StatusWaiting {
 		st, err := a.Runner.Load(context.WithoutCancel(ctx), id)
 		if err != nil {
 			return err
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "session %s is waiting for a person; resolve with:", id)
-		for _, q := range st.Requests {
-			if q.Kind != session.RequestApproval {
-				fmt.Fprintf(&b, "\n  %s: %s", q.ID, q.Question)
+		pending = st.Requests
+	}
+	o := agentrt.DescribeOutcome(r, pending)
+	// A session in memory is gone when this process ends: no command goes
+	// on with a turn that is over.
+	_, inMemory := a.Store.(*memstore.Store)
+	var b strings.Builder
+	switch res.status {
+	case session.StatusDone:
+		if !res.json && !inMemory {
+			fmt.Fprintf(g.s.Err, "session %s (continue with: %s)\n", id, g.command(o.Next[0]))
+		}
+		return nil
+	case session.StatusWaiting:
+		b.WriteString(o.Summary)
+		if res.notRun {
+			b.WriteString(", so the input was not run")
+		}
+		b.WriteString("; resolve with:")
+		for _, n := range o.Next {
+			if n.RequestKind != session.RequestApproval {
+				fmt.Fprintf(&b, "\n  %s: %s", n.RequestID, n.Question)
+				if len(n.Options) > 0 {
+					fmt.Fprintf(&b, " (options: %s)", strings.Join(n.Options, ", "))
+				}
 			}
-			fmt.Fprintf(&b, "\n  %s", howToResolve(id, q))
+			fmt.Fprintf(&b, "\n  %s", g.said(n))
 		}
-		return &exitError{code: ExitWaiting, msg: b.String()}
-	case session.StatusPaused:
-		why := "at its round limit"
-		if res.reason != "" && res.reason != "max_rounds" {
-			why = "at limits." + res.reason // the error line above says what was used
+	case session.StatusFailed:
+		b.WriteString(o.Summary)
+		if !inMemory {
+			fmt.Fprintf(&b, "; once the cause is fixed, continue with: %s", g.command(o.Next[0]))
 		}
-		return &exitError{code: ExitPaused, msg: fmt.Sprintf("session %s paused %s; continue with: agentrt resume %s", id, why, id)}
-	case session.StatusCanceled:
-		return &exitError{code: ExitFailed, msg: fmt.Sprintf("session %s: run canceled; continue with: agentrt resume %s", id, id)}
+	default:
+		fmt.Fprintf(&b, "%s; continue with: %s", o.Summary, g.command(o.Next[0]))
 	}
-	msg := fmt.Sprintf("session %s: run %s", id, res.status)
-	if res.errEvent != nil {
-		msg += ": " + res.errEvent.Message
+	code := o.ExitCode
+	if res.stopped {
+		code = interruptCode(ctx)
 	}
-	if _, inMemory := a.Store.(*memstore.Store); !inMemory {
-		msg += fmt.Sprintf("; once the cause is fixed, continue with: agentrt resume %s", id)
+	return &exitError{code: code, msg: b.String()}
+}
+
+// interruptCode is the exit code of a command stopped by ctx: 130 when
+// Ctrl-C stopped it, else ExitFailed.
+func interruptCode(ctx context.Context) int {
+	if errors.Is(context.Cause(ctx), agentrt.ErrSignalInterrupt) {
+		return ExitInterrupted
 	}
-	return &exitError{code: ExitFailed, msg: msg}
+	return ExitFailed
 }
 
 type runResult struct {
@@ -256,6 +268,9 @@ type runResult struct {
 	err      error
 	json     bool
 	reason   string // run_finished's
+	// notRun: a run of new input refused because the session waits;
+	// stopped: Ctrl-C ended the questions of a waiting run.
+	notRun, stopped bool
 }
 
 // printer renders events for a person, or as JSON lines.
@@ -272,6 +287,9 @@ type printer struct {
 	decide  string
 	pending map[string][]model.ToolCall // the calls of approvals not said yet, with decide
 	blocked map[string]bool             // calls said not to run, whose failed result is not shown again
+	// resolved are the kinds of the requests answered since the last
+	// resume, which its line names ("resumed (answer)").
+	resolved []session.RequestKind
 }
 
 func newPrinter(s Streams, asJSON bool, notices []string) *printer {
@@ -319,8 +337,40 @@ func (p *printer) decideBy(mode string) {
 	}
 }
 
+// note takes in an event without showing it: the kind of a request
+// answered, for the next resume's line.
+func (p *printer) note(e *session.Event) {
+	if d, ok := e.Data.(*session.InputResolved); ok && !slices.Contains(p.resolved, d.Kind) {
+		p.resolved = append(p.resolved, d.Kind)
+	}
+}
+
+// resumedFrom says what a resume with reason went on from: for one after
+// requests were answered, what answered them.
+func (p *printer) resumedFrom(reason string) string {
+	defer func() { p.resolved = nil }()
+	if reason != agentrt.ResumeApproval || len(p.resolved) == 0 {
+		return reason
+	}
+	words := make([]string, len(p.resolved))
+	for i, k := range p.resolved {
+		switch k {
+		case session.RequestPrompt:
+			words[i] = "answer"
+		case session.RequestSelect:
+			words[i] = "choice"
+		case session.RequestConfirm:
+			words[i] = "decision"
+		default:
+			words[i] = "approval"
+		}
+	}
+	return strings.Join(words, ", ")
+}
+
 // emit shows one event: as JSON, or as a line for people.
 func (p *printer) emit(e *session.Event) error {
+	p.note(e)
 	if p.json {
 		return p.enc.Encode(e)
 	}
@@ -412,7 +462,7 @@ func (p *printer) human(e *session.Event) {
 		p.endLine()
 		fmt.Fprintf(out, "[run] interrupted (%s)\n", d.Reason)
 	case *session.RunResumed:
-		fmt.Fprintf(out, "[run] resumed (%s)\n", d.Reason)
+		fmt.Fprintf(out, "[run] resumed (%s)\n", p.resumedFrom(d.Reason))
 	case *session.PlanCreated:
 		var pl agentrt.Plan
 		_ = json.Unmarshal(d.Plan, &pl)

@@ -185,7 +185,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 func oldDatabase(t *testing.T, v int, stmts ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", v))
-	base, err := baseDSN(path)
+	base, err := baseDSN(path, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,6 +184,19 @@ var migrations = [][]string{
 
 // migrate brings the schema up to date in one write transaction, so that
 // two processes opening a new file at once do not both create it.
+// checkVersion checks, without writing, that the database has this
+// build's schema (a store opened with ReadOnly cannot migrate it).
+func checkVersion(ctx context.Context, db *sql.DB) error {
+	var version int
+	if err := db.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE id = 1`).Scan(&version); err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	if version != len(migrations) {
+		return fmt.Errorf("database schema is version %d, this build's is %d: open it once with write access to migrate it", version, len(migrations))
+	}
+	return nil
+}
+
 func migrate(ctx context.Context, db *sql.DB) error {
 	return write(ctx, db, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (

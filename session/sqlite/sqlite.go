@@ -73,6 +73,9 @@ const (
 	maxRowBytes  = 256 << 10
 	// sqliteBusy is SQLITE_BUSY, the primary result code.
 	sqliteBusy = 5
+	// sqliteReadOnly is SQLITE_READONLY, the primary result code: the
+	// process may not write the file or its directory.
+	sqliteReadOnly = 8
 	// maxSeq is the largest seq an event may have: events are keyed by
 	// log<<32 | seq.
 	maxSeq = 1<<32 - 1
@@ -97,8 +100,9 @@ type Store struct {
 	k *checkpointer
 	r *sql.DB // reads: several query_only connections
 
-	now  func() time.Time // the clock of leases
-	poll time.Duration    // how often Follow looks for other processes' commits
+	now      func() time.Time // the clock of leases
+	poll     time.Duration    // how often Follow looks for other processes' commits
+	readOnly bool             // opened with ReadOnly: no writer (w, g, c and k are nil)
 
 	// Follow's waiters, by session: a commit wakes its session's.
 	waiters follow.Waiters
@@ -168,6 +172,22 @@ func WithPollInterval(d time.Duration) Option {
 	}
 }
 
+// ReadOnly opens the database for reading only, for a process that may
+// not write it (another user's file, a read-only directory): no directory,
+// file or schema is created, the schema must be this build's, and every
+// write fails with ErrReadOnly. Reads see the database as other processes
+// commit to it. When the database's shared-memory file (-shm) does not
+// exist and cannot be created, which SQLite needs to read a database in
+// WAL mode safely, the database is read as immutable instead: its reads
+// then fail, rather than see half a commit, if another process writes it
+// meanwhile.
+func ReadOnly() Option { return func(s *Store) { s.readOnly = true } }
+
+// ErrReadOnly is the error of a write to a store opened with ReadOnly. The
+// error of Open wraps it when the process may not write the database, so
+// that a caller that only reads can open it again with ReadOnly.
+var ErrReadOnly = errors.New("the database is read-only")
+
 // DefaultPollInterval is how often Follow looks for other processes'
 // commits unless WithPollInterval says otherwise.
 const DefaultPollInterval = 100 * time.Millisecond
@@ -179,20 +199,32 @@ const DefaultPollInterval = 100 * time.Millisecond
 // store adds its own pragmas after them, so a parameter given in the URI
 // wins. A database written by a newer build is refused.
 func Open(ctx context.Context, dsnOrPath string, opts ...Option) (*Store, error) {
-	base, err := baseDSN(dsnOrPath)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %q: %w", dsnOrPath, err)
+	st := &Store{now: time.Now, poll: DefaultPollInterval}
+	for _, o := range opts {
+		o(st)
 	}
-	st, err := open(ctx, base, opts)
+	base, err := baseDSN(dsnOrPath, !st.readOnly)
+	if err == nil {
+		if st.readOnly {
+			err = st.openReadOnly(ctx, base)
+		} else {
+			err = st.open(ctx, base)
+		}
+	}
 	if err != nil {
+		st.Close()
+		if isReadOnly(err) && !st.readOnly {
+			err = fmt.Errorf("%w: %w", ErrReadOnly, err)
+		}
 		return nil, fmt.Errorf("sqlite: open %q: %w", dsnOrPath, err)
 	}
 	return st, nil
 }
 
 // baseDSN turns a path into a file: URI (so that no character of the path
-// can be taken for a query) and returns it, or a file: URI as it is.
-func baseDSN(dsnOrPath string) (string, error) {
+// can be taken for a query), creating its directory when mkdir is set, and
+// returns it, or a file: URI as it is.
+func baseDSN(dsnOrPath string, mkdir bool) (string, error) {
 	if dsnOrPath == "" {
 		return "", errors.New("empty path")
 	}
@@ -203,8 +235,10 @@ func baseDSN(dsnOrPath string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return "", err
+	if mkdir {
+		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+			return "", err
+		}
 	}
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
@@ -222,7 +256,7 @@ func withParams(dsn string, params ...string) string {
 	return dsn + sep + strings.Join(params, "&")
 }
 
-func open(ctx context.Context, base string, opts []Option) (_ *Store, err error) {
+func (st *Store) open(ctx context.Context, base string) (err error) {
 	common := []string{
 		"_journal_mode=WAL",
 		"_synchronous=NORMAL",
@@ -234,16 +268,6 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		// in memory rather than in a temporary file.
 		"_pragma=temp_store(memory)",
 	}
-	st := &Store{now: time.Now, poll: DefaultPollInterval}
-	for _, o := range opts {
-		o(st)
-	}
-	defer func() {
-		if err != nil {
-			st.Close()
-		}
-	}()
-
 	st.w, err = sql.Open("sqlite", withParams(base, append(common,
 		fmt.Sprintf("_busy_timeout=%d", busyStep.Milliseconds()), "_txlock=immediate",
 		// The pages a transaction of the group commit changes stay in
@@ -253,7 +277,7 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 		"_pragma=cache_size(-65536)",
 		fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", autoCheckpointPages))...))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// SQLite has one writer per database; a second connection in this
 	// process would only wait in the busy handler.
@@ -263,13 +287,32 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 	st.w.SetConnMaxIdleTime(0)
 	// The schema, and the switch to WAL, before any reader connects.
 	if err := migrate(ctx, st.w); err != nil {
-		return nil, err
+		return err
 	}
 
-	st.r, err = sql.Open("sqlite", withParams(base, append(common,
-		fmt.Sprintf("_busy_timeout=%d", busyTimeout.Milliseconds()), "_query_only=on")...))
+	if err := st.openReaders(ctx, withParams(base, append(common,
+		fmt.Sprintf("_busy_timeout=%d", busyTimeout.Milliseconds()), "_query_only=on")...)); err != nil {
+		return err
+	}
+	if st.g, err = newWriter(ctx, st.w); err != nil {
+		return err
+	}
+	if st.c, err = sql.Open("sqlite", withParams(base, append(common,
+		fmt.Sprintf("_busy_timeout=%d", busyStep.Milliseconds()))...)); err != nil {
+		return err
+	}
+	st.c.SetMaxOpenConns(1)
+	st.k = newCheckpointer(st.c)
+	st.g.ck = st.k
+	return nil
+}
+
+// openReaders opens the pool of read connections on dsn and prepares the
+// statements of reads.
+func (st *Store) openReaders(ctx context.Context, dsn string) (err error) {
+	st.r, err = sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	readers := max(4, runtime.GOMAXPROCS(0))
 	st.r.SetMaxOpenConns(readers)
@@ -291,20 +334,43 @@ func open(ctx context.Context, base string, opts []Option) (_ *Store, err error)
 	}
 	for _, s := range stmts {
 		if *s.dst, err = s.db.PrepareContext(ctx, s.query); err != nil {
-			return nil, fmt.Errorf("preparing %q: %w", s.query, err)
+			return fmt.Errorf("preparing %q: %w", s.query, err)
 		}
 	}
-	if st.g, err = newWriter(ctx, st.w); err != nil {
-		return nil, err
+	return nil
+}
+
+// openReadOnly opens the store with readers only (see ReadOnly).
+func (st *Store) openReadOnly(ctx context.Context, base string) error {
+	params := []string{"mode=ro", fmt.Sprintf("_busy_timeout=%d", busyTimeout.Milliseconds()), "_query_only=on"}
+	err := st.openReaders(ctx, withParams(base, params...))
+	if err == nil {
+		err = checkVersion(ctx, st.r)
 	}
-	if st.c, err = sql.Open("sqlite", withParams(base, append(common,
-		fmt.Sprintf("_busy_timeout=%d", busyStep.Milliseconds()))...)); err != nil {
-		return nil, err
+	if err != nil && isReadOnly(err) {
+		// A database in WAL mode whose -shm cannot be created: read it
+		// as a file nobody writes.
+		st.closeReaders()
+		params[0] = "immutable=1"
+		if err = st.openReaders(ctx, withParams(base, params...)); err == nil {
+			err = checkVersion(ctx, st.r)
+		}
 	}
-	st.c.SetMaxOpenConns(1)
-	st.k = newCheckpointer(st.c)
-	st.g.ck = st.k
-	return st, nil
+	return err
+}
+
+// closeReaders closes the read statements and connections.
+func (st *Store) closeReaders() {
+	for _, s := range []**sql.Stmt{&st.getSession, &st.loadSnapshot, &st.eventsPage, &st.logOf} {
+		if *s != nil {
+			(*s).Close()
+			*s = nil
+		}
+	}
+	if st.r != nil {
+		st.r.Close()
+		st.r = nil
+	}
 }
 
 // keyRange returns the bounds of the keys of the events of log number log:
@@ -315,6 +381,9 @@ func keyRange(log int64) (lo, hi int64) { return log << 32, (log + 1) << 32 }
 // group.write): fn's changes are kept if it returns nil, and are durable
 // when write returns nil.
 func (st *Store) write(ctx context.Context, fn writeFn) error {
+	if st.readOnly {
+		return ErrReadOnly
+	}
 	return st.g.write(ctx, fn)
 }
 
@@ -374,6 +443,13 @@ func write(ctx context.Context, db *sql.DB, fn func(ctx context.Context, tx *sql
 func isBusy(err error) bool {
 	var e *sqlitedrv.Error
 	return errors.As(err, &e) && e.Code()&0xff == sqliteBusy
+}
+
+// isReadOnly reports whether err is SQLite's refusal to write a database
+// the process may not write.
+func isReadOnly(err error) bool {
+	var e *sqlitedrv.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqliteReadOnly
 }
 
 // Close closes the database. It is idempotent: later calls return nil.
