@@ -43,7 +43,7 @@ func (x *Exec) overBudget(ins Instruction) (code, msg string) {
 	l, st := x.agent.Limits, x.st
 	if l.MaxTurnDuration > 0 && !st.RunSince.IsZero() {
 		if took := x.now().Sub(st.RunSince); took >= l.MaxTurnDuration {
-			return "max_turn_duration", fmt.Sprintf("the turn has run for %s; limits.max_turn_duration is %s. Resume the session to give it another %s, or raise the limit",
+			return CodeMaxTurnDuration, fmt.Sprintf("the turn has run for %s; limits.max_turn_duration is %s. Resume the session to give it another %s, or raise the limit",
 				roundDuration(took), l.MaxTurnDuration, l.MaxTurnDuration)
 		}
 	}
@@ -51,7 +51,7 @@ func (x *Exec) overBudget(ins Instruction) (code, msg string) {
 	case KindCallTools:
 		steps := st.Steps - st.StepBase
 		if n := len(ins.Calls); l.MaxSteps > 0 && steps > 0 && steps+n > l.MaxSteps {
-			return "max_steps", fmt.Sprintf("the turn has run %d tool calls and the model asks for %d more; limits.max_steps is %d. Resume the session to allow %d more, or raise the limit",
+			return CodeMaxSteps, fmt.Sprintf("the turn has run %d tool calls and the model asks for %d more; limits.max_steps is %d. Resume the session to allow %d more, or raise the limit",
 				steps, n, l.MaxSteps, l.MaxSteps)
 		}
 	case KindCallModel:
@@ -71,19 +71,19 @@ func (x *Exec) overBudget(ins Instruction) (code, msg string) {
 		first := used == 0
 		switch {
 		case l.MaxTokens > 0 && (used >= l.MaxTokens || !first && used+est > l.MaxTokens):
-			return "max_tokens", fmt.Sprintf("the turn has used %d tokens and the next request is about %d more; limits.max_tokens is %d. Resume the session to allow %d more, or raise the limit",
+			return CodeMaxTokens, fmt.Sprintf("the turn has used %d tokens and the next request is about %d more; limits.max_tokens is %d. Resume the session to allow %d more, or raise the limit",
 				used, est, l.MaxTokens, l.MaxTokens)
 		case l.MaxCostUSD > 0 && (turn.CostUSD >= l.MaxCostUSD || !first && turn.CostUSD+estCost > l.MaxCostUSD):
-			return "max_cost_usd", fmt.Sprintf("the turn has cost $%.4f%s; limits.max_cost_usd is $%.4f. Resume the session to allow as much again, or raise the limit",
+			return CodeMaxCostUSD, fmt.Sprintf("the turn has cost $%.4f%s; limits.max_cost_usd is $%.4f. Resume the session to allow as much again, or raise the limit",
 				turn.CostUSD, more(estCost), l.MaxCostUSD)
 		}
 		total := st.Usage.InputTokens + st.Usage.OutputTokens
 		switch {
 		case l.SessionMaxTokens > 0 && total+est > l.SessionMaxTokens:
-			return "session_max_tokens", fmt.Sprintf("the session has used %d tokens and the next request is about %d more; limits.session_max_tokens is %d. Raise the limit, then resume the session",
+			return CodeSessionMaxTokens, fmt.Sprintf("the session has used %d tokens and the next request is about %d more; limits.session_max_tokens is %d. Raise the limit, then resume the session",
 				total, est, l.SessionMaxTokens)
 		case l.SessionMaxCostUSD > 0 && (st.Usage.CostUSD >= l.SessionMaxCostUSD || st.Usage.CostUSD+estCost > l.SessionMaxCostUSD):
-			return "session_max_cost_usd", fmt.Sprintf("the session has cost $%.4f%s; limits.session_max_cost_usd is $%.4f. Raise the limit, then resume the session",
+			return CodeSessionMaxCostUSD, fmt.Sprintf("the session has cost $%.4f%s; limits.session_max_cost_usd is $%.4f. Raise the limit, then resume the session",
 				st.Usage.CostUSD, more(estCost), l.SessionMaxCostUSD)
 		}
 	}
@@ -115,7 +115,7 @@ func (x *Exec) pauseOverBudget(ins Instruction) bool {
 	emit(x, session.Error{Code: code, Message: msg, Recoverable: true})
 	x.End(session.StatusPaused, code)
 	if err := x.hooks.agentEnd(context.Background(), x.info(), session.StatusPaused, code); err != nil {
-		emit(x, session.Error{Code: "hook_panic", Message: AsError(err).Error()})
+		emit(x, session.Error{Code: CodeHookPanic, Message: AsError(err).Error()})
 	}
 	return true
 }

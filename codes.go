@@ -11,7 +11,9 @@ import (
 // error event. docs/errors.md lists each with its meaning; Codes returns
 // them with their recoverability, the CLI's exit code and the HTTP status
 // the server answers with. Compare codes with these constants, never with
-// string literals.
+// string literals. Model failures keep the codes of package model
+// (model.CodeRateLimited, model.CodeTimeout, …): a *model.Error gives its
+// code to the *Error and to the error event; the catalog lists them too.
 const (
 	// The kinds' own codes, for an *Error without a code of its own.
 	CodeModel    = string(FailModel)
@@ -50,6 +52,7 @@ const (
 	CodeWaiting         = "waiting"           // the session waits for a person
 	CodeNothingToResume = "nothing_to_resume" // the session has no run to continue
 	CodeNotRunning      = "not_running"       // the session has no run in progress
+	CodeSignalInterrupt = "sigint"            // the run was stopped by Ctrl-C (ErrSignalInterrupt)
 	CodeEndNotStored    = "end_not_stored"    // the run stopped without storing how it ended
 	CodeCrashLoop       = "crash_loop"        // resumed too often without progress
 	CodeWatchBehind     = "watch_behind"      // a watcher could not read the events it missed
@@ -78,8 +81,21 @@ const (
 	CodeLoopDetected   = "loop_detected"   // the model repeats itself
 	CodeModelError     = "model_error"     // a model failure of no known kind
 	CodeMemoryWrite    = "memory_write"    // the turn could not be remembered
-	CodeToolTimeout    = "timeout"         // a tool or model call took too long
+	CodeSubagentFailed = "failed"          // a sub-agent failed without saying why
+
+	// Budgets: the run pauses with the limit's key as its code and reason
+	// (docs/configuration.md, Budgets).
+	CodeMaxSteps          = "max_steps"            // tool calls in one turn
+	CodeMaxTokens         = "max_tokens"           // tokens in one turn
+	CodeMaxCostUSD        = "max_cost_usd"         // cost of one turn
+	CodeMaxTurnDuration   = "max_turn_duration"    // time of one turn
+	CodeSessionMaxTokens  = "session_max_tokens"   // tokens of the whole session
+	CodeSessionMaxCostUSD = "session_max_cost_usd" // cost of the whole session
 )
+
+// exitUsage is the agentrt command's exit code for a call it refuses:
+// bad input, or a session that cannot do that now.
+const exitUsage = 2
 
 // CodeInfo describes an error code.
 type CodeInfo struct {
@@ -89,7 +105,10 @@ type CodeInfo struct {
 	// Recoverable says whether trying the same thing again later may
 	// succeed (an *Error may override it).
 	Recoverable bool
-	// Exit is the exit code of the agentrt command that fails with it.
+	// Exit is the exit code of the agentrt command that ends with it: 1
+	// for a failure, 2 for a call refused (bad input, or a session that
+	// cannot do that now), 3 waiting for a person, 4 paused at a budget,
+	// 130 stopped by Ctrl-C.
 	Exit int
 	// HTTP is the status the server answers a request that fails with it.
 	HTTP int
@@ -98,12 +117,14 @@ type CodeInfo struct {
 // codeTable is the catalog; Codes and LookupCode read it. Kept sorted by
 // code.
 var codeTable = func() []CodeInfo {
+	// A code takes its kind's verdict and exit code; the overrides below
+	// say where a code differs.
 	in := func(code string, kind ErrorKind, meaning string, http int) CodeInfo {
 		c := CodeInfo{Code: code, Kind: kind, Meaning: meaning, HTTP: http}
 		c.Recoverable = (&Error{Kind: kind}).IsRecoverable()
-		c.Exit = 1
+		c.Exit = ExitFailed
 		if kind == FailInput || kind == FailState {
-			c.Exit = 2
+			c.Exit = exitUsage
 		}
 		return c
 	}
@@ -147,6 +168,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeWatchBehind, FailStore, "a watcher could not read the events it missed; watch again from the seq given", http.StatusServiceUnavailable),
 		in(CodeNoControl, FailConfig, "the store cannot carry control requests between processes", http.StatusNotImplemented),
 		in(CodeInterrupted, FailCanceled, "the run was interrupted", http.StatusConflict),
+		in(CodeSignalInterrupt, FailCanceled, "the run was stopped by Ctrl-C (or the process by SIGINT); resume goes on", http.StatusServiceUnavailable),
 
 		in(CodeUnknownRequest, FailInput, "the session has no pending request of that id", http.StatusNotFound),
 		in(CodeAlreadyResolved, FailInput, "the request was resolved already (the message says by whom and when)", http.StatusConflict),
@@ -168,7 +190,14 @@ var codeTable = func() []CodeInfo {
 		in(CodeLoopDetected, FailPolicy, "the model kept repeating itself", http.StatusUnprocessableEntity),
 		in(CodeModelError, FailModel, "the model failed in a way of no known kind", http.StatusBadGateway),
 		in(CodeMemoryWrite, FailStore, "the turn could not be written to long-term memory", http.StatusServiceUnavailable),
-		in(CodeToolTimeout, FailModel, "a model or tool call took too long", http.StatusGatewayTimeout),
+		in(CodeSubagentFailed, FailTool, "a sub-agent failed without an error of its own", http.StatusBadGateway),
+
+		in(CodeMaxSteps, FailLimit, "the turn reached limits.max_steps tool calls; the run pauses", http.StatusUnprocessableEntity),
+		in(CodeMaxTokens, FailLimit, "the turn reached limits.max_tokens; the run pauses", http.StatusUnprocessableEntity),
+		in(CodeMaxCostUSD, FailLimit, "the turn reached limits.max_cost_usd; the run pauses", http.StatusUnprocessableEntity),
+		in(CodeMaxTurnDuration, FailLimit, "the turn ran for limits.max_turn_duration; the run pauses", http.StatusUnprocessableEntity),
+		in(CodeSessionMaxTokens, FailLimit, "the session reached limits.session_max_tokens; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
+		in(CodeSessionMaxCostUSD, FailLimit, "the session reached limits.session_max_cost_usd; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
 
 		// Model failures (package model's codes), in error events.
 		in(string(model.CodeRateLimited), FailModel, "the provider refused for now (HTTP 429)", http.StatusTooManyRequests),
@@ -177,6 +206,7 @@ var codeTable = func() []CodeInfo {
 		in(string(model.CodeBadRequest), FailModel, "the provider refused the request as malformed", http.StatusBadGateway),
 		in(string(model.CodeServer), FailModel, "the provider or the network failed", http.StatusBadGateway),
 		in(string(model.CodeStreamIncomplete), FailModel, "the stream ended without its terminator", http.StatusBadGateway),
+		in(string(model.CodeTimeout), FailModel, "a watchdog stopped the model call, or the provider timed out", http.StatusGatewayTimeout),
 	}
 	// Overrides of the kinds' verdicts.
 	for i := range t {
@@ -185,6 +215,19 @@ var codeTable = func() []CodeInfo {
 			t[i].Recoverable = false
 		case CodeConflict, CodeEndNotStored, CodeWatchBehind, CodeLeaseHeld, CodeBusy, CodeLeaseExpired:
 			t[i].Recoverable = true
+		case CodeMaxSteps, CodeMaxTokens, CodeMaxCostUSD, CodeMaxTurnDuration, CodeSessionMaxTokens, CodeSessionMaxCostUSD:
+			// A budget pauses the run: resume goes on (after raising
+			// the limit, for the session's own).
+			t[i].Recoverable, t[i].Exit = true, ExitPaused
+		case CodeWaiting:
+			// run and resume print how to answer the pending requests.
+			t[i].Exit = ExitWaiting
+		case CodeSignalInterrupt:
+			t[i].Exit = ExitInterrupted
+		case CodeCrashLoop:
+			// The run ends failed, in its error event, rather than
+			// being refused.
+			t[i].Exit = ExitFailed
 		}
 	}
 	sort.Slice(t, func(i, j int) bool { return t[i].Code < t[j].Code })

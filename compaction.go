@@ -262,7 +262,7 @@ func (x *Exec) compact(ctx context.Context, reason string) (bool, error) {
 // isStoreOrLease reports whether err means the run cannot write any more.
 func isStoreOrLease(err error) bool {
 	re := AsError(err)
-	return re.Kind == FailStore || re.Code == "lease_lost" || re.Code == "lease_expired"
+	return re.Kind == FailStore || re.Code == CodeLeaseLost || re.Code == CodeLeaseExpired
 }
 
 // isContextLength reports whether err is a provider refusing a request as

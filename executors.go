@@ -292,7 +292,7 @@ func (x *Exec) retryModel(ctx context.Context, req *model.Request, models []mode
 func (x *Exec) modelError(ctx context.Context, m model.Model, err error) error {
 	switch {
 	case err == errStopped:
-		return &Error{Kind: FailCanceled, Code: "canceled", Msg: "the caller stopped reading events"}
+		return &Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the caller stopped reading events"}
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
@@ -300,7 +300,7 @@ func (x *Exec) modelError(ctx context.Context, m model.Model, err error) error {
 		r := me.Recoverable()
 		return &Error{Kind: FailModel, Code: string(me.Code), Err: err, Recoverable: &r}
 	}
-	return &Error{Kind: FailModel, Code: "model_error", Msg: "model " + m.Name(), Err: err}
+	return &Error{Kind: FailModel, Code: CodeModelError, Msg: "model " + m.Name(), Err: err}
 }
 
 // stream streams m's reply to req into x.asm, yielding its text as token

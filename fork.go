@@ -20,7 +20,7 @@ func (r *Runner) Fork(ctx context.Context, id string, atSeq int64, newID string)
 		return nil, notFound(id, err)
 	}
 	if atSeq < 1 || atSeq > src.LastSeq {
-		return nil, &Error{Kind: FailInput, Code: "bad_seq",
+		return nil, &Error{Kind: FailInput, Code: CodeBadSeq,
 			Msg: fmt.Sprintf("session %s has events 1 to %d: cannot fork at %d", id, src.LastSeq, atSeq)}
 	}
 	if newID == "" {
@@ -56,7 +56,7 @@ func (r *Runner) Fork(ctx context.Context, id string, atSeq int64, newID string)
 	now := r.now()
 	s := &session.Session{ID: newID, Agent: src.Agent, Status: session.StatusIdle, Metadata: meta, CreatedAt: now, UpdatedAt: now}
 	if err := r.store.CreateSession(ctx, s); err != nil {
-		return nil, &Error{Kind: FailInput, Code: "session_exists", Msg: fmt.Sprintf("cannot create the fork %q", newID), Err: err}
+		return nil, &Error{Kind: FailInput, Code: CodeSessionExists, Msg: fmt.Sprintf("cannot create the fork %q", newID), Err: err}
 	}
 	c := &session.Commit{SessionID: newID, Events: evs, Status: st.Status, Turn: st.Turn, Usage: st.Usage, Time: now}
 	if err := r.store.Commit(ctx, c); err != nil {

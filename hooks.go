@@ -223,7 +223,7 @@ type hookSet struct{ h *Hooks }
 func guard(what string, fn func()) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &Error{Kind: FailHook, Code: "hook_panic", Msg: fmt.Sprintf("%s panicked: %v", what, p)}
+			err = &Error{Kind: FailHook, Code: CodeHookPanic, Msg: fmt.Sprintf("%s panicked: %v", what, p)}
 		}
 	}()
 	fn()

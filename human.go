@@ -25,7 +25,7 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 	switch ask.Kind {
 	case session.RequestApproval, session.RequestConfirm:
 		if len(ins.Calls) == 0 {
-			return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human %s names no tool call", ask.Kind)}
+			return &Error{Kind: FailPolicy, Code: CodeBadInstruction, Msg: fmt.Sprintf("ask_human %s names no tool call", ask.Kind)}
 		}
 		for _, c := range ins.Calls {
 			q := ask.Question
@@ -49,15 +49,15 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 			return nil
 		}
 		if strings.TrimSpace(ask.Question) == "" {
-			return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human %s has no question", ask.Kind)}
+			return &Error{Kind: FailPolicy, Code: CodeBadInstruction, Msg: fmt.Sprintf("ask_human %s has no question", ask.Kind)}
 		}
 		if ask.Kind == session.RequestSelect && len(ask.Options) == 0 {
-			return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: "ask_human select has no options"}
+			return &Error{Kind: FailPolicy, Code: CodeBadInstruction, Msg: "ask_human select has no options"}
 		}
 		emit(x, session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: ask.Question,
 			Options: ask.Options, Multi: ask.Multi && ask.Kind == session.RequestSelect, Metadata: ask.Metadata})
 	default:
-		return &Error{Kind: FailPolicy, Code: "bad_instruction", Msg: fmt.Sprintf("ask_human of unknown kind %q (approval, confirm, prompt or select)", ask.Kind)}
+		return &Error{Kind: FailPolicy, Code: CodeBadInstruction, Msg: fmt.Sprintf("ask_human of unknown kind %q (approval, confirm, prompt or select)", ask.Kind)}
 	}
 	return nil
 }
@@ -65,7 +65,7 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 // hookQuestion is the request a BeforeTool hook's Ask makes about call.
 func hookQuestion(x *Exec, ask *Ask, call model.ToolCall, hook int) (session.InputRequired, error) {
 	bad := func(format string, args ...any) (session.InputRequired, error) {
-		return session.InputRequired{}, &Error{Kind: FailHook, Code: "bad_instruction",
+		return session.InputRequired{}, &Error{Kind: FailHook, Code: CodeBadInstruction,
 			Msg: fmt.Sprintf("a BeforeTool hook's question about %s (%s): ", call.Name, call.ID) + fmt.Sprintf(format, args...)}
 	}
 	q := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: ask.Question,
@@ -342,20 +342,20 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 		case session.DecisionApprove, session.DecisionEdit:
 			if len(res.Arguments) == 0 {
 				if res.Decision == session.DecisionEdit {
-					return bad("bad_arguments", "decision edit needs arguments")
+					return bad(CodeBadArguments, "decision edit needs arguments")
 				}
 				break
 			}
 			if len(q.Calls) != 1 || call == nil {
-				return bad("bad_arguments", "arguments can be edited only on a request for one call")
+				return bad(CodeBadArguments, "arguments can be edited only on a request for one call")
 			}
 			if err := checkArgs(res.Arguments); err != nil {
-				return nil, nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "edited arguments", Err: err}
+				return nil, nil, &Error{Kind: FailInput, Code: CodeBadArguments, Msg: "edited arguments", Err: err}
 			}
 			if t := x.agent.Tools; t != nil {
 				if _, ok := t.Get(call.Call.Name); ok {
 					if err := t.Validate(call.Call.Name, res.Arguments); err != nil {
-						return nil, nil, &Error{Kind: FailInput, Code: "bad_arguments", Msg: "edited arguments", Err: err}
+						return nil, nil, &Error{Kind: FailInput, Code: CodeBadArguments, Msg: "edited arguments", Err: err}
 					}
 				}
 			}
@@ -363,15 +363,15 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 			d.Decision = session.DecisionEdit
 		case session.DecisionReject:
 			if len(res.Arguments) > 0 {
-				return bad("bad_arguments", "a rejection takes no arguments")
+				return bad(CodeBadArguments, "a rejection takes no arguments")
 			}
 		default:
-			return bad("bad_decision", "decision %q is not approve, reject or edit (request %s asks for an approval)", res.Decision, q.ID)
+			return bad(CodeBadDecision, "decision %q is not approve, reject or edit (request %s asks for an approval)", res.Decision, q.ID)
 		}
 		return d, nil, nil
 	case session.RequestConfirm:
 		if call == nil {
-			return bad("unknown_request", "request %s is about call %s, which is no longer pending", q.ID, q.CallID)
+			return bad(CodeUnknownRequest, "request %s is about call %s, which is no longer pending", q.ID, q.CallID)
 		}
 		tr := &session.ToolResult{CallID: call.Call.ID, Name: call.Call.Name}
 		switch res.Decision {
@@ -380,7 +380,7 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 			switch {
 			case len(res.Result) > 0:
 				if !json.Valid(res.Result) {
-					return bad("bad_result", "the result is not valid JSON: %s", preview(string(res.Result)))
+					return bad(CodeBadResult, "the result is not valid JSON: %s", preview(string(res.Result)))
 				}
 				tr.Result = append(json.RawMessage(nil), res.Result...)
 			case res.Text != "":
@@ -395,16 +395,16 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 		case session.DecisionRetry:
 			return d, nil, nil
 		default:
-			return bad("bad_decision", "decision %q is not done, failed or retry (request %s asks whether call %s of %s took effect)",
+			return bad(CodeBadDecision, "decision %q is not done, failed or retry (request %s asks whether call %s of %s took effect)",
 				res.Decision, q.ID, call.Call.ID, call.Call.Name)
 		}
 		return d, tr, nil
 	case session.RequestPrompt:
 		if res.Decision != "" && res.Decision != session.DecisionAnswer {
-			return bad("bad_decision", "request %s asks a question: answer it with text, not decision %q", q.ID, res.Decision)
+			return bad(CodeBadDecision, "request %s asks a question: answer it with text, not decision %q", q.ID, res.Decision)
 		}
 		if strings.TrimSpace(res.Text) == "" {
-			return bad("empty_answer", "request %s asks %q: the answer is empty", q.ID, q.Question)
+			return bad(CodeEmptyAnswer, "request %s asks %q: the answer is empty", q.ID, q.Question)
 		}
 		d.Decision, d.Text = session.DecisionAnswer, res.Text
 		if q.Hook {
@@ -413,20 +413,20 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 		return d, answerResult(call, map[string]any{"answer": res.Text}), nil
 	case session.RequestSelect:
 		if res.Decision != "" && res.Decision != session.DecisionAnswer {
-			return bad("bad_decision", "request %s asks for a choice: answer it with options, not decision %q", q.ID, res.Decision)
+			return bad(CodeBadDecision, "request %s asks for a choice: answer it with options, not decision %q", q.ID, res.Decision)
 		}
 		if len(res.Selected) == 0 {
-			return bad("empty_answer", "request %s asks to choose among %s: nothing was chosen", q.ID, strings.Join(q.Options, ", "))
+			return bad(CodeEmptyAnswer, "request %s asks to choose among %s: nothing was chosen", q.ID, strings.Join(q.Options, ", "))
 		}
 		if len(res.Selected) > 1 && !q.Multi {
-			return bad("bad_answer", "request %s allows one choice, got %d", q.ID, len(res.Selected))
+			return bad(CodeBadAnswer, "request %s allows one choice, got %d", q.ID, len(res.Selected))
 		}
 		for i, s := range res.Selected {
 			if !slices.Contains(q.Options, s) {
-				return bad("bad_answer", "%q is not an option of request %s (options: %s)", s, q.ID, strings.Join(q.Options, ", "))
+				return bad(CodeBadAnswer, "%q is not an option of request %s (options: %s)", s, q.ID, strings.Join(q.Options, ", "))
 			}
 			if slices.Contains(res.Selected[:i], s) {
-				return bad("bad_answer", "%q is chosen twice", s)
+				return bad(CodeBadAnswer, "%q is chosen twice", s)
 			}
 		}
 		d.Decision, d.Selected = session.DecisionAnswer, slices.Clone(res.Selected)
@@ -435,7 +435,7 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 		}
 		return d, answerResult(call, map[string]any{"selected": d.Selected}), nil
 	}
-	return bad("unknown_request", "request %s is of unknown kind %q", q.ID, q.Kind)
+	return bad(CodeUnknownRequest, "request %s is of unknown kind %q", q.ID, q.Kind)
 }
 
 // answerResult is the tool_result that carries a person's answer to the
@@ -469,12 +469,12 @@ func (r *Runner) notPending(ctx context.Context, st *State, requestID string) er
 			if by == "" {
 				by = "someone"
 			}
-			return &Error{Kind: FailInput, Code: "already_resolved",
+			return &Error{Kind: FailInput, Code: CodeAlreadyResolved,
 				Msg: fmt.Sprintf("request %s of session %s was already resolved by %s at %s (%s)", requestID, st.SessionID, by,
 					e.Time.UTC().Format("2006-01-02 15:04:05Z"), d.Decision)}
 		}
 	}
-	return &Error{Kind: FailInput, Code: "unknown_request",
+	return &Error{Kind: FailInput, Code: CodeUnknownRequest,
 		Msg: fmt.Sprintf("session %q has no pending request %q%s", st.SessionID, requestID, pendingList(st))}
 }
 

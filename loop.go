@@ -189,7 +189,7 @@ func (x *Exec) checkLoops() error {
 	f := detectLoop(calls)
 	switch {
 	case f.count >= critical:
-		return &Error{Kind: FailPolicy, Code: "loop_detected",
+		return &Error{Kind: FailPolicy, Code: CodeLoopDetected,
 			Msg: fmt.Sprintf("stopped a loop: %s (loop_detection.critical is %d); resume the session to let it try again", f.detail(calls), critical)}
 	case f.count >= warning && !slices.Contains(x.st.LoopWarned, f.detector):
 		detail := f.detail(calls)

@@ -20,10 +20,6 @@ const (
 	ExitInterrupted = 130
 )
 
-// CodeSignalInterrupt is the error code (and run_finished reason) of a run
-// canceled with ErrSignalInterrupt.
-const CodeSignalInterrupt = "sigint"
-
 // ErrSignalInterrupt is the cause a program gives when it cancels a run's
 // context because a person pressed Ctrl-C (context.WithCancelCause): the
 // run ends canceled, resumable, with CodeSignalInterrupt as its reason, and

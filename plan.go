@@ -137,7 +137,7 @@ func DecodePlan(data []byte) (*Plan, error) {
 		if err := dec.Decode(v); err != nil {
 			return err
 		}
-		if _, err := dec.Token(); err != io.EOF {
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 			return errors.New("more JSON after the plan")
 		}
 		return nil
@@ -234,7 +234,7 @@ func (JSONPlanParser) Parse(reply string) (*Plan, error) {
 // call). The error says which step.
 func (a *Agent) checkPlan(p *Plan, args bool) error {
 	bad := func(format string, args ...any) error {
-		return &Error{Kind: FailInput, Code: "bad_plan", Msg: fmt.Sprintf(format, args...)}
+		return &Error{Kind: FailInput, Code: CodeBadPlan, Msg: fmt.Sprintf(format, args...)}
 	}
 	if p == nil || len(p.Steps) == 0 {
 		return bad("the plan has no steps")
@@ -370,7 +370,7 @@ func (ps *planState) Apply(e *session.Event) error {
 			ps.Attempts++
 		}
 	case *session.Error:
-		if d.Code == "bad_plan" {
+		if d.Code == CodeBadPlan {
 			ps.Problem = d.Message
 		}
 	case *session.PlanCreated:
@@ -524,7 +524,7 @@ func planPolicy(x *Exec) (PlanExecute, *planState) {
 func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 	p, ps := planPolicy(x)
 	if ps == nil {
-		return &Error{Kind: FailConfig, Code: "no_executor", Msg: "plan: the agent's policy is not PlanExecute"}
+		return &Error{Kind: FailConfig, Code: CodeNoExecutor, Msg: "plan: the agent's policy is not PlanExecute"}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Make a plan to answer the question below with the tools listed. Reply with only a JSON object:\n"+
@@ -571,9 +571,9 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 			msg = perr.Error()
 		}
 		if ps.Attempts >= planAttempts {
-			return &Error{Kind: FailPolicy, Code: "bad_plan", Msg: fmt.Sprintf("the model wrote no usable plan in %d attempts; the last: %s", planAttempts, msg)}
+			return &Error{Kind: FailPolicy, Code: CodeBadPlan, Msg: fmt.Sprintf("the model wrote no usable plan in %d attempts; the last: %s", planAttempts, msg)}
 		}
-		emit(x, session.Error{Code: "bad_plan", Message: msg, Recoverable: true})
+		emit(x, session.Error{Code: CodeBadPlan, Message: msg, Recoverable: true})
 		return nil
 	}
 	if plan.Goal == "" {
@@ -593,7 +593,7 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 func ExecutePlanStep(ctx context.Context, x *Exec, _ Instruction) error {
 	_, ps := planPolicy(x)
 	if ps == nil || ps.Plan == nil {
-		return &Error{Kind: FailConfig, Code: "no_executor", Msg: "plan_step: no plan"}
+		return &Error{Kind: FailConfig, Code: CodeNoExecutor, Msg: "plan_step: no plan"}
 	}
 	i := ps.next()
 	step := ps.Plan.Steps[i]
@@ -666,7 +666,7 @@ func (x *Exec) finishStep(ctx context.Context, i int, status string, o session.O
 func PlanFinish(ctx context.Context, x *Exec, _ Instruction) error {
 	p, ps := planPolicy(x)
 	if ps == nil || ps.Plan == nil {
-		return &Error{Kind: FailConfig, Code: "no_executor", Msg: "plan_finish: no plan"}
+		return &Error{Kind: FailConfig, Code: CodeNoExecutor, Msg: "plan_finish: no plan"}
 	}
 	for i, st := range ps.Plan.Steps {
 		if f := ps.Finished[i]; st.Kind == StepReply && f != nil && f.Status == StepCompleted {

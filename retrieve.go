@@ -95,6 +95,6 @@ func (x *Exec) rememberTurn(ctx context.Context, answer string) {
 		Metadata: map[string]string{"session": x.st.SessionID, "run": x.st.RunID},
 	})
 	if err != nil {
-		emit(x, session.Error{Code: "memory_write", Message: "the turn was not remembered: " + err.Error(), Recoverable: true})
+		emit(x, session.Error{Code: CodeMemoryWrite, Message: "the turn was not remembered: " + err.Error(), Recoverable: true})
 	}
 }

@@ -282,7 +282,7 @@ func (r *Runner) DefaultAgent() (string, error) {
 			return name, nil
 		}
 	}
-	return "", &Error{Kind: FailInput, Code: "no_agent",
+	return "", &Error{Kind: FailInput, Code: CodeNoAgent,
 		Msg: fmt.Sprintf("choose an agent (configured: %s)", strings.Join(r.AgentNames(), ", "))}
 }
 
@@ -290,6 +290,6 @@ func (r *Runner) agent(name string) (*Agent, error) {
 	if a, ok := r.agents[name]; ok {
 		return a, nil
 	}
-	return nil, &Error{Kind: FailInput, Code: "unknown_agent",
+	return nil, &Error{Kind: FailInput, Code: CodeUnknownAgent,
 		Msg: fmt.Sprintf("unknown agent %q (known: %s)", name, strings.Join(r.AgentNames(), ", "))}
 }

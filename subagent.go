@@ -469,7 +469,7 @@ func (x *Exec) delegationOutcome(ctx context.Context, d *delegation, end childEn
 			Message: "the sub-agent was interrupted (" + end.reason + ")", Usage: end.usage})
 		return failed(fmt.Sprintf("the sub-agent %s was interrupted (%s) before it answered", target, end.reason))
 	}
-	code, msg := "failed", "the sub-agent "+target+" failed"
+	code, msg := CodeSubagentFailed, "the sub-agent "+target+" failed"
 	if end.lastErr != nil {
 		code, msg = end.lastErr.Code, msg+": "+end.lastErr.Message
 	}

@@ -80,7 +80,7 @@ func (l *lineReader) read() {
 			}
 		}
 		if err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				select {
 				case l.lines <- line{err: err}:
 				case <-l.stop:
@@ -223,7 +223,8 @@ func (g *globals) ask(ctx context.Context, a *app.App, p *printer, id string, st
 // retryable are the codes of answers the runner refuses as such: the
 // person is asked again.
 var retryable = map[string]bool{
-	"bad_arguments": true, "bad_rule": true, "bad_answer": true, "empty_answer": true, "bad_decision": true,
+	agentrt.CodeBadArguments: true, agentrt.CodeBadRule: true, agentrt.CodeBadAnswer: true,
+	agentrt.CodeEmptyAnswer: true, agentrt.CodeBadDecision: true,
 }
 
 // askApproval asks whether the call of q may run.

@@ -185,7 +185,7 @@ func oneLine(err error) string {
 		return err.Error() // one problem per line, each self-contained
 	}
 	var re *agentrt.Error
-	if errors.As(err, &re) && re.Code == "not_found" && re.Msg != "" {
+	if errors.As(err, &re) && re.Code == agentrt.CodeNotFound && re.Msg != "" {
 		return re.Msg // the wrapped store error only repeats it
 	}
 	var lines []string
