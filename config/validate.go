@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -72,7 +73,7 @@ func CheckStore(dsn string) error {
 	case "memory":
 	case "postgres", "postgresql":
 		if _, err := url.Parse(dsn); err != nil {
-			if ue, ok := err.(*url.Error); ok {
+			if ue := (*url.Error)(nil); errors.As(err, &ue) {
 				err = ue.Err
 			}
 			return fmt.Errorf("bad %s URL: %v", scheme, err)
@@ -89,7 +90,7 @@ func CheckStore(dsn string) error {
 func checkHTTPURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		if ue, ok := err.(*url.Error); ok {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			err = ue.Err
 		}
 		return fmt.Errorf("bad URL %q: %v", s, err)

@@ -184,7 +184,7 @@ func (s *Stream) next() (event, data []byte, err error) {
 	event, data, err = s.rd.Next()
 	s.waiting.Store(false)
 	if err != nil {
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			if cause := context.Cause(s.ctx); cause != nil {
 				return nil, nil, s.c.TransportError(s.ctx, cause, s.first.Load())
 			}

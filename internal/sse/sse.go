@@ -53,7 +53,7 @@ func (rd *Reader) Next() (event, data []byte, err error) {
 	for {
 		line, err := rd.readLine()
 		if err != nil {
-			if err == io.EOF && rd.hasData {
+			if errors.Is(err, io.EOF) && rd.hasData {
 				return rd.event, rd.data, nil
 			}
 			return nil, nil, err
@@ -94,9 +94,9 @@ func (rd *Reader) Next() (event, data []byte, err error) {
 // before LF), valid until the next call.
 func (rd *Reader) readLine() ([]byte, error) {
 	line, err := rd.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
+	if errors.Is(err, bufio.ErrBufferFull) {
 		rd.line = append(rd.line[:0], line...)
-		for err == bufio.ErrBufferFull {
+		for errors.Is(err, bufio.ErrBufferFull) {
 			if len(rd.line) > rd.maxLine {
 				return nil, fmt.Errorf("%w: more than %d bytes", ErrLineTooLong, rd.maxLine)
 			}
@@ -109,7 +109,7 @@ func (rd *Reader) readLine() ([]byte, error) {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrLineTooLong, rd.maxLine)
 	}
 	if err != nil {
-		if err == io.EOF && len(line) > 0 {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
 			return bytes.TrimSuffix(line, []byte("\r")), nil // a last line without its newline
 		}
 		return nil, err

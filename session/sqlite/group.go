@@ -101,7 +101,7 @@ func refuseKnown(err error) error {
 
 // outcome is what a write's caller is told of err: a refusal's own error.
 func outcome(err error) error {
-	if r, ok := err.(*refusal); ok {
+	if r := (*refusal)(nil); errors.As(err, &r) {
 		return r.err
 	}
 	return err
@@ -214,7 +214,7 @@ func (w *writer) flushOn(t *wtx, ops []*writeOp) {
 	errs := make([]error, len(ops))
 	for i, op := range ops {
 		err := op.W(context.WithoutCancel(op.Ctx), t)
-		if _, ok := err.(*refusal); err != nil && !ok {
+		if r := (*refusal)(nil); err != nil && !errors.As(err, &r) {
 			w.retryAlone(t, ops)
 			return
 		}
