@@ -15,7 +15,7 @@ import (
 // (model.CodeRateLimited, model.CodeTimeout, …): a *model.Error gives its
 // code to the *Error and to the error event; the catalog lists them too.
 const (
-	// The kinds' own codes, for an *Error without a code of its own.
+	// Kinds: each kind's own code, for an *Error without a code of its own.
 	CodeModel    = string(FailModel)
 	CodeTool     = string(FailTool)
 	CodeStore    = string(FailStore)
@@ -199,7 +199,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeSessionMaxTokens, FailLimit, "the session reached limits.session_max_tokens; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
 		in(CodeSessionMaxCostUSD, FailLimit, "the session reached limits.session_max_cost_usd; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
 
-		// Model failures (package model's codes), in error events.
+		// Model failures: package model's codes, in error events.
 		in(string(model.CodeRateLimited), FailModel, "the provider refused for now (HTTP 429)", http.StatusTooManyRequests),
 		in(string(model.CodeContextLength), FailModel, "the request is too large for the model", http.StatusUnprocessableEntity),
 		in(string(model.CodeAuth), FailModel, "the provider refused the key", http.StatusBadGateway),
