@@ -37,6 +37,7 @@ const (
 	CodeWrongAgent    = "wrong_agent"    // the session belongs to another agent
 	CodeProtected     = "protected"      // an agent's rule log: not deleted unless forced
 	CodeBadSeq        = "bad_seq"        // a seq outside the session's log
+	CodeBadHistory    = "bad_history"    // a conversation to import that does not hold together
 
 	// Runs and their sessions.
 	CodeBusy            = "busy"              // a run of this process uses the session
@@ -149,6 +150,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeWrongAgent, FailInput, "the session belongs to another agent", http.StatusConflict),
 		in(CodeProtected, FailInput, "the session is an agent's rule log, deleted only when forced", http.StatusForbidden),
 		in(CodeBadSeq, FailInput, "the seq is outside the session's log", http.StatusBadRequest),
+		in(CodeBadHistory, FailInput, "the conversation to import does not hold together (the message says where)", http.StatusBadRequest),
 
 		in(CodeBusy, FailState, "a run of this process is using the session", http.StatusConflict),
 		in(CodeClosed, FailState, "the runner is closed", http.StatusServiceUnavailable),

@@ -43,12 +43,12 @@ func ActorOf(ctx context.Context) string {
 // ControlOutcome says what a control request did.
 type ControlOutcome struct {
 	// Control is the request, as recorded.
-	Control session.Control
+	Control session.Control `json:"control"`
 	// Status is the session's status once the request was dealt with.
-	Status session.Status
+	Status session.Status `json:"status"`
 	// Acted reports that the request stopped the run; false when the run
 	// had stopped on its own first (Status says how).
-	Acted bool
+	Acted bool `json:"acted"`
 }
 
 // Cancel stops the run of session id (of ctx's tenant) wherever it runs,

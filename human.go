@@ -100,16 +100,17 @@ func hookQuestion(x *Exec, ask *Ask, call model.ToolCall, hook int) (session.Inp
 // quoting them, rather than fail the run: the person can answer that.
 func userQuestion(x *Exec, c model.ToolCall) session.InputRequired {
 	var in struct {
-		Question string   `json:"question"`
-		Options  []string `json:"options"`
-		Multi    bool     `json:"multi"`
+		Question string         `json:"question"`
+		Options  []string       `json:"options"`
+		Multi    bool           `json:"multi"`
+		Metadata map[string]any `json:"metadata"`
 	}
 	q := session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: session.RequestPrompt, Calls: []model.ToolCall{c}}
 	if err := json.Unmarshal(c.Arguments, &in); err != nil || strings.TrimSpace(in.Question) == "" {
 		q.Question = "The assistant asks (" + c.Name + " " + clipArgs(c.Arguments) + ")"
 		return q
 	}
-	q.Question = in.Question
+	q.Question, q.Metadata = in.Question, in.Metadata
 	if len(in.Options) > 0 {
 		q.Kind, q.Options, q.Multi = session.RequestSelect, in.Options, in.Multi
 	}

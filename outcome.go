@@ -55,6 +55,8 @@ const (
 	NextResume NextKind = "resume"
 	// NextContinue sends the session's next turn.
 	NextContinue NextKind = "continue"
+	// NextCancel stops the session's run, wherever it runs.
+	NextCancel NextKind = "cancel"
 )
 
 // NextStep is one way to go on with a session, as data.
@@ -105,6 +107,8 @@ func (n NextStep) Command(f CLIFlags) string {
 		fmt.Fprintf(&b, " run --session %s TEXT", id)
 	case NextResume:
 		fmt.Fprintf(&b, " resume %s", id)
+	case NextCancel:
+		fmt.Fprintf(&b, " cancel %s", id)
 	case NextResolve:
 		fmt.Fprintf(&b, " approve %s %s", id, rid)
 	case NextRespond:

@@ -128,6 +128,18 @@ func (h *Run) Cancel() {
 	h.cancel(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled"})
 }
 
+// CancelCause is Cancel with the cause the run records: an *Error's code
+// becomes its error event's code and run_finished's reason (a program
+// stopping a run because a person pressed Ctrl-C gives
+// ErrSignalInterrupt). A nil cause is Cancel.
+func (h *Run) CancelCause(cause error) {
+	if cause == nil {
+		h.Cancel()
+		return
+	}
+	h.cancel(cause)
+}
+
 // Interrupt stops the run at its next safe point and records why: a
 // model call in flight is abandoned (it has no side effects), tool calls
 // in flight finish and their results are stored, calls the model asked for

@@ -2,11 +2,15 @@ package agentrt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -361,4 +365,109 @@ func notFound(id string, err error) error {
 func (r *Runner) release(k skey) {
 	r.reg.release(k)
 	r.mayBeIdle()
+}
+
+// ImportSession creates session id (a fresh id when empty) for agent (""
+// for the default agent) starting from an existing conversation: history
+// comes first in the session's history, recorded in its log as one
+// messages_imported event (source says where it came from), and the next
+// turn goes on from it. The conversation must hold at least one message,
+// each of a known role (a system message only first); a tool message
+// answers a call of the assistant message before it, by id, and every
+// call is answered before the next assistant or user message.
+func (r *Runner) ImportSession(ctx context.Context, agent, id string, history []model.Message, source string, metadata map[string]string) (*session.Session, error) {
+	if err := checkHistory(history); err != nil {
+		return nil, &Error{Kind: FailInput, Code: CodeBadHistory, Msg: "the conversation to import: " + err.Error()}
+	}
+	if agent == "" {
+		var err error
+		if agent, err = r.DefaultAgent(); err != nil {
+			return nil, err
+		}
+	}
+	a, err := r.agent(agent)
+	if err != nil {
+		return nil, err
+	}
+	s, lease, made, err := r.createSession(ctx, agent, id, metadata, true)
+	if err != nil {
+		return nil, err
+	}
+	if !made {
+		if lease != nil {
+			r.keepLease(ctx, *lease, nil).stop()
+		}
+		return nil, &Error{Kind: FailInput, Code: CodeSessionExists, Msg: fmt.Sprintf("session %q already exists", s.ID)}
+	}
+	k := keyOf(ctx, s.ID)
+	if err := r.reg.claim(k, nil); err != nil {
+		return nil, err
+	}
+	defer r.release(k)
+	var keeper *leaseKeeper
+	if lease != nil {
+		keeper = r.keepLease(ctx, *lease, nil)
+	} else if keeper, err = r.acquireLease(ctx, s.ID, false, nil); err != nil {
+		return nil, err
+	}
+	st, err := r.newState(s.ID, agent)
+	if err != nil {
+		keeper.stop()
+		return nil, err
+	}
+	x := r.newExec(a, st)
+	x.lease, x.key, x.fence = keeper, k, keeper.token()
+	emit(x, session.MessagesImported{Messages: slices.Clone(history), Source: source})
+	err = x.Commit(ctx)
+	keeper.stop()
+	r.putExec(x)
+	if err != nil {
+		_ = r.store.DeleteSession(context.WithoutCancel(ctx), s.ID)
+		return nil, err
+	}
+	return r.store.GetSession(ctx, s.ID)
+}
+
+// checkHistory reports what makes a conversation unfit to import.
+func checkHistory(msgs []model.Message) error {
+	if len(msgs) == 0 {
+		return errors.New("it holds no message")
+	}
+	open := map[string]bool{} // calls of the last assistant message without a result yet
+	for i, m := range msgs {
+		n := i + 1
+		switch m.Role {
+		case model.RoleSystem:
+			if i > 0 {
+				return fmt.Errorf("message %d: a system message comes only first", n)
+			}
+		case model.RoleUser, model.RoleAssistant:
+			if len(open) > 0 {
+				return fmt.Errorf("message %d (%s): the tool calls of the assistant before it have no result: %s", n, m.Role, strings.Join(slices.Sorted(maps.Keys(open)), ", "))
+			}
+			if m.Role == model.RoleUser && len(m.ToolCalls) > 0 {
+				return fmt.Errorf("message %d: a user message makes no tool calls", n)
+			}
+			for _, c := range m.ToolCalls {
+				if c.ID == "" || c.Name == "" {
+					return fmt.Errorf("message %d: a tool call needs an id and a name", n)
+				}
+				if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
+					return fmt.Errorf("message %d: the arguments of call %s are not JSON", n, c.ID)
+				}
+				open[c.ID] = true
+			}
+		case model.RoleTool:
+			if !open[m.ToolCallID] {
+				return fmt.Errorf("message %d: a tool result for call %q, which the assistant message before it did not make (or answered already)", n, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+		default:
+			return fmt.Errorf("message %d: unknown role %q (system, user, assistant or tool)", n, m.Role)
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("the tool calls of the last assistant message have no result: %s", strings.Join(slices.Sorted(maps.Keys(open)), ", "))
+	}
+	return nil
 }

@@ -371,6 +371,8 @@ func (s *State) Apply(e *session.Event) error {
 		if d.Rule != nil && d.Rule.Scope == session.RuleSession {
 			s.Rules = append(s.Rules, *d.Rule)
 		}
+	case *session.MessagesImported:
+		s.Messages = append(s.Messages, d.Messages...)
 	case *session.RuleRevoked:
 		s.Rules = slices.DeleteFunc(s.Rules, func(r session.Rule) bool { return r.ID == d.RuleID })
 	case *session.Compaction:

@@ -521,6 +521,7 @@ func (x *Exec) surfaceChildRequests(j toolJob, target, childID string, reqs []Hu
 			Calls:     []model.ToolCall{j.call},
 			Expires:   q.Expires,
 			Child:     &session.ChildRequest{SessionID: childID, RequestID: q.ID},
+			Metadata:  q.Metadata,
 		})
 	}
 }

@@ -34,6 +34,8 @@ const (
 	TypeLoopWarning   Type = "loop_warning"
 	TypeCompaction    Type = "compaction"
 	TypeControl       Type = "control"
+	// TypeMessagesImported: a conversation the session starts from.
+	TypeMessagesImported Type = "messages_imported"
 
 	TypeSubagentStarted    Type = "subagent_started"
 	TypeSubagentProgress   Type = "subagent_progress"
@@ -507,6 +509,15 @@ type Error struct {
 	Stack string `json:"stack,omitempty"`
 }
 
+// MessagesImported is a conversation a session starts from (held
+// elsewhere before: another system, an earlier export): its messages
+// come first in the session's history, as if its turns had run here.
+type MessagesImported struct {
+	Messages []model.Message `json:"messages"`
+	// Source says where they came from; optional.
+	Source string `json:"source,omitempty"`
+}
+
 // ControlKind is what a control request asks of a run.
 type ControlKind string
 
@@ -563,6 +574,7 @@ func (*PlanStepStarted) EventType() Type    { return TypePlanStepStarted }
 func (*PlanStepFinished) EventType() Type   { return TypePlanStepFinished }
 func (*Error) EventType() Type              { return TypeError }
 func (*Control) EventType() Type            { return TypeControl }
+func (*MessagesImported) EventType() Type   { return TypeMessagesImported }
 
 // newData returns an empty payload for t, or nil for an unknown type.
 func newData(t Type) Data {
@@ -627,6 +639,8 @@ func newData(t Type) Data {
 		return new(Error)
 	case TypeControl:
 		return new(Control)
+	case TypeMessagesImported:
+		return new(MessagesImported)
 	}
 	return nil
 }

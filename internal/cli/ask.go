@@ -103,7 +103,7 @@ var errLater = errors.New("answered later")
 // an answerer, none is answered: the run could not go on anyway. It
 // reports whether every request was answered, and so the run can resume;
 // an error is the store's, or ctx's when the person pressed Ctrl-C.
-func (g *globals) answer(ctx context.Context, a *app.App, p *printer, mode, id string, st *agentrt.State) (bool, error) {
+func (g *globals) answer(ctx context.Context, a *app.App, p *printer, mode, id string, st *agentrt.State) (*agentrt.Run, bool, error) {
 	interactive := g.s.interactive()
 	how := make([]string, len(st.Requests))
 	for i, q := range st.Requests {
@@ -113,40 +113,47 @@ func (g *globals) answer(ctx context.Context, a *app.App, p *printer, mode, id s
 		case interactive && q.Kind != session.RequestConfirm:
 			how[i] = "ask"
 		default:
-			return false, nil // for a person, elsewhere: the outcome says how
+			return nil, false, nil // for a person, elsewhere: the outcome says how
 		}
 	}
 	all := true
+	var run *agentrt.Run
 	for i, q := range st.Requests {
 		var err error
+		var h *agentrt.Run
 		switch how[i] {
 		case "auto":
-			err = g.resolveOne(ctx, a, p, id, q, agentrt.Resolution{Decision: session.DecisionApprove, By: decider("")})
+			h, err = g.resolveOne(ctx, a, p, id, q, agentrt.Resolution{Decision: session.DecisionApprove, By: decider("")})
 		case "deny":
-			err = g.resolveOne(ctx, a, p, id, q, agentrt.Resolution{Decision: session.DecisionReject, By: decider("")})
+			h, err = g.resolveOne(ctx, a, p, id, q, agentrt.Resolution{Decision: session.DecisionReject, By: decider("")})
 		default:
-			err = g.ask(ctx, a, p, id, st, q)
+			h, err = g.ask(ctx, a, p, id, st, q)
+		}
+		if h != nil {
+			run = h
 		}
 		switch {
 		case errors.Is(err, errLater):
 			all = false // and ask the next
 		case errors.Is(err, io.EOF):
 			fmt.Fprintln(g.s.Err)
-			return false, nil // the person is done answering
+			return run, false, nil // the person is done answering
 		case err != nil:
-			return false, err
+			return run, false, err
 		}
 	}
-	return all, nil
+	return run, all, nil
 }
 
-// resolveOne records res on q and shows what it committed.
-func (g *globals) resolveOne(ctx context.Context, a *app.App, p *printer, id string, q agentrt.HumanRequest, res agentrt.Resolution) error {
-	ev, err := a.Runner.Resolve(ctx, id, q.ID, res)
+// resolveOne records res on q and shows what it committed; when it was the
+// last answer the session waited for, the run goes on at once (the run is
+// returned), here, and nowhere else.
+func (g *globals) resolveOne(ctx context.Context, a *app.App, p *printer, id string, q agentrt.HumanRequest, res agentrt.Resolution) (*agentrt.Run, error) {
+	out, err := a.Runner.ResolveAndContinue(ctx, id, q.ID, res)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return g.showResolved(ctx, a, p, id, ev, true)
+	return out.Run, g.showResolved(ctx, a, p, id, out.Event, true)
 }
 
 // showResolved shows what resolving a request committed: with --json
@@ -191,7 +198,7 @@ func (g *globals) showResolved(ctx context.Context, a *app.App, p *printer, id s
 // end of the input, ctx's error on Ctrl-C. An answer the runner refuses
 // (arguments the tool's schema does not take, an option that does not
 // exist) is said, and asked again.
-func (g *globals) ask(ctx context.Context, a *app.App, p *printer, id string, st *agentrt.State, q agentrt.HumanRequest) error {
+func (g *globals) ask(ctx context.Context, a *app.App, p *printer, id string, st *agentrt.State, q agentrt.HumanRequest) (*agentrt.Run, error) {
 	if g.lines == nil {
 		g.lines = newLineReader(g.s.In)
 	}
@@ -208,15 +215,15 @@ func (g *globals) ask(ctx context.Context, a *app.App, p *printer, id string, st
 			res, err = g.askText(ctx, q)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		res.By = decider("")
-		err = g.resolveOne(ctx, a, p, id, q, res)
+		run, err := g.resolveOne(ctx, a, p, id, q, res)
 		if re := (*agentrt.Error)(nil); errors.As(err, &re) && retryable[re.ErrorCode()] {
 			fmt.Fprintf(w, "%s; try again\n", oneLine(err))
 			continue
 		}
-		return err
+		return run, err
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -267,28 +266,44 @@ func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.Reque
 		if q := st.Pending(rid); q != nil && !kindMatches(q.Kind, want) {
 			return usageErr("request %s is %s, not %s; answer it with: %s", rid, describeKind(q.Kind), describeKind(want), g.howToResolve(id, *q))
 		}
-		ev, err := a.Runner.Resolve(ctx, id, rid, res)
-		if err != nil {
-			return err
-		}
 		// With --json, the events this command caused, from the first:
-		// the decision, then those of the run it resumes.
+		// the decision, then those of the run it continues.
 		p := newPrinter(g.s, asJSON, a.Notices)
-		if err := g.showResolved(ctx, a, p, id, ev, false); err != nil {
-			return err
-		}
-		if st, err = a.Runner.Load(ctx, id); err != nil {
-			return err
-		}
-		if len(st.Requests) > 0 {
-			fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
-			return g.outcome(ctx, a, id, runResult{status: session.StatusWaiting})
-		}
 		if noResume {
+			ev, err := a.Runner.Resolve(ctx, id, rid, res)
+			if err != nil {
+				return err
+			}
+			if err := g.showResolved(ctx, a, p, id, ev, false); err != nil {
+				return err
+			}
+			if st, err = a.Runner.Load(ctx, id); err != nil {
+				return err
+			}
+			if len(st.Requests) > 0 {
+				fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, len(st.Requests))
+				return g.outcome(ctx, a, id, runResult{status: session.StatusWaiting})
+			}
 			fmt.Fprintf(g.s.Err, "recorded; continue with: %s\n", g.command(agentrt.NextStep{Kind: agentrt.NextResume, SessionID: id}))
 			return nil
 		}
-		return finishRun(ctx, g, a, p, "ask", id, p.print(a.Runner.Resume(ctx, id)))
+		// The answer, and when it is the last, the run going on: in one
+		// hold of the session, so that whoever answers last continues
+		// it, exactly once.
+		out, err := a.Runner.ResolveAndContinue(ctx, id, rid, res)
+		if err != nil {
+			return err
+		}
+		if err := g.showResolved(ctx, a, p, id, out.Event, false); err != nil {
+			return err
+		}
+		if out.Run == nil {
+			if out.Pending > 0 {
+				fmt.Fprintf(g.s.Err, "recorded; session %s still waits for %d request(s)\n", id, out.Pending)
+			}
+			return g.outcome(ctx, a, id, runResult{status: session.StatusWaiting})
+		}
+		return finishRun(ctx, g, a, p, "ask", id, g.follow(ctx, p, out.Run))
 	})
 }
 
@@ -360,13 +375,11 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withAppReading(cmd, func(ctx context.Context, a *app.App) error {
-				ss, err := a.Store.ListSessions(ctx, session.ListOptions{Limit: limit})
+				// The agents' rule logs (agentrt rules) are not listed.
+				ss, _, err := a.Runner.ListSessions(ctx, session.ListOptions{Limit: limit})
 				if err != nil {
 					return err
 				}
-				ss = slices.DeleteFunc(ss, func(s *session.Session) bool {
-					return strings.HasPrefix(s.ID, "_rules.") // an agent's rule log (agentrt rules)
-				})
 				if listJSON {
 					type listed struct {
 						*session.Session
@@ -497,20 +510,30 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	events.Flags().StringVar(&afterText, "after", "0", "only events with seq greater than N")
 	events.Flags().BoolVar(&follow, "follow", false, "keep printing events as they commit, until Ctrl-C")
 	events.Flags().Bool("json", false, "print JSON lines (they always are; the flag is for scripts that pass it to every command)")
+	var force bool
 	del := &cobra.Command{
-		Use:   "delete ID",
-		Short: "delete a session and its log",
+		Use:   "delete ID [--force]",
+		Short: "delete a session and its log (not one another process is running, nor an agent's rule log, unless --force)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				if err := a.Store.DeleteSession(ctx, args[0]); err != nil {
-					return notFound(args[0], err)
+				err := a.Runner.DeleteSession(ctx, args[0], force)
+				switch code := agentrt.AsError(err).ErrorCode(); {
+				case err == nil:
+				case code == agentrt.CodeLeaseHeld || code == agentrt.CodeBusy:
+					return usageErr("%s; stop it first (%s), or delete it anyway with --force", oneLine(err),
+						g.command(agentrt.NextStep{Kind: agentrt.NextCancel, SessionID: args[0]}))
+				case code == agentrt.CodeProtected:
+					return usageErr("%s; --force deletes it", oneLine(err))
+				default:
+					return err
 				}
 				fmt.Fprintf(g.s.Err, "deleted session %s and its %s\n", args[0], "events")
 				return nil
 			})
 		},
 	}
+	del.Flags().BoolVar(&force, "force", false, "delete it even while another process runs it (that run then fails), or when it is an agent's rule log")
 	var forkAt, forkID string
 	fork := &cobra.Command{
 		Use:   "fork ID --at SEQ [--id NEW]",

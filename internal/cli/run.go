@@ -155,7 +155,12 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 		if err != nil {
 			return err
 		}
-		all, err := g.answer(ctx, a, p, mode, id, st)
+		run, all, err := g.answer(ctx, a, p, mode, id, st)
+		if run != nil {
+			// The last answer continued the run: follow it to its end.
+			res = g.follow(ctx, p, run)
+			continue
+		}
 		if err != nil && ctx.Err() != nil {
 			res.stopped = true // Ctrl-C at a question: the requests stay pending
 			break
@@ -169,6 +174,15 @@ func finishRun(ctx context.Context, g *globals, a *app.App, p *printer, mode, id
 		res = p.print(a.Runner.Resume(ctx, id))
 	}
 	return g.outcome(ctx, a, id, res)
+}
+
+// follow prints the events of run h, which goes on in this process, until
+// it ends. When ctx ends (Ctrl-C) the run is canceled with ctx's cause, as
+// a run on the command's own goroutine would be.
+func (g *globals) follow(ctx context.Context, p *printer, h *agentrt.Run) runResult {
+	stop := context.AfterFunc(ctx, func() { h.CancelCause(context.Cause(ctx)) })
+	defer stop()
+	return p.print(h.Events(context.WithoutCancel(ctx)))
 }
 
 // flags are the global flags a follow-up command repeats.
