@@ -257,3 +257,41 @@ func TestGroupCommitPanicAnswersTheBatch(t *testing.T) {
 		t.Errorf("outcomes %q: want the other write answered with the panic as an error", got)
 	}
 }
+
+// A refusal a write wraps with its own context is still a refusal: the
+// writes beside it are kept in the batch (none runs twice), and its caller
+// is told the refusal's error.
+func TestGroupCommitWrappedRefusal(t *testing.T) {
+	st := openStore(t)
+	ctx := t.Context()
+	waitQueued, release := holdLead(t, st.g)
+	const n = 6
+	var mu sync.Mutex
+	runs := make([]int, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = st.write(ctx, func(ctx context.Context, tx *wtx) error {
+				mu.Lock()
+				runs[i]++
+				mu.Unlock()
+				if i%2 == 0 {
+					return fmt.Errorf("write %d: %w", i, refuse(session.ErrExists))
+				}
+				return nil
+			})
+		})
+	}
+	waitQueued(n)
+	release()
+	wg.Wait()
+	for i := range n {
+		if runs[i] != 1 {
+			t.Errorf("write %d ran %d times, want once (a refusal keeps the batch)", i, runs[i])
+		}
+		if refused := i%2 == 0; refused != errors.Is(errs[i], session.ErrExists) || !refused && errs[i] != nil {
+			t.Errorf("write %d: %v", i, errs[i])
+		}
+	}
+}
