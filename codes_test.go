@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/session"
 )
 
 // constsOfType parses file and returns the string constants of the named
@@ -340,5 +341,30 @@ func TestCodesNoLiterals(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCodesExitAgreesWithOutcome checks the catalog's exit code of every
+// code that ends a run against DescribeOutcome, which the agentrt command
+// exits by: a budget pauses the run, a cancellation cancels it, anything
+// else fails it. (Codes of calls refused before a run starts exit 2 or 3:
+// the CLI's tests check those.)
+func TestCodesExitAgreesWithOutcome(t *testing.T) {
+	for _, c := range agentrt.Codes() {
+		if c.Kind == agentrt.FailInput || c.Kind == agentrt.FailState && c.Code != agentrt.CodeCrashLoop {
+			continue
+		}
+		status := session.StatusFailed
+		switch {
+		case c.Kind == agentrt.FailLimit && c.Code != agentrt.CodeLimit:
+			status = session.StatusPaused
+		case c.Kind == agentrt.FailCanceled:
+			status = session.StatusCanceled
+		}
+		res := &agentrt.Result{SessionID: "s1", Status: status, Reason: c.Code,
+			Err: &session.Error{Code: c.Code, Message: c.Meaning, Recoverable: c.Recoverable}}
+		if got := agentrt.DescribeOutcome(res, nil).ExitCode; got != c.Exit {
+			t.Errorf("a run %s with %q exits %d; the catalog says %d", status, c.Code, got, c.Exit)
+		}
 	}
 }
