@@ -39,11 +39,11 @@ type Agent struct {
 	LoopDetection LoopDetection
 	// Compaction keeps the history the model sees within bounds.
 	Compaction Compaction
-	// Memory, when set, gives the agent a "retrieve" tool over it (seed
-	// 004's retriever): a full-text search of what it remembers.
+	// Memory, when set, gives the agent a "retrieve" tool over it: a
+	// full-text search of what it remembers.
 	Memory memory.Store
 	// RememberTurns writes each finished turn's question and answer to
-	// Memory (seed 002's MemoryHook); off by default.
+	// Memory; off by default.
 	RememberTurns bool
 	// Policy decides the next instruction; nil means React.
 	Policy Policy
@@ -181,7 +181,7 @@ func (l Limits) maxRounds() int {
 // timeouts, server errors, cut streams) are retried; bad requests, auth
 // failures and requests too large go straight to the next fallback model.
 // A stream that breaks after it began is first retried once without
-// streaming, when the model can (model.Generator), as seed 002 does.
+// streaming, when the model can (model.Generator).
 type RetryPolicy struct {
 	// MaxAttempts is the number of attempts per model, the first one
 	// included; 0 means 3, 1 means no retries.
@@ -215,8 +215,7 @@ type ApprovalPolicy struct {
 	Expires    time.Duration
 	ExpiresFor map[string]time.Duration
 	// AutoWhenDelegated approves the agent's ask calls without a person
-	// when it runs as another agent's sub-agent (seed 002's auto-approve
-	// gate for delegated agents); deny still denies.
+	// when it runs as another agent's sub-agent; deny still denies.
 	AutoWhenDelegated bool
 }
 
@@ -325,7 +324,7 @@ func (a *Agent) init() error {
 func (a *Agent) ToolSpecs() []model.ToolSpec { return a.toolView().specs }
 
 // resolveTool maps a tool name as a model wrote it to one of the agent's
-// tools (seed 002's normalisation): the name itself, without a
+// tools: the name itself, without a
 // "functions." prefix, or differing only in case when one tool matches.
 func (a *Agent) resolveTool(name string) (string, bool) {
 	if a.Tools == nil {

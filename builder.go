@@ -10,8 +10,7 @@ import (
 	"github.com/agentrt/agentrt/tool"
 )
 
-// Profile is an agent's persona (seeds 000 and 002), rendered into the
-// system prompt.
+// Profile is an agent's persona, rendered into the system prompt.
 type Profile struct {
 	Name      string `json:"name,omitempty"`
 	Role      string `json:"role,omitempty"`
@@ -78,8 +77,8 @@ func RenderSystemPrompt(p Profile, instructions string) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// Builder assembles a Agent from explicit dependencies (seed 004's
-// AgentBuilder): nothing is looked up globally. Errors are collected and
+// Builder assembles an Agent from explicit dependencies: nothing is
+// looked up globally. Errors are collected and
 // returned by Build.
 type Builder struct {
 	a       Agent

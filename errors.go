@@ -4,7 +4,8 @@ import (
 	"errors"
 )
 
-// ErrorKind classifies runtime failures (seed 004's AgentError).
+// ErrorKind classifies runtime failures; it decides an *Error's default
+// recoverability and the CLI's exit code (codes.go).
 type ErrorKind string
 
 // Error kinds. Each has a stable code used in error events and the HTTP API.

@@ -344,10 +344,10 @@ func (x *Exec) stream(ctx context.Context, m model.Model, req *model.Request) er
 // errStopped ends a model stream whose events nobody reads any more.
 var errStopped = errors.New("the caller stopped reading events")
 
-// normalizeCalls drops calls without a usable name (seed 002: empty or
-// "None"), gives calls without an id or with the id of an earlier call of
-// the same reply a deterministic one (some OpenAI-compatible servers
-// repeat ids), and keeps arguments that are not valid JSON as a JSON string
+// normalizeCalls drops calls without a usable name (empty, or "None" as
+// some models write it), gives calls without an id or with the id of an
+// earlier call of the same reply a deterministic one (some
+// OpenAI-compatible servers repeat ids), and keeps arguments that are not valid JSON as a JSON string
 // so the log stays valid JSON and the tool step can tell the model what
 // was wrong. The ids depend only on the reply and seq, the seq of the
 // model_finished event that records them, so the log holds them and a

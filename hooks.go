@@ -63,17 +63,16 @@ type AfterToolFunc func(ctx context.Context, info HookInfo, call model.ToolCall,
 // TurnStartFunc runs when a run starts or resumes; an error ends it.
 type TurnStartFunc func(ctx context.Context, info HookInfo, input string) error
 
-// CompactionFunc runs after the history was compacted (seed 002's
-// on_compaction), with the compaction event.
+// CompactionFunc runs after the history was compacted, with the
+// compaction event.
 type CompactionFunc func(ctx context.Context, info HookInfo, c *session.Compaction)
 
-// AgentEndFunc runs when the agent has its answer, before the final event
-// (seed 002's on_agent_end), or when the run ends at a limit (status
+// AgentEndFunc runs when the agent has its answer, before the final
+// event, or when the run ends at a limit (status
 // paused) or fails; text is the answer, or what went wrong.
 type AgentEndFunc func(ctx context.Context, info HookInfo, status session.Status, text string)
 
-// PlanStepFunc runs after each step of a plan (seed 004's
-// on_plan_step_complete), with its outcome.
+// PlanStepFunc runs after each step of a plan, with its outcome.
 type PlanStepFunc func(ctx context.Context, info HookInfo, step *session.PlanStepFinished)
 
 // TurnEndFunc runs when a run stops, whatever its status.

@@ -11,8 +11,8 @@ import (
 	"github.com/agentrt/agentrt/model"
 )
 
-// InlineMode says whether tool calls written in a reply's text are run
-// (seed 002): many local models (Ollama, llama.cpp, vLLM without a tool
+// InlineMode says whether tool calls written in a reply's text are run:
+// many local models (Ollama, llama.cpp, vLLM without a tool
 // parser) write their calls as text instead of the API's tool calls.
 type InlineMode string
 

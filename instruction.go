@@ -80,7 +80,7 @@ func (f PolicyFunc) Next(ctx context.Context, a *Agent, s *State) (Instruction, 
 	return f(ctx, a, s)
 }
 
-// React is the think-act policy (seed 002): call the model; run the tool
+// React is the think-act policy: call the model; run the tool
 // calls it asks for (after approval where the policy says ask); call the
 // model again with the results; finish when it answers without tools; pause
 // when the round limit is reached.

@@ -9,8 +9,8 @@ import (
 	"github.com/agentrt/agentrt/session"
 )
 
-// LoopDetection guards a run against a model that repeats itself (seed
-// 002's detectors), counted over the tool calls of the current turn:
+// LoopDetection guards a run against a model that repeats itself, with
+// three detectors counted over the tool calls of the current turn:
 //
 //   - repeat: the same tool with the same arguments, called again;
 //   - ping_pong: the turn's last calls alternate between two calls, A B A

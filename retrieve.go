@@ -25,7 +25,7 @@ type retrieved struct {
 	Score    float64           `json:"score"`
 }
 
-// retrieveTool is seed 004's retriever as a tool: a full-text search of
+// retrieveTool is an agent's memory as a tool: a full-text search of
 // what agent remembers, its own and its session's.
 func retrieveTool(agent string, m memory.Store) tool.Tool {
 	return tool.Must(tool.New(RetrieveTool,
@@ -82,7 +82,7 @@ func (a *Agent) withRetrieve() error {
 }
 
 // rememberTurn writes the turn's question and answer to the agent's
-// memory (seed 002's MemoryHook), when it asks for that. A failure is an
+// memory, when it asks for that (Agent.RememberTurns). A failure is an
 // error event the run goes on after: the answer matters more.
 func (x *Exec) rememberTurn(ctx context.Context, answer string) {
 	a := x.agent

@@ -8,7 +8,7 @@ import (
 )
 
 // AppendSanitized appends msgs to dst so that providers accept the
-// history (seed 002): every assistant message's tool calls are followed by
+// history: every assistant message's tool calls are followed by
 // one tool message per call; tool calls without a result are dropped (and
 // an assistant message left with neither text nor calls is dropped), and
 // tool messages that answer no preceding call are dropped. A consistent

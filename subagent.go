@@ -27,7 +27,7 @@ const (
 )
 
 // SubAgent returns a tool that delegates to the named agent of the same
-// Runner (seed 002's delegation): a call runs that agent in a child
+// Runner: a call runs that agent in a child
 // session of its own, linked to the caller's session and call, and its
 // result is the child's final answer. The parent's log shows the
 // delegation (subagent_started, subagent_progress, subagent_checkpoint,

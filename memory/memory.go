@@ -1,7 +1,7 @@
-// Package memory is what agents remember across sessions (seed 004's
-// MemoryStore and retriever): pieces of text with metadata, kept per
-// tenant (the context's, see session.WithTenant) and per agent or
-// session, found again by full-text search.
+// Package memory is what agents remember across sessions: pieces of
+// text with metadata, kept per tenant (the context's, see
+// session.WithTenant) and per agent or session, found again by full-text
+// search.
 //
 // The stores: NewInMemory (tests, embedding), memory/sqlitemem (SQLite
 // FTS5, BM25 ranking; the embedded default, beside the sessions) and

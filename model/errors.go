@@ -193,7 +193,7 @@ func ParseRetryAfter(ms, after string, now time.Time) time.Duration {
 	return 0
 }
 
-// Timeouts bound a model call (seed 002's four watchdogs).
+// Timeouts bound a model call with four watchdogs.
 type Timeouts struct {
 	// FirstFeedback is how long a stream may stay silent before a waiting
 	// pulse (a Chunk with Pulse set) is yielded; again every FirstFeedback
@@ -208,7 +208,8 @@ type Timeouts struct {
 	Hard time.Duration
 }
 
-// DefaultTimeouts are seed 002's defaults.
+// DefaultTimeouts are the watchdogs' defaults: a pulse every 8 s, 120 s
+// for the first chunk, 60 s between chunks, 300 s in all.
 func DefaultTimeouts() Timeouts {
 	return Timeouts{FirstFeedback: 8 * time.Second, FirstChunk: 120 * time.Second, Idle: 60 * time.Second, Hard: 300 * time.Second}
 }
@@ -232,7 +233,7 @@ func (t Timeouts) WithDefaults() Timeouts {
 }
 
 // RequestTimeout is the HTTP client's timeout for calls bounded by t: the
-// largest of the bounds plus 15 s (seed 002), so that the watchdogs, which
+// largest of the bounds plus 15 s, so that the watchdogs, which
 // say what happened, fire first.
 func (t Timeouts) RequestTimeout() time.Duration {
 	return max(t.FirstChunk, t.Idle, t.Hard) + 15*time.Second

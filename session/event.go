@@ -109,8 +109,8 @@ type RunStarted struct {
 	// Parent points at the tool call that started this run, when the
 	// session is a sub-agent's child session.
 	Parent *ParentRef `json:"parent,omitempty"`
-	// Overrides change the agent for this run only (seed 000's execute
-	// dict).
+	// Overrides change the agent for this run only; the next run has the
+	// agent as configured.
 	Overrides *Overrides `json:"overrides,omitempty"`
 }
 

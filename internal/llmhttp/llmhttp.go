@@ -1,6 +1,6 @@
 // Package llmhttp is the HTTP plumbing the provider clients share: sending
-// a request, classifying failures, reading an event stream under seed
-// 002's four watchdogs (first feedback, first chunk, idle, hard).
+// a request, classifying failures, reading an event stream under the four
+// watchdogs of model.Timeouts (first feedback, first chunk, idle, hard).
 package llmhttp
 
 import (
