@@ -23,3 +23,17 @@ func TestControlPoll(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultAgentKey(t *testing.T) {
+	c, err := config.Parse("agentrt.yaml", []byte("default_agent: desk\nagents:\n  desk: {model: auto}\n  other: {model: auto}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DefaultAgentName != "desk" {
+		t.Fatalf("default_agent = %q", c.DefaultAgentName)
+	}
+	_, err = config.Parse("agentrt.yaml", []byte("default_agent: dsk\nagents:\n  desk: {model: auto}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "agentrt.yaml:1:") || !strings.Contains(err.Error(), `unknown agent "dsk"`) || !strings.Contains(err.Error(), "desk") {
+		t.Fatalf("a default agent that is not an agent: %v", err)
+	}
+}
