@@ -99,7 +99,13 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			if _, err := h.Wait(ctx); err != nil && ctx.Err() != nil {
 				return nil, err
 			}
-			return r.controlOutcome(ctx, id, c, from)
+			out, err := r.controlOutcome(ctx, id, c, from)
+			if err != nil || out.Acted || out.Status != session.StatusRunning && out.Status != session.StatusWaiting {
+				return out, err
+			}
+			// That use of the session ended without the request (a
+			// resolution that left the run waiting, say): look again.
+			continue
 		}
 		sess, err := r.store.GetSession(ctx, id)
 		if err != nil {
@@ -179,7 +185,8 @@ func (r *Runner) awaitOwner(ctx context.Context, id string, from int64, l sessio
 		if err != nil {
 			return notFound(id, err)
 		}
-		if cur := sess.Lease; cur == nil || cur.Owner != l.Owner || cur.Token != l.Token || !r.now().Before(cur.Expires) || ownerDead(cur.Owner) {
+		// (Leases expire by the store's clock, which is the wall clock.)
+		if cur := sess.Lease; cur == nil || cur.Owner != l.Owner || cur.Token != l.Token || !time.Now().Before(cur.Expires) || ownerDead(cur.Owner) {
 			return nil
 		}
 	}
