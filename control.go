@@ -99,7 +99,13 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			if _, err := h.Wait(ctx); err != nil && ctx.Err() != nil {
 				return nil, err
 			}
-			return r.controlOutcome(ctx, id, c, from)
+			out, err := r.controlOutcome(ctx, id, c, from)
+			if err != nil || out.Acted || out.Status != session.StatusRunning && out.Status != session.StatusWaiting {
+				return out, err
+			}
+			// That use of the session ended without the request (a
+			// resolution that left the run waiting, say): look again.
+			continue
 		}
 		sess, err := r.store.GetSession(ctx, id)
 		if err != nil {
@@ -122,11 +128,11 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			// Nobody runs it: its process is gone, or it waits for a person.
 			return r.controlHere(ctx, x, c, from)
 		case errors.As(err, &held) && sess.Status == session.StatusRunning:
-			if r.ctrl == nil {
+			if r.control.ctrl == nil {
 				return nil, &Error{Kind: FailConfig, Code: CodeNoControl, Msg: fmt.Sprintf(
 					"session %s runs in another process (%s), and the store cannot carry control requests to it", id, held.Lease.Owner)}
 			}
-			switch err := r.ctrl.RequestControl(ctx, id, held.Lease, c); {
+			switch err := r.control.ctrl.RequestControl(ctx, id, held.Lease, c); {
 			case errors.Is(err, session.ErrFenced):
 				continue // it let go of the session, or another took it over
 			case err != nil:
@@ -160,7 +166,7 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 // looks again.
 func (r *Runner) awaitOwner(ctx context.Context, id string, from int64, l session.Lease) error {
 	for {
-		wctx, cancel := context.WithTimeout(ctx, max(r.leaseTTL/3, r.ctrlPoll))
+		wctx, cancel := context.WithTimeout(ctx, max(r.leaseTTL/3, r.control.poll))
 		for e, err := range r.Watch(wctx, id, from) {
 			if err != nil {
 				cancel()
@@ -179,7 +185,8 @@ func (r *Runner) awaitOwner(ctx context.Context, id string, from int64, l sessio
 		if err != nil {
 			return notFound(id, err)
 		}
-		if cur := sess.Lease; cur == nil || cur.Owner != l.Owner || cur.Token != l.Token || !r.now().Before(cur.Expires) || ownerDead(cur.Owner) {
+		// (Leases expire by the store's clock, which is the wall clock.)
+		if cur := sess.Lease; cur == nil || cur.Owner != l.Owner || cur.Token != l.Token || !time.Now().Before(cur.Expires) || ownerDead(cur.Owner) {
 			return nil
 		}
 	}
@@ -319,67 +326,67 @@ func (x *Exec) endInterrupted(reason string) {
 }
 
 // controlPlane polls the store for the control requests other processes
-// make to this runner, while it has sessions in use.
+// make to this runner, while it has sessions in use, and hands each to the
+// run it is for.
 type controlPlane struct {
+	ctrl  session.Controller // nil if the store cannot carry them
+	owner string
+	poll  time.Duration
+	reg   *registry
+
 	mu      sync.Mutex
 	polling bool          // a poller runs; guarded by mu
 	closed  bool          // guarded by mu
-	stop    chan struct{} // closed by Close
+	stop    chan struct{} // closed by close
 	idle    chan struct{} // the runner may have no session in use: the poller looks
 	wg      sync.WaitGroup
 }
 
 // mayBeIdle tells the poller that the runner may have no session in use
 // any more, so that it stops at once rather than at its next tick.
-func (r *Runner) mayBeIdle() {
-	if r.ctrl == nil {
+func (c *controlPlane) mayBeIdle() {
+	if c.ctrl == nil {
 		return
 	}
 	select {
-	case r.control.idle <- struct{}{}:
+	case c.idle <- struct{}{}:
 	default:
 	}
 }
 
-// watchControls makes sure a poller looks for control requests while the
-// runner has sessions in use (a run just claimed one).
-func (r *Runner) watchControls() {
-	if r.ctrl == nil {
+// watch makes sure a poller looks for control requests while the runner
+// has sessions in use (a run just claimed one).
+func (c *controlPlane) watch() {
+	if c.ctrl == nil {
 		return
 	}
-	c := &r.control
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.polling || c.closed {
 		return
 	}
-	if c.stop == nil {
-		c.stop, c.idle = make(chan struct{}), make(chan struct{}, 1)
-	}
 	c.polling = true
 	c.wg.Add(1)
-	go r.pollControls(c.stop, c.idle)
+	go c.run()
 }
 
-// pollControls looks for control requests every ControlPoll and hands
-// each to the run it is for, until the runner has no session in use or
-// is closed.
-func (r *Runner) pollControls(stop, idle <-chan struct{}) {
-	c := &r.control
+// run looks for control requests every poll interval and hands each to
+// the run it is for, until the runner has no session in use or closes.
+func (c *controlPlane) run() {
 	defer c.wg.Done()
-	t := time.NewTicker(r.ctrlPoll)
+	t := time.NewTicker(c.poll)
 	defer t.Stop()
 	for {
 		tick := false
 		select {
-		case <-stop:
+		case <-c.stop:
 			return
-		case <-idle:
+		case <-c.idle:
 		case <-t.C:
 			tick = true
 		}
 		c.mu.Lock()
-		if r.reg.idle() {
+		if c.reg.idle() {
 			c.polling = false
 			c.mu.Unlock()
 			return
@@ -388,18 +395,29 @@ func (r *Runner) pollControls(stop, idle <-chan struct{}) {
 		if !tick {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), max(r.ctrlPoll, time.Second))
-		reqs, err := r.ctrl.Controls(ctx, r.owner)
+		ctx, cancel := context.WithTimeout(context.Background(), max(c.poll, time.Second))
+		reqs, err := c.ctrl.Controls(ctx, c.owner)
 		cancel()
 		if err != nil {
 			continue // the store hiccupped: the next tick tries again
 		}
 		for _, q := range reqs {
-			if h := r.reg.run(skey{q.Tenant, q.SessionID}); h != nil {
+			if h := c.reg.run(skey{q.Tenant, q.SessionID}); h != nil {
 				h.applyControl(q.Control)
 			}
 		}
 	}
+}
+
+// close stops the poller and waits for it.
+func (c *controlPlane) close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
 }
 
 // Close stops the runs in progress in this runner — they are canceled,
@@ -412,18 +430,10 @@ func (r *Runner) Close(ctx context.Context) error {
 		h.Cancel()
 	}
 	r.stepping.closeAll()
-	r.control.mu.Lock()
-	if !r.control.closed {
-		r.control.closed = true
-		if r.control.stop != nil {
-			close(r.control.stop)
-		}
-	}
-	r.control.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		r.reg.uses.Wait()
-		r.control.wg.Wait()
+		r.control.close()
 		close(done)
 	}()
 	select {

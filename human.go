@@ -3,6 +3,7 @@ package agentrt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -254,7 +255,18 @@ func (r *Runner) beginShort(ctx context.Context, id, rid string, h *Run) (*Exec,
 				return nil, lerr
 			}
 			if st.Pending(rid) == nil {
-				return nil, r.notPending(wctx, st, rid)
+				nerr := r.notPending(wctx, st, rid)
+				var held *session.LeaseHeldError
+				if re := AsError(nerr); re.Code == CodeAlreadyResolved && st.Status == session.StatusRunning {
+					// Say where the run that answer continued goes on.
+					switch {
+					case errors.As(err, &held):
+						re.Msg += "; its run goes on in " + held.Lease.Owner
+					case code == CodeBusy:
+						re.Msg += "; its run goes on in this process"
+					}
+				}
+				return nil, nerr
 			}
 		}
 		t := time.NewTimer(delay)

@@ -305,7 +305,7 @@ func (r *Runner) begin(ctx context.Context, id string, h *Run, waitLease bool, a
 		return nil, err
 	}
 	if h != nil {
-		r.watchControls()
+		r.control.watch()
 	}
 	lease, st, err := r.take(ctx, k, h, waitLease, agent)
 	if err != nil {
@@ -570,7 +570,7 @@ func (r *Runner) finish(x *Exec) {
 		h.cancel(nil)
 	}
 	r.putExec(x)
-	r.mayBeIdle()
+	r.control.mayBeIdle()
 	r.reg.done()
 }
 

@@ -115,11 +115,9 @@ type Runner struct {
 	// hooks of each agent merged with the runner's, in running order.
 	agentHooks map[string]*Hooks
 
-	reg      registry           // the sessions in use in this runner
-	stepping stepping           // sessions driven step by step, between steps
-	control  controlPlane       // control requests from other processes
-	ctrl     session.Controller // nil if the store cannot carry them
-	ctrlPoll time.Duration
+	reg      registry     // the sessions in use in this runner
+	stepping stepping     // sessions driven step by step, between steps
+	control  controlPlane // control requests from other processes
 }
 
 // NewRunner returns a Runner.
@@ -140,15 +138,16 @@ func NewRunner(cfg Config) (*Runner, error) {
 	r.leaser, _ = cfg.Store.(session.Leaser)
 	r.follower, _ = cfg.Store.(session.Follower)
 	if r.leaser != nil {
-		r.ctrl, _ = cfg.Store.(session.Controller)
+		r.control.ctrl, _ = cfg.Store.(session.Controller)
 	}
+	r.control.reg, r.control.stop, r.control.idle = &r.reg, make(chan struct{}), make(chan struct{}, 1)
 	switch {
 	case cfg.ControlPoll < 0:
 		return nil, fmt.Errorf("agentrt: ControlPoll %v is negative", cfg.ControlPoll)
 	case cfg.ControlPoll == 0:
-		r.ctrlPoll = DefaultControlPoll
+		r.control.poll = DefaultControlPoll
 	default:
-		r.ctrlPoll = cfg.ControlPoll
+		r.control.poll = cfg.ControlPoll
 	}
 	r.hooks.sort()
 	if r.now == nil {
@@ -191,6 +190,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if r.owner == "" {
 		r.owner = ownerID()
 	}
+	r.control.owner = r.owner
 	for k, e := range cfg.Executors {
 		if e == nil {
 			return nil, fmt.Errorf("agentrt: nil executor for %q", k)

@@ -239,13 +239,14 @@ func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error
 				"session %s holds the standing decisions of agent %s: deleting it drops them all (revoke them one by one with agentrt rules revoke, or force the deletion)",
 				id, strings.TrimPrefix(id, rulesPrefix))}
 		}
-		s, err := r.store.GetSession(ctx, id)
+		// Not from under a run of another process: the session's lease,
+		// taken as a run would (a dead owner's is taken over), is held
+		// while the session goes.
+		lease, err := r.acquireLease(ctx, id, false, nil)
 		if err != nil {
-			return notFound(id, err)
+			return err
 		}
-		if l := s.Lease; l != nil && l.Owner != "" && l.Owner != r.owner && r.now().Before(l.Expires) && !ownerDead(l.Owner) {
-			return leaseHeld(id, *l)
-		}
+		defer func() { _ = lease.halt() }()
 	}
 	r.cache.take(k)
 	if err := r.store.DeleteSession(ctx, id); err != nil {
@@ -364,7 +365,7 @@ func notFound(id string, err error) error {
 // release ends a claim of session k (see registry.release).
 func (r *Runner) release(k skey) {
 	r.reg.release(k)
-	r.mayBeIdle()
+	r.control.mayBeIdle()
 }
 
 // ImportSession creates session id (a fresh id when empty) for agent (""

@@ -395,7 +395,8 @@ func (r *Runner) awaitRun(ctx context.Context, id string) error {
 	if err != nil {
 		return notFound(id, err)
 	}
-	if l := sess.Lease; l != nil && r.now().Before(l.Expires) {
+	if l := sess.Lease; l != nil && time.Now().Before(l.Expires) { // the store's clock
+
 		return r.awaitOwner(ctx, id, sess.LastSeq, *l)
 	}
 	return nil

@@ -71,6 +71,15 @@ type Config struct {
 	// process stopped without progress before it is failed (crash_loop);
 	// zero means the runtime's default, 3.
 	MaxRecoveries int `yaml:"max_recoveries,omitempty"`
+	// DefaultAgentName is the agent a session belongs to when a command
+	// names none (agentrt run without --agent); empty means the agent
+	// named assistant, or the only agent.
+	DefaultAgentName string `yaml:"default_agent,omitempty"`
+	// ControlPoll is how often a process running sessions looks for the
+	// control requests (agentrt cancel) other processes made to it: how
+	// long, at most, before it acts on one (zero: the runtime's default,
+	// 500ms).
+	ControlPoll Duration `yaml:"control_poll,omitempty"`
 	// MaxInputBytes is the largest input the CLI takes for a turn (its
 	// TEXT, or what stdin holds with -); zero means DefaultMaxInputBytes
 	// (see InputLimit). Stdin is read through a limit, so a larger input is

@@ -483,6 +483,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		field{"tenant", d.str(&c.Tenant)},
 		field{"lease_ttl", d.duration(&c.LeaseTTL)},
 		field{"max_recoveries", number(d, &c.MaxRecoveries)},
+		field{"control_poll", d.duration(&c.ControlPoll)},
+		field{"default_agent", d.str(&c.DefaultAgentName)},
 		field{"max_input_bytes", number(d, &c.MaxInputBytes)},
 		field{"models", func(n *yaml.Node, path string) { c.Models = named(d, n, path, d.model) }},
 		field{"mcp_servers", func(n *yaml.Node, path string) { c.MCPServers = named(d, n, path, d.mcpServer) }},

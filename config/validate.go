@@ -159,6 +159,12 @@ func (d *decoder) validate(c *Config) {
 	for _, name := range sortedKeys(c.Agents) {
 		d.validateAgent(c, name, c.Agents[name])
 	}
+	if a := c.DefaultAgentName; a != "" && len(c.Agents) > 0 {
+		if _, ok := c.Agents[a]; !ok {
+			names := sortedKeys(c.Agents)
+			d.atValue(c, "default_agent", "unknown agent %q%s (agents: %s)", a, suggest(a, names), strings.Join(names, ", "))
+		}
+	}
 	d.validateServer(c)
 }
 

@@ -333,7 +333,8 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		getenv = os.Getenv
 	}
 	r, err := agentrt.NewRunner(agentrt.Config{Store: st, Agents: agents, Now: opts.Now,
-		Owner: getenv("AGENTRT_OWNER"), LeaseTTL: cfg.LeaseTTL.Std(), MaxRecoveries: cfg.MaxRecoveries})
+		Owner: getenv("AGENTRT_OWNER"), LeaseTTL: cfg.LeaseTTL.Std(), MaxRecoveries: cfg.MaxRecoveries,
+		ControlPoll: cfg.ControlPoll.Std(), DefaultAgent: cfg.DefaultAgentName})
 	if err != nil {
 		return nil, err
 	}

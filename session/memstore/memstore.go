@@ -47,6 +47,9 @@ type Store struct {
 	// mu: a run commits to one session a dozen times in a row, and with
 	// many sessions the map lookup is the dearest part of a commit.
 	last *entry
+	// controlled are the sessions with a control request, guarded by mu:
+	// what Controls looks through.
+	controlled map[key]*entry
 }
 
 // key names a session: its tenant and its id.
@@ -235,6 +238,7 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	}
 	e.wakeFollowers()
 	delete(st.sessions, k)
+	delete(st.controlled, k)
 	if st.last == e {
 		st.last = nil // a commit to the deleted session must not find it
 	}
@@ -291,7 +295,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	e.row.UpdatedAt = now
 	if c.Release && c.Fence != 0 {
 		e.lease.Owner, e.lease.Expires = "", time.Time{}
-		e.control = nil
+		st.setControl(e, nil)
 	}
 	if c.Snapshot != nil {
 		// Readers only ever see copies of e.snap.Data, so its buffer can
@@ -480,7 +484,7 @@ func (st *Store) Release(ctx context.Context, l session.Lease) error {
 			l.SessionID, l.Token, e.lease.Token, session.ErrFenced)
 	}
 	e.lease.Owner, e.lease.Expires = "", time.Time{}
-	e.control = nil
+	st.setControl(e, nil)
 	return nil
 }
 
@@ -498,8 +502,25 @@ func (st *Store) RequestControl(ctx context.Context, id string, l session.Lease,
 	if e.lease.Owner == "" || e.lease.Owner != l.Owner || e.lease.Token != l.Token {
 		return fmt.Errorf("memstore: request control of %q: its lease is no longer %s's (token %d): %w", id, l.Owner, l.Token, session.ErrFenced)
 	}
-	e.control = &c
+	st.setControl(e, &c)
 	return nil
+}
+
+// setControl sets e's control request (nil: none). The caller holds mu.
+func (st *Store) setControl(e *entry, c *session.Control) {
+	if e.control == nil && c == nil {
+		return
+	}
+	e.control = c
+	k := key{e.row.Tenant, e.row.ID}
+	if c == nil {
+		delete(st.controlled, k)
+		return
+	}
+	if st.controlled == nil {
+		st.controlled = make(map[key]*entry)
+	}
+	st.controlled[k] = e
 }
 
 // Controls returns the control requests kept for owner. See
@@ -511,8 +532,8 @@ func (st *Store) Controls(ctx context.Context, owner string) ([]session.SessionC
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var out []session.SessionControl
-	for k, e := range st.sessions {
-		if e.control != nil && e.lease.Owner == owner {
+	for k, e := range st.controlled {
+		if e.lease.Owner == owner {
 			out = append(out, session.SessionControl{Tenant: k.tenant, SessionID: k.id, Control: *e.control})
 		}
 	}
