@@ -327,95 +327,94 @@ func (x *Exec) endInterrupted(reason string) {
 
 // controlPlane polls the store for the control requests other processes
 // make to this runner, while it has sessions in use, and hands each to the
-// run it is for.
+// run it is for. It polls on a timer (time.AfterFunc: no goroutine between
+// polls), armed while the runner has a session in use and stopped when it
+// has none, so that an idle runner costs nothing and a runner running one
+// session after another re-arms one timer rather than starting a poller
+// per run.
 type controlPlane struct {
 	ctrl  session.Controller // nil if the store cannot carry them
 	owner string
 	poll  time.Duration
 	reg   *registry
 
-	mu      sync.Mutex
-	polling bool          // a poller runs; guarded by mu
-	closed  bool          // guarded by mu
-	stop    chan struct{} // closed by close
-	idle    chan struct{} // the runner may have no session in use: the poller looks
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	timer  *time.Timer // made on first use; guarded by mu
+	armed  bool        // the timer will fire; guarded by mu
+	closed bool        // guarded by mu
+	wg     sync.WaitGroup
 }
 
-// mayBeIdle tells the poller that the runner may have no session in use
-// any more, so that it stops at once rather than at its next tick.
-func (c *controlPlane) mayBeIdle() {
-	if c.ctrl == nil {
-		return
-	}
-	select {
-	case c.idle <- struct{}{}:
-	default:
-	}
-}
-
-// watch makes sure a poller looks for control requests while the runner
-// has sessions in use (a run just claimed one).
+// watch arms the timer, if it is not: a run just claimed a session.
 func (c *controlPlane) watch() {
 	if c.ctrl == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.polling || c.closed {
+	if c.armed || c.closed {
 		return
 	}
-	c.polling = true
-	c.wg.Add(1)
-	go c.run()
+	c.armed = true
+	if c.timer == nil {
+		c.timer = time.AfterFunc(c.poll, c.fire)
+	} else {
+		c.timer.Reset(c.poll)
+	}
 }
 
-// run looks for control requests every poll interval and hands each to
-// the run it is for, until the runner has no session in use or closes.
-func (c *controlPlane) run() {
-	defer c.wg.Done()
-	t := time.NewTicker(c.poll)
-	defer t.Stop()
-	for {
-		tick := false
-		select {
-		case <-c.stop:
-			return
-		case <-c.idle:
-		case <-t.C:
-			tick = true
-		}
-		c.mu.Lock()
-		if c.reg.idle() {
-			c.polling = false
-			c.mu.Unlock()
-			return
-		}
+// mayBeIdle stops the timer when the runner has no session in use any
+// more (a use just ended).
+func (c *controlPlane) mayBeIdle() {
+	if c.ctrl == nil || !c.reg.idle() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.armed && c.reg.idle() {
+		c.timer.Stop() // a poll under way sees the registry idle and does not re-arm
+		c.armed = false
+	}
+}
+
+// fire looks for control requests and hands each to the run it is for,
+// then re-arms the timer while the runner has sessions in use.
+func (c *controlPlane) fire() {
+	c.mu.Lock()
+	if c.closed || !c.armed {
 		c.mu.Unlock()
-		if !tick {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), max(c.poll, time.Second))
-		reqs, err := c.ctrl.Controls(ctx, c.owner)
-		cancel()
-		if err != nil {
-			continue // the store hiccupped: the next tick tries again
-		}
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	defer c.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.poll, time.Second))
+	reqs, err := c.ctrl.Controls(ctx, c.owner)
+	cancel()
+	if err == nil { // a store that hiccupped is asked again at the next poll
 		for _, q := range reqs {
 			if h := c.reg.run(skey{q.Tenant, q.SessionID}); h != nil {
 				h.applyControl(q.Control)
 			}
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.reg.idle() {
+		c.armed = false
+		return
+	}
+	c.timer.Reset(c.poll)
 }
 
-// close stops the poller and waits for it.
+// close stops the timer and waits for a poll under way.
 func (c *controlPlane) close() {
 	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		close(c.stop)
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
 	}
+	c.armed = false
 	c.mu.Unlock()
 	c.wg.Wait()
 }

@@ -94,13 +94,13 @@ func TestInterruptReachesSubagent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The child's model call has begun when its model_started
-			// shows in the parent's live stream.
+			// The child's first round has begun (its model call comes next,
+			// or is under way) when the parent has recorded its progress.
 			for ev, err := range h.Events(ctx) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if se, ok := ev.Data.(*session.SubagentEvent); ok && se.Event.Type == session.TypeModelStarted {
+				if ev.Type == session.TypeSubagentProgress {
 					break
 				}
 			}
