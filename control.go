@@ -265,10 +265,7 @@ func (h *Run) applyControl(c session.Control) {
 		return
 	}
 	if c.Kind == session.ControlInterrupt {
-		h.Interrupt(cmpOr(c.Reason, "interrupted"))
-		if h.onControl != nil {
-			h.onControl()
-		}
+		h.Interrupt(cmpOr(c.Reason, "interrupted")) // a held session stops too
 		return
 	}
 	msg := "the run was canceled"
@@ -279,9 +276,7 @@ func (h *Run) applyControl(c session.Control) {
 		msg += ": " + c.Reason
 	}
 	h.cancel(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: msg})
-	if h.onControl != nil {
-		h.onControl()
-	}
+	h.stopHeld()
 }
 
 // recordControl emits the control request the run acts on, once.

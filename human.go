@@ -203,6 +203,7 @@ func (r *Runner) ResolveAndContinue(ctx context.Context, sessionID, requestID st
 	x, err := r.beginShort(ctx, sessionID, requestID, h)
 	if err != nil {
 		h.cancel(nil)
+		h.giveUp(err)
 		return nil, err
 	}
 	ev, err := r.resolveIn(ctx, x, requestID, res)

@@ -272,6 +272,7 @@ func (r *Runner) beginRun(ctx context.Context, id string, detached bool, agent s
 	x, err := r.begin(ctx, id, h, false, agent)
 	if err != nil {
 		h.cancel(nil)
+		h.giveUp(err)
 		if h.parent != nil {
 			h.parent.disown(h)
 		}
@@ -280,10 +281,12 @@ func (r *Runner) beginRun(ctx context.Context, id string, detached bool, agent s
 	return x, rctx, nil
 }
 
-// abandon undoes beginRun and returns err.
+// abandon undoes beginRun and returns err. The handle, which others may
+// have found while the session was claimed, ends with the session's
+// outcome as stored (and err).
 func (r *Runner) abandon(x *Exec, err error) (*Exec, context.Context, error) {
 	h := x.handle
-	x.handle = nil
+	h.setErr(err)
 	r.finish(x)
 	h.cancel(nil)
 	if h.parent != nil {

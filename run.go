@@ -45,8 +45,9 @@ type Run struct {
 	// the run acts on, recorded in its log as it stops.
 	control atomic.Pointer[session.Control]
 	// onControl, for a session driven step by step, stops it at once when
-	// a control request comes between its steps.
-	onControl func()
+	// it is canceled or interrupted between its steps (set by keep, while
+	// the handle may already be found by others).
+	onControl atomic.Pointer[func()]
 
 	mu       sync.Mutex
 	children []*Run        // sub-agents' runs in progress; guarded by mu
@@ -126,6 +127,7 @@ func (h *Run) Wait(ctx context.Context) (*Result, error) {
 // Runner.Cancel does the same from any process, and records who and why.
 func (h *Run) Cancel() {
 	h.cancel(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled"})
+	h.stopHeld()
 }
 
 // CancelCause is Cancel with the cause the run records: an *Error's code
@@ -138,6 +140,16 @@ func (h *Run) CancelCause(cause error) {
 		return
 	}
 	h.cancel(cause)
+	h.stopHeld()
+}
+
+// stopHeld ends the run now if it is a session held between its steps
+// (its canceled context or its interruption would otherwise wait for a
+// next step that may never come).
+func (h *Run) stopHeld() {
+	if f := h.onControl.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // Interrupt stops the run at its next safe point and records why: a
@@ -167,6 +179,7 @@ func (h *Run) Interrupt(reason string) {
 	for _, c := range children {
 		c.Interrupt(reason)
 	}
+	h.stopHeld()
 }
 
 // adopt records c as a sub-agent's run working for h; a run interrupted
@@ -227,6 +240,29 @@ func (h *Run) setErr(err error) {
 	h.mu.Lock()
 	if h.err == nil {
 		h.err = err
+	}
+	h.mu.Unlock()
+}
+
+// giveUp ends h, whose run never began (its session could not be leased
+// or loaded, or the use that claimed it ended without a run): whoever
+// found h while the session was claimed (Active, a control request, a
+// delegation waiting for the run) stops waiting for it. Wait returns err.
+// h must not be used for a run afterwards.
+func (h *Run) giveUp(err error) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if !h.finished {
+		if h.err == nil {
+			h.err = err
+		}
+		h.res.SessionID = h.sessionID
+		h.finished = true
+		if h.done != nil {
+			close(h.done)
+		}
 	}
 	h.mu.Unlock()
 }
