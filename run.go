@@ -26,10 +26,8 @@ import (
 // Its methods are safe for concurrent use.
 type Run struct {
 	r         *Runner
-	id        string
 	tenant    string
 	sessionID string
-	after     int64 // the session's last seq before the run's first event
 	cancel    context.CancelCauseFunc
 	parent    *Run // the run this one works for, when it is a sub-agent's
 
@@ -49,7 +47,12 @@ type Run struct {
 	// the handle may already be found by others).
 	onControl atomic.Pointer[func()]
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// id and after are the run's id and the session's last seq before
+	// its first event, set once the session is loaded (the handle may be
+	// found earlier, through Active); guarded by mu.
+	id       string
+	after    int64
 	children []*Run        // sub-agents' runs in progress; guarded by mu
 	done     chan struct{} // made by the first Done or Wait; guarded by mu
 	finished bool          // guarded by mu
@@ -80,7 +83,18 @@ func (r *Runner) newRun(ctx context.Context, id string, detached bool) (context.
 }
 
 // ID returns the run's id (the run_id of its events).
-func (h *Run) ID() string { return h.id }
+func (h *Run) ID() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.id
+}
+
+// begins records the run's id and the seq its events come after.
+func (h *Run) begins(id string, after int64) {
+	h.mu.Lock()
+	h.id, h.after = id, after
+	h.mu.Unlock()
+}
 
 // SessionID returns the session the run belongs to.
 func (h *Run) SessionID() string { return h.sessionID }
@@ -315,7 +329,10 @@ func (h *Run) Events(ctx context.Context) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		wctx, cancel := context.WithCancel(session.WithTenant(ctx, h.tenant))
 		defer cancel()
-		for e, err := range h.r.watch(wctx, h.sessionID, h.after, h.Done()) {
+		h.mu.Lock()
+		id, after := h.id, h.after
+		h.mu.Unlock()
+		for e, err := range h.r.watch(wctx, h.sessionID, after, h.Done()) {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -323,7 +340,7 @@ func (h *Run) Events(ctx context.Context) iter.Seq2[*session.Event, error] {
 			if !yield(e, nil) {
 				return
 			}
-			if e.Type == session.TypeRunFinished && (h.id == "" || e.RunID == h.id) {
+			if e.Type == session.TypeRunFinished && (id == "" || e.RunID == id) {
 				return
 			}
 		}

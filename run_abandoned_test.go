@@ -180,3 +180,38 @@ func TestHandleOfAStartThatFailedIsDone(t *testing.T) {
 		t.Fatal("the handle of the start that failed is not done: whoever waits on it waits for ever")
 	}
 }
+
+// A handle found while its run begins (Active) may be read at once: its
+// run id and the point its events start from are set under its lock
+// (under -race, they were written as Active's caller read them).
+func TestHandleReadWhileItsRunBegins(t *testing.T) {
+	st := newStallStore()
+	e := newEnv(t, st, agentrt.Config{}, calcAgent(scripted.New("m", scripted.Reply{Text: "hi"}), nil))
+	ctx := t.Context()
+	if _, err := e.r.CreateSession(ctx, "calc", "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	st.arm(false, true) // the lease's acquisition waits
+	started := make(chan *agentrt.Run, 1)
+	go func() {
+		h, err := e.r.Start(ctx, "s1", agentrt.Input{Text: "go"})
+		if err != nil {
+			t.Error(err)
+		}
+		started <- h
+	}()
+	<-st.entered
+	h, ok := e.r.Active(ctx, "s1")
+	if !ok {
+		t.Fatal("no handle while the start holds the session")
+	}
+	close(st.gate)
+	_ = h.ID()
+	if got := wait(t, started); got != h {
+		t.Fatal("Start returned another handle than Active")
+	}
+	res, err := h.Wait(ctx)
+	if err != nil || res.Status != session.StatusDone || h.ID() != res.RunID {
+		t.Fatalf("Wait: %+v %v; ID %q", res, err, h.ID())
+	}
+}

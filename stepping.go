@@ -131,7 +131,7 @@ func (r *Runner) holdFor(ctx context.Context, id string, st *State) (*hold, erro
 		}
 		x.st = st
 	}
-	h.id, h.after = x.st.RunID, x.st.Seq
+	h.begins(x.st.RunID, x.st.Seq)
 	x.lease.watch(h.cancel)
 	hd := r.keep(x, rctx)
 	hd2, err := r.stepping.take(k, nil)
