@@ -233,6 +233,7 @@ func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error
 		return err
 	}
 	defer r.release(k)
+	var lease *leaseKeeper
 	if !force {
 		if strings.HasPrefix(id, rulesPrefix) {
 			return &Error{Kind: FailInput, Code: CodeProtected, Msg: fmt.Sprintf(
@@ -242,16 +243,17 @@ func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error
 		// Not from under a run of another process: the session's lease,
 		// taken as a run would (a dead owner's is taken over), is held
 		// while the session goes.
-		lease, err := r.acquireLease(ctx, id, false, nil)
-		if err != nil {
+		var err error
+		if lease, err = r.acquireLease(ctx, id, false, nil); err != nil {
 			return err
 		}
-		defer func() { _ = lease.halt() }()
 	}
 	r.cache.take(k)
 	if err := r.store.DeleteSession(ctx, id); err != nil {
+		lease.stop() // the session stays: released, free again
 		return notFound(id, err)
 	}
+	_ = lease.halt() // gone with the session
 	return nil
 }
 
