@@ -259,10 +259,18 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 
 // applyControl makes the run act on control request c: a cancellation
 // or an interruption, recorded in its log as it stops. A run acts on one
-// request; later ones find it stopping already.
+// request; later ones find it stopping already — except a cancellation
+// after an interruption, which waits for the tool calls in flight: the
+// cancellation stops them, and is the request the log records.
 func (h *Run) applyControl(c session.Control) {
-	if !h.control.CompareAndSwap(nil, &c) {
-		return
+	for {
+		cur := h.control.Load()
+		if cur != nil && (cur.Kind == session.ControlCancel || c.Kind != session.ControlCancel) {
+			return
+		}
+		if h.control.CompareAndSwap(cur, &c) {
+			break
+		}
 	}
 	if c.Kind == session.ControlInterrupt {
 		h.Interrupt(cmpOr(c.Reason, "interrupted")) // a held session stops too

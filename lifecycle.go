@@ -391,7 +391,7 @@ func (r *Runner) drive(ctx context.Context, x *Exec) {
 func (r *Runner) loop(ctx context.Context, x *Exec) {
 	x.lazy = true
 	for x.st.Status == session.StatusRunning {
-		if reason := x.handle.interrupted(); reason != "" {
+		if reason := x.handle.interruptedFor(ctx); reason != "" {
 			x.interrupt(ctx, reason)
 			return
 		}

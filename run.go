@@ -228,6 +228,17 @@ func (h *Run) interrupted() string {
 	return ""
 }
 
+// interruptedFor is interrupted, unless the run's context ctx was canceled
+// since for another reason: a cancellation wins over an interruption
+// still on its way to a safe point.
+func (h *Run) interruptedFor(ctx context.Context) string {
+	reason := h.interrupted()
+	if reason != "" && ctx.Err() != nil && !errors.Is(context.Cause(ctx), errInterrupted) {
+		return ""
+	}
+	return reason
+}
+
 // enterModel marks a model call in progress, and fails if the run was
 // interrupted; leaveModel ends it.
 func (h *Run) enterModel() error {

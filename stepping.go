@@ -216,7 +216,7 @@ func (s *stepping) letGo(r *Runner, hd *hold, stop bool) {
 	x := r.execOf(hd)
 	if stop {
 		ctx, cancel := afterEnd(hd.ctx)
-		if reason := hd.h.interrupted(); reason != "" {
+		if reason := hd.h.interruptedFor(hd.ctx); reason != "" {
 			x.interrupt(ctx, reason)
 		} else {
 			x.fail(hd.ctx, context.Cause(hd.ctx))
@@ -263,7 +263,7 @@ func (r *Runner) stepHeld(ctx context.Context, hd *hold) ([]*session.Event, erro
 	// The step ends with the caller's ctx, or the hold's.
 	sctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(hd.ctx, func() { cancel(context.Cause(hd.ctx)) })
-	if reason := hd.h.interrupted(); reason != "" {
+	if reason := hd.h.interruptedFor(hd.ctx); reason != "" {
 		x.interrupt(sctx, reason)
 	} else if err := r.stepChecked(sctx, x); err != nil {
 		r.stepFailed(sctx, x, err)
