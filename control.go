@@ -259,16 +259,21 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 
 // applyControl makes the run act on control request c: a cancellation
 // or an interruption, recorded in its log as it stops. A run acts on one
-// request; later ones find it stopping already.
+// request; later ones find it stopping already — except a cancellation
+// after an interruption, which waits for the tool calls in flight: the
+// cancellation stops them, and is the request the log records.
 func (h *Run) applyControl(c session.Control) {
-	if !h.control.CompareAndSwap(nil, &c) {
-		return
+	for {
+		cur := h.control.Load()
+		if cur != nil && (cur.Kind == session.ControlCancel || c.Kind != session.ControlCancel) {
+			return
+		}
+		if h.control.CompareAndSwap(cur, &c) {
+			break
+		}
 	}
 	if c.Kind == session.ControlInterrupt {
-		h.Interrupt(cmpOr(c.Reason, "interrupted"))
-		if h.onControl != nil {
-			h.onControl()
-		}
+		h.Interrupt(cmpOr(c.Reason, "interrupted")) // a held session stops too
 		return
 	}
 	msg := "the run was canceled"
@@ -279,9 +284,7 @@ func (h *Run) applyControl(c session.Control) {
 		msg += ": " + c.Reason
 	}
 	h.cancel(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: msg})
-	if h.onControl != nil {
-		h.onControl()
-	}
+	h.stopHeld()
 }
 
 // recordControl emits the control request the run acts on, once.

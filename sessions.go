@@ -233,6 +233,7 @@ func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error
 		return err
 	}
 	defer r.release(k)
+	var lease *leaseKeeper
 	if !force {
 		if strings.HasPrefix(id, rulesPrefix) {
 			return &Error{Kind: FailInput, Code: CodeProtected, Msg: fmt.Sprintf(
@@ -242,16 +243,17 @@ func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error
 		// Not from under a run of another process: the session's lease,
 		// taken as a run would (a dead owner's is taken over), is held
 		// while the session goes.
-		lease, err := r.acquireLease(ctx, id, false, nil)
-		if err != nil {
+		var err error
+		if lease, err = r.acquireLease(ctx, id, false, nil); err != nil {
 			return err
 		}
-		defer func() { _ = lease.halt() }()
 	}
 	r.cache.take(k)
 	if err := r.store.DeleteSession(ctx, id); err != nil {
+		lease.stop() // the session stays: released, free again
 		return notFound(id, err)
 	}
+	_ = lease.halt() // gone with the session
 	return nil
 }
 
@@ -390,7 +392,25 @@ func (r *Runner) ImportSession(ctx context.Context, agent, id string, history []
 	if err != nil {
 		return nil, err
 	}
+	if id == "" {
+		id = r.newID()
+	}
+	exists := &Error{Kind: FailInput, Code: CodeSessionExists, Msg: fmt.Sprintf("session %q already exists", id)}
+	// Claimed before it is created: a session of that id this runner is
+	// using is left alone (taking its lease would give this runner its own
+	// lease again, and letting go of that would release it under its run).
+	k := keyOf(ctx, id)
+	if err := r.reg.claim(k, nil); err != nil {
+		if AsError(err).Code == CodeBusy {
+			return nil, exists
+		}
+		return nil, err
+	}
+	defer r.release(k)
 	s, lease, made, err := r.createSession(ctx, agent, id, metadata, true)
+	if errors.Is(err, session.ErrLeaseHeld) {
+		return nil, exists // and another process runs it
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -398,13 +418,8 @@ func (r *Runner) ImportSession(ctx context.Context, agent, id string, history []
 		if lease != nil {
 			r.keepLease(ctx, *lease, nil).stop()
 		}
-		return nil, &Error{Kind: FailInput, Code: CodeSessionExists, Msg: fmt.Sprintf("session %q already exists", s.ID)}
+		return nil, exists
 	}
-	k := keyOf(ctx, s.ID)
-	if err := r.reg.claim(k, nil); err != nil {
-		return nil, err
-	}
-	defer r.release(k)
 	var keeper *leaseKeeper
 	if lease != nil {
 		keeper = r.keepLease(ctx, *lease, nil)
