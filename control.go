@@ -86,6 +86,16 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if asked {
+			// The request was handed to a run, which has ended: done, unless
+			// that use of the session ended without it (a resolution that
+			// left the run waiting, a run that stopped at a safe point first),
+			// and the run it was for still goes on — not a newer one.
+			out, newTurn, err := r.controlOutcome(ctx, id, c, from)
+			if err != nil || out.Acted || newTurn || out.Status != session.StatusRunning && out.Status != session.StatusWaiting {
+				return out, err
+			}
+		}
 		if h := r.reg.run(k); h != nil {
 			// A run of this process: through its handle.
 			sess, err := r.store.GetSession(ctx, id)
@@ -99,12 +109,6 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			if _, err := h.Wait(ctx); err != nil && ctx.Err() != nil {
 				return nil, err
 			}
-			out, err := r.controlOutcome(ctx, id, c, from)
-			if err != nil || out.Acted || out.Status != session.StatusRunning && out.Status != session.StatusWaiting {
-				return out, err
-			}
-			// That use of the session ended without the request (a
-			// resolution that left the run waiting, say): look again.
 			continue
 		}
 		sess, err := r.store.GetSession(ctx, id)
@@ -112,9 +116,6 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			return nil, notFound(id, err)
 		}
 		if sess.Status != session.StatusRunning && sess.Status != session.StatusWaiting {
-			if asked {
-				return r.controlOutcome(ctx, id, c, from)
-			}
 			return nil, &Error{Kind: FailState, Code: CodeNotRunning,
 				Msg: fmt.Sprintf("session %s has no run in progress (status %s): nothing to %s", id, sess.Status, kind)}
 		}
@@ -193,23 +194,26 @@ func (r *Runner) awaitOwner(ctx context.Context, id string, from int64, l sessio
 }
 
 // controlOutcome reads what became of control request c of session id,
-// from the events after seq from.
-func (r *Runner) controlOutcome(ctx context.Context, id string, c session.Control, from int64) (*ControlOutcome, error) {
-	out := &ControlOutcome{Control: c}
+// from the events after seq from; newTurn says that a turn began since.
+func (r *Runner) controlOutcome(ctx context.Context, id string, c session.Control, from int64) (out *ControlOutcome, newTurn bool, err error) {
+	out = &ControlOutcome{Control: c}
 	for e, err := range r.store.Events(ctx, id, from) {
 		if err != nil {
-			return nil, &Error{Kind: FailStore, Msg: "read events of session " + id, Err: err}
+			return nil, false, &Error{Kind: FailStore, Msg: "read events of session " + id, Err: err}
 		}
-		if d, ok := e.Data.(*session.Control); ok && d.ID == c.ID {
-			out.Acted = true
+		switch d := e.Data.(type) {
+		case *session.Control:
+			out.Acted = out.Acted || d.ID == c.ID
+		case *session.RunStarted:
+			newTurn = true
 		}
 	}
 	sess, err := r.store.GetSession(ctx, id)
 	if err != nil {
-		return nil, notFound(id, err)
+		return nil, false, notFound(id, err)
 	}
 	out.Status = sess.Status
-	return out, nil
+	return out, newTurn, nil
 }
 
 // controlHere stops the run of x's session, which this runner holds with
@@ -221,7 +225,8 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 	case session.StatusRunning, session.StatusWaiting:
 	default:
 		r.finish(x)
-		return r.controlOutcome(ctx, id, c, from)
+		out, _, err := r.controlOutcome(ctx, id, c, from)
+		return out, err
 	}
 	for _, q := range x.st.Requests {
 		if q.Child == nil {
@@ -254,7 +259,8 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 	if err != nil {
 		return nil, err
 	}
-	return r.controlOutcome(ctx, id, c, from)
+	out, _, err := r.controlOutcome(ctx, id, c, from)
+	return out, err
 }
 
 // applyControl makes the run act on control request c: a cancellation

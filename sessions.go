@@ -198,19 +198,24 @@ func (r *Runner) ensureSession(ctx context.Context, id, agent string) (*created,
 // rulesPrefix starts the id of an agent's hidden rule log (see Always).
 const rulesPrefix = "_rules."
 
-// ListSessions lists the sessions of ctx's tenant as the store does
-// (opts.AllTenants aside), leaving out the agents' hidden rule logs
-// (whose ids start with "_rules."): a page may so hold fewer than
-// opts.Limit sessions; the next page starts after the last one the store
-// listed, which is the last of this page only if it is not hidden — use
-// the returned cursor.
-func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (page []*session.Session, next string, err error) {
+// ListSessions lists sessions as the store does (of ctx's tenant, or of
+// every tenant with opts.AllTenants), leaving out the agents' hidden rule
+// logs (whose ids start with "_rules."): a page may so hold fewer than
+// opts.Limit sessions. last is the last session the store listed, nil
+// when the page was the last one: the next page starts after it
+// (ListOptions.After = last.ID, AfterTenant = last.Tenant), which is the
+// page's last session only when that one is not hidden.
+func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (page []*session.Session, last *session.Session, err error) {
 	all, err := r.store.ListSessions(ctx, opts)
 	if err != nil {
-		return nil, "", &Error{Kind: FailStore, Msg: "list sessions", Err: err}
+		return nil, nil, &Error{Kind: FailStore, Msg: "list sessions", Err: err}
 	}
-	if opts.Limit > 0 && len(all) == opts.Limit {
-		next = all[len(all)-1].ID
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 50 // the stores' default (session.ListOptions)
+	}
+	if len(all) == limit {
+		last = all[len(all)-1]
 	}
 	page = all[:0]
 	for _, s := range all {
@@ -218,7 +223,7 @@ func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (pa
 			page = append(page, s)
 		}
 	}
-	return page, next, nil
+	return page, last, nil
 }
 
 // DeleteSession deletes a session — its events, snapshot and row — and
