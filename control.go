@@ -86,6 +86,16 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if asked {
+			// The request was handed to a run, which has ended: done, unless
+			// that use of the session ended without it (a resolution that
+			// left the run waiting, a run that stopped at a safe point first),
+			// and the run it was for still goes on — not a newer one.
+			out, newTurn, err := r.controlOutcome(ctx, id, c, from)
+			if err != nil || out.Acted || newTurn || out.Status != session.StatusRunning && out.Status != session.StatusWaiting {
+				return out, err
+			}
+		}
 		if h := r.reg.run(k); h != nil {
 			// A run of this process: through its handle.
 			sess, err := r.store.GetSession(ctx, id)
@@ -99,12 +109,6 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			if _, err := h.Wait(ctx); err != nil && ctx.Err() != nil {
 				return nil, err
 			}
-			out, err := r.controlOutcome(ctx, id, c, from)
-			if err != nil || out.Acted || out.Status != session.StatusRunning && out.Status != session.StatusWaiting {
-				return out, err
-			}
-			// That use of the session ended without the request (a
-			// resolution that left the run waiting, say): look again.
 			continue
 		}
 		sess, err := r.store.GetSession(ctx, id)
@@ -112,9 +116,6 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			return nil, notFound(id, err)
 		}
 		if sess.Status != session.StatusRunning && sess.Status != session.StatusWaiting {
-			if asked {
-				return r.controlOutcome(ctx, id, c, from)
-			}
 			return nil, &Error{Kind: FailState, Code: CodeNotRunning,
 				Msg: fmt.Sprintf("session %s has no run in progress (status %s): nothing to %s", id, sess.Status, kind)}
 		}
@@ -193,23 +194,26 @@ func (r *Runner) awaitOwner(ctx context.Context, id string, from int64, l sessio
 }
 
 // controlOutcome reads what became of control request c of session id,
-// from the events after seq from.
-func (r *Runner) controlOutcome(ctx context.Context, id string, c session.Control, from int64) (*ControlOutcome, error) {
-	out := &ControlOutcome{Control: c}
+// from the events after seq from; newTurn says that a turn began since.
+func (r *Runner) controlOutcome(ctx context.Context, id string, c session.Control, from int64) (out *ControlOutcome, newTurn bool, err error) {
+	out = &ControlOutcome{Control: c}
 	for e, err := range r.store.Events(ctx, id, from) {
 		if err != nil {
-			return nil, &Error{Kind: FailStore, Msg: "read events of session " + id, Err: err}
+			return nil, false, &Error{Kind: FailStore, Msg: "read events of session " + id, Err: err}
 		}
-		if d, ok := e.Data.(*session.Control); ok && d.ID == c.ID {
-			out.Acted = true
+		switch d := e.Data.(type) {
+		case *session.Control:
+			out.Acted = out.Acted || d.ID == c.ID
+		case *session.RunStarted:
+			newTurn = true
 		}
 	}
 	sess, err := r.store.GetSession(ctx, id)
 	if err != nil {
-		return nil, notFound(id, err)
+		return nil, false, notFound(id, err)
 	}
 	out.Status = sess.Status
-	return out, nil
+	return out, newTurn, nil
 }
 
 // controlHere stops the run of x's session, which this runner holds with
@@ -221,7 +225,8 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 	case session.StatusRunning, session.StatusWaiting:
 	default:
 		r.finish(x)
-		return r.controlOutcome(ctx, id, c, from)
+		out, _, err := r.controlOutcome(ctx, id, c, from)
+		return out, err
 	}
 	for _, q := range x.st.Requests {
 		if q.Child == nil {
@@ -254,21 +259,27 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 	if err != nil {
 		return nil, err
 	}
-	return r.controlOutcome(ctx, id, c, from)
+	out, _, err := r.controlOutcome(ctx, id, c, from)
+	return out, err
 }
 
 // applyControl makes the run act on control request c: a cancellation
 // or an interruption, recorded in its log as it stops. A run acts on one
-// request; later ones find it stopping already.
+// request; later ones find it stopping already — except a cancellation
+// after an interruption, which waits for the tool calls in flight: the
+// cancellation stops them, and is the request the log records.
 func (h *Run) applyControl(c session.Control) {
-	if !h.control.CompareAndSwap(nil, &c) {
-		return
+	for {
+		cur := h.control.Load()
+		if cur != nil && (cur.Kind == session.ControlCancel || c.Kind != session.ControlCancel) {
+			return
+		}
+		if h.control.CompareAndSwap(cur, &c) {
+			break
+		}
 	}
 	if c.Kind == session.ControlInterrupt {
-		h.Interrupt(cmpOr(c.Reason, "interrupted"))
-		if h.onControl != nil {
-			h.onControl()
-		}
+		h.Interrupt(cmpOr(c.Reason, "interrupted")) // a held session stops too
 		return
 	}
 	msg := "the run was canceled"
@@ -279,9 +290,7 @@ func (h *Run) applyControl(c session.Control) {
 		msg += ": " + c.Reason
 	}
 	h.cancel(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: msg})
-	if h.onControl != nil {
-		h.onControl()
-	}
+	h.stopHeld()
 }
 
 // recordControl emits the control request the run acts on, once.
@@ -327,95 +336,94 @@ func (x *Exec) endInterrupted(reason string) {
 
 // controlPlane polls the store for the control requests other processes
 // make to this runner, while it has sessions in use, and hands each to the
-// run it is for.
+// run it is for. It polls on a timer (time.AfterFunc: no goroutine between
+// polls), armed while the runner has a session in use and stopped when it
+// has none, so that an idle runner costs nothing and a runner running one
+// session after another re-arms one timer rather than starting a poller
+// per run.
 type controlPlane struct {
 	ctrl  session.Controller // nil if the store cannot carry them
 	owner string
 	poll  time.Duration
 	reg   *registry
 
-	mu      sync.Mutex
-	polling bool          // a poller runs; guarded by mu
-	closed  bool          // guarded by mu
-	stop    chan struct{} // closed by close
-	idle    chan struct{} // the runner may have no session in use: the poller looks
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	timer  *time.Timer // made on first use; guarded by mu
+	armed  bool        // the timer will fire; guarded by mu
+	closed bool        // guarded by mu
+	wg     sync.WaitGroup
 }
 
-// mayBeIdle tells the poller that the runner may have no session in use
-// any more, so that it stops at once rather than at its next tick.
-func (c *controlPlane) mayBeIdle() {
-	if c.ctrl == nil {
-		return
-	}
-	select {
-	case c.idle <- struct{}{}:
-	default:
-	}
-}
-
-// watch makes sure a poller looks for control requests while the runner
-// has sessions in use (a run just claimed one).
+// watch arms the timer, if it is not: a run just claimed a session.
 func (c *controlPlane) watch() {
 	if c.ctrl == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.polling || c.closed {
+	if c.armed || c.closed {
 		return
 	}
-	c.polling = true
-	c.wg.Add(1)
-	go c.run()
+	c.armed = true
+	if c.timer == nil {
+		c.timer = time.AfterFunc(c.poll, c.fire)
+	} else {
+		c.timer.Reset(c.poll)
+	}
 }
 
-// run looks for control requests every poll interval and hands each to
-// the run it is for, until the runner has no session in use or closes.
-func (c *controlPlane) run() {
-	defer c.wg.Done()
-	t := time.NewTicker(c.poll)
-	defer t.Stop()
-	for {
-		tick := false
-		select {
-		case <-c.stop:
-			return
-		case <-c.idle:
-		case <-t.C:
-			tick = true
-		}
-		c.mu.Lock()
-		if c.reg.idle() {
-			c.polling = false
-			c.mu.Unlock()
-			return
-		}
+// mayBeIdle stops the timer when the runner has no session in use any
+// more (a use just ended).
+func (c *controlPlane) mayBeIdle() {
+	if c.ctrl == nil || !c.reg.idle() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.armed && c.reg.idle() {
+		c.timer.Stop() // a poll under way sees the registry idle and does not re-arm
+		c.armed = false
+	}
+}
+
+// fire looks for control requests and hands each to the run it is for,
+// then re-arms the timer while the runner has sessions in use.
+func (c *controlPlane) fire() {
+	c.mu.Lock()
+	if c.closed || !c.armed {
 		c.mu.Unlock()
-		if !tick {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), max(c.poll, time.Second))
-		reqs, err := c.ctrl.Controls(ctx, c.owner)
-		cancel()
-		if err != nil {
-			continue // the store hiccupped: the next tick tries again
-		}
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	defer c.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.poll, time.Second))
+	reqs, err := c.ctrl.Controls(ctx, c.owner)
+	cancel()
+	if err == nil { // a store that hiccupped is asked again at the next poll
 		for _, q := range reqs {
 			if h := c.reg.run(skey{q.Tenant, q.SessionID}); h != nil {
 				h.applyControl(q.Control)
 			}
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.reg.idle() {
+		c.armed = false
+		return
+	}
+	c.timer.Reset(c.poll)
 }
 
-// close stops the poller and waits for it.
+// close stops the timer and waits for a poll under way.
 func (c *controlPlane) close() {
 	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		close(c.stop)
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
 	}
+	c.armed = false
 	c.mu.Unlock()
 	c.wg.Wait()
 }

@@ -396,3 +396,45 @@ func TestCancelHandle(t *testing.T) {
 		t.Errorf("start after Close: %v", err)
 	}
 }
+
+// ListSessions hides the agents' rule logs and pages across them, in one
+// tenant or all.
+func TestListSessionsHidesRuleLogs(t *testing.T) {
+	e := newEnv(t, nil, agentrt.Config{}, approvalAgent())
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := e.r.CreateSession(ctx, "calc", id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A standing decision for the agent makes its rule log.
+	if res, _ := e.r.Send(ctx, "a", agentrt.Input{Text: "go"}); res.Status != session.StatusWaiting {
+		t.Fatalf("run: %+v", res)
+	}
+	st, _ := e.r.Load(ctx, "a")
+	if _, err := e.r.Resolve(ctx, "a", st.Requests[0].ID, agentrt.Resolution{Decision: session.DecisionApprove,
+		Always: &agentrt.Always{Scope: session.RuleAgent}}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	opts := session.ListOptions{Limit: 2, AllTenants: true}
+	for {
+		page, last, err := e.r.ListSessions(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range page {
+			ids = append(ids, s.ID)
+		}
+		if last == nil {
+			break
+		}
+		opts.After, opts.AfterTenant = last.ID, last.Tenant
+	}
+	if strings.Join(ids, ",") != "c,b,a" {
+		t.Fatalf("listed %v, want c,b,a without the rule log", ids)
+	}
+	if _, err := e.store.GetSession(ctx, "_rules.calc"); err != nil {
+		t.Fatalf("the rule log: %v", err)
+	}
+}

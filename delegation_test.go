@@ -94,13 +94,17 @@ func TestInterruptReachesSubagent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The child's model call has begun when its model_started
-			// shows in the parent's live stream.
+			// The child's round has begun (its model call is about to
+			// start, or under way) once the parent recorded its progress.
+			// (Not once the child's model_started shows in the parent's
+			// live stream: live events published before Events subscribed
+			// are not replayed, and the test waited for ever when that
+			// happened.)
 			for ev, err := range h.Events(ctx) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if se, ok := ev.Data.(*session.SubagentEvent); ok && se.Event.Type == session.TypeModelStarted {
+				if ev.Type == session.TypeSubagentProgress {
 					break
 				}
 			}

@@ -312,7 +312,16 @@ func (x *Exec) End(status session.Status, reason string) {
 }
 
 // Commit writes the emitted events in one transaction and then yields them.
+// With ctx ended already it writes nothing and returns ctx's error: the
+// events stay pending for the next Commit.
 func (x *Exec) Commit(ctx context.Context) error {
+	if err := ctx.Err(); err != nil && (len(x.pending) > 0 || x.end != "") {
+		// Canceled before anything was written: the events stay pending,
+		// for the commit that records how the run stopped (made with a
+		// context of its own), rather than lost with the state ahead of
+		// the store, whose end could then not be stored.
+		return err
+	}
 	end := x.end
 	if end != "" {
 		x.end = ""

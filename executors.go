@@ -598,7 +598,34 @@ func (x *Exec) runJobs(ctx context.Context, info HookInfo, jobs []toolJob) error
 		wg      sync.WaitGroup
 		running int
 		err     error
+		acking  chan struct{} // the done of the delegation message being handled
 	)
+	defer func() {
+		// A panic on this goroutine (a policy's state that cannot fold an
+		// event, say) fails the step; the goroutines are canceled and
+		// joined first — a child waiting for its progress to be recorded
+		// would otherwise wait for ever, holding its session — and none
+		// is left to read x once it goes back to the pool.
+		v := recover()
+		if v == nil {
+			return
+		}
+		cancel()
+		if acking != nil {
+			close(acking)
+		}
+		for running > 0 {
+			m := <-msgs
+			if m.tool != nil || m.del.end != nil {
+				running--
+			}
+			if m.del.done != nil {
+				close(m.del.done)
+			}
+		}
+		wg.Wait()
+		panic(v)
+	}()
 	// record stores one outcome: the results in hand are stored even
 	// when the run was canceled meanwhile.
 	record := func(o *toolOutcome) {
@@ -671,7 +698,9 @@ func (x *Exec) runJobs(ctx context.Context, info HookInfo, jobs []toolJob) error
 			}
 			continue // every goroutine reports its end: drain
 		}
+		acking = m.del.done
 		o, _, derr := x.onDelegationMsg(ctx, m.del)
+		acking = nil
 		if m.del.done != nil {
 			close(m.del.done)
 		}

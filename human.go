@@ -204,6 +204,7 @@ func (r *Runner) ResolveAndContinue(ctx context.Context, sessionID, requestID st
 	x, err := r.beginShort(ctx, sessionID, requestID, h)
 	if err != nil {
 		h.cancel(nil)
+		h.giveUp(err)
 		return nil, err
 	}
 	ev, err := r.resolveIn(ctx, x, requestID, res)
@@ -217,7 +218,7 @@ func (r *Runner) ResolveAndContinue(ctx context.Context, sessionID, requestID st
 		return out, nil
 	}
 	// The last answer: the run goes on, from this claim and lease.
-	h.id, h.after = x.st.RunID, x.st.Seq
+	h.begins(x.st.RunID, x.st.Seq)
 	if err := x.hooks.turnStart(ctx, x.info(), ""); err != nil {
 		_, _, err = r.abandon(x, err)
 		return out, err

@@ -177,7 +177,7 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		return r.abandon(x, waitingErr(x.st))
 	}
 	runID := r.newID()
-	h.id, h.after = runID, x.st.Seq
+	h.begins(runID, x.st.Seq)
 	info := HookInfo{Tenant: x.key.tenant, SessionID: id, RunID: runID, Agent: x.agent.Name, Turn: x.st.Turn + 1}
 	if err := x.hooks.turnStart(ctx, info, in.Text); err != nil {
 		return r.abandon(x, err)
@@ -244,7 +244,7 @@ func (r *Runner) startResume(ctx context.Context, id string, detached, recoverin
 		return r.abandon(x, &Error{Kind: FailState, Code: CodeBusy,
 			Msg: fmt.Sprintf("session %q is a sub-agent's, resumed by its parent %s", id, st.Parent.SessionID)})
 	}
-	h.id, h.after = st.RunID, st.Seq
+	h.begins(st.RunID, st.Seq)
 	if err := x.hooks.turnStart(ctx, x.info(), ""); err != nil {
 		return r.abandon(x, err)
 	}
@@ -272,6 +272,7 @@ func (r *Runner) beginRun(ctx context.Context, id string, detached bool, agent s
 	x, err := r.begin(ctx, id, h, false, agent)
 	if err != nil {
 		h.cancel(nil)
+		h.giveUp(err)
 		if h.parent != nil {
 			h.parent.disown(h)
 		}
@@ -280,10 +281,12 @@ func (r *Runner) beginRun(ctx context.Context, id string, detached bool, agent s
 	return x, rctx, nil
 }
 
-// abandon undoes beginRun and returns err.
+// abandon undoes beginRun and returns err. The handle, which others may
+// have found while the session was claimed, ends with the session's
+// outcome as stored (and err).
 func (r *Runner) abandon(x *Exec, err error) (*Exec, context.Context, error) {
 	h := x.handle
-	x.handle = nil
+	h.setErr(err)
 	r.finish(x)
 	h.cancel(nil)
 	if h.parent != nil {
@@ -388,7 +391,7 @@ func (r *Runner) drive(ctx context.Context, x *Exec) {
 func (r *Runner) loop(ctx context.Context, x *Exec) {
 	x.lazy = true
 	for x.st.Status == session.StatusRunning {
-		if reason := x.handle.interrupted(); reason != "" {
+		if reason := x.handle.interruptedFor(ctx); reason != "" {
 			x.interrupt(ctx, reason)
 			return
 		}

@@ -26,10 +26,8 @@ import (
 // Its methods are safe for concurrent use.
 type Run struct {
 	r         *Runner
-	id        string
 	tenant    string
 	sessionID string
-	after     int64 // the session's last seq before the run's first event
 	cancel    context.CancelCauseFunc
 	parent    *Run // the run this one works for, when it is a sub-agent's
 
@@ -45,10 +43,16 @@ type Run struct {
 	// the run acts on, recorded in its log as it stops.
 	control atomic.Pointer[session.Control]
 	// onControl, for a session driven step by step, stops it at once when
-	// a control request comes between its steps.
-	onControl func()
+	// it is canceled or interrupted between its steps (set by keep, while
+	// the handle may already be found by others).
+	onControl atomic.Pointer[func()]
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// id and after are the run's id and the session's last seq before
+	// its first event, set once the session is loaded (the handle may be
+	// found earlier, through Active); guarded by mu.
+	id       string
+	after    int64
 	children []*Run        // sub-agents' runs in progress; guarded by mu
 	done     chan struct{} // made by the first Done or Wait; guarded by mu
 	finished bool          // guarded by mu
@@ -79,7 +83,18 @@ func (r *Runner) newRun(ctx context.Context, id string, detached bool) (context.
 }
 
 // ID returns the run's id (the run_id of its events).
-func (h *Run) ID() string { return h.id }
+func (h *Run) ID() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.id
+}
+
+// begins records the run's id and the seq its events come after.
+func (h *Run) begins(id string, after int64) {
+	h.mu.Lock()
+	h.id, h.after = id, after
+	h.mu.Unlock()
+}
 
 // SessionID returns the session the run belongs to.
 func (h *Run) SessionID() string { return h.sessionID }
@@ -126,6 +141,7 @@ func (h *Run) Wait(ctx context.Context) (*Result, error) {
 // Runner.Cancel does the same from any process, and records who and why.
 func (h *Run) Cancel() {
 	h.cancel(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled"})
+	h.stopHeld()
 }
 
 // CancelCause is Cancel with the cause the run records: an *Error's code
@@ -138,6 +154,16 @@ func (h *Run) CancelCause(cause error) {
 		return
 	}
 	h.cancel(cause)
+	h.stopHeld()
+}
+
+// stopHeld ends the run now if it is a session held between its steps
+// (its canceled context or its interruption would otherwise wait for a
+// next step that may never come).
+func (h *Run) stopHeld() {
+	if f := h.onControl.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // Interrupt stops the run at its next safe point and records why: a
@@ -167,6 +193,7 @@ func (h *Run) Interrupt(reason string) {
 	for _, c := range children {
 		c.Interrupt(reason)
 	}
+	h.stopHeld()
 }
 
 // adopt records c as a sub-agent's run working for h; a run interrupted
@@ -201,6 +228,17 @@ func (h *Run) interrupted() string {
 	return ""
 }
 
+// interruptedFor is interrupted, unless the run's context ctx was canceled
+// since for another reason: a cancellation wins over an interruption
+// still on its way to a safe point.
+func (h *Run) interruptedFor(ctx context.Context) string {
+	reason := h.interrupted()
+	if reason != "" && ctx.Err() != nil && !errors.Is(context.Cause(ctx), errInterrupted) {
+		return ""
+	}
+	return reason
+}
+
 // enterModel marks a model call in progress, and fails if the run was
 // interrupted; leaveModel ends it.
 func (h *Run) enterModel() error {
@@ -227,6 +265,29 @@ func (h *Run) setErr(err error) {
 	h.mu.Lock()
 	if h.err == nil {
 		h.err = err
+	}
+	h.mu.Unlock()
+}
+
+// giveUp ends h, whose run never began (its session could not be leased
+// or loaded, or the use that claimed it ended without a run): whoever
+// found h while the session was claimed (Active, a control request, a
+// delegation waiting for the run) stops waiting for it. Wait returns err.
+// h must not be used for a run afterwards.
+func (h *Run) giveUp(err error) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if !h.finished {
+		if h.err == nil {
+			h.err = err
+		}
+		h.res.SessionID = h.sessionID
+		h.finished = true
+		if h.done != nil {
+			close(h.done)
+		}
 	}
 	h.mu.Unlock()
 }
@@ -279,7 +340,10 @@ func (h *Run) Events(ctx context.Context) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		wctx, cancel := context.WithCancel(session.WithTenant(ctx, h.tenant))
 		defer cancel()
-		for e, err := range h.r.watch(wctx, h.sessionID, h.after, h.Done()) {
+		h.mu.Lock()
+		id, after := h.id, h.after
+		h.mu.Unlock()
+		for e, err := range h.r.watch(wctx, h.sessionID, after, h.Done()) {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -287,7 +351,7 @@ func (h *Run) Events(ctx context.Context) iter.Seq2[*session.Event, error] {
 			if !yield(e, nil) {
 				return
 			}
-			if e.Type == session.TypeRunFinished && (h.id == "" || e.RunID == h.id) {
+			if e.Type == session.TypeRunFinished && (id == "" || e.RunID == id) {
 				return
 			}
 		}

@@ -140,7 +140,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if r.leaser != nil {
 		r.control.ctrl, _ = cfg.Store.(session.Controller)
 	}
-	r.control.reg, r.control.stop, r.control.idle = &r.reg, make(chan struct{}), make(chan struct{}, 1)
+	r.control.reg = &r.reg
 	switch {
 	case cfg.ControlPoll < 0:
 		return nil, fmt.Errorf("agentrt: ControlPoll %v is negative", cfg.ControlPoll)

@@ -198,19 +198,24 @@ func (r *Runner) ensureSession(ctx context.Context, id, agent string) (*created,
 // rulesPrefix starts the id of an agent's hidden rule log (see Always).
 const rulesPrefix = "_rules."
 
-// ListSessions lists the sessions of ctx's tenant as the store does
-// (opts.AllTenants aside), leaving out the agents' hidden rule logs
-// (whose ids start with "_rules."): a page may so hold fewer than
-// opts.Limit sessions; the next page starts after the last one the store
-// listed, which is the last of this page only if it is not hidden — use
-// the returned cursor.
-func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (page []*session.Session, next string, err error) {
+// ListSessions lists sessions as the store does (of ctx's tenant, or of
+// every tenant with opts.AllTenants), leaving out the agents' hidden rule
+// logs (whose ids start with "_rules."): a page may so hold fewer than
+// opts.Limit sessions. last is the last session the store listed, nil
+// when the page was the last one: the next page starts after it
+// (ListOptions.After = last.ID, AfterTenant = last.Tenant), which is the
+// page's last session only when that one is not hidden.
+func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (page []*session.Session, last *session.Session, err error) {
 	all, err := r.store.ListSessions(ctx, opts)
 	if err != nil {
-		return nil, "", &Error{Kind: FailStore, Msg: "list sessions", Err: err}
+		return nil, nil, &Error{Kind: FailStore, Msg: "list sessions", Err: err}
 	}
-	if opts.Limit > 0 && len(all) == opts.Limit {
-		next = all[len(all)-1].ID
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 50 // the stores' default (session.ListOptions)
+	}
+	if len(all) == limit {
+		last = all[len(all)-1]
 	}
 	page = all[:0]
 	for _, s := range all {
@@ -218,7 +223,7 @@ func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (pa
 			page = append(page, s)
 		}
 	}
-	return page, next, nil
+	return page, last, nil
 }
 
 // DeleteSession deletes a session — its events, snapshot and row — and
@@ -233,6 +238,7 @@ func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error
 		return err
 	}
 	defer r.release(k)
+	var lease *leaseKeeper
 	if !force {
 		if strings.HasPrefix(id, rulesPrefix) {
 			return &Error{Kind: FailInput, Code: CodeProtected, Msg: fmt.Sprintf(
@@ -242,16 +248,17 @@ func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error
 		// Not from under a run of another process: the session's lease,
 		// taken as a run would (a dead owner's is taken over), is held
 		// while the session goes.
-		lease, err := r.acquireLease(ctx, id, false, nil)
-		if err != nil {
+		var err error
+		if lease, err = r.acquireLease(ctx, id, false, nil); err != nil {
 			return err
 		}
-		defer func() { _ = lease.halt() }()
 	}
 	r.cache.take(k)
 	if err := r.store.DeleteSession(ctx, id); err != nil {
+		lease.stop() // the session stays: released, free again
 		return notFound(id, err)
 	}
+	_ = lease.halt() // gone with the session
 	return nil
 }
 
@@ -390,7 +397,25 @@ func (r *Runner) ImportSession(ctx context.Context, agent, id string, history []
 	if err != nil {
 		return nil, err
 	}
+	if id == "" {
+		id = r.newID()
+	}
+	exists := &Error{Kind: FailInput, Code: CodeSessionExists, Msg: fmt.Sprintf("session %q already exists", id)}
+	// Claimed before it is created: a session of that id this runner is
+	// using is left alone (taking its lease would give this runner its own
+	// lease again, and letting go of that would release it under its run).
+	k := keyOf(ctx, id)
+	if err := r.reg.claim(k, nil); err != nil {
+		if AsError(err).Code == CodeBusy {
+			return nil, exists
+		}
+		return nil, err
+	}
+	defer r.release(k)
 	s, lease, made, err := r.createSession(ctx, agent, id, metadata, true)
+	if errors.Is(err, session.ErrLeaseHeld) {
+		return nil, exists // and another process runs it
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -398,13 +423,8 @@ func (r *Runner) ImportSession(ctx context.Context, agent, id string, history []
 		if lease != nil {
 			r.keepLease(ctx, *lease, nil).stop()
 		}
-		return nil, &Error{Kind: FailInput, Code: CodeSessionExists, Msg: fmt.Sprintf("session %q already exists", s.ID)}
+		return nil, exists
 	}
-	k := keyOf(ctx, s.ID)
-	if err := r.reg.claim(k, nil); err != nil {
-		return nil, err
-	}
-	defer r.release(k)
 	var keeper *leaseKeeper
 	if lease != nil {
 		keeper = r.keepLease(ctx, *lease, nil)

@@ -105,36 +105,33 @@ func (r *Runner) holdFor(ctx context.Context, id string, st *State) (*hold, erro
 	x, err := r.begin(ctx, id, h, false, "")
 	if err != nil {
 		h.cancel(nil)
+		h.giveUp(err)
+		return nil, err
+	}
+	giveUp := func(err error) (*hold, error) {
+		x.handle = nil
+		r.finish(x)
+		h.cancel(nil)
+		h.giveUp(err)
 		return nil, err
 	}
 	switch {
 	case x.st.Status != session.StatusRunning:
-		status := x.st.Status
-		x.handle = nil
-		r.finish(x)
-		h.cancel(nil)
-		return nil, &Error{Kind: FailState, Code: CodeNotRunning, Msg: fmt.Sprintf("session %q is %s, not running", id, status)}
+		return giveUp(&Error{Kind: FailState, Code: CodeNotRunning, Msg: fmt.Sprintf("session %q is %s, not running", id, x.st.Status)})
 	case st != nil && st.Seq != x.st.Seq:
-		seq := x.st.Seq
-		x.handle = nil
-		r.finish(x)
-		h.cancel(nil)
-		return nil, &Error{Kind: FailStore, Code: CodeConflict,
-			Msg: fmt.Sprintf("session %s is at event %d in the store, the state given at %d: load it again", id, seq, st.Seq)}
+		return giveUp(&Error{Kind: FailStore, Code: CodeConflict,
+			Msg: fmt.Sprintf("session %s is at event %d in the store, the state given at %d: load it again", id, x.st.Seq, st.Seq)})
 	case st != nil:
 		r.cache.take(k)
 		st.agentRules, st.rulesFrom, st.rulesCtx = nil, r, ctx
 		if st.policy == nil {
 			if err := st.AttachPolicy(r.policyOf(st.Agent)); err != nil {
-				x.handle = nil
-				r.finish(x)
-				h.cancel(nil)
-				return nil, &Error{Kind: FailPolicy, Msg: "session " + id, Err: err}
+				return giveUp(&Error{Kind: FailPolicy, Msg: "session " + id, Err: err})
 			}
 		}
 		x.st = st
 	}
-	h.id, h.after = x.st.RunID, x.st.Seq
+	h.begins(x.st.RunID, x.st.Seq)
 	x.lease.watch(h.cancel)
 	hd := r.keep(x, rctx)
 	hd2, err := r.stepping.take(k, nil)
@@ -148,7 +145,8 @@ func (r *Runner) holdFor(ctx context.Context, id string, st *State) (*hold, erro
 // puts x back in the pool.
 func (r *Runner) keep(x *Exec, ctx context.Context) *hold {
 	hd := &hold{key: x.key, h: x.handle, ctx: ctx, lease: x.lease, topic: x.topic, st: x.st}
-	hd.h.onControl = func() { r.stepping.stopIdle(r, hd) }
+	stop := func() { r.stepping.stopIdle(r, hd) }
+	hd.h.onControl.Store(&stop)
 	r.stepping.put(r, hd)
 	r.putExec(x)
 	return hd
@@ -190,8 +188,9 @@ func (s *stepping) put(r *Runner, hd *hold) {
 	s.holds[hd.key] = hd
 	hd.busy = false
 	hd.idle = time.AfterFunc(r.leaseTTL, func() { s.letGo(r, hd, false) })
-	if hd.ctx.Err() != nil {
-		// Stopped while its step ran, and the step did not see it.
+	if hd.ctx.Err() != nil || hd.h.interrupted() != "" {
+		// Stopped while its step ran (or before it was held), and the
+		// step did not see it.
 		go s.stopIdle(r, hd)
 	}
 }
@@ -217,7 +216,7 @@ func (s *stepping) letGo(r *Runner, hd *hold, stop bool) {
 	x := r.execOf(hd)
 	if stop {
 		ctx, cancel := afterEnd(hd.ctx)
-		if reason := hd.h.interrupted(); reason != "" {
+		if reason := hd.h.interruptedFor(hd.ctx); reason != "" {
 			x.interrupt(ctx, reason)
 		} else {
 			x.fail(hd.ctx, context.Cause(hd.ctx))
@@ -236,10 +235,7 @@ func (s *stepping) closeAll() {
 	}
 	s.mu.Unlock()
 	for _, hd := range hs {
-		hd.h.Cancel()
-		if hd.h.onControl != nil {
-			hd.h.onControl()
-		}
+		hd.h.Cancel() // which stops a run held between steps
 	}
 }
 
@@ -267,7 +263,7 @@ func (r *Runner) stepHeld(ctx context.Context, hd *hold) ([]*session.Event, erro
 	// The step ends with the caller's ctx, or the hold's.
 	sctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(hd.ctx, func() { cancel(context.Cause(hd.ctx)) })
-	if reason := hd.h.interrupted(); reason != "" {
+	if reason := hd.h.interruptedFor(hd.ctx); reason != "" {
 		x.interrupt(sctx, reason)
 	} else if err := r.stepChecked(sctx, x); err != nil {
 		r.stepFailed(sctx, x, err)

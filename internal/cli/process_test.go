@@ -375,59 +375,7 @@ func killAtSecondModelCall(t *testing.T, p *proc, args ...string) {
 // result was stored, is not run again.
 func TestProcessKillDuringDelegation(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, `
-models:
-  b: {provider: scripted, script: boss.yaml}
-  r: {provider: scripted, script: child.yaml}
-agents:
-  boss: {model: b, tools: [researcher]}
-  researcher: {model: r, tools: [calculator]}
-`, map[string]string{
-		"boss.yaml":         "replies:\n  - tool_calls: [{name: researcher, arguments: {task: \"compute 6*7\"}}]\n  - text: never said\n",
-		"child.yaml":        "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"6*7\"}}]\n  - text: never said\n    delay: 1h\n",
-		"boss-resume.yaml":  "replies:\n  - tool_calls: [{name: researcher, arguments: {task: \"compute 6*7\"}}]\n  - text: \"the researcher says 42\"\n    expect: {last_tool_result_contains: '\"answer\":\"42\"'}\n",
-		"child-resume.yaml": "replies:\n  - tool_calls: [{name: calculator, arguments: {expression: \"6*7\"}}]\n  - text: \"42\"\n    expect: {last_tool_result_contains: '\"result\":42'}\n",
-	})
-	config, err := os.ReadFile(e.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resumeConfig := filepath.Join(e.dir, "resume-agentrt.yaml")
-	writeFile(t, resumeConfig, strings.NewReplacer("boss.yaml", "boss-resume.yaml", "child.yaml", "child-resume.yaml").Replace(string(config)))
-	p := newProc(t, e.dir)
-
-	ctx, cancel := context.WithTimeout(t.Context(), procTimeout)
-	defer cancel()
-	cmd, stdout, errb := p.start(ctx, "--config", e.config, "run", "--agent", "boss", "--json", "--session", "p1", "go")
-	child := ""
-	sc := bufio.NewScanner(stdout)
-	for child == "" && sc.Scan() {
-		var ev event
-		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == "subagent_started" {
-			child, _ = data(t, ev)["child_session"].(string)
-		}
-	}
-	if child == "" {
-		t.Fatalf("no subagent_started; stderr:\n%s", errb.String())
-	}
-	// The child's second model call waits an hour: kill the process there.
-	deadline := time.Now().Add(procTimeout)
-	for {
-		out := p.run("--config", e.config, "sessions", "events", child).out
-		if strings.Count(out, `"type":"model_started"`) >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the child never reached its second model call:\n%s", out)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the store, not a delay
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, stdout)
-	_ = cmd.Wait()
-
+	p, resumeConfig, child := killDuringDelegation(t)
 	r := p.must(cli.ExitOK, "--config", resumeConfig, "resume", "p1")
 	if !strings.Contains(r.out, "[subagent] researcher resumed") || !strings.Contains(r.out, "the researcher says 42") {
 		t.Errorf("resume stdout:\n%s", r.out)

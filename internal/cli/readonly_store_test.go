@@ -5,12 +5,10 @@ package cli_test
 import (
 	"bytes"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/app"
@@ -67,26 +65,11 @@ func TestReadOnlyStoreIsListed(t *testing.T) {
 }
 
 // runAsNobody runs agentrt (this test binary as the CLI, see childMain)
-// with args as the user nobody (uid 65534), from a copy nobody may
-// execute.
+// with args as the user nobody (uid 65534).
 func runAsNobody(t *testing.T, args ...string) result {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "agentrt-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "agentrt")
-	if err := copyExecutable(os.Args[0], bin); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1", "OLLAMA_HOST=127.0.0.1:1", "HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := testenv.AsNobody(t, args...)
+	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1", "OLLAMA_HOST=127.0.0.1:1", "HOME="+cmd.Dir)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	var exited *exec.ExitError
@@ -94,21 +77,4 @@ func runAsNobody(t *testing.T, args ...string) result {
 		t.Fatal(err)
 	}
 	return result{code: cmd.ProcessState.ExitCode(), out: out.String(), err: errb.String()}
-}
-
-func copyExecutable(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

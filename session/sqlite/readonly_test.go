@@ -3,14 +3,12 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/agentrt/agentrt/internal/testenv"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -144,41 +142,10 @@ func checkUnwritable(t *testing.T, path string) {
 }
 
 // runAsNobody runs this test binary again with args and extra environment
-// env, as the user nobody (uid 65534), from a copy nobody may execute.
+// env, as the user nobody (uid 65534).
 func runAsNobody(t *testing.T, env []string, args ...string) ([]byte, error) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "agentrt-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "test")
-	if err := copyExecutable(os.Args[0], bin); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	cmd.Dir = dir
+	cmd := testenv.AsNobody(t, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	return cmd.CombinedOutput()
-}
-
-func copyExecutable(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
