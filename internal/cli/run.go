@@ -143,7 +143,7 @@ func defaultAgent(a *app.App) (string, error) {
 // for a person.
 func isWaiting(err error) bool {
 	var re *agentrt.Error
-	return errors.As(err, &re) && re.Code == "waiting"
+	return errors.As(err, &re) && re.Code == agentrt.CodeWaiting
 }
 
 // finishRun handles a run's outcome: while it waits, the pending requests
