@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/session"
@@ -337,34 +338,34 @@ func (x *Exec) endInterrupted(reason string) {
 // controlPlane polls the store for the control requests other processes
 // make to this runner, while it has sessions in use, and hands each to the
 // run it is for. It polls on a timer (time.AfterFunc: no goroutine between
-// polls), armed while the runner has a session in use and stopped when it
-// has none, so that an idle runner costs nothing and a runner running one
-// session after another re-arms one timer rather than starting a poller
-// per run.
+// polls), armed when a run claims a session and the timer is not armed,
+// and not armed again by a poll that finds the runner idle: a runner
+// running one session after another costs an atomic load per run, and an
+// idle one nothing after its last poll.
 type controlPlane struct {
 	ctrl  session.Controller // nil if the store cannot carry them
 	owner string
 	poll  time.Duration
 	reg   *registry
+	armed atomic.Bool // the timer will fire; set under mu
 
 	mu     sync.Mutex
 	timer  *time.Timer // made on first use; guarded by mu
-	armed  bool        // the timer will fire; guarded by mu
 	closed bool        // guarded by mu
 	wg     sync.WaitGroup
 }
 
 // watch arms the timer, if it is not: a run just claimed a session.
 func (c *controlPlane) watch() {
-	if c.ctrl == nil {
+	if c.ctrl == nil || c.armed.Load() {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.armed || c.closed {
+	if c.armed.Load() || c.closed {
 		return
 	}
-	c.armed = true
+	c.armed.Store(true)
 	if c.timer == nil {
 		c.timer = time.AfterFunc(c.poll, c.fire)
 	} else {
@@ -372,25 +373,11 @@ func (c *controlPlane) watch() {
 	}
 }
 
-// mayBeIdle stops the timer when the runner has no session in use any
-// more (a use just ended).
-func (c *controlPlane) mayBeIdle() {
-	if c.ctrl == nil || !c.reg.idle() {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.armed && c.reg.idle() {
-		c.timer.Stop() // a poll under way sees the registry idle and does not re-arm
-		c.armed = false
-	}
-}
-
 // fire looks for control requests and hands each to the run it is for,
 // then re-arms the timer while the runner has sessions in use.
 func (c *controlPlane) fire() {
 	c.mu.Lock()
-	if c.closed || !c.armed {
+	if c.closed {
 		c.mu.Unlock()
 		return
 	}
@@ -409,10 +396,13 @@ func (c *controlPlane) fire() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Disarmed before the registry is looked at: a run that claims a
+	// session from now on arms the timer itself (watch waits for mu).
+	c.armed.Store(false)
 	if c.closed || c.reg.idle() {
-		c.armed = false
 		return
 	}
+	c.armed.Store(true)
 	c.timer.Reset(c.poll)
 }
 
@@ -423,7 +413,7 @@ func (c *controlPlane) close() {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	c.armed = false
+	c.armed.Store(false)
 	c.mu.Unlock()
 	c.wg.Wait()
 }

@@ -66,6 +66,9 @@ type execRun struct {
 	dirty        bool // a commit failed: the state is ahead of the store
 	lazy         bool // built-in steps may leave their events to the next commit (see Runner.step)
 	quiet        bool // the model call under way is not the answer: no live tokens
+	// finishPair, once a reply streamed a tool-call delta, holds the
+	// model_finished that reply ends with (see liveToolCallDelta).
+	finishPair *eventPair[session.ToolCallDelta, session.ModelFinished]
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
@@ -286,9 +289,21 @@ func (x *Exec) liveToken(text string) {
 // liveToken, it allocates only when someone reads live events. d is
 // copied: a provider reuses its chunks' deltas.
 func (x *Exec) liveToolCallDelta(d *model.ToolCallDelta) {
-	if x.wantsLive() {
-		x.yieldLive(newEvent(x, session.ToolCallDelta{Index: d.Index, CallID: d.ID, Name: d.Name, Arguments: d.Arguments}, x.now()))
+	if !x.wantsLive() {
+		return
 	}
+	delta := session.ToolCallDelta{Index: d.Index, CallID: d.ID, Name: d.Name, Arguments: d.Arguments}
+	if x.finishPair == nil {
+		// The reply's first delta, and the model_finished it surely ends
+		// with (Complete fills it in), in one allocation: most replies
+		// with a call stream it in one piece.
+		p := newPair[session.ToolCallDelta, session.ModelFinished](x, delta)
+		p.a.ev.Time = x.now()
+		x.finishPair = p
+		x.yieldLive(&p.a.ev)
+		return
+	}
+	x.yieldLive(newEvent(x, delta, x.now()))
 }
 
 // livePulse is Live for a waiting pulse.

@@ -174,7 +174,7 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 		calls = normalizeCalls(calls, st.Seq+1, finish, a.resolveTool)
 	}
 	end := x.now() // the event's time, and the end of the call's latency
-	x.add(newEvent(x, session.ModelFinished{
+	fin := session.ModelFinished{
 		Model:        m.Name(),
 		Content:      content,
 		ToolCalls:    calls,
@@ -182,7 +182,14 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 		FinishReason: finish,
 		LatencyMS:    end.Sub(start).Milliseconds(),
 		Purpose:      c.Purpose,
-	}, end))
+	}
+	if p := x.finishPair; p != nil {
+		// Allocated with the reply's first tool-call delta.
+		x.finishPair = nil
+		x.add(fill(x, p, fin, end))
+	} else {
+		x.add(newEvent(x, fin, end))
+	}
 	return resp, nil
 }
 

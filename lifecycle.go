@@ -573,7 +573,6 @@ func (r *Runner) finish(x *Exec) {
 		h.cancel(nil)
 	}
 	r.putExec(x)
-	r.control.mayBeIdle()
 	r.reg.done()
 }
 

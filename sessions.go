@@ -372,7 +372,6 @@ func notFound(id string, err error) error {
 // release ends a claim of session k (see registry.release).
 func (r *Runner) release(k skey) {
 	r.reg.release(k)
-	r.control.mayBeIdle()
 }
 
 // ImportSession creates session id (a fresh id when empty) for agent (""

@@ -101,10 +101,22 @@ func refuseKnown(err error) error {
 
 // outcome is what a write's caller is told of err: a refusal's own error.
 func outcome(err error) error {
-	if r := (*refusal)(nil); errors.As(err, &r) {
+	if r, ok := asRefusal(err); ok {
 		return r.err
 	}
 	return err
+}
+
+// asRefusal finds a refusal in err's chain. (Not errors.As on every
+// write: its target escapes, an allocation a commit, for the nil error of
+// nearly every one.)
+func asRefusal(err error) (*refusal, bool) {
+	if err == nil {
+		return nil, false
+	}
+	var r *refusal
+	ok := errors.As(err, &r)
+	return r, ok
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -214,7 +226,7 @@ func (w *writer) flushOn(t *wtx, ops []*writeOp) {
 	errs := make([]error, len(ops))
 	for i, op := range ops {
 		err := op.W(context.WithoutCancel(op.Ctx), t)
-		if r := (*refusal)(nil); err != nil && !errors.As(err, &r) {
+		if _, refused := asRefusal(err); err != nil && !refused {
 			w.retryAlone(t, ops)
 			return
 		}
