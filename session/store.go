@@ -109,6 +109,16 @@ type Commit struct {
 	// releases nothing. A store that implements Leaser must honour it;
 	// stores without leases ignore it.
 	Release bool
+	// Answers are the ids of inbox inputs (see Inbox) this commit's run
+	// answers: in the commit's transaction each is marked answered by
+	// RunID, and a commit naming an input that is not pending (another
+	// turn answered it, or it was refused) is refused with ErrConflict,
+	// writing nothing — so that across processes an input is answered
+	// exactly once. A store that implements Inbox must honour it; others
+	// refuse a commit with Answers.
+	Answers []string
+	// RunID is the run the Answers are recorded for.
+	RunID string
 }
 
 // Check reports what makes c unfit to store, whatever the store: a nil
@@ -314,6 +324,89 @@ type SessionControl struct {
 	Tenant    string
 	SessionID string
 	Control   Control
+}
+
+// InputState is where an inbox input stands.
+type InputState string
+
+// Input states.
+const (
+	InputPending  InputState = "pending"  // waiting for a turn to answer it
+	InputAnswered InputState = "answered" // a turn's run_started answered it (Commit.Answers)
+	InputRefused  InputState = "refused"  // refused (Inbox.Refuse): the reason says why
+)
+
+// InputPart is a piece of an input's content: text, or JSON data.
+type InputPart struct {
+	Type string          `json:"type"` // "text" or "data"
+	Text string          `json:"text,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// InboxInput is an input from the outside world waiting in its source's
+// inbox for the turn that answers it (see Inbox).
+type InboxInput struct {
+	// ID names the input; the caller sets it (unique in the store).
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	// Source is where the input came from (a channel, a user); a source's
+	// inputs are answered in order, by turns of SessionID.
+	Source    string            `json:"source"`
+	SessionID string            `json:"session_id"`
+	Parts     []InputPart       `json:"parts"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	// Key, when set, makes Submit idempotent per tenant and source; Digest
+	// is the content's hash, which tells a repeat from a conflict.
+	Key    string `json:"key,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// At is when the store took it (its clock); Seq its order among all
+	// the store's inputs, which Submit sets: a source's inputs in Seq
+	// order are its inputs in the order they came.
+	At    time.Time  `json:"at"`
+	Seq   int64      `json:"seq"`
+	State InputState `json:"state"`
+	// RunID is the run that answered it; Reason why it was refused.
+	RunID  string `json:"run_id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// SourceState summarises a source's pending inputs.
+type SourceState struct {
+	Tenant    string    `json:"tenant"`
+	Source    string    `json:"source"`
+	SessionID string    `json:"session_id"` // of its newest pending input
+	Pending   int       `json:"pending"`
+	First     time.Time `json:"first"` // when its oldest pending input came
+	Last      time.Time `json:"last"`  // when its newest pending input came
+	// Version is the Seq of its newest pending input: it changes with
+	// every input, so a source whose version did not change for a while
+	// has settled (debounce).
+	Version int64 `json:"version"`
+}
+
+// Inbox is the optional store capability of a durable inbox of inputs,
+// per source, for the gateway: an input is stored before Submit returns,
+// survives any process, and is answered exactly once (Commit.Answers).
+// Every method is scoped by ctx's tenant but PendingSources, which lists
+// every tenant's.
+type Inbox interface {
+	// Submit stores in, pending; the store sets At, Seq and State (and
+	// Tenant from ctx). When the source already has an input with in's
+	// non-empty Key, nothing is stored: that input is returned with dup
+	// true, or, if its Digest differs, an error wrapping ErrConflict.
+	// Submits of one key from many processes at once store one input.
+	Submit(ctx context.Context, in *InboxInput) (stored InboxInput, dup bool, err error)
+	// PendingSources lists the sources with pending inputs, of every
+	// tenant, oldest first input first, at most limit (zero: all).
+	PendingSources(ctx context.Context, limit int) ([]SourceState, error)
+	// Pending returns source's pending inputs in order (by Seq).
+	Pending(ctx context.Context, source string) ([]InboxInput, error)
+	// Inputs returns the inputs of source with Seq > after, in any state,
+	// in order, at most limit (zero: all): what `agentrt inbox` shows.
+	Inputs(ctx context.Context, source string, after int64, limit int) ([]InboxInput, error)
+	// Refuse marks pending inputs refused with reason; one that is not
+	// pending is left as it is.
+	Refuse(ctx context.Context, ids []string, reason string) error
 }
 
 // Follower is the optional store capability of following a session's log

@@ -50,6 +50,8 @@ type Store struct {
 	// controlled are the sessions with a control request, guarded by mu:
 	// what Controls looks through.
 	controlled map[key]*entry
+	// inbox holds the inputs (session.Inbox), guarded by mu.
+	inbox inbox
 }
 
 // key names a session: its tenant and its id.
@@ -85,6 +87,7 @@ var (
 	_ session.Leaser     = (*Store)(nil)
 	_ session.Follower   = (*Store)(nil)
 	_ session.Controller = (*Store)(nil)
+	_ session.Inbox      = (*Store)(nil)
 )
 
 // An Option configures New.
@@ -281,6 +284,10 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		return fmt.Errorf("memstore: commit to session %q: expected seq %d, session is at %d: %w",
 			c.SessionID, c.ExpectSeq, e.row.LastSeq, session.ErrConflict)
 	}
+	if err := st.inbox.answerable(tenant, c.Answers); err != nil {
+		return fmt.Errorf("memstore: commit to session %q: %w", c.SessionID, err)
+	}
+	st.inbox.answer(tenant, c.Answers, c.RunID)
 	if len(e.log)+len(c.Events) > cap(e.log) {
 		// Grow by at least a turn's worth of events: a run commits a few
 		// events at a time, and appending them one commit at a time would

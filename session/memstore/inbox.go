@@ -1,0 +1,168 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// inbox is the store's session.Inbox: every input, by tenant and id, and
+// each source's in order. The Store's mu guards it.
+type inbox struct {
+	seq     int64
+	inputs  map[key]*session.InboxInput   // by tenant and input id
+	sources map[key][]*session.InboxInput // by tenant and source, in Seq order
+}
+
+// answerable reports whether every input of ids is pending (ErrConflict
+// names one that is not).
+func (b *inbox) answerable(tenant string, ids []string) error {
+	for _, id := range ids {
+		in := b.inputs[key{tenant, id}]
+		switch {
+		case in == nil:
+			return fmt.Errorf("input %q is not in the inbox: %w", id, session.ErrConflict)
+		case in.State != session.InputPending:
+			return fmt.Errorf("input %q is %s, not pending: %w", id, in.State, session.ErrConflict)
+		}
+	}
+	return nil
+}
+
+// answer marks the inputs of ids answered by runID.
+func (b *inbox) answer(tenant string, ids []string, runID string) {
+	for _, id := range ids {
+		in := b.inputs[key{tenant, id}]
+		in.State, in.RunID = session.InputAnswered, runID
+	}
+}
+
+func copyInput(in *session.InboxInput) session.InboxInput {
+	c := *in
+	c.Parts = slices.Clone(in.Parts)
+	c.Metadata = maps.Clone(in.Metadata)
+	return c
+}
+
+// Submit stores in. See session.Inbox.
+func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.InboxInput, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return session.InboxInput{}, false, err
+	}
+	if in.ID == "" || in.Source == "" || in.SessionID == "" {
+		return session.InboxInput{}, false, fmt.Errorf("memstore: submit: an input needs an id, a source and a session")
+	}
+	tenant := session.TenantOf(ctx)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	b := &st.inbox
+	if b.inputs == nil {
+		b.inputs, b.sources = make(map[key]*session.InboxInput), make(map[key][]*session.InboxInput)
+	}
+	sk := key{tenant, in.Source}
+	if in.Key != "" {
+		for _, old := range b.sources[sk] {
+			if old.Key != in.Key {
+				continue
+			}
+			if old.Digest != in.Digest {
+				return session.InboxInput{}, false, fmt.Errorf("memstore: submit to source %q: key %q was given to another input (%s): %w",
+					in.Source, in.Key, old.ID, session.ErrConflict)
+			}
+			return copyInput(old), true, nil
+		}
+	}
+	if _, dup := b.inputs[key{tenant, in.ID}]; dup {
+		return session.InboxInput{}, false, fmt.Errorf("memstore: submit: input %q exists: %w", in.ID, session.ErrExists)
+	}
+	b.seq++
+	stored := copyInput(in)
+	stored.Tenant, stored.Seq, stored.State, stored.At = tenant, b.seq, session.InputPending, st.now().UTC()
+	stored.RunID, stored.Reason = "", ""
+	p := &stored
+	b.inputs[key{tenant, in.ID}] = p
+	b.sources[sk] = append(b.sources[sk], p)
+	return copyInput(p), false, nil
+}
+
+// PendingSources lists the sources with pending inputs. See session.Inbox.
+func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.SourceState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []session.SourceState
+	for sk, ins := range st.inbox.sources {
+		var s *session.SourceState
+		for _, in := range ins {
+			if in.State != session.InputPending {
+				continue
+			}
+			if s == nil {
+				s = &session.SourceState{Tenant: sk.tenant, Source: sk.id, First: in.At}
+			}
+			s.Pending++
+			s.Last, s.Version, s.SessionID = in.At, in.Seq, in.SessionID
+		}
+		if s != nil {
+			out = append(out, *s)
+		}
+	}
+	slices.SortFunc(out, func(a, b session.SourceState) int {
+		return cmp.Or(a.First.Compare(b.First), cmp.Compare(a.Version, b.Version))
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Pending returns the source's pending inputs in order. See session.Inbox.
+func (st *Store) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
+	return st.inputsOf(ctx, source, 0, 0, true)
+}
+
+// Inputs returns the source's inputs after a seq. See session.Inbox.
+func (st *Store) Inputs(ctx context.Context, source string, after int64, limit int) ([]session.InboxInput, error) {
+	return st.inputsOf(ctx, source, after, limit, false)
+}
+
+func (st *Store) inputsOf(ctx context.Context, source string, after int64, limit int, pendingOnly bool) ([]session.InboxInput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []session.InboxInput
+	for _, in := range st.inbox.sources[keyOf(ctx, source)] {
+		if in.Seq <= after || pendingOnly && in.State != session.InputPending {
+			continue
+		}
+		out = append(out, copyInput(in))
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Refuse marks pending inputs refused. See session.Inbox.
+func (st *Store) Refuse(ctx context.Context, ids []string, reason string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tenant := session.TenantOf(ctx)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, id := range ids {
+		if in := st.inbox.inputs[key{tenant, id}]; in != nil && in.State == session.InputPending {
+			in.State, in.Reason = session.InputRefused, reason
+		}
+	}
+	return nil
+}
