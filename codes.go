@@ -92,6 +92,13 @@ const (
 	CodeMaxTurnDuration   = "max_turn_duration"    // time of one turn
 	CodeSessionMaxTokens  = "session_max_tokens"   // tokens of the whole session
 	CodeSessionMaxCostUSD = "session_max_cost_usd" // cost of the whole session
+
+	// Gateway: inputs from the outside world (package gateway).
+	CodeUnknownSource = "unknown_source" // an input names no source, or one that maps to no session
+	CodeKeyConflict   = "key_conflict"   // an idempotency key given to other content
+	CodeInputRejected = "input_rejected" // the source's turn runs, and its policy rejects input meanwhile
+	CodeModuleFailed  = "module_failed"  // a module of the turn failed, panicked or timed out
+	CodeTurnStopped   = "turn_stopped"   // a module stopped the turn, with its reason
 )
 
 // exitUsage is the agentrt command's exit code for a call it refuses:
@@ -199,6 +206,11 @@ var codeTable = func() []CodeInfo {
 		in(CodeMaxCostUSD, FailLimit, "the turn reached limits.max_cost_usd; the run pauses", http.StatusUnprocessableEntity),
 		in(CodeMaxTurnDuration, FailLimit, "the turn ran for limits.max_turn_duration; the run pauses", http.StatusUnprocessableEntity),
 		in(CodeSessionMaxTokens, FailLimit, "the session reached limits.session_max_tokens; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
+		in(CodeUnknownSource, FailInput, "the input names no source, or its source maps to no session", http.StatusBadRequest),
+		in(CodeKeyConflict, FailInput, "the idempotency key was given to another input of the source", http.StatusConflict),
+		in(CodeInputRejected, FailState, "the source's turn is running and its policy rejects input meanwhile; the input is kept, refused", http.StatusConflict),
+		in(CodeModuleFailed, FailInternal, "a module of the turn failed, panicked or timed out; the turn's inputs are set aside, refused with the reason", http.StatusInternalServerError),
+		in(CodeTurnStopped, FailInput, "a module stopped the turn (the reason says why); its inputs are refused with it", http.StatusUnprocessableEntity),
 		in(CodeSessionMaxCostUSD, FailLimit, "the session reached limits.session_max_cost_usd; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
 
 		// Model failures: package model's codes, in error events.

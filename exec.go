@@ -60,12 +60,15 @@ type execRun struct {
 	stored       session.Status
 	storedReason string
 	controlled   bool // the control request the run acts on is recorded
-	end          session.Status
-	reason       string
-	stopped      bool // the consumer stopped reading
-	dirty        bool // a commit failed: the state is ahead of the store
-	lazy         bool // built-in steps may leave their events to the next commit (see Runner.step)
-	quiet        bool // the model call under way is not the answer: no live tokens
+	// answers are the inbox inputs the next commit answers (see
+	// Input.Inputs).
+	answers []string
+	end     session.Status
+	reason  string
+	stopped bool // the consumer stopped reading
+	dirty   bool // a commit failed: the state is ahead of the store
+	lazy    bool // built-in steps may leave their events to the next commit (see Runner.step)
+	quiet   bool // the model call under way is not the answer: no live tokens
 	// finishPair, once a reply streamed a tool-call delta, holds the
 	// model_finished that reply ends with (see liveToolCallDelta).
 	finishPair *eventPair[session.ToolCallDelta, session.ModelFinished]
@@ -379,6 +382,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 	c.Usage = x.st.Usage
 	c.Time = x.pending[len(x.pending)-1].Time
 	c.Fence = x.fence
+	c.Answers, c.RunID = x.answers, x.st.RunID
 	// The run's last commit frees the session: no write of its own for
 	// the release (the keeper's renewals stop first).
 	c.Release = end != "" && x.fence != 0 && x.lease.halt()
@@ -412,6 +416,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 		return storeError(x.st.SessionID, err)
 	}
 	x.committed = x.st.Seq
+	x.answers, c.Answers = nil, nil
 	x.stored = c.Status
 	if end != "" {
 		x.storedReason = x.reason

@@ -41,6 +41,11 @@ type Input struct {
 	// Overrides change the agent for this run only, recorded in
 	// run_started.
 	Overrides *Overrides
+	// Inputs are the ids of the inbox inputs (session.Inbox) the turn
+	// answers: recorded in run_started and marked answered in its
+	// commit, which is refused if one was answered already (the gateway
+	// sets them).
+	Inputs []string
 }
 
 // Overrides change an agent for one run: a plan's step cap (MaxSteps,
@@ -192,7 +197,8 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		}
 		plan, _ = json.Marshal(in.Plan)
 	}
-	started := session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent}
+	started := session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent, Inputs: in.Inputs}
+	x.answers = in.Inputs
 	if o := in.Overrides; o != nil {
 		if o.MaxSteps < 0 {
 			return r.abandon(x, &Error{Kind: FailInput, Code: CodeBadOverrides, Msg: fmt.Sprintf("overrides: max_steps %d is negative", o.MaxSteps)})

@@ -245,6 +245,9 @@ func (s *idSource) next() string {
 	return hex.EncodeToString(b[:])
 }
 
+// NewID returns a fresh id from the runner's id source (Config.NewID).
+func (r *Runner) NewID() string { return r.newID() }
+
 // Store returns the runner's store.
 func (r *Runner) Store() session.Store { return r.store }
 

@@ -112,6 +112,9 @@ type RunStarted struct {
 	// Overrides change the agent for this run only; the next run has the
 	// agent as configured.
 	Overrides *Overrides `json:"overrides,omitempty"`
+	// Inputs are the ids of the inbox inputs this turn answers (the
+	// gateway's, merged into Input), answered in this event's commit.
+	Inputs []string `json:"inputs,omitempty"`
 }
 
 // Overrides change an agent for one run: its plan's step cap, and fields

@@ -1,0 +1,397 @@
+// Package gateway is the one way input enters a session from the outside
+// world: a transport turns what it received into an Input and Submits it;
+// the input is stored in the store's durable inbox before Submit returns;
+// the gateway's loop (Run) coalesces each source's pending inputs into one
+// turn, waits for a source to settle (debounce), runs the turn through the
+// module pipeline — the agent's run is one module — and, when input comes
+// for a source whose turn is running, applies the source's policy:
+// interrupt the turn and restart it with the merged input, queue the input
+// for the next turn, or reject it.
+//
+// A support bot on a chat channel: a person types "hi", "I need a refund"
+// and "order 42" within two seconds, then "sorry, 43" while the agent
+// works. With a debounce of a few seconds the first three make one turn;
+// the fourth interrupts it (the model call in flight is abandoned, a tool
+// call already made keeps its result), and the turn restarts with "sorry,
+// 43" after the rest: the agent answers once, to all of it.
+//
+// Every input is answered exactly once, across processes and crashes: the
+// turn that answers it marks it answered in the commit that starts the
+// turn (session.Commit.Answers).
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Policy is what the gateway does with input for a source whose turn is
+// running.
+type Policy string
+
+// Policies.
+const (
+	// Interrupt stops the running turn at its next safe point and
+	// restarts it from the head of the module pipeline with the merged
+	// input (the default).
+	Interrupt Policy = "interrupt"
+	// Queue lets the running turn finish; the next turn answers every
+	// input that came meanwhile, merged.
+	Queue Policy = "queue"
+	// Reject refuses the input: Submit returns an error (code
+	// input_rejected) and the input is kept, refused, in the inbox.
+	Reject Policy = "reject"
+)
+
+// Input is what a transport received from a source.
+type Input struct {
+	// Source names where the input came from (a chat channel, a user);
+	// required. A source's inputs are answered in order.
+	Source string
+	// Session is the session the input goes to; empty: the gateway's
+	// rule (Config.SessionFor), else the source's name.
+	Session string
+	// Agent is the agent of a session the input creates; empty: the
+	// runner's default agent.
+	Agent string
+	// Text is a text part; Parts are the input's other parts (text, JSON
+	// data), after Text.
+	Text  string
+	Parts []session.InputPart
+	// Metadata goes with the input (the newest input's wins when inputs
+	// merge).
+	Metadata map[string]string
+	// Key, when set, makes the submission idempotent: the same key from
+	// the same source is stored once, however often and from however many
+	// processes it is submitted; the same key with other content is an
+	// error.
+	Key string
+}
+
+// Submitted is a stored input.
+type Submitted struct {
+	ID        string `json:"id"`
+	Source    string `json:"source"`
+	Session   string `json:"session"`
+	Seq       int64  `json:"seq"`
+	Duplicate bool   `json:"duplicate,omitempty"` // its key was submitted before: this is that input
+}
+
+// SourceConfig overrides the gateway's settings for one source.
+type SourceConfig struct {
+	Debounce time.Duration
+	MaxWait  time.Duration
+	Policy   Policy
+}
+
+// Config configures a Gateway. Zero values mean defaults.
+type Config struct {
+	// Runner runs the turns; required. Its store must keep an inbox
+	// (session.Inbox).
+	Runner *agentrt.Runner
+	// Debounce is how long a source must stay quiet before its turn
+	// starts; zero starts at once. MaxWait bounds the wait from a
+	// source's first pending input (zero: 10 × Debounce).
+	Debounce time.Duration
+	MaxWait  time.Duration
+	// Policy for input to a source whose turn runs; "" means Interrupt.
+	Policy Policy
+	// Sources overrides Debounce, MaxWait and Policy per source (a zero
+	// field keeps the gateway's).
+	Sources map[string]SourceConfig
+	// SessionFor maps a source to its session when an Input names none;
+	// nil: the session is named after the source. An error refuses the
+	// input (code unknown_source).
+	SessionFor func(source string) (string, error)
+	// Merge merges a turn's inputs; nil: DefaultMerge.
+	Merge Merger
+	// Modules run each turn, by Order (see Module); the agent's run is a
+	// module of Order AgentOrder, added unless Modules has one named
+	// "agent".
+	Modules []Module
+	// Workers bounds the sources served at once; zero: 64.
+	Workers int
+	// MaxInputBytes bounds an input's content; zero: 1 MiB.
+	MaxInputBytes int
+	// Poll is how often Run looks at the inbox for inputs it was not told
+	// of (submitted by other processes, or stored before a restart);
+	// zero: 200 ms.
+	Poll time.Duration
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// OnError, when set, hears of failures nobody's call returns: a turn
+	// that failed (its inputs set aside), an inbox that could not be read.
+	OnError func(source string, err error)
+	// NewID makes input ids; nil: the runner's kind of random ids.
+	NewID func() string
+}
+
+// Defaults.
+const (
+	DefaultWorkers       = 64
+	DefaultMaxInputBytes = 1 << 20
+	DefaultPoll          = 200 * time.Millisecond
+)
+
+// Gateway submits inputs to the inbox and runs the turns that answer
+// them. Its methods are safe for concurrent use.
+type Gateway struct {
+	cfg    Config
+	r      *agentrt.Runner
+	inbox  session.Inbox
+	merge  Merger
+	groups [][]Module // by Order, ascending
+	now    func() time.Time
+	newID  func() string
+
+	wake chan struct{} // a local Submit: look at the inbox now
+
+	mu      sync.Mutex
+	serving map[skey]*serving  // sources with a worker; guarded by mu
+	backoff map[skey]time.Time // sources whose session runs elsewhere: not before; guarded by mu
+	running bool               // Run is running; guarded by mu
+}
+
+// skey names a source: its tenant and name.
+type skey struct{ tenant, source string }
+
+// serving is a source a worker serves; the Gateway's mu guards it.
+type serving struct {
+	run         *agentrt.Run // the turn's agent run, while it runs
+	interrupted bool         // newer input interrupted the turn
+}
+
+// New returns a Gateway.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Runner == nil {
+		return nil, errors.New("gateway: Config.Runner is required")
+	}
+	inbox, ok := cfg.Runner.Store().(session.Inbox)
+	if !ok {
+		return nil, fmt.Errorf("gateway: the store (%T) keeps no inbox (session.Inbox)", cfg.Runner.Store())
+	}
+	switch {
+	case cfg.Debounce < 0, cfg.MaxWait < 0, cfg.Workers < 0, cfg.MaxInputBytes < 0, cfg.Poll < 0:
+		return nil, errors.New("gateway: durations and bounds must not be negative")
+	}
+	if err := checkPolicy(cfg.Policy); err != nil {
+		return nil, err
+	}
+	for name, sc := range cfg.Sources {
+		if err := checkPolicy(sc.Policy); err != nil {
+			return nil, fmt.Errorf("gateway: source %q: %w", name, err)
+		}
+		if sc.Debounce < 0 || sc.MaxWait < 0 {
+			return nil, fmt.Errorf("gateway: source %q: durations must not be negative", name)
+		}
+	}
+	g := &Gateway{cfg: cfg, r: cfg.Runner, inbox: inbox, merge: cfg.Merge,
+		now: cfg.Now, newID: cfg.NewID, wake: make(chan struct{}, 1), serving: make(map[skey]*serving), backoff: make(map[skey]time.Time)}
+	if g.merge == nil {
+		g.merge = DefaultMerge{}
+	}
+	if g.cfg.Workers == 0 {
+		g.cfg.Workers = DefaultWorkers
+	}
+	if g.cfg.MaxInputBytes == 0 {
+		g.cfg.MaxInputBytes = DefaultMaxInputBytes
+	}
+	if g.cfg.Poll == 0 {
+		g.cfg.Poll = DefaultPoll
+	}
+	if g.newID == nil {
+		g.newID = cfg.Runner.NewID
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	groups, err := groupModules(cfg.Modules)
+	if err != nil {
+		return nil, err
+	}
+	g.groups = groups
+	return g, nil
+}
+
+func checkPolicy(p Policy) error {
+	switch p {
+	case "", Interrupt, Queue, Reject:
+		return nil
+	}
+	return fmt.Errorf("gateway: policy %q is not interrupt, queue or reject", p)
+}
+
+// settings returns the debounce, max wait and policy of source.
+func (g *Gateway) settings(source string) (debounce, maxWait time.Duration, policy Policy) {
+	debounce, maxWait, policy = g.cfg.Debounce, g.cfg.MaxWait, g.cfg.Policy
+	if sc, ok := g.cfg.Sources[source]; ok {
+		debounce, maxWait, policy = cmp.Or(sc.Debounce, debounce), cmp.Or(sc.MaxWait, maxWait), cmp.Or(sc.Policy, policy)
+	}
+	if maxWait == 0 {
+		maxWait = 10 * debounce
+	}
+	return debounce, maxWait, cmp.Or(policy, Interrupt)
+}
+
+// Submit stores in in its source's inbox and returns at once: the input
+// is durable when Submit returns, and the gateway's loop (in this process
+// or any other on the same store) answers it. Input for a source whose
+// turn is running in this process is dealt with by the source's policy
+// at once (an interrupt, or a refusal).
+func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
+	parts := in.Parts
+	if in.Text != "" {
+		parts = append([]session.InputPart{{Type: "text", Text: in.Text}}, parts...)
+	}
+	if err := g.check(in, parts); err != nil {
+		return nil, err
+	}
+	sess := in.Session
+	if sess == "" {
+		sess = in.Source
+		if g.cfg.SessionFor != nil {
+			s, err := g.cfg.SessionFor(in.Source)
+			if err != nil || s == "" {
+				return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeUnknownSource,
+					Msg: fmt.Sprintf("source %q maps to no session", in.Source), Err: err}
+			}
+			sess = s
+		}
+	}
+	meta := in.Metadata
+	if in.Agent != "" {
+		meta = cloneMeta(meta)
+		meta[agentKey] = in.Agent
+	}
+	rec := &session.InboxInput{ID: "in_" + g.newID(), Source: in.Source, SessionID: sess, Parts: parts,
+		Metadata: meta, Key: in.Key, Digest: digest(sess, parts, meta)}
+	stored, dup, err := g.inbox.Submit(ctx, rec)
+	if err != nil {
+		if errors.Is(err, session.ErrConflict) {
+			return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeKeyConflict,
+				Msg: fmt.Sprintf("key %q of source %s was given to another input", in.Key, in.Source), Err: err}
+		}
+		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "store the input", Err: err}
+	}
+	out := &Submitted{ID: stored.ID, Source: stored.Source, Session: stored.SessionID, Seq: stored.Seq, Duplicate: dup}
+	if dup {
+		return out, nil
+	}
+	if err := g.arrived(ctx, stored); err != nil {
+		return out, err
+	}
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	return out, nil
+}
+
+// agentKey is the metadata key an input's agent travels under.
+const agentKey = "agentrt.agent"
+
+func cloneMeta(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// check reports what makes an input unusable.
+func (g *Gateway) check(in Input, parts []session.InputPart) error {
+	bad := func(code, format string, args ...any) error {
+		return &agentrt.Error{Kind: agentrt.FailInput, Code: code, Msg: fmt.Sprintf(format, args...)}
+	}
+	if strings.TrimSpace(in.Source) == "" {
+		return bad(agentrt.CodeUnknownSource, "an input needs a source")
+	}
+	size, empty := 0, true
+	for i, p := range parts {
+		switch p.Type {
+		case "text":
+			size += len(p.Text)
+			empty = empty && strings.TrimSpace(p.Text) == ""
+		case "data":
+			if !json.Valid(p.Data) {
+				return bad(agentrt.CodeEmptyInput, "part %d: its data is not JSON", i+1)
+			}
+			size += len(p.Data)
+			empty = false
+		default:
+			return bad(agentrt.CodeEmptyInput, "part %d: type %q is not text or data", i+1, p.Type)
+		}
+	}
+	if empty {
+		return bad(agentrt.CodeEmptyInput, "the input from source %s is empty", in.Source)
+	}
+	if size > g.cfg.MaxInputBytes {
+		return bad(agentrt.CodeInputTooLarge, "the input from source %s holds %d bytes; at most %d are taken", in.Source, size, g.cfg.MaxInputBytes)
+	}
+	return nil
+}
+
+// digest is the hash of an input's content, which tells a repeated key
+// from a conflicting one.
+func digest(sess string, parts []session.InputPart, meta map[string]string) string {
+	b, _ := json.Marshal(struct {
+		S string
+		P []session.InputPart
+		M map[string]string
+	}{sess, parts, meta})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// arrived applies the source's policy to input stored for a source whose
+// turn is running in this process.
+func (g *Gateway) arrived(ctx context.Context, in session.InboxInput) error {
+	k := skey{in.Tenant, in.Source}
+	g.mu.Lock()
+	s := g.serving[k]
+	g.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	_, _, policy := g.settings(in.Source)
+	switch policy {
+	case Reject:
+		if err := g.inbox.Refuse(ctx, []string{in.ID}, "the source's turn is running (policy reject)"); err != nil {
+			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "refuse the input", Err: err}
+		}
+		return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected,
+			Msg: fmt.Sprintf("source %s's turn is running, and its policy rejects input meanwhile; send it again once the turn is over", in.Source)}
+	case Interrupt:
+		g.interrupt(k, s)
+	}
+	return nil
+}
+
+// interrupt stops the running turn of source k at its next safe point.
+func (g *Gateway) interrupt(k skey, s *serving) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.serving[k] != s {
+		return
+	}
+	s.interrupted = true
+	if s.run != nil {
+		s.run.Interrupt("newer input from source " + k.source)
+	}
+}
+
+// Pending lists the sources with pending inputs, of every tenant.
+func (g *Gateway) Pending(ctx context.Context) ([]session.SourceState, error) {
+	return g.inbox.PendingSources(ctx, 0)
+}

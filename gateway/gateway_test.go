@@ -1,0 +1,343 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// bot is a model for the support-bot story: it answers a question about
+// an order with the refund tool, then answers from the tool's result; a
+// request whose last user message is "slow" waits until its call is
+// abandoned. It records every request it sees.
+type bot struct {
+	mu       sync.Mutex
+	requests []*model.Request
+	inModel  chan struct{} // receives when a call begins
+	release  chan struct{} // closed: a "slow" call answers
+}
+
+func (b *bot) Name() string { return "bot" }
+
+func (b *bot) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) {
+		b.mu.Lock()
+		b.requests = append(b.requests, cloneReq(req))
+		b.mu.Unlock()
+		if b.inModel != nil {
+			select {
+			case b.inModel <- struct{}{}:
+			default:
+			}
+		}
+		last := req.Messages[len(req.Messages)-1]
+		user := lastUser(req)
+		switch {
+		case last.Role == model.RoleTool:
+			yield(model.Chunk{Text: "done: " + last.Text(), FinishReason: model.FinishStop}, nil)
+		case strings.Contains(user, "slow") && !strings.Contains(user, "order"):
+			select {
+			case <-ctx.Done():
+				yield(model.Chunk{}, ctx.Err())
+			case <-b.release:
+				yield(model.Chunk{Text: "answer to: " + user, FinishReason: model.FinishStop}, nil)
+			}
+		case strings.Contains(user, "slow"):
+			<-ctx.Done()
+			yield(model.Chunk{}, ctx.Err())
+		case strings.Contains(user, "order"):
+			order := user[strings.LastIndex(user, "order")+len("order "):]
+			yield(model.Chunk{ToolCalls: []model.ToolCallDelta{{ID: fmt.Sprint("c", len(req.Messages)), Name: "refund",
+				Arguments: fmt.Sprintf(`{"order":%q}`, strings.Fields(order)[0])}}, FinishReason: model.FinishToolCalls}, nil)
+		default:
+			yield(model.Chunk{Text: "answer to: " + user, FinishReason: model.FinishStop}, nil)
+		}
+	}
+}
+
+func lastUser(req *model.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == model.RoleUser {
+			return req.Messages[i].Text()
+		}
+	}
+	return ""
+}
+
+func cloneReq(r *model.Request) *model.Request {
+	c := *r
+	c.Messages = append([]model.Message(nil), r.Messages...)
+	return &c
+}
+
+func (b *bot) seen() []*model.Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*model.Request(nil), b.requests...)
+}
+
+type env struct {
+	store *memstore.Store
+	r     *agentrt.Runner
+	g     *gateway.Gateway
+	bot   *bot
+	refunds []string
+	mu      sync.Mutex
+}
+
+func newEnv(t *testing.T, cfg gateway.Config) *env {
+	t.Helper()
+	e := &env{store: memstore.New(), bot: &bot{}}
+	refund := tool.Must(tool.New("refund", "refunds an order", func(ctx context.Context, in struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		e.mu.Lock()
+		e.refunds = append(e.refunds, in.Order)
+		e.mu.Unlock()
+		return "refunded order " + in.Order, nil
+	}))
+	reg, err := tool.NewRegistry(refund)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agentrt.Agent{Name: "assistant", Model: e.bot, Tools: reg}
+	a.Compaction.Off = true
+	e.r, err = agentrt.NewRunner(agentrt.Config{Store: e.store, Agents: []*agentrt.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Runner = e.r
+	if e.g, err = gateway.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// run runs the gateway's loop until the test's bubble ends it.
+func (e *env) run(t *testing.T) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.g.Run(ctx); close(done) }()
+	return func() {
+		cancel()
+		<-done
+		e.r.Close(context.Background())
+	}
+}
+
+func (e *env) submit(t *testing.T, source, text string) *gateway.Submitted {
+	t.Helper()
+	s, err := e.g.Submit(context.Background(), gateway.Input{Source: source, Text: text})
+	if err != nil {
+		t.Fatalf("submit %q: %v", text, err)
+	}
+	return s
+}
+
+func events[T any](t *testing.T, store session.Store, id string) []*T {
+	t.Helper()
+	var out []*T
+	for e, err := range store.Events(context.Background(), id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := any(e.Data).(*T); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Three inputs within the debounce window make one turn, answering all
+// of them; the turn's run_started names them.
+func TestCoalescedWithinTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Debounce: 2 * time.Second})
+		stop := e.run(t)
+		defer stop()
+		var ids []string
+		for _, text := range []string{"hi", "I need help", "with my account"} {
+			ids = append(ids, e.submit(t, "chat", text).ID)
+			time.Sleep(500 * time.Millisecond)
+		}
+		synctest.Wait()
+		if n := len(e.bot.seen()); n != 0 {
+			t.Fatalf("the turn began before the source settled (%d model calls)", n)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		starts := events[session.RunStarted](t, e.store, "chat")
+		if len(starts) != 1 || strings.Join(starts[0].Inputs, ",") != strings.Join(ids, ",") {
+			t.Fatalf("run_started %+v, want one turn answering %v", starts, ids)
+		}
+		if want := "hi\n\nI need help\n\nwith my account"; starts[0].Input != want {
+			t.Errorf("the turn's input %q, want %q", starts[0].Input, want)
+		}
+		if p, _ := e.g.Pending(context.Background()); len(p) != 0 {
+			t.Errorf("pending after the turn: %+v", p)
+		}
+	})
+}
+
+// A chatty source cannot starve: MaxWait bounds the debounce.
+func TestMaxWaitBoundsTheDebounce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Debounce: time.Second, MaxWait: 3 * time.Second})
+		stop := e.run(t)
+		defer stop()
+		start := time.Now()
+		for i := 0; len(e.bot.seen()) == 0; i++ {
+			if i > 20 {
+				t.Fatal("no turn began though the source kept talking past MaxWait")
+			}
+			e.submit(t, "chat", fmt.Sprint("message ", i))
+			time.Sleep(900 * time.Millisecond)
+			synctest.Wait()
+		}
+		if waited := time.Since(start); waited < 3*time.Second || waited > 4*time.Second {
+			t.Errorf("the turn began after %s, want about MaxWait (3s)", waited)
+		}
+	})
+}
+
+// The story: three messages make one turn; "sorry, 43" while the agent
+// works interrupts it; the restarted turn answers it, the model seeing
+// every input once and in order, and the agent answers once.
+func TestInterruptAndRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Debounce: time.Second})
+		e.bot.inModel = make(chan struct{}, 8)
+		stop := e.run(t)
+		defer stop()
+		for _, text := range []string{"hi", "I need a refund", "slow: order 42"} {
+			e.submit(t, "chat", text)
+		}
+		time.Sleep(time.Second)
+		<-e.bot.inModel // the turn's model call is under way
+		e.submit(t, "chat", "sorry, 43 — order 43")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		starts := events[session.RunStarted](t, e.store, "chat")
+		if len(starts) != 2 || len(starts[0].Inputs) != 3 || len(starts[1].Inputs) != 1 {
+			t.Fatalf("run_started %+v, want the first turn with 3 inputs, the restart with 1", starts)
+		}
+		finals := events[session.Final](t, e.store, "chat")
+		if len(finals) != 1 || finals[0].Text != `done: "refunded order 43"` {
+			for _, f := range finals {
+				t.Logf("final %q", f.Text)
+			}
+			t.Fatalf("%d finals, want one answer, about order 43", len(finals))
+		}
+		if got := events[session.Interrupted](t, e.store, "chat"); len(got) != 1 {
+			t.Errorf("interrupted events %+v", got)
+		}
+		// Every input reached the model once, in order.
+		reqs := e.bot.seen()
+		var users []string
+		for _, m := range reqs[len(reqs)-1].Messages {
+			if m.Role == model.RoleUser {
+				users = append(users, m.Text())
+			}
+		}
+		if want := []string{"hi\n\nI need a refund\n\nslow: order 42", "sorry, 43 — order 43"}; strings.Join(users, "|") != strings.Join(want, "|") {
+			t.Errorf("the model's user messages %q, want %q", users, want)
+		}
+		if strings.Join(e.refunds, ",") != "43" {
+			t.Errorf("refunds %v, want 43 only", e.refunds)
+		}
+	})
+}
+
+// queue: the running turn finishes; the next answers what came meanwhile.
+// reject: the input is refused, kept in the inbox as refused.
+func TestQueueAndRejectPolicies(t *testing.T) {
+	for _, policy := range []gateway.Policy{gateway.Queue, gateway.Reject} {
+		t.Run(string(policy), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, gateway.Config{Policy: policy})
+				e.bot.inModel = make(chan struct{}, 8)
+				e.bot.release = make(chan struct{}) // the first turn waits in its model call until released
+				stop := e.run(t)
+				defer stop()
+				e.submit(t, "chat", "slow")
+				<-e.bot.inModel
+				synctest.Wait()
+				_, err := e.g.Submit(context.Background(), gateway.Input{Source: "chat", Text: "order 2"})
+				close(e.bot.release)
+				synctest.Wait()
+				starts := events[session.RunStarted](t, e.store, "chat")
+				switch policy {
+				case gateway.Queue:
+					if err != nil || len(starts) != 2 || len(starts[1].Inputs) != 1 {
+						t.Fatalf("queue: %v, starts %+v", err, starts)
+					}
+					if got := events[session.Interrupted](t, e.store, "chat"); len(got) != 0 {
+						t.Errorf("queue interrupted the turn: %+v", got)
+					}
+				case gateway.Reject:
+					if agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected || len(starts) != 1 {
+						t.Fatalf("reject: %v, starts %+v", err, starts)
+					}
+					ins, _ := e.store.Inputs(context.Background(), "chat", 0, 0)
+					if len(ins) != 2 || ins[1].State != session.InputRefused {
+						t.Errorf("inbox %+v, want the second input refused", ins)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestSubmitBadInputAndKeys(t *testing.T) {
+	e := newEnv(t, gateway.Config{MaxInputBytes: 10})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		in   gateway.Input
+		code string
+	}{
+		{gateway.Input{Text: "hi"}, agentrt.CodeUnknownSource},
+		{gateway.Input{Source: "s", Text: "  "}, agentrt.CodeEmptyInput},
+		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "data", Data: []byte("{")}}}, agentrt.CodeEmptyInput},
+		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "image"}}}, agentrt.CodeEmptyInput},
+		{gateway.Input{Source: "s", Text: "far too long for it"}, agentrt.CodeInputTooLarge},
+	} {
+		if _, err := e.g.Submit(ctx, tc.in); agentrt.AsError(err).ErrorCode() != tc.code {
+			t.Errorf("%+v: %v, want %s", tc.in, err, tc.code)
+		}
+	}
+	a, err := e.g.Submit(ctx, gateway.Input{Source: "s", Text: "hi", Key: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.g.Submit(ctx, gateway.Input{Source: "s", Text: "hi", Key: "k1"})
+	if err != nil || !b.Duplicate || b.ID != a.ID {
+		t.Fatalf("the same key again: %+v %v, want the first input, duplicate", b, err)
+	}
+	if _, err := e.g.Submit(ctx, gateway.Input{Source: "s", Text: "bye", Key: "k1"}); agentrt.AsError(err).ErrorCode() != agentrt.CodeKeyConflict {
+		t.Fatalf("the key with other content: %v", err)
+	}
+	if ins, _ := e.store.Inputs(ctx, "s", 0, 0); len(ins) != 1 {
+		t.Fatalf("stored %d inputs, want 1", len(ins))
+	}
+	other := gateway.Config{SessionFor: func(string) (string, error) { return "", errors.New("no such channel") }, Runner: e.r}
+	g2, err := gateway.New(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g2.Submit(ctx, gateway.Input{Source: "x", Text: "hi"}); agentrt.AsError(err).ErrorCode() != agentrt.CodeUnknownSource {
+		t.Fatalf("a source that maps to no session: %v", err)
+	}
+}

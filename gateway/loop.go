@@ -1,0 +1,318 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Run serves the inboxes of the store — every tenant's — until ctx ends:
+// a source whose inputs have settled (see Config.Debounce) gets a worker,
+// up to Config.Workers at once, one turn at a time per source. Several
+// processes may run it on one store: an input is answered exactly once,
+// and a source's session runs in one process at a time. It returns when
+// ctx ends and its workers have stopped (a turn in flight is left to the
+// runner: Runner.Close stops it), or at once if Run is running already.
+func (g *Gateway) Run(ctx context.Context) error {
+	g.mu.Lock()
+	if g.running {
+		g.mu.Unlock()
+		return errors.New("gateway: Run is running already")
+	}
+	g.running = true
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.running = false
+		g.mu.Unlock()
+	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-g.wake:
+		case <-timer.C:
+		}
+		next := g.cfg.Poll
+		states, err := g.inbox.PendingSources(ctx, 0)
+		if err != nil {
+			g.report("", fmt.Errorf("list the inbox: %w", err))
+			timer.Reset(next)
+			continue
+		}
+		now := g.now()
+		for _, st := range states {
+			k := skey{st.Tenant, st.Source}
+			g.mu.Lock()
+			_, busy := g.serving[k]
+			until, backing := g.backoff[k]
+			full := len(g.serving) >= g.cfg.Workers
+			g.mu.Unlock()
+			if busy || full {
+				continue
+			}
+			if backing && now.Before(until) {
+				next = min(next, until.Sub(now))
+				continue
+			}
+			if wait := g.settleWait(st.Source, st.First, st.Last, now); wait > 0 {
+				next = min(next, wait)
+				continue
+			}
+			s := &serving{}
+			g.mu.Lock()
+			g.serving[k] = s
+			delete(g.backoff, k)
+			g.mu.Unlock()
+			wg.Go(func() { g.serve(ctx, k, s) })
+		}
+		timer.Reset(max(next, time.Millisecond))
+	}
+}
+
+// settleWait is how long source's pending inputs, the first of which came
+// at first and the last at last, must still wait before their turn:
+// zero once the source has been quiet for its debounce window, or its
+// first input has waited MaxWait.
+func (g *Gateway) settleWait(source string, first, last, now time.Time) time.Duration {
+	debounce, maxWait, _ := g.settings(source)
+	if debounce <= 0 {
+		return 0
+	}
+	quiet := now.Sub(last)
+	waited := now.Sub(first)
+	if quiet >= debounce || waited >= maxWait {
+		return 0
+	}
+	return min(debounce-quiet, maxWait-waited)
+}
+
+// errElsewhere says the source's session runs elsewhere (another process,
+// a person's run): the worker leaves the inputs pending, to be tried
+// again later.
+var errElsewhere = errors.New("the session runs elsewhere")
+
+// serve runs the turns of source k while its inputs keep coming and have
+// settled, restarting a turn that newer input interrupted.
+func (g *Gateway) serve(ctx context.Context, k skey, s *serving) {
+	defer func() {
+		g.mu.Lock()
+		delete(g.serving, k)
+		g.mu.Unlock()
+		g.poke()
+	}()
+	ctx = session.WithTenant(ctx, k.tenant)
+	var carried []session.InboxInput // answered by the interrupted turn this one restarts
+	restart := 0
+	for ctx.Err() == nil {
+		pending, err := g.inbox.Pending(ctx, k.source)
+		if err != nil {
+			g.report(k.source, fmt.Errorf("read the inbox: %w", err))
+			return
+		}
+		if len(pending) == 0 {
+			return
+		}
+		if g.settleWait(k.source, pending[0].At, pending[len(pending)-1].At, g.now()) > 0 {
+			return // the loop comes back when it has settled
+		}
+		g.mu.Lock()
+		s.interrupted, s.run = false, nil
+		g.mu.Unlock()
+		inputs := append(slices.Clone(carried), pending...)
+		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[len(pending)-1].SessionID, Inputs: inputs,
+			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried)}
+		err = t.runGroups(ctx, g.groups)
+		g.mu.Lock()
+		interrupted := s.interrupted
+		s.run = nil
+		g.mu.Unlock()
+		still, perr := g.stillPending(ctx, k.source, t.Inputs)
+		switch {
+		case perr != nil:
+			g.report(k.source, perr)
+			return
+		case errors.Is(err, errElsewhere):
+			g.mu.Lock()
+			g.backoff[k] = g.now().Add(g.cfg.Poll)
+			g.mu.Unlock()
+			return
+		case err != nil && ctx.Err() != nil:
+			return // shutting down: the inputs stay pending
+		case err != nil:
+			g.setAside(ctx, k.source, still, agentrt.CodeModuleFailed, err.Error())
+			carried, restart = nil, 0
+		case t.stopped != "":
+			g.setAside(ctx, k.source, still, agentrt.CodeTurnStopped, t.stopped)
+			carried, restart = nil, 0
+		case interrupted:
+			// Restart from the head of the pipeline with every input:
+			// those the agent answered already, and those that came.
+			carried = answered(t.Inputs, still)
+			restart++
+		default:
+			carried, restart = nil, 0
+		}
+	}
+}
+
+// stillPending returns the ids of inputs that are still pending.
+func (g *Gateway) stillPending(ctx context.Context, source string, inputs []session.InboxInput) (map[string]bool, error) {
+	now, err := g.inbox.Pending(ctx, source)
+	if err != nil {
+		return nil, fmt.Errorf("read the inbox: %w", err)
+	}
+	ids := make(map[string]bool, len(now))
+	for _, in := range now {
+		ids[in.ID] = true
+	}
+	return ids, nil
+}
+
+// answered returns the inputs that are not pending any more.
+func answered(inputs []session.InboxInput, pending map[string]bool) []session.InboxInput {
+	var out []session.InboxInput
+	for _, in := range inputs {
+		if !pending[in.ID] {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// setAside refuses the turn's inputs still pending, with the reason: a
+// failed or stopped turn does not try them again.
+func (g *Gateway) setAside(ctx context.Context, source string, pending map[string]bool, code, reason string) {
+	var ids []string
+	for id := range pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if len(ids) > 0 {
+		if err := g.inbox.Refuse(ctx, ids, code+": "+reason); err != nil {
+			g.report(source, fmt.Errorf("set aside inputs %s: %w", strings.Join(ids, ", "), err))
+		}
+	}
+	g.report(source, &agentrt.Error{Kind: agentrt.FailInternal, Code: code, Msg: reason})
+}
+
+// report tells Config.OnError of a failure that is nobody's call's.
+func (g *Gateway) report(source string, err error) {
+	if g.cfg.OnError != nil {
+		g.cfg.OnError(source, err)
+	}
+}
+
+// poke wakes Run's loop.
+func (g *Gateway) poke() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// agentModule is the built-in module that runs the agent: the turn's
+// inputs not yet in the session (the first turn's all of them; a
+// restarted turn's those that came since) become one user message, and
+// the run's first commit marks them answered.
+type agentModule struct{}
+
+func (agentModule) Name() string { return "agent" }
+func (agentModule) Order() int   { return AgentOrder }
+
+func (agentModule) Run(ctx context.Context, t *Turn) error { return t.g.runAgent(ctx, t) }
+
+// agentResult is what the agent module's run gave.
+type agentResult struct {
+	res *agentrt.Result
+}
+
+// Result returns the agent run's outcome, once the agent module ran.
+func (t *Turn) Result() (*agentrt.Result, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.result == nil {
+		return nil, false
+	}
+	return t.result.res, true
+}
+
+func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
+	fresh := t.Inputs[t.delivered:]
+	if len(fresh) == 0 {
+		return nil
+	}
+	m := g.merge.Merge(fresh)
+	in := agentrt.Input{Text: m.Text, Source: t.Source, Inputs: make([]string, len(fresh))}
+	for i, x := range fresh {
+		in.Inputs[i] = x.ID
+	}
+	if agent := t.Merged.Metadata[agentKey]; agent != "" {
+		in.Agent = agent
+	} else if _, err := g.r.Store().GetSession(ctx, t.Session); errors.Is(err, session.ErrNotFound) {
+		if in.Agent, err = g.r.DefaultAgent(); err != nil {
+			return err
+		}
+	}
+	_, _, policy := g.settings(t.Source)
+	var h *agentrt.Run
+	for {
+		var err error
+		h, err = g.r.Start(ctx, t.Session, in)
+		if err == nil {
+			break
+		}
+		switch agentrt.AsError(err).ErrorCode() {
+		case agentrt.CodeBusy, agentrt.CodeLeaseHeld, agentrt.CodeWaiting:
+			// The session runs elsewhere, or waits for a person: newer
+			// input interrupts it, by the source's policy.
+			if policy != Interrupt {
+				return errElsewhere
+			}
+			if _, ierr := g.r.Interrupt(ctx, t.Session, "newer input from source "+t.Source); ierr != nil &&
+				agentrt.AsError(ierr).ErrorCode() != agentrt.CodeNotRunning {
+				return errElsewhere
+			}
+		case agentrt.CodeUnfinishedRun:
+			// Its last run stopped with its process: it ends first.
+			rh, rerr := g.r.StartResume(ctx, t.Session)
+			if rerr != nil {
+				return errElsewhere
+			}
+			if _, werr := rh.Wait(ctx); werr != nil && ctx.Err() != nil {
+				return werr
+			}
+		default:
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	t.s.run = h
+	interrupted := t.s.interrupted
+	g.mu.Unlock()
+	if interrupted {
+		h.Interrupt("newer input from source " + t.Source)
+	}
+	res, err := h.Wait(ctx)
+	t.mu.Lock()
+	t.result = &agentResult{res: res}
+	t.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
