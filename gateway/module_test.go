@@ -1,0 +1,207 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/session"
+)
+
+// testModule records its runs and does what its fn says.
+type testModule struct {
+	name    string
+	order   int
+	timeout time.Duration
+	masked  func(t *gateway.Turn) bool
+	fn      func(ctx context.Context, t *gateway.Turn) error
+}
+
+func (m *testModule) Name() string { return m.name }
+func (m *testModule) Order() int   { return m.order }
+func (m *testModule) Run(ctx context.Context, t *gateway.Turn) error {
+	if m.fn == nil {
+		return nil
+	}
+	return m.fn(ctx, t)
+}
+func (m *testModule) Timeout() time.Duration {
+	if m.timeout == 0 {
+		return time.Minute
+	}
+	return m.timeout
+}
+func (m *testModule) Masked(t *gateway.Turn) bool { return m.masked != nil && m.masked(t) }
+
+// A turn runs its modules by order — the groups in order, one group's
+// modules at once — skips masked ones, and hands what earlier modules
+// set to later ones (the agent's run at order 30 among them).
+func TestModulePipeline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			trace []string
+		)
+		log := func(s string) {
+			mu.Lock()
+			trace = append(trace, s)
+			mu.Unlock()
+		}
+		// The two modules of order 20 each wait for the other to begin:
+		// run one after the other, they would wait until their timeout.
+		var both sync.WaitGroup
+		both.Add(2)
+		meet := func(name string) func(ctx context.Context, tr *gateway.Turn) error {
+			return func(ctx context.Context, tr *gateway.Turn) error {
+				both.Done()
+				both.Wait()
+				tr.Set(name, "ok")
+				log(name)
+				return nil
+			}
+		}
+		mods := []gateway.Module{
+			&testModule{name: "notify", order: 40, fn: func(ctx context.Context, tr *gateway.Turn) error {
+				res, ok := tr.Result()
+				recall, _ := tr.Get("recall")
+				log("notify:" + string(res.Status) + ":" + recall.(string) + ":" + boolStr(ok))
+				return nil
+			}},
+			&testModule{name: "moderate", order: 10, fn: func(context.Context, *gateway.Turn) error { log("moderate"); return nil }},
+			&testModule{name: "recall", order: 20, timeout: time.Second, fn: meet("recall")},
+			&testModule{name: "profile", order: 20, timeout: time.Second, fn: meet("profile")},
+			&testModule{name: "skipped", order: 20, masked: func(*gateway.Turn) bool { return true },
+				fn: func(context.Context, *gateway.Turn) error { log("skipped"); return nil }},
+		}
+		e := newEnv(t, gateway.Config{Modules: mods})
+		stop := e.run(t)
+		defer stop()
+		e.submit(t, "chat", "hi")
+		synctest.Wait()
+		mu.Lock()
+		got := strings.Join(trace, ",")
+		mu.Unlock()
+		if got != "moderate,profile,recall,notify:done:ok:true" && got != "moderate,recall,profile,notify:done:ok:true" {
+			t.Fatalf("trace %q", got)
+		}
+		if n := len(events[session.RunStarted](t, e.store, "chat")); n != 1 {
+			t.Fatalf("%d turns of the agent", n)
+		}
+	})
+}
+
+func boolStr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// A module's error, panic or timeout fails the turn: its inputs are set
+// aside (refused, with the reason), the agent does not run, the gateway
+// reports it, and other sources go on. A module that stops the turn
+// refuses its inputs with its reason.
+func TestModuleFailures(t *testing.T) {
+	// The timed-out module ignores its context until the test ends.
+	var stuck chan struct{}
+	for _, tc := range []struct {
+		name string
+		fn   func(ctx context.Context, tr *gateway.Turn) error
+		code string
+		why  string
+	}{
+		{"error", func(context.Context, *gateway.Turn) error { return errors.New("the moderation service is down") },
+			agentrt.CodeModuleFailed, "the moderation service is down"},
+		{"panic", func(context.Context, *gateway.Turn) error { panic("boom") }, agentrt.CodeModuleFailed, "panicked: boom"},
+		{"timeout", func(ctx context.Context, _ *gateway.Turn) error { <-ctx.Done(); <-stuck; return nil },
+			agentrt.CodeModuleFailed, "timed out after 1s"},
+		{"stop", func(_ context.Context, tr *gateway.Turn) error { tr.Stop("abusive language"); return nil },
+			agentrt.CodeTurnStopped, "abusive language"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				stuck = make(chan struct{})
+				defer close(stuck)
+				var reported []error
+				var mu sync.Mutex
+				mod := &testModule{name: "moderate", order: 10, timeout: time.Second,
+					fn: func(ctx context.Context, tr *gateway.Turn) error {
+						if tr.Source != "bad" {
+							return nil
+						}
+						return tc.fn(ctx, tr)
+					}}
+				e := newEnv(t, gateway.Config{Modules: []gateway.Module{mod}, OnError: func(source string, err error) {
+					mu.Lock()
+					reported = append(reported, err)
+					mu.Unlock()
+				}})
+				stop := e.run(t)
+				defer stop()
+				e.submit(t, "bad", "hello")
+				e.submit(t, "good", "hello")
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				ins, _ := e.store.Inputs(context.Background(), "bad", 0, 0)
+				if len(ins) != 1 || ins[0].State != session.InputRefused || !strings.HasPrefix(ins[0].Reason, tc.code) ||
+					!strings.Contains(ins[0].Reason, tc.why) {
+					t.Fatalf("the bad source's input %+v, want refused %s (%s)", ins, tc.code, tc.why)
+				}
+				if n := len(events[session.RunStarted](t, e.store, "good")); n != 1 {
+					t.Errorf("the good source's turns: %d", n)
+				}
+				if _, err := e.store.GetSession(context.Background(), "bad"); err == nil {
+					t.Errorf("the agent ran for the bad source")
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(reported) == 0 || agentrt.AsError(reported[0]).ErrorCode() != tc.code {
+					t.Errorf("reported %v", reported)
+				}
+			})
+		})
+	}
+}
+
+// An input's metadata may mask modules for its turn.
+func TestMaskedByMetadata(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ran := false
+		mod := &testModule{name: "moderate", order: 10, fn: func(context.Context, *gateway.Turn) error { ran = true; return nil }}
+		e := newEnv(t, gateway.Config{Modules: []gateway.Module{mod}})
+		stop := e.run(t)
+		defer stop()
+		if _, err := e.g.Submit(context.Background(), gateway.Input{Source: "chat", Text: "hi",
+			Metadata: map[string]string{"agentrt.mask": "moderate, other"}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if ran {
+			t.Fatal("a masked module ran")
+		}
+		if n := len(events[session.RunStarted](t, e.store, "chat")); n != 1 {
+			t.Fatalf("%d turns", n)
+		}
+	})
+}
+
+func TestBadModules(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	for _, mods := range [][]gateway.Module{
+		{nil},
+		{&testModule{name: "a"}, &testModule{name: "a"}},
+	} {
+		if _, err := gateway.New(gateway.Config{Runner: e.r, Modules: mods}); err == nil {
+			t.Errorf("modules %v accepted", mods)
+		}
+	}
+	if _, err := gateway.New(gateway.Config{Runner: e.r, Policy: "steal"}); err == nil {
+		t.Error("an unknown policy accepted")
+	}
+}
