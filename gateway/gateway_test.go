@@ -90,10 +90,10 @@ func (b *bot) seen() []*model.Request {
 }
 
 type env struct {
-	store *memstore.Store
-	r     *agentrt.Runner
-	g     *gateway.Gateway
-	bot   *bot
+	store   *memstore.Store
+	r       *agentrt.Runner
+	g       *gateway.Gateway
+	bot     *bot
 	refunds []string
 	mu      sync.Mutex
 }

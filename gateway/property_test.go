@@ -107,9 +107,10 @@ func TestRandomInterleavings(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(seed), 7))
 				m := &randomModel{rng: rand.New(rand.NewPCG(uint64(seed), 11))}
 				var tmu sync.Mutex
+				trng := rand.New(rand.NewPCG(uint64(seed), 13))
 				work := tool.Must(tool.New("work", "works a while", func(ctx context.Context, _ struct{}) (string, error) {
 					tmu.Lock()
-					d := time.Duration(rng.IntN(300)) * time.Millisecond
+					d := time.Duration(trng.IntN(300)) * time.Millisecond
 					tmu.Unlock()
 					time.Sleep(d) // tool calls in flight finish, interrupt or not
 					return "worked", nil
