@@ -107,8 +107,11 @@ type Config struct {
 	MaxWait  time.Duration
 	// Policy for input to a source whose turn runs; "" means Interrupt.
 	Policy Policy
-	// Sources overrides Debounce, MaxWait and Policy per source (a zero
-	// field keeps the gateway's).
+	// Agents overrides Debounce, MaxWait and Policy for the sources whose
+	// session belongs to an agent (the input's Agent, else the runner's
+	// default agent); Sources, per source, over that (a zero field keeps
+	// what it overrides).
+	Agents  map[string]SourceConfig
 	Sources map[string]SourceConfig
 	// SessionFor maps a source to its session when an Input names none;
 	// nil: the session is named after the source. An error refuses the
@@ -188,12 +191,14 @@ func New(cfg Config) (*Gateway, error) {
 	if err := checkPolicy(cfg.Policy); err != nil {
 		return nil, err
 	}
-	for name, sc := range cfg.Sources {
-		if err := checkPolicy(sc.Policy); err != nil {
-			return nil, fmt.Errorf("gateway: source %q: %w", name, err)
-		}
-		if sc.Debounce < 0 || sc.MaxWait < 0 {
-			return nil, fmt.Errorf("gateway: source %q: durations must not be negative", name)
+	for what, m := range map[string]map[string]SourceConfig{"source": cfg.Sources, "agent": cfg.Agents} {
+		for name, sc := range m {
+			if err := checkPolicy(sc.Policy); err != nil {
+				return nil, fmt.Errorf("gateway: %s %q: %w", what, name, err)
+			}
+			if sc.Debounce < 0 || sc.MaxWait < 0 {
+				return nil, fmt.Errorf("gateway: %s %q: durations must not be negative", what, name)
+			}
 		}
 	}
 	g := &Gateway{cfg: cfg, r: cfg.Runner, inbox: inbox, merge: cfg.Merge,
@@ -232,9 +237,18 @@ func checkPolicy(p Policy) error {
 	return fmt.Errorf("gateway: policy %q is not interrupt, queue or reject", p)
 }
 
-// settings returns the debounce, max wait and policy of source.
-func (g *Gateway) settings(source string) (debounce, maxWait time.Duration, policy Policy) {
+// settings returns the debounce, max wait and policy of source, whose
+// inputs go to a session of agent ("": the default agent).
+func (g *Gateway) settings(source, agent string) (debounce, maxWait time.Duration, policy Policy) {
 	debounce, maxWait, policy = g.cfg.Debounce, g.cfg.MaxWait, g.cfg.Policy
+	if len(g.cfg.Agents) > 0 {
+		if agent == "" {
+			agent, _ = g.r.DefaultAgent()
+		}
+		if sc, ok := g.cfg.Agents[agent]; ok {
+			debounce, maxWait, policy = cmp.Or(sc.Debounce, debounce), cmp.Or(sc.MaxWait, maxWait), cmp.Or(sc.Policy, policy)
+		}
+	}
 	if sc, ok := g.cfg.Sources[source]; ok {
 		debounce, maxWait, policy = cmp.Or(sc.Debounce, debounce), cmp.Or(sc.MaxWait, maxWait), cmp.Or(sc.Policy, policy)
 	}
@@ -364,7 +378,7 @@ func (g *Gateway) arrived(ctx context.Context, in session.InboxInput) error {
 	if s == nil {
 		return nil
 	}
-	_, _, policy := g.settings(in.Source)
+	_, _, policy := g.settings(in.Source, in.Metadata[agentKey])
 	switch policy {
 	case Reject:
 		if err := g.inbox.Refuse(ctx, []string{in.ID}, "the source's turn is running (policy reject)"); err != nil {

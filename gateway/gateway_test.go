@@ -341,3 +341,29 @@ func TestSubmitBadInputAndKeys(t *testing.T) {
 		t.Fatalf("a source that maps to no session: %v", err)
 	}
 }
+
+// An agent's settings apply to its sources; a source's, over them.
+func TestSettingsPerAgentAndSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{
+			Agents:  map[string]gateway.SourceConfig{"assistant": {Policy: gateway.Reject}},
+			Sources: map[string]gateway.SourceConfig{"vip": {Policy: gateway.Queue}},
+		})
+		e.bot.inModel = make(chan struct{}, 8)
+		e.bot.release = make(chan struct{})
+		stop := e.run(t)
+		defer stop()
+		for _, src := range []string{"chat", "vip"} {
+			e.submit(t, src, "slow")
+			<-e.bot.inModel
+		}
+		synctest.Wait()
+		_, errChat := e.g.Submit(context.Background(), gateway.Input{Source: "chat", Text: "more"})
+		_, errVIP := e.g.Submit(context.Background(), gateway.Input{Source: "vip", Text: "more"})
+		close(e.bot.release)
+		synctest.Wait()
+		if agentrt.AsError(errChat).ErrorCode() != agentrt.CodeInputRejected || errVIP != nil {
+			t.Fatalf("chat (the agent's reject): %v; vip (its own queue): %v", errChat, errVIP)
+		}
+	})
+}

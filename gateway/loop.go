@@ -66,7 +66,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 				next = min(next, until.Sub(now))
 				continue
 			}
-			if wait := g.settleWait(st.Source, st.First, st.Last, now); wait > 0 {
+			if wait := g.settleWait(st.Source, "", st.First, st.Last, now); wait > 0 {
 				next = min(next, wait)
 				continue
 			}
@@ -85,8 +85,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 // at first and the last at last, must still wait before their turn:
 // zero once the source has been quiet for its debounce window, or its
 // first input has waited MaxWait.
-func (g *Gateway) settleWait(source string, first, last, now time.Time) time.Duration {
-	debounce, maxWait, _ := g.settings(source)
+func (g *Gateway) settleWait(source, agent string, first, last, now time.Time) time.Duration {
+	debounce, maxWait, _ := g.settings(source, agent)
 	if debounce <= 0 {
 		return 0
 	}
@@ -124,7 +124,8 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving) {
 		if len(pending) == 0 {
 			return
 		}
-		if g.settleWait(k.source, pending[0].At, pending[len(pending)-1].At, g.now()) > 0 {
+		newest := pending[len(pending)-1]
+		if g.settleWait(k.source, newest.Metadata[agentKey], pending[0].At, newest.At, g.now()) > 0 {
 			return // the loop comes back when it has settled
 		}
 		g.mu.Lock()
@@ -265,7 +266,7 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 			return err
 		}
 	}
-	_, _, policy := g.settings(t.Source)
+	_, _, policy := g.settings(t.Source, t.Merged.Metadata[agentKey])
 	var h *agentrt.Run
 	for {
 		var err error
