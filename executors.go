@@ -49,6 +49,11 @@ func builtinExecutor(k Kind) Executor {
 // says so; a request the provider refuses as too long is compacted and
 // made once more.
 func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
+	for _, s := range x.handle.takeSteer() {
+		// Input that came while the turn ran: the model's next message.
+		emit(x, s)
+		x.answers = append(x.answers, s.Inputs...)
+	}
 	if reason := x.compactionDue(); reason != "" && !x.st.InModel {
 		if _, err := x.compact(ctx, reason); err != nil {
 			return err

@@ -53,11 +53,12 @@ type Run struct {
 	// found earlier, through Active); guarded by mu.
 	id       string
 	after    int64
-	children []*Run        // sub-agents' runs in progress; guarded by mu
-	done     chan struct{} // made by the first Done or Wait; guarded by mu
-	finished bool          // guarded by mu
-	res      Result        // guarded by mu; final once finished
-	err      error         // guarded by mu
+	children []*Run                 // sub-agents' runs in progress; guarded by mu
+	steer    []session.InputSteered // input for the model's next call; guarded by mu
+	done     chan struct{}          // made by the first Done or Wait; guarded by mu
+	finished bool                   // guarded by mu
+	res      Result                 // guarded by mu; final once finished
+	err      error                  // guarded by mu
 }
 
 // parentRunKey carries the handle of the run a sub-agent's run works for.
@@ -194,6 +195,35 @@ func (h *Run) Interrupt(reason string) {
 		c.Interrupt(reason)
 	}
 	h.stopHeld()
+}
+
+// Steer gives text to the model at its next call in this run, as a user
+// message after the current tool batch, without stopping the run:
+// recorded as an input_steered event, whose commit marks inputs (inbox
+// inputs, see Input.Inputs) answered. Input steered into a run that
+// makes no more model calls is not delivered: Steer reports whether the
+// run could still take it, and the caller keeps what was not taken
+// (the gateway leaves it pending for the next turn).
+func (h *Run) Steer(text string, inputs []string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.finished {
+		return false
+	}
+	h.steer = append(h.steer, session.InputSteered{Text: text, Inputs: inputs})
+	return true
+}
+
+// takeSteer returns the input steered since the last call, and forgets it.
+func (h *Run) takeSteer() []session.InputSteered {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.steer
+	h.steer = nil
+	return s
 }
 
 // adopt records c as a sub-agent's run working for h; a run interrupted

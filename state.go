@@ -373,6 +373,8 @@ func (s *State) Apply(e *session.Event) error {
 		}
 	case *session.MessagesImported:
 		s.Messages = append(s.Messages, d.Messages...)
+	case *session.InputSteered:
+		s.Messages = append(s.Messages, model.TextMessage(model.RoleUser, d.Text))
 	case *session.RuleRevoked:
 		s.Rules = slices.DeleteFunc(s.Rules, func(r session.Rule) bool { return r.ID == d.RuleID })
 	case *session.Compaction:

@@ -52,6 +52,11 @@ const (
 	// Reject refuses the input: Submit returns an error (code
 	// input_rejected) and the input is kept, refused, in the inbox.
 	Reject Policy = "reject"
+	// Steer abandons nothing: the input is given to the model at its next
+	// call in the running turn (after the current tool batch), recorded
+	// as input_steered. Input the turn makes no more model calls for, or
+	// for a turn running in another process, waits for the next turn.
+	Steer Policy = "steer"
 )
 
 // Input is what a transport received from a source.
@@ -171,8 +176,9 @@ type skey struct{ tenant, source string }
 
 // serving is a source a worker serves; the Gateway's mu guards it.
 type serving struct {
-	run         *agentrt.Run // the turn's agent run, while it runs
-	interrupted bool         // newer input interrupted the turn
+	run         *agentrt.Run         // the turn's agent run, while it runs
+	interrupted bool                 // newer input interrupted the turn
+	steer       []session.InboxInput // input to steer into the run once it starts
 }
 
 // New returns a Gateway.
@@ -231,10 +237,10 @@ func New(cfg Config) (*Gateway, error) {
 
 func checkPolicy(p Policy) error {
 	switch p {
-	case "", Interrupt, Queue, Reject:
+	case "", Interrupt, Queue, Reject, Steer:
 		return nil
 	}
-	return fmt.Errorf("gateway: policy %q is not interrupt, queue or reject", p)
+	return fmt.Errorf("gateway: policy %q is not interrupt, queue, steer or reject", p)
 }
 
 // settings returns the debounce, max wait and policy of source, whose
@@ -388,6 +394,16 @@ func (g *Gateway) arrived(ctx context.Context, in session.InboxInput) error {
 			Msg: fmt.Sprintf("source %s's turn is running, and its policy rejects input meanwhile; send it again once the turn is over", in.Source)}
 	case Interrupt:
 		g.interrupt(k, s)
+	case Steer:
+		g.mu.Lock()
+		h := s.run
+		if h == nil {
+			s.steer = append(s.steer, in) // the run, when it starts, takes it
+		}
+		g.mu.Unlock()
+		if h != nil {
+			h.Steer(g.merge.Merge([]session.InboxInput{in}).Text, []string{in.ID})
+		}
 	}
 	return nil
 }

@@ -96,6 +96,9 @@ type env struct {
 	bot     *bot
 	refunds []string
 	mu      sync.Mutex
+	// toolGate, when set, holds each refund until it receives.
+	toolGate chan struct{}
+	inTool   chan struct{}
 }
 
 func newEnv(t *testing.T, cfg gateway.Config) *env {
@@ -106,7 +109,12 @@ func newEnv(t *testing.T, cfg gateway.Config) *env {
 	}) (string, error) {
 		e.mu.Lock()
 		e.refunds = append(e.refunds, in.Order)
+		gate, entered := e.toolGate, e.inTool
 		e.mu.Unlock()
+		if gate != nil {
+			entered <- struct{}{}
+			<-gate
+		}
 		return "refunded order " + in.Order, nil
 	}))
 	reg, err := tool.NewRegistry(refund)
@@ -364,6 +372,38 @@ func TestSettingsPerAgentAndSource(t *testing.T) {
 		synctest.Wait()
 		if agentrt.AsError(errChat).ErrorCode() != agentrt.CodeInputRejected || errVIP != nil {
 			t.Fatalf("chat (the agent's reject): %v; vip (its own queue): %v", errChat, errVIP)
+		}
+	})
+}
+
+// steer: the running turn goes on; the new input reaches the model at its
+// next call, after the tool batch in flight, and the turn answers both.
+func TestSteerPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Policy: gateway.Steer})
+		e.toolGate, e.inTool = make(chan struct{}), make(chan struct{}, 1)
+		stop := e.run(t)
+		defer stop()
+		e.submit(t, "chat", "order 42")
+		<-e.inTool // the refund runs
+		second := e.submit(t, "chat", "and thanks")
+		close(e.toolGate)
+		synctest.Wait()
+		starts := events[session.RunStarted](t, e.store, "chat")
+		steered := events[session.InputSteered](t, e.store, "chat")
+		if len(starts) != 1 || len(steered) != 1 || strings.Join(steered[0].Inputs, ",") != second.ID {
+			t.Fatalf("run_started %+v, input_steered %+v: want one turn, the second input steered into it", starts, steered)
+		}
+		if got := events[session.Interrupted](t, e.store, "chat"); len(got) != 0 {
+			t.Fatalf("steer interrupted the turn")
+		}
+		reqs := e.bot.seen()
+		last := reqs[len(reqs)-1].Messages
+		if m := last[len(last)-1]; m.Role != model.RoleUser || m.Text() != "and thanks" {
+			t.Fatalf("the model's last request ends with %+v, want the steered input after the tool's result", m)
+		}
+		if ins, _ := e.store.Inputs(context.Background(), "chat", 0, 0); len(ins) != 2 || ins[1].State != session.InputAnswered {
+			t.Fatalf("inbox %+v", ins)
 		}
 	})
 }

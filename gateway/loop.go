@@ -129,7 +129,7 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving) {
 			return // the loop comes back when it has settled
 		}
 		g.mu.Lock()
-		s.interrupted, s.run = false, nil
+		s.interrupted, s.run, s.steer = false, nil, nil
 		g.mu.Unlock()
 		inputs := append(slices.Clone(carried), pending...)
 		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[len(pending)-1].SessionID, Inputs: inputs,
@@ -304,9 +304,17 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 	g.mu.Lock()
 	t.s.run = h
 	interrupted := t.s.interrupted
+	steer := t.s.steer
+	t.s.steer = nil
 	g.mu.Unlock()
 	if interrupted {
 		h.Interrupt("newer input from source " + t.Source)
+	}
+	for _, in := range steer {
+		if slices.ContainsFunc(t.Inputs, func(x session.InboxInput) bool { return x.ID == in.ID }) {
+			continue // the turn answers it already
+		}
+		h.Steer(g.merge.Merge([]session.InboxInput{in}).Text, []string{in.ID})
 	}
 	res, err := h.Wait(ctx)
 	t.mu.Lock()

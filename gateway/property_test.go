@@ -127,7 +127,7 @@ func TestRandomInterleavings(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				policies := []gateway.Policy{gateway.Interrupt, gateway.Queue, gateway.Interrupt}
+				policies := []gateway.Policy{gateway.Interrupt, gateway.Queue, gateway.Steer}
 				sources := map[string]gateway.SourceConfig{}
 				for i, p := range policies {
 					sources[fmt.Sprint("s", i)] = gateway.SourceConfig{Policy: p, Debounce: time.Duration(rng.IntN(3)) * 100 * time.Millisecond}
@@ -190,6 +190,8 @@ func TestRandomInterleavings(t *testing.T) {
 								t.Fatalf("%s: a turn began while another ran", src)
 							}
 							running = true
+							answered = append(answered, d.Inputs...)
+						case *session.InputSteered:
 							answered = append(answered, d.Inputs...)
 						case *session.RunFinished:
 							running = false

@@ -36,6 +36,9 @@ const (
 	TypeControl       Type = "control"
 	// TypeMessagesImported: a conversation the session starts from.
 	TypeMessagesImported Type = "messages_imported"
+	// TypeInputSteered: input given to the model at its next call, in a
+	// turn that goes on (the gateway's steer policy).
+	TypeInputSteered Type = "input_steered"
 
 	TypeSubagentStarted    Type = "subagent_started"
 	TypeSubagentProgress   Type = "subagent_progress"
@@ -521,6 +524,14 @@ type MessagesImported struct {
 	Source string `json:"source,omitempty"`
 }
 
+// InputSteered is input that came while the turn ran and is given to the
+// model at its next call, as a user message, without stopping the turn.
+type InputSteered struct {
+	Text string `json:"text"`
+	// Inputs are the inbox inputs it answers (see RunStarted.Inputs).
+	Inputs []string `json:"inputs,omitempty"`
+}
+
 // ControlKind is what a control request asks of a run.
 type ControlKind string
 
@@ -578,6 +589,7 @@ func (*PlanStepFinished) EventType() Type   { return TypePlanStepFinished }
 func (*Error) EventType() Type              { return TypeError }
 func (*Control) EventType() Type            { return TypeControl }
 func (*MessagesImported) EventType() Type   { return TypeMessagesImported }
+func (*InputSteered) EventType() Type       { return TypeInputSteered }
 
 // newData returns an empty payload for t, or nil for an unknown type.
 func newData(t Type) Data {
@@ -644,6 +656,8 @@ func newData(t Type) Data {
 		return new(Control)
 	case TypeMessagesImported:
 		return new(MessagesImported)
+	case TypeInputSteered:
+		return new(InputSteered)
 	}
 	return nil
 }
