@@ -92,7 +92,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			}
 		}
 		delete(st.g.heads, k) // the session's row changes, or the commit is refused
-		var answers string // c.Answers as a JSON array
+		var answers string    // c.Answers as a JSON array
 		if len(c.Answers) > 0 {
 			b, err := json.Marshal(c.Answers)
 			if err != nil {
