@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/inputjson"
 )
 
 var _ session.Inbox = (*Store)(nil)
@@ -37,40 +37,10 @@ func (r *inputRow) dests() []any {
 func (r *inputRow) input() (session.InboxInput, error) {
 	in := r.in
 	in.At, in.State = time.UnixMicro(r.at).UTC(), session.InputState(r.state)
-	if err := json.Unmarshal(r.parts, &in.Parts); err != nil {
-		return session.InboxInput{}, fmt.Errorf("input %q: corrupt parts: %w", in.ID, err)
-	}
-	if r.metadata != nil {
-		if err := json.Unmarshal(r.metadata, &in.Metadata); err != nil {
-			return session.InboxInput{}, fmt.Errorf("input %q: corrupt metadata: %w", in.ID, err)
-		}
+	if err := inputjson.Decode(&in, r.parts, r.metadata); err != nil {
+		return session.InboxInput{}, err
 	}
 	return in, nil
-}
-
-// encodeInput returns in's parts and metadata as the inbox table keeps
-// them: JSON, data compact and HTML left unescaped (so that it comes back
-// byte for byte), metadata nil when empty.
-func encodeInput(in *session.InboxInput) (parts string, metadata any, err error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	p := in.Parts
-	if p == nil {
-		p = []session.InputPart{}
-	}
-	if err := enc.Encode(p); err != nil {
-		return "", nil, err
-	}
-	parts = string(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-	if len(in.Metadata) > 0 {
-		b, err := json.Marshal(in.Metadata)
-		if err != nil {
-			return "", nil, err
-		}
-		metadata = string(b)
-	}
-	return parts, metadata, nil
 }
 
 // Submit stores in, through the writer: the unique indexes decide
@@ -82,9 +52,13 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 	if err := in.Check(tenant); err != nil {
 		return session.InboxInput{}, false, fmt.Errorf("sqlite: submit: %w", err)
 	}
-	parts, metadata, err := encodeInput(in)
+	parts, meta, err := inputjson.Encode(in)
 	if err != nil {
-		return session.InboxInput{}, false, fmt.Errorf("sqlite: submit input %q: %w", in.ID, err)
+		return session.InboxInput{}, false, fmt.Errorf("sqlite: submit: %w", err)
+	}
+	var metadata any // NULL, or the text
+	if meta != nil {
+		metadata = *meta
 	}
 	at := st.now().UnixMicro()
 	var (
@@ -126,8 +100,8 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 		Metadata: maps.Clone(in.Metadata), Key: in.Key, Digest: in.Digest,
 		At: time.UnixMicro(at).UTC(), Seq: seq, State: session.InputPending}
 	// The parts as stored: data compact, and the caller's bytes not shared.
-	if err := json.Unmarshal([]byte(parts), &stored.Parts); err != nil {
-		return session.InboxInput{}, false, fmt.Errorf("sqlite: submit input %q: %w", in.ID, err)
+	if err := inputjson.Decode(&stored, []byte(parts), nil); err != nil {
+		return session.InboxInput{}, false, fmt.Errorf("sqlite: submit: %w", err)
 	}
 	return stored, false, nil
 }

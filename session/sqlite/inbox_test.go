@@ -14,7 +14,8 @@ func textInput(id, source, sessionID string) *session.InboxInput {
 	return &session.InboxInput{ID: id, Source: source, SessionID: sessionID, Parts: []session.InputPart{{Type: "text", Text: id}}}
 }
 
-func stateOf(t *testing.T, st *Store, source string) map[string]session.InboxInput {
+// inputsByID returns the inputs of source in st, by id.
+func inputsByID(t *testing.T, st *Store, source string) map[string]session.InboxInput {
 	t.Helper()
 	ins, err := st.Inputs(t.Context(), source, 0, 0)
 	if err != nil {
@@ -79,8 +80,8 @@ func TestGroupCommitAnswers(t *testing.T) {
 	release()
 	wg.Wait()
 
-	own := stateOf(t, st, "own")
-	shared := stateOf(t, st, "shared")["shared"]
+	own := inputsByID(t, st, "own")
+	shared := inputsByID(t, st, "shared")["shared"]
 	winner := ""
 	for i, err := range errs {
 		id := fmt.Sprint("s", i)
@@ -115,12 +116,15 @@ func TestGroupCommitAnswers(t *testing.T) {
 }
 
 // Submits of one key that wait together go in one transaction: one
-// stores the input, and the others, later in it, read that input back.
+// stores its input, and those after it in the transaction read that
+// input back — a repeat if their digest is its, else a conflict, refused
+// alone.
 func TestGroupSubmitOneKey(t *testing.T) {
 	st := openStore(t)
 	ctx := t.Context()
 	const n = 20
 	waitQueued, release := holdLead(t, st.g)
+	digest := func(i int) string { return fmt.Sprint("d", i%2) }
 	got := make([]session.InboxInput, n)
 	dups := make([]bool, n)
 	errs := make([]error, n)
@@ -128,38 +132,38 @@ func TestGroupSubmitOneKey(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			in := textInput(fmt.Sprint("in", i), "src", "s1")
-			in.Key, in.Digest = "k1", "d1"
-			if i == n-1 {
-				in.Digest = "d2" // a conflict, refused alone
-			}
+			in.Key, in.Digest = "k1", digest(i)
 			got[i], dups[i], errs[i] = st.Submit(ctx, in)
 		})
 	}
 	waitQueued(n)
 	release()
 	wg.Wait()
-	stored := stateOf(t, st, "src")
+	stored := inputsByID(t, st, "src")
 	if len(stored) != 1 {
 		t.Fatalf("%d inputs stored, want 1", len(stored))
 	}
+	var winner session.InboxInput
+	for _, in := range stored {
+		winner = in
+	}
 	fresh := 0
-	for i := range n - 1 {
-		if errs[i] != nil {
+	for i := range n {
+		switch {
+		case digest(i) != winner.Digest:
+			if !errors.Is(errs[i], session.ErrConflict) {
+				t.Errorf("Submit %d, the key with another digest: %v, want ErrConflict", i, errs[i])
+			}
+		case errs[i] != nil:
 			t.Errorf("Submit %d: %v", i, errs[i])
-			continue
-		}
-		if !dups[i] {
+		case got[i].ID != winner.ID || got[i].Seq != winner.Seq:
+			t.Errorf("Submit %d got %s (seq %d), not the stored input %s", i, got[i].ID, got[i].Seq, winner.ID)
+		case !dups[i]:
 			fresh++
-		}
-		if got[i].ID != stored[got[i].ID].ID || got[i].Seq != stored[got[i].ID].Seq {
-			t.Errorf("Submit %d got %s (seq %d), not the stored input", i, got[i].ID, got[i].Seq)
 		}
 	}
 	if fresh != 1 {
 		t.Errorf("%d Submits stored their input, want 1", fresh)
-	}
-	if !errors.Is(errs[n-1], session.ErrConflict) {
-		t.Errorf("Submit of the key with another digest: %v, want ErrConflict", errs[n-1])
 	}
 }
 
@@ -194,7 +198,7 @@ func TestInboxAcrossProcesses(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	stored := stateOf(t, stores[1], "src")
+	stored := inputsByID(t, stores[1], "src")
 	if len(stored) != 1 {
 		t.Fatalf("%d inputs stored, want 1: %v", len(stored), stored)
 	}
