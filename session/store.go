@@ -382,8 +382,8 @@ type InboxInput struct {
 
 // Check reports what makes in unfit to submit, whatever the store: no
 // id, source or session; a Tenant other than tenant (the context's); a
-// part that is neither text nor data, or a data part whose Data is not
-// JSON. Stores call it first.
+// part that is neither text nor data, a data part whose Data is not
+// JSON, a text part with Data. Stores call it first.
 func (in *InboxInput) Check(tenant string) error {
 	switch {
 	case in.ID == "" || in.Source == "" || in.SessionID == "":
@@ -397,6 +397,8 @@ func (in *InboxInput) Check(tenant string) error {
 			return fmt.Errorf("input %q: part %d has type %q, want text or data", in.ID, i, p.Type)
 		case p.Type == "data" && !json.Valid(p.Data):
 			return fmt.Errorf("input %q: part %d: its data is not JSON", in.ID, i)
+		case p.Type == "text" && p.Data != nil:
+			return fmt.Errorf("input %q: part %d: a text part has data", in.ID, i)
 		}
 	}
 	return nil

@@ -322,6 +322,7 @@ func testSubmitInvalid(t *testing.T, s session.Store, b session.Inbox, c *Clock)
 		"a part's type":  {ID: "in5", Source: "src", SessionID: "s1", Parts: []session.InputPart{{Type: "image", Text: "x"}}},
 		"data not JSON":  {ID: "in6", Source: "src", SessionID: "s1", Parts: []session.InputPart{{Type: "data", Data: json.RawMessage(`{"a":`)}}},
 		"data missing":   {ID: "in7", Source: "src", SessionID: "s1", Parts: []session.InputPart{{Type: "data"}}},
+		"text with data": {ID: "in8", Source: "src", SessionID: "s1", Parts: []session.InputPart{{Type: "text", Text: "x", Data: json.RawMessage(`1`)}}},
 	} {
 		if _, _, err := b.Submit(t.Context(), in); err == nil {
 			t.Errorf("Submit of an input with %s: no error", name)
