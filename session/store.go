@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/agentrt/agentrt/model"
@@ -135,6 +136,12 @@ func (c *Commit) Check() error {
 	}
 	if last := c.ExpectSeq + int64(len(c.Events)); c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
 		return fmt.Errorf("snapshot seq %d is outside 0..%d, the commit's last seq", c.Snapshot.Seq, last)
+	}
+	// A turn answers a few inputs: a quadratic look is cheaper than a map.
+	for i, id := range c.Answers {
+		if slices.Contains(c.Answers[:i], id) {
+			return fmt.Errorf("answers name input %q twice", id)
+		}
 	}
 	return nil
 }
@@ -336,7 +343,10 @@ const (
 	InputRefused  InputState = "refused"  // refused (Inbox.Refuse): the reason says why
 )
 
-// InputPart is a piece of an input's content: text, or JSON data.
+// InputPart is a piece of an input's content: text, or JSON data. Stores
+// keep Data compact (json.Compact: the whitespace between tokens goes,
+// the rest is kept byte for byte), so that every store gives back the
+// same bytes.
 type InputPart struct {
 	Type string          `json:"type"` // "text" or "data"
 	Text string          `json:"text,omitempty"`
@@ -370,6 +380,30 @@ type InboxInput struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// Check reports what makes in unfit to submit, whatever the store: no
+// id, source or session; a Tenant other than tenant (the context's); a
+// part that is neither text nor data, a data part whose Data is not
+// JSON, a text part with Data. Stores call it first.
+func (in *InboxInput) Check(tenant string) error {
+	switch {
+	case in.ID == "" || in.Source == "" || in.SessionID == "":
+		return fmt.Errorf("input %q: an input needs an id, a source and a session", in.ID)
+	case in.Tenant != "" && in.Tenant != tenant:
+		return fmt.Errorf("input %q: its tenant %q is not the context's %q", in.ID, in.Tenant, tenant)
+	}
+	for i, p := range in.Parts {
+		switch {
+		case p.Type != "text" && p.Type != "data":
+			return fmt.Errorf("input %q: part %d has type %q, want text or data", in.ID, i, p.Type)
+		case p.Type == "data" && !json.Valid(p.Data):
+			return fmt.Errorf("input %q: part %d: its data is not JSON", in.ID, i)
+		case p.Type == "text" && p.Data != nil:
+			return fmt.Errorf("input %q: part %d: a text part has data", in.ID, i)
+		}
+	}
+	return nil
+}
+
 // SourceState summarises a source's pending inputs.
 type SourceState struct {
 	Tenant    string    `json:"tenant"`
@@ -391,21 +425,26 @@ type SourceState struct {
 // every tenant's.
 type Inbox interface {
 	// Submit stores in, pending; the store sets At, Seq and State (and
-	// Tenant from ctx). When the source already has an input with in's
-	// non-empty Key, nothing is stored: that input is returned with dup
-	// true, or, if its Digest differs, an error wrapping ErrConflict.
+	// Tenant from ctx), and ignores in's RunID and Reason. When the
+	// source already has an input with in's non-empty Key, nothing is
+	// stored: that input is returned, as it is now, with dup true, or, if
+	// its Digest differs, an error wrapping ErrConflict. Otherwise an ID
+	// the tenant's inbox already holds is an error wrapping ErrExists.
 	// Submits of one key from many processes at once store one input.
+	// An input that fails InboxInput.Check is an error.
 	Submit(ctx context.Context, in *InboxInput) (stored InboxInput, dup bool, err error)
 	// PendingSources lists the sources with pending inputs, of every
-	// tenant, oldest first input first, at most limit (zero: all).
+	// tenant, in the order of their oldest pending inputs (by Seq), at
+	// most limit (zero or less: all).
 	PendingSources(ctx context.Context, limit int) ([]SourceState, error)
 	// Pending returns source's pending inputs in order (by Seq).
 	Pending(ctx context.Context, source string) ([]InboxInput, error)
 	// Inputs returns the inputs of source with Seq > after, in any state,
-	// in order, at most limit (zero: all): what `agentrt inbox` shows.
+	// in order, at most limit (zero or less: all): what `agentrt inbox`
+	// shows.
 	Inputs(ctx context.Context, source string, after int64, limit int) ([]InboxInput, error)
 	// Refuse marks pending inputs refused with reason; one that is not
-	// pending is left as it is.
+	// pending, or not in the context's tenant's inbox, is left as it is.
 	Refuse(ctx context.Context, ids []string, reason string) error
 }
 

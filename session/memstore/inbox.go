@@ -1,8 +1,10 @@
 package memstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -41,11 +43,32 @@ func (b *inbox) answer(tenant string, ids []string, runID string) {
 	}
 }
 
+// copyInput returns a copy of in that shares no memory with it: its
+// parts' data included, which the caller may change in place.
 func copyInput(in *session.InboxInput) session.InboxInput {
 	c := *in
 	c.Parts = slices.Clone(in.Parts)
+	for i := range c.Parts {
+		c.Parts[i].Data = bytes.Clone(c.Parts[i].Data)
+	}
 	c.Metadata = maps.Clone(in.Metadata)
 	return c
+}
+
+// compactData makes in's data parts compact, as the other stores keep
+// them (see session.InputPart); in's parts are the store's own.
+func compactData(in *session.InboxInput) error {
+	for i, p := range in.Parts {
+		if p.Type != "data" {
+			continue
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, p.Data); err != nil {
+			return fmt.Errorf("part %d: %w", i, err)
+		}
+		in.Parts[i].Data = buf.Bytes()
+	}
+	return nil
 }
 
 // Submit stores in. See session.Inbox.
@@ -53,10 +76,16 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 	if err := ctx.Err(); err != nil {
 		return session.InboxInput{}, false, err
 	}
-	if in.ID == "" || in.Source == "" || in.SessionID == "" {
-		return session.InboxInput{}, false, fmt.Errorf("memstore: submit: an input needs an id, a source and a session")
-	}
 	tenant := session.TenantOf(ctx)
+	if err := in.Check(tenant); err != nil {
+		return session.InboxInput{}, false, fmt.Errorf("memstore: submit: %w", err)
+	}
+	// Copied, and its data compacted, before the lock: the caller may
+	// change in once Submit returns.
+	stored := copyInput(in)
+	if err := compactData(&stored); err != nil {
+		return session.InboxInput{}, false, fmt.Errorf("memstore: submit input %q: %w", in.ID, err)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	b := &st.inbox
@@ -80,7 +109,6 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 		return session.InboxInput{}, false, fmt.Errorf("memstore: submit: input %q exists: %w", in.ID, session.ErrExists)
 	}
 	b.seq++
-	stored := copyInput(in)
 	stored.Tenant, stored.Seq, stored.State, stored.At = tenant, b.seq, session.InputPending, st.now().UTC()
 	stored.RunID, stored.Reason = "", ""
 	p := &stored
@@ -96,28 +124,34 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var out []session.SourceState
+	type source struct {
+		session.SourceState
+		firstSeq int64 // of its oldest pending input: the sources' order
+	}
+	var all []source
 	for sk, ins := range st.inbox.sources {
-		var s *session.SourceState
+		var s *source
 		for _, in := range ins {
 			if in.State != session.InputPending {
 				continue
 			}
 			if s == nil {
-				s = &session.SourceState{Tenant: sk.tenant, Source: sk.id, First: in.At}
+				s = &source{session.SourceState{Tenant: sk.tenant, Source: sk.id, First: in.At}, in.Seq}
 			}
 			s.Pending++
 			s.Last, s.Version, s.SessionID = in.At, in.Seq, in.SessionID
 		}
 		if s != nil {
-			out = append(out, *s)
+			all = append(all, *s)
 		}
 	}
-	slices.SortFunc(out, func(a, b session.SourceState) int {
-		return cmp.Or(a.First.Compare(b.First), cmp.Compare(a.Version, b.Version))
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	slices.SortFunc(all, func(a, b source) int { return cmp.Compare(a.firstSeq, b.firstSeq) })
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	out := make([]session.SourceState, len(all))
+	for i, s := range all {
+		out[i] = s.SourceState
 	}
 	return out, nil
 }

@@ -70,6 +70,48 @@ var migrations = [][]string{
 		`ALTER TABLE sessions ADD COLUMN control text`,
 		`CREATE INDEX sessions_control ON sessions (lease_owner) WHERE control IS NOT NULL`,
 	},
+	// Version 3: the inbox (session.Inbox). An input is a row keyed by
+	// (tenant, id). Its seq comes from inbox_counter's one row, which a
+	// Submit updates in its own statement: the row's lock makes submits
+	// take their seqs one after another and commit in that order, so
+	// that a reader never sees an input whose seq is below one it has
+	// already seen (a sequence would hand out seqs in one order and
+	// commit them in another). parts is the JSON array of
+	// session.InputPart as text (jsonb would reorder the keys of data),
+	// metadata a JSON object, NULL when empty; key and digest are ''
+	// when not given, run_id and reason '' until answered or refused.
+	//
+	// inbox_key makes a key an input's once per tenant and source;
+	// inbox_source reads a source's inputs in order (Inputs);
+	// inbox_pending holds the pending inputs only, which Pending reads
+	// and PendingSources groups by source.
+	{
+		`CREATE TABLE inbox_counter (
+			id   int    NOT NULL PRIMARY KEY CHECK (id = 1),
+			last bigint NOT NULL
+		)`,
+		`INSERT INTO inbox_counter (id, last) VALUES (1, 0)`,
+		`CREATE TABLE inbox (
+			tenant     text   NOT NULL,
+			id         text   NOT NULL,
+			seq        bigint NOT NULL,
+			source     text   NOT NULL,
+			session_id text   NOT NULL,
+			parts      text   NOT NULL,
+			metadata   text,
+			key        text   NOT NULL,
+			digest     text   NOT NULL,
+			at         bigint NOT NULL,
+			state      text   NOT NULL,
+			run_id     text   NOT NULL DEFAULT '',
+			reason     text   NOT NULL DEFAULT '',
+			PRIMARY KEY (tenant, id)
+		)`,
+		`CREATE UNIQUE INDEX inbox_by_seq ON inbox (seq)`,
+		`CREATE UNIQUE INDEX inbox_key ON inbox (tenant, source, key) WHERE key <> ''`,
+		`CREATE INDEX inbox_source ON inbox (tenant, source, seq)`,
+		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq) WHERE state = 'pending'`,
+	},
 }
 
 // migrate brings the schema up to date under an advisory lock.
@@ -150,8 +192,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	}
 	// One statement, so one round trip and atomic on its own: the events,
 	// the snapshot and the notification happen only if the session row
-	// was updated, which is the seq and fence check.
-	w := &pendingCommit{tenant: tenant, id: c.SessionID, args: []any{
+	// was updated, which is the seq and fence check (and, for a commit
+	// with answers, that every input it answers is pending).
+	w := &pendingCommit{tenant: tenant, id: c.SessionID, sql: commitSQL, args: []any{
 		string(c.Status), c.Turn, string(usage), last, now.UnixMicro(), tenant, c.SessionID, c.ExpectSeq,
 		c.Fence, st.now().UnixMicro(),
 		seqs, types, times, bodies,
@@ -159,6 +202,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		snapSeq, snapData, c.Snapshot != nil,
 		c.Release && c.Fence != 0,
 	}}
+	if len(c.Answers) > 0 {
+		w.sql, w.args = commitAnswersSQL, append(w.args, c.Answers, c.RunID)
+	}
 	err = st.commits.Do(ctx, w)
 	if err == nil && w.updated == 0 {
 		err = st.commitRefused(ctx, tenant, c)
@@ -172,10 +218,12 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	return nil
 }
 
-// pendingCommit is a commit waiting in the group commit: commitSQL's
-// arguments, and how many session rows it updated once written.
+// pendingCommit is a commit waiting in the group commit: its statement
+// (commitSQL or commitAnswersSQL) and arguments, and how many session
+// rows it updated once written.
 type pendingCommit struct {
 	tenant, id string
+	sql        string
 	args       []any
 	updated    int
 }
@@ -196,7 +244,7 @@ func (st *Store) flushCommits(ops []*group.Op[*pendingCommit]) {
 	defer cancel()
 	one := func(op *group.Op[*pendingCommit]) {
 		var notified int
-		op.Answer(st.pool.QueryRow(ctx, commitSQL, op.W.args...).Scan(&op.W.updated, &notified))
+		op.Answer(st.pool.QueryRow(ctx, op.W.sql, op.W.args...).Scan(&op.W.updated, &notified))
 	}
 	if len(ops) == 1 {
 		one(ops[0])
@@ -208,7 +256,7 @@ func (st *Store) flushCommits(ops []*group.Op[*pendingCommit]) {
 	})
 	var b pgx.Batch
 	for _, op := range sorted {
-		b.Queue(commitSQL, op.W.args...)
+		b.Queue(op.W.sql, op.W.args...)
 	}
 	br := st.pool.SendBatch(ctx, &b)
 	var err error
@@ -231,7 +279,7 @@ func (st *Store) flushCommits(ops []*group.Op[*pendingCommit]) {
 				rctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 				defer cancel()
 				var notified int
-				op.Answer(st.pool.QueryRow(rctx, commitSQL, op.W.args...).Scan(&op.W.updated, &notified))
+				op.Answer(st.pool.QueryRow(rctx, op.W.sql, op.W.args...).Scan(&op.W.updated, &notified))
 			}()
 		}
 		return
@@ -244,15 +292,41 @@ func (st *Store) flushCommits(ops []*group.Op[*pendingCommit]) {
 // commitSQL is a commit: the session row's update (which checks the seq
 // and the fence), and only if it matched, the events, the snapshot and the
 // notification. It returns how many rows were updated and notified.
-const commitSQL = `WITH u AS (
+const commitSQL = `WITH u AS (` + updateSession + `
+	RETURNING 1
+), ` + commitWrites
+
+// commitAnswersSQL is commitSQL for a commit with answers ($22, the ids,
+// and $23, the run): the inputs are locked first, in the order of their
+// ids (so that commits answering the same inputs do not deadlock), and
+// only those still pending once their locks are held count (Read
+// Committed checks a row a concurrent commit changed again); the session
+// row is updated only if they all are, and they are marked answered only
+// if it was. A commit earlier in the same batch that answered one of them
+// has made it answered for this one.
+const commitAnswersSQL = `WITH a AS (
+	SELECT id FROM inbox WHERE tenant = $6 AND id = ANY($22::text[]) AND state = 'pending' ORDER BY id FOR UPDATE
+), u AS (` + updateSession + `
+	AND (SELECT count(*) FROM a) = cardinality($22::text[])
+	RETURNING 1
+), ans AS (
+	UPDATE inbox SET state = 'answered', run_id = $23
+	WHERE tenant = $6 AND id IN (SELECT id FROM a) AND EXISTS (SELECT 1 FROM u)
+), ` + commitWrites
+
+// updateSession is a commit's update of the session row, whose WHERE is
+// the seq and fence check; commitSQL and commitAnswersSQL end it.
+const updateSession = `
 	UPDATE sessions SET status = $1, turn = $2, usage = $3, last_seq = $4, updated_at = $5,
 		lease_owner = CASE WHEN $21::bool THEN NULL ELSE lease_owner END,
 		lease_expires = CASE WHEN $21::bool THEN 0 ELSE lease_expires END,
 		control = CASE WHEN $21::bool THEN NULL ELSE control END
 	WHERE tenant = $6 AND id = $7 AND last_seq = $8
-	AND (CASE WHEN $9::bigint <> 0 THEN lease_token = $9 ELSE (lease_owner IS NULL OR lease_expires <= $10) END)
-	RETURNING 1
-), e AS (
+	AND (CASE WHEN $9::bigint <> 0 THEN lease_token = $9 ELSE (lease_owner IS NULL OR lease_expires <= $10) END)`
+
+// commitWrites are what a commit writes if its update u matched, and the
+// statement's result.
+const commitWrites = `e AS (
 	INSERT INTO events (tenant, session_id, seq, type, time, json)
 	SELECT $6, $7, s, t, tm, j FROM unnest($11::bigint[], $12::text[], $13::bigint[], $14::text[]) AS x(s, t, tm, j)
 	WHERE EXISTS (SELECT 1 FROM u)
@@ -283,6 +357,10 @@ func (st *Store) commitRefused(ctx context.Context, tenant string, c *session.Co
 		return fmt.Errorf("fence token %d, session's is %d: %w", c.Fence, l.Token, session.ErrFenced)
 	case c.Fence == 0 && l.Owner != "" && st.now().Before(l.Expires):
 		return fmt.Errorf("no fence token, and %s holds a live lease: %w", l.Owner, session.ErrFenced)
+	case last == c.ExpectSeq && len(c.Answers) > 0:
+		if err := st.unanswerable(ctx, tenant, c.Answers); err != nil {
+			return err
+		}
 	}
 	return fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
 }

@@ -2,7 +2,8 @@
 // (github.com/jackc/pgx/v5/pgxpool): the store for many processes and
 // replicas sharing sessions. It has every capability of the embedded
 // stores — leases with fencing (session.Leaser), following
-// (session.Follower, with LISTEN/NOTIFY across processes) — and passes
+// (session.Follower, with LISTEN/NOTIFY across processes), control
+// requests (session.Controller), the inbox (session.Inbox) — and passes
 // the storetest suite.
 //
 //	st, err := postgres.Open(ctx, "postgres://agentrt@db/agentrt")

@@ -21,10 +21,13 @@ import (
 //
 // The events are encoded before the transaction begins, in rows of
 // events (one, unless the commit is large). A commit that keeps the
-// session's status and turn and does not release its lease (most commits
-// of a run) inserts its row only, with the seq and fence checks in the
-// INSERT; the others update the session's row, whose WHERE is the checks,
-// then insert their rows. All statements are prepared by Open.
+// session's status and turn, does not release its lease and answers no
+// input (most commits of a run) inserts its row only, with the seq and
+// fence checks in the INSERT; the others update the session's row, whose
+// WHERE is the checks, then insert their rows. A commit with Answers
+// first finds every input it names pending (else it is refused, having
+// written nothing), then marks them answered once the session's row is
+// updated. All statements are prepared by Open.
 func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	last := c.ExpectSeq + int64(len(c.Events))
 	if err := c.Check(); err != nil {
@@ -57,7 +60,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		// (refused: the UPDATE says why), update the session's row.
 		first := c.ExpectSeq == 0 && len(c.Events) > 0
 		k := headKey{tenant, c.SessionID}
-		if !first && !release && len(rows) == 1 {
+		if !first && !release && len(rows) == 1 && len(c.Answers) == 0 {
 			// The checks: from what the writer knows of the session if it
 			// wrote its last commit (a fenced one), else from the database.
 			h, ok := st.g.heads[k]
@@ -89,6 +92,18 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			}
 		}
 		delete(st.g.heads, k) // the session's row changes, or the commit is refused
+		var answers string    // c.Answers as a JSON array
+		if len(c.Answers) > 0 {
+			b, err := json.Marshal(c.Answers)
+			if err != nil {
+				return err
+			}
+			answers = string(b)
+			// Before anything is written: a refusal changes nothing.
+			if err := st.unanswerable(tx, tenant, c, answers); err != nil {
+				return err
+			}
+		}
 		// The first events of a session give it its log number.
 		update := sUpdateSession
 		if first {
@@ -101,6 +116,11 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			return err
 		} else if n == 0 {
 			return refuseKnown(st.commitRefused(tx, tenant, c))
+		}
+		if len(c.Answers) > 0 {
+			if err := answerInputs(tx, tenant, c, answers); err != nil {
+				return err
+			}
 		}
 		if first {
 			if _, err := tx.exec(sBumpLog); err != nil {
@@ -216,27 +236,39 @@ func (st *Store) insertEventRows(tx *wtx, tenant, id string, rows []eventRow, us
 // session is gone, its last seq is not c.ExpectSeq, or the commit is
 // fenced off. It always returns an error.
 func (st *Store) commitRefused(tx *wtx, tenant string, c *session.Commit) error {
-	var last int64
-	err := tx.queryRow(sLastSeq, []any{tenant, c.SessionID}, &last)
+	last, err := st.sessionRefusal(tx, tenant, c)
+	if err == nil {
+		err = fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
+	}
+	return err
+}
+
+// sessionRefusal is why the session refuses c — gone, fenced off, at
+// another seq than c.ExpectSeq — or nil if it takes it; and the session's
+// last seq.
+func (st *Store) sessionRefusal(tx *wtx, tenant string, c *session.Commit) (last int64, err error) {
+	err = tx.queryRow(sLastSeq, []any{tenant, c.SessionID}, &last)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return session.ErrNotFound
+		return 0, session.ErrNotFound
 	case err != nil:
-		return err
+		return 0, err
 	}
 	// The fence first: a writer that lost the session must hear so, not
 	// that it should reload and try again.
 	l, err := st.lease(tx, tenant, c.SessionID)
 	if err != nil {
-		return err
+		return last, err
 	}
 	switch {
 	case c.Fence != 0 && c.Fence != l.Token:
-		return fmt.Errorf("fence token %d, session's is %d: %w", c.Fence, l.Token, session.ErrFenced)
+		return last, fmt.Errorf("fence token %d, session's is %d: %w", c.Fence, l.Token, session.ErrFenced)
 	case c.Fence == 0 && l.Owner != "" && st.now().Before(l.Expires):
-		return fmt.Errorf("no fence token, and %s holds a live lease: %w", l.Owner, session.ErrFenced)
+		return last, fmt.Errorf("no fence token, and %s holds a live lease: %w", l.Owner, session.ErrFenced)
+	case last != c.ExpectSeq:
+		return last, fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
 	}
-	return fmt.Errorf("expected seq %d, session is at %d: %w", c.ExpectSeq, last, session.ErrConflict)
+	return last, nil
 }
 
 // lease reads a session's lease in tx; Owner is empty when none is held.

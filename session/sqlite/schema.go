@@ -180,6 +180,40 @@ var migrations = [][]string{
 		`ALTER TABLE sessions ADD COLUMN control TEXT`,
 		`CREATE INDEX sessions_control ON sessions (lease_owner) WHERE control IS NOT NULL`,
 	},
+	// Version 7: the inbox (session.Inbox). An input is a row, keyed by
+	// (tenant, id); seq is its rowid, which AUTOINCREMENT never hands out
+	// twice (a plain rowid may come back after the newest row is deleted,
+	// and a table without an INTEGER PRIMARY KEY may be renumbered by
+	// VACUUM): the order inputs came in, since SQLite has one writer.
+	// parts is the JSON array of session.InputPart, metadata a JSON
+	// object, NULL when empty; key and digest are '' when not given,
+	// run_id and reason '' until answered or refused.
+	//
+	// inbox_key makes a key an input's once per tenant and source, across
+	// processes; inbox_source reads a source's inputs in order
+	// (Inputs); inbox_pending holds only the pending inputs, which
+	// Pending reads and PendingSources groups by source.
+	{
+		`CREATE TABLE inbox (
+			seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+			tenant     TEXT    NOT NULL,
+			id         TEXT    NOT NULL,
+			source     TEXT    NOT NULL,
+			session_id TEXT    NOT NULL,
+			parts      TEXT    NOT NULL,
+			metadata   TEXT,
+			key        TEXT    NOT NULL,
+			digest     TEXT    NOT NULL,
+			at         INTEGER NOT NULL,
+			state      TEXT    NOT NULL,
+			run_id     TEXT    NOT NULL DEFAULT '',
+			reason     TEXT    NOT NULL DEFAULT '',
+			UNIQUE (tenant, id)
+		)`,
+		`CREATE UNIQUE INDEX inbox_key ON inbox (tenant, source, key) WHERE key != ''`,
+		`CREATE INDEX inbox_source ON inbox (tenant, source, seq)`,
+		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq) WHERE state = 'pending'`,
+	},
 }
 
 // migrate brings the schema up to date in one write transaction, so that

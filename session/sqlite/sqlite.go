@@ -84,15 +84,15 @@ const (
 // Store is a session.Store on one SQLite database file.
 //
 // All methods are safe for concurrent use. Writes (CreateSession, Commit,
-// DeleteSession, the lease calls) go through one connection and a group
-// commit: the writes of this process that arrive while a transaction is
-// being written go together in the next one, each in a savepoint of its
-// own, and each caller is answered once its transaction has committed
-// (see group). Other processes are kept out by SQLite's write lock. A
-// checkpointer copies the WAL into the database file on a connection of
-// its own. Reads use a pool of
-// several read-only connections and, under WAL, never wait for writers.
-// Events holds no connection while it yields.
+// DeleteSession, the lease calls, Submit, Refuse) go through one
+// connection and a group commit: the writes of this process that arrive
+// while a transaction is being written go together in the next one (a
+// refused write changes nothing, so the others are kept; see writer),
+// and each caller is answered once its transaction has committed. Other
+// processes are kept out by SQLite's write lock. A checkpointer copies
+// the WAL into the database file on a connection of its own. Reads use a
+// pool of several read-only connections and, under WAL, never wait for
+// writers. Events holds no connection while it yields.
 type Store struct {
 	w *sql.DB // writes: one connection, transactions BEGIN IMMEDIATE
 	g *writer // the group commit of writes on w

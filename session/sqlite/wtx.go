@@ -36,6 +36,11 @@ const (
 	sRenewLease
 	sReleaseLease
 	sRequestControl
+	sInsertInput
+	sInputByKey
+	sRefuseInputs
+	sUnanswerable
+	sAnswerInputs
 	numStmts
 )
 
@@ -90,6 +95,23 @@ var writeSQL = [numStmts]string{
 		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
 	sRequestControl: `UPDATE sessions SET control = ?
 		WHERE tenant = ? AND id = ? AND lease_owner = ? AND lease_token = ?`,
+	// An input, unless its id or its key is taken (then no row).
+	sInsertInput: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING RETURNING seq`,
+	// The input of a tenant, source and key (the key's condition lets
+	// SQLite use the partial index inbox_key).
+	sInputByKey: `SELECT ` + inputColumns + ` FROM inbox WHERE tenant = ? AND source = ? AND key = ? AND key != ''`,
+	// The inputs of ids, a JSON array, are refused with a reason, or
+	// answered by a run, if pending: the reason or run, the tenant, ids.
+	sRefuseInputs: `UPDATE inbox SET state = 'refused', reason = ?
+		WHERE tenant = ? AND id IN (SELECT value FROM json_each(?)) AND state = 'pending'`,
+	sAnswerInputs: `UPDATE inbox SET state = 'answered', run_id = ?
+		WHERE tenant = ? AND id IN (SELECT value FROM json_each(?)) AND state = 'pending'`,
+	// The first of ids, a JSON array, that is not a pending input of the
+	// tenant, and its state ('' for none): no row if all are pending.
+	sUnanswerable: `SELECT j.value, coalesce(i.state, '') FROM json_each(?) j
+		LEFT JOIN inbox i ON i.tenant = ? AND i.id = j.value
+		WHERE i.state IS NOT 'pending' LIMIT 1`,
 }
 
 // A wtx is the writer's transaction: the driver's connection, which the

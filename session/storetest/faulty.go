@@ -15,10 +15,11 @@ var ErrInjected = errors.New("storetest: injected store failure")
 
 // Faults says which calls of a store made by Faulty fail. Calls are
 // counted by class from 1: commits (Commit), reads (GetSession,
-// ListSessions, LoadSnapshot, Events, Follow) and lease calls (Acquire,
-// Renew, Release). A class fails at its Nth call, and at every later one
-// too when told so. The methods are safe for concurrent use, so a test can
-// arm a fault while a run is in progress.
+// ListSessions, LoadSnapshot, Events, Follow, and the inbox's
+// PendingSources, Pending and Inputs), lease calls (Acquire, Renew,
+// Release) and inbox writes (Submit, Refuse). A class fails at its Nth
+// call, and at every later one too when told so. The methods are safe for
+// concurrent use, so a test can arm a fault while a run is in progress.
 type Faults struct {
 	mu     sync.Mutex
 	counts [numClasses]int  // calls so far; guarded by mu
@@ -33,6 +34,7 @@ const (
 	commits class = iota
 	reads
 	leases
+	inboxWrites
 	numClasses
 )
 
@@ -47,6 +49,10 @@ func (f *Faults) FailRead(n int, following bool) { f.arm(reads, n, following) }
 // FailLease makes the nth lease call (Acquire, Renew, Release) from now
 // fail, and every later one too if following is set. n = 0 disarms.
 func (f *Faults) FailLease(n int, following bool) { f.arm(leases, n, following) }
+
+// FailInboxWrite makes the nth inbox write (Submit, Refuse) from now
+// fail, and every later one too if following is set. n = 0 disarms.
+func (f *Faults) FailInboxWrite(n int, following bool) { f.arm(inboxWrites, n, following) }
 
 func (f *Faults) arm(c class, n int, following bool) {
 	f.mu.Lock()
@@ -64,11 +70,19 @@ func (f *Faults) Commits() int { return f.count(commits) }
 // attempted so far.
 func (f *Faults) LeaseCalls() int { return f.count(leases) }
 
+// InboxWrites returns the number of inbox writes (Submit, Refuse)
+// attempted so far.
+func (f *Faults) InboxWrites() int { return f.count(inboxWrites) }
+
 // Failed returns the number of calls that failed by injection.
 func (f *Faults) Failed() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.failed[commits] + f.failed[reads] + f.failed[leases]
+	n := 0
+	for _, c := range f.failed {
+		n += c
+	}
+	return n
 }
 
 func (f *Faults) count(c class) int {
@@ -91,30 +105,59 @@ func (f *Faults) hit(c class) error {
 }
 
 // Faulty wraps s so that its calls fail as f says. The store it returns
-// has the optional capabilities (session.Leaser, session.Follower) that s
-// has, and no others. A failing call does nothing and returns an error
-// wrapping ErrInjected; Events and Follow yield it as their only value.
+// has the optional capabilities (session.Leaser, session.Follower,
+// session.Inbox) that s has, and no others. A failing call does nothing
+// and returns an error wrapping ErrInjected; Events and Follow yield it as
+// their only value.
 func Faulty(s session.Store, f *Faults) session.Store {
 	fs := faultyStore{s: s, f: f}
 	l, isLeaser := s.(session.Leaser)
 	fo, isFollower := s.(session.Follower)
+	b, isInbox := s.(session.Inbox)
+	fl, ff, fb := faultyLeaser{l, f}, faultyFollower{fo, f}, faultyInbox{b, f}
+	// Each combination of capabilities is a type of its own: a type
+	// assertion must find exactly those of s.
 	switch {
+	case isLeaser && isFollower && isInbox:
+		return struct {
+			faultyStore
+			faultyLeaser
+			faultyFollower
+			faultyInbox
+		}{fs, fl, ff, fb}
 	case isLeaser && isFollower:
 		return struct {
 			faultyStore
 			faultyLeaser
 			faultyFollower
-		}{fs, faultyLeaser{l, f}, faultyFollower{fo, f}}
+		}{fs, fl, ff}
+	case isLeaser && isInbox:
+		return struct {
+			faultyStore
+			faultyLeaser
+			faultyInbox
+		}{fs, fl, fb}
+	case isFollower && isInbox:
+		return struct {
+			faultyStore
+			faultyFollower
+			faultyInbox
+		}{fs, ff, fb}
 	case isLeaser:
 		return struct {
 			faultyStore
 			faultyLeaser
-		}{fs, faultyLeaser{l, f}}
+		}{fs, fl}
 	case isFollower:
 		return struct {
 			faultyStore
 			faultyFollower
-		}{fs, faultyFollower{fo, f}}
+		}{fs, ff}
+	case isInbox:
+		return struct {
+			faultyStore
+			faultyInbox
+		}{fs, fb}
 	}
 	return fs
 }
@@ -219,4 +262,44 @@ func (ff faultyFollower) Follow(ctx context.Context, id string, after int64) ite
 			}
 		}
 	}
+}
+
+type faultyInbox struct {
+	b session.Inbox
+	f *Faults
+}
+
+func (fb faultyInbox) Submit(ctx context.Context, in *session.InboxInput) (session.InboxInput, bool, error) {
+	if err := fb.f.hit(inboxWrites); err != nil {
+		return session.InboxInput{}, false, err
+	}
+	return fb.b.Submit(ctx, in)
+}
+
+func (fb faultyInbox) PendingSources(ctx context.Context, limit int) ([]session.SourceState, error) {
+	if err := fb.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fb.b.PendingSources(ctx, limit)
+}
+
+func (fb faultyInbox) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
+	if err := fb.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fb.b.Pending(ctx, source)
+}
+
+func (fb faultyInbox) Inputs(ctx context.Context, source string, after int64, limit int) ([]session.InboxInput, error) {
+	if err := fb.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fb.b.Inputs(ctx, source, after, limit)
+}
+
+func (fb faultyInbox) Refuse(ctx context.Context, ids []string, reason string) error {
+	if err := fb.f.hit(inboxWrites); err != nil {
+		return err
+	}
+	return fb.b.Refuse(ctx, ids, reason)
 }

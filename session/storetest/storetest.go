@@ -46,7 +46,8 @@
 //
 // The optional capabilities have sections of their own, run when the
 // store implements them: session.Leaser (leases and fencing, with the
-// clock under the suite's control) and session.Follower.
+// clock under the suite's control), session.Follower, session.Controller
+// and session.Inbox (with Commit.Answers).
 package storetest
 
 import (
@@ -124,6 +125,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Leaser", func(t *testing.T) { runLeaser(t, newStore) })
 	t.Run("Follower", func(t *testing.T) { runFollower(t, newStore) })
 	t.Run("Controller", func(t *testing.T) { runController(t, newStore) })
+	t.Run("Inbox", func(t *testing.T) { runInbox(t, newStore) })
 }
 
 // base is the suite's reference time: whole milliseconds, UTC.

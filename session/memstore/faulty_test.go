@@ -1,0 +1,102 @@
+package memstore_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/storetest"
+)
+
+// A store wrapped by Faulty with no fault armed passes the suite, every
+// capability it keeps included.
+func TestFaultyConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) session.Store {
+		return storetest.Faulty(memstore.New(memstore.WithClock(now)), &storetest.Faults{})
+	})
+}
+
+// inboxOnly has a store's inbox and none of its other capabilities.
+type inboxOnly struct {
+	session.Store
+	session.Inbox
+}
+
+// Faulty keeps a store's inbox, and fails its writes (Submit, Refuse),
+// its reads and commits with answers as it is told, storing nothing.
+func TestFaultyInbox(t *testing.T) {
+	var f storetest.Faults
+	m := memstore.New()
+	s := storetest.Faulty(m, &f)
+	b, ok := s.(session.Inbox)
+	if !ok {
+		t.Fatal("Faulty(memstore) is not an Inbox")
+	}
+	if _, ok := storetest.Faulty(plain{m}, &f).(session.Inbox); ok {
+		t.Error("Faulty of a store without an inbox is an Inbox")
+	}
+	only := storetest.Faulty(inboxOnly{m, m}, &f)
+	if _, ok := only.(session.Inbox); !ok {
+		t.Error("Faulty of a store with an inbox only is not an Inbox")
+	}
+	if _, ok := only.(session.Leaser); ok {
+		t.Error("Faulty of a store with an inbox only is a Leaser")
+	}
+
+	ctx := t.Context()
+	in := func(id string) *session.InboxInput {
+		return &session.InboxInput{ID: id, Source: "src", SessionID: "s1", Parts: []session.InputPart{{Type: "text", Text: id}}}
+	}
+	f.FailInboxWrite(2, false)
+	if _, _, err := b.Submit(ctx, in("in1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Submit(ctx, in("in2")); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("second Submit: %v, want injected", err)
+	}
+	if err := b.Refuse(ctx, []string{"nothing"}, "x"); err != nil {
+		t.Errorf("Refuse after the fault: %v", err)
+	}
+	if got := f.InboxWrites(); got != 3 {
+		t.Errorf("InboxWrites() = %d, want 3", got)
+	}
+	f.FailInboxWrite(1, false)
+	if err := b.Refuse(ctx, []string{"in1"}, "x"); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("Refuse: %v, want injected", err)
+	}
+	f.FailRead(1, true)
+	if _, err := b.Pending(ctx, "src"); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("Pending: %v, want injected", err)
+	}
+	if _, err := b.Inputs(ctx, "src", 0, 0); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("Inputs: %v, want injected", err)
+	}
+	if _, err := b.PendingSources(ctx, 0); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("PendingSources: %v, want injected", err)
+	}
+	f.FailRead(0, false)
+
+	if err := s.CreateSession(ctx, &session.Session{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.FailCommit(1, false)
+	c := &session.Commit{SessionID: "s1", Answers: []string{"in1"}, RunID: "run-1"}
+	if err := s.Commit(ctx, c); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("Commit: %v, want injected", err)
+	}
+	pending, err := b.Pending(ctx, "src")
+	if err != nil || len(pending) != 1 || pending[0].ID != "in1" {
+		t.Fatalf("Pending after the failed calls: %+v, %v; want in1 only, pending", pending, err)
+	}
+	if err := s.Commit(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Pending(ctx, "src"); err != nil || len(got) != 0 {
+		t.Errorf("Pending after the commit: %+v, %v", got, err)
+	}
+	if got := f.Failed(); got != 6 { // Submit, Refuse, three reads, Commit
+		t.Errorf("Failed() = %d, want 6", got)
+	}
+}

@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/inputjson"
+)
+
+var _ session.Inbox = (*Store)(nil)
+
+// inputColumns are the columns an input is read from (see scanInput).
+const inputColumns = `seq, tenant, id, source, session_id, parts, metadata, key, digest, at, state, run_id, reason`
+
+// scanInput reads an input of inputColumns.
+func scanInput(row pgx.Row) (session.InboxInput, error) {
+	var (
+		in        session.InboxInput
+		parts     string
+		metadata  *string
+		at        int64
+		state     string
+		metaBytes []byte
+	)
+	if err := row.Scan(&in.Seq, &in.Tenant, &in.ID, &in.Source, &in.SessionID, &parts, &metadata,
+		&in.Key, &in.Digest, &at, &state, &in.RunID, &in.Reason); err != nil {
+		return session.InboxInput{}, err
+	}
+	in.At, in.State = time.UnixMicro(at).UTC(), session.InputState(state)
+	if metadata != nil {
+		metaBytes = []byte(*metadata)
+	}
+	if err := inputjson.Decode(&in, []byte(parts), metaBytes); err != nil {
+		return session.InboxInput{}, err
+	}
+	return in, nil
+}
+
+// submitSQL stores an input with the next seq of inbox_counter, unless
+// its id or key is taken (then it returns no row). The counter's row
+// stays locked until the statement commits: submits commit in the order
+// of their seqs.
+const submitSQL = `WITH n AS (
+	UPDATE inbox_counter SET last = last + 1 WHERE id = 1 RETURNING last
+)
+INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, state)
+SELECT $1, $2, n.last, $3, $4, $5, $6, $7, $8, $9, 'pending' FROM n
+ON CONFLICT DO NOTHING
+RETURNING seq`
+
+// Submit stores in. The unique indexes decide between submits of one id
+// or key, from any process: a submit that stored nothing reads the input
+// that holds its key (committed by then: Postgres waits for the
+// transaction of a conflicting row to end). See session.Inbox.
+func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.InboxInput, bool, error) {
+	tenant := session.TenantOf(ctx)
+	if err := in.Check(tenant); err != nil {
+		return session.InboxInput{}, false, fmt.Errorf("postgres: submit: %w", err)
+	}
+	parts, metadata, err := inputjson.Encode(in)
+	if err != nil {
+		return session.InboxInput{}, false, fmt.Errorf("postgres: submit: %w", err)
+	}
+	at := st.now().UnixMicro()
+	var seq int64
+	err = st.pool.QueryRow(ctx, submitSQL, tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at).Scan(&seq)
+	switch {
+	case err == nil:
+		stored := session.InboxInput{ID: in.ID, Tenant: tenant, Source: in.Source, SessionID: in.SessionID,
+			Metadata: maps.Clone(in.Metadata), Key: in.Key, Digest: in.Digest,
+			At: time.UnixMicro(at).UTC(), Seq: seq, State: session.InputPending}
+		// The parts as stored: data compact, the caller's bytes not shared.
+		if err := inputjson.Decode(&stored, []byte(parts), nil); err != nil {
+			return session.InboxInput{}, false, fmt.Errorf("postgres: submit: %w", err)
+		}
+		return stored, false, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return session.InboxInput{}, false, fmt.Errorf("postgres: submit input %q: %w", in.ID, err)
+	}
+	if in.Key != "" {
+		old, err := scanInput(st.pool.QueryRow(ctx, `SELECT `+inputColumns+` FROM inbox
+			WHERE tenant = $1 AND source = $2 AND key = $3 AND key <> ''`, tenant, in.Source, in.Key))
+		switch {
+		case err == nil && old.Digest != in.Digest:
+			return session.InboxInput{}, false, fmt.Errorf("postgres: submit input %q: source %q: key %q was given to another input (%s): %w",
+				in.ID, in.Source, in.Key, old.ID, session.ErrConflict)
+		case err == nil:
+			return old, true, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return session.InboxInput{}, false, fmt.Errorf("postgres: submit input %q: %w", in.ID, err)
+		}
+	}
+	return session.InboxInput{}, false, fmt.Errorf("postgres: submit: input %q exists: %w", in.ID, session.ErrExists)
+}
+
+// PendingSources lists the sources with pending inputs. See
+// session.Inbox.
+func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.SourceState, error) {
+	var lim *int // NULL: no limit
+	if limit > 0 {
+		lim = &limit
+	}
+	// A source's pending inputs, grouped through inbox_pending; then its
+	// first's time, and its last's time and session, by seq.
+	rows, err := st.pool.Query(ctx, `SELECT g.tenant, g.source, g.n, f.at, l.at, g.last, l.session_id
+		FROM (SELECT tenant, source, count(*)::int AS n, min(seq) AS first, max(seq) AS last
+			FROM inbox WHERE state = 'pending' GROUP BY tenant, source) g
+		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last
+		ORDER BY g.first LIMIT $1::int`, lim)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pending sources: %w", err)
+	}
+	defer rows.Close()
+	var out []session.SourceState
+	for rows.Next() {
+		var (
+			s           session.SourceState
+			first, last int64
+		)
+		if err := rows.Scan(&s.Tenant, &s.Source, &s.Pending, &first, &last, &s.Version, &s.SessionID); err != nil {
+			return nil, fmt.Errorf("postgres: pending sources: %w", err)
+		}
+		s.First, s.Last = time.UnixMicro(first).UTC(), time.UnixMicro(last).UTC()
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: pending sources: %w", err)
+	}
+	return out, nil
+}
+
+// Pending returns the source's pending inputs in order. See
+// session.Inbox.
+func (st *Store) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
+	return st.inputs(ctx, "pending inputs of", source, `SELECT `+inputColumns+` FROM inbox
+		WHERE tenant = $1 AND source = $2 AND state = 'pending' ORDER BY seq`, session.TenantOf(ctx), source)
+}
+
+// Inputs returns the source's inputs after a seq. See session.Inbox.
+func (st *Store) Inputs(ctx context.Context, source string, after int64, limit int) ([]session.InboxInput, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	return st.inputs(ctx, "inputs of", source, `SELECT `+inputColumns+` FROM inbox
+		WHERE tenant = $1 AND source = $2 AND seq > $3 ORDER BY seq LIMIT $4::int`, session.TenantOf(ctx), source, after, lim)
+}
+
+// inputs runs a query of inputColumns.
+func (st *Store) inputs(ctx context.Context, op, source, query string, args ...any) ([]session.InboxInput, error) {
+	rows, err := st.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s %q: %w", op, source, err)
+	}
+	defer rows.Close()
+	var out []session.InboxInput
+	for rows.Next() {
+		in, err := scanInput(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %s %q: %w", op, source, err)
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: %s %q: %w", op, source, err)
+	}
+	return out, nil
+}
+
+// Refuse marks pending inputs refused. See session.Inbox.
+func (st *Store) Refuse(ctx context.Context, ids []string, reason string) error {
+	if len(ids) == 0 {
+		return ctx.Err()
+	}
+	_, err := st.pool.Exec(ctx, `UPDATE inbox SET state = 'refused', reason = $3
+		WHERE tenant = $1 AND id = ANY($2::text[]) AND state = 'pending'`, session.TenantOf(ctx), ids, reason)
+	if err != nil {
+		return fmt.Errorf("postgres: refuse inputs: %w", err)
+	}
+	return nil
+}
+
+// unanswerable says which of ids is not a pending input of the tenant,
+// for a commit refused for its answers; nil if they all are (by now).
+func (st *Store) unanswerable(ctx context.Context, tenant string, ids []string) error {
+	var id, state string
+	err := st.pool.QueryRow(ctx, `SELECT j.id, coalesce(i.state, '') FROM unnest($2::text[]) AS j(id)
+		LEFT JOIN inbox i ON i.tenant = $1 AND i.id = j.id
+		WHERE i.state IS DISTINCT FROM 'pending' LIMIT 1`, tenant, ids).Scan(&id, &state)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	case state == "":
+		return fmt.Errorf("input %q is not in the inbox: %w", id, session.ErrConflict)
+	}
+	return fmt.Errorf("input %q is %s, not pending: %w", id, state, session.ErrConflict)
+}

@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/session"
+)
+
+// A database of schema version 2 (before the inbox), with a session
+// leased by a live owner, opens: the session and its lease are kept,
+// inputs are stored and answered by a commit of that owner.
+func TestMigrateFromVersion2Inbox(t *testing.T) {
+	ctx := t.Context()
+	dsn, _ := pgtest.Schema(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{
+		`CREATE TABLE schema_version (id int NOT NULL PRIMARY KEY CHECK (id = 1), version int NOT NULL)`,
+		`INSERT INTO schema_version (id, version) VALUES (1, 2)`,
+	}
+	for _, m := range migrations[:2] {
+		stmts = append(stmts, m...)
+	}
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO sessions (tenant, id, agent, status, turn, usage, last_seq, created_at, updated_at, lease_owner, lease_token, lease_expires)
+		VALUES ('default', 'old', 'assistant', 'idle', 1, '{}', 0, 1, 1, 'a', 3, $1)`, time.Now().Add(time.Hour).UnixMicro()); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	st, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := st.GetSession(ctx, "old")
+	if err != nil || s.Lease == nil || s.Lease.Owner != "a" || s.Lease.Token != 3 {
+		t.Fatalf("GetSession after migration: %+v, %v", s, err)
+	}
+	in, dup, err := st.Submit(ctx, &session.InboxInput{ID: "in1", Source: "cli", SessionID: "old", Key: "k", Digest: "d",
+		Parts: []session.InputPart{{Type: "text", Text: "hello"}}})
+	if err != nil || dup || in.Seq != 1 {
+		t.Fatalf("Submit after migration: %+v, dup %v, %v", in, dup, err)
+	}
+	if err := st.Commit(ctx, &session.Commit{SessionID: "old", Events: []*session.Event{event("old", 1)}, Status: session.StatusRunning,
+		Turn: 1, Fence: 3, Answers: []string{"in1"}, RunID: "run-1"}); err != nil {
+		t.Fatalf("Commit answering in1 after migration: %v", err)
+	}
+	got, err := st.Inputs(ctx, "cli", 0, 0)
+	if err != nil || len(got) != 1 || got[0].State != session.InputAnswered || got[0].RunID != "run-1" {
+		t.Fatalf("Inputs after the commit: %+v, %v", got, err)
+	}
+	var version int
+	if err := st.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version != 3 || version != len(migrations) {
+		t.Fatalf("schema version %d (%v), want 3", version, err)
+	}
+}

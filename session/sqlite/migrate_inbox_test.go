@@ -1,0 +1,42 @@
+package sqlite
+
+import (
+	"testing"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// A database of schema version 6 (before the inbox), with a session
+// leased by an owner, opens: the session and its lease are kept, inputs
+// are stored and answered by a commit of that owner.
+func TestMigrateFromVersion6Inbox(t *testing.T) {
+	ctx := t.Context()
+	path := oldDatabase(t, 6, `INSERT INTO sessions (tenant, id, agent, status, turn, usage, last_seq, created_at, updated_at, lease_owner, lease_token, lease_expires)
+		VALUES ('default', 'old', 'assistant', 'idle', 1, '{}', 0, 1, 1, 'a', 3, 9223372036854775807)`)
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := st.GetSession(ctx, "old")
+	if err != nil || s.Lease == nil || s.Lease.Owner != "a" || s.Lease.Token != 3 {
+		t.Fatalf("GetSession after migration: %+v, %v", s, err)
+	}
+	in, dup, err := st.Submit(ctx, &session.InboxInput{ID: "in1", Source: "cli", SessionID: "old", Key: "k", Digest: "d",
+		Parts: []session.InputPart{{Type: "text", Text: "hello"}}})
+	if err != nil || dup || in.Seq != 1 {
+		t.Fatalf("Submit after migration: %+v, dup %v, %v", in, dup, err)
+	}
+	if err := st.Commit(ctx, &session.Commit{SessionID: "old", Events: []*session.Event{event("old", 1)}, Status: session.StatusRunning,
+		Turn: 1, Fence: 3, Answers: []string{"in1"}, RunID: "run-1"}); err != nil {
+		t.Fatalf("Commit answering in1 after migration: %v", err)
+	}
+	got, err := st.Inputs(ctx, "cli", 0, 0)
+	if err != nil || len(got) != 1 || got[0].State != session.InputAnswered || got[0].RunID != "run-1" {
+		t.Fatalf("Inputs after the commit: %+v, %v", got, err)
+	}
+	var version int
+	if err := st.w.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version != 7 || version != len(migrations) {
+		t.Fatalf("schema version %d (%v), want 7", version, err)
+	}
+}
