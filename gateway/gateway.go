@@ -421,6 +421,14 @@ func (g *Gateway) interrupt(k skey, s *serving) {
 	}
 }
 
+// Serving returns how many sources this gateway's workers serve now: a
+// source whose turn is done holds nothing (no worker, no state).
+func (g *Gateway) Serving() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.serving) + len(g.backoff)
+}
+
 // Pending lists the sources with pending inputs, of every tenant.
 func (g *Gateway) Pending(ctx context.Context) ([]session.SourceState, error) {
 	return g.inbox.PendingSources(ctx, 0)
