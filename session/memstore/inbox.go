@@ -18,6 +18,20 @@ type inbox struct {
 	seq     int64
 	inputs  map[key]*session.InboxInput   // by tenant and input id
 	sources map[key][]*session.InboxInput // by tenant and source, in Seq order
+	// pending are each source's pending inputs, in Seq order: what the
+	// gateway looks through, without the sources' whole history.
+	pending map[key][]*session.InboxInput
+}
+
+// settle takes in out of its source's pending inputs.
+func (b *inbox) settle(in *session.InboxInput) {
+	k := key{in.Tenant, in.Source}
+	p := slices.DeleteFunc(b.pending[k], func(x *session.InboxInput) bool { return x == in })
+	if len(p) == 0 {
+		delete(b.pending, k)
+		return
+	}
+	b.pending[k] = p
 }
 
 // answerable reports whether every input of ids is pending (ErrConflict
@@ -40,6 +54,7 @@ func (b *inbox) answer(tenant string, ids []string, runID string) {
 	for _, id := range ids {
 		in := b.inputs[key{tenant, id}]
 		in.State, in.RunID = session.InputAnswered, runID
+		b.settle(in)
 	}
 }
 
@@ -114,6 +129,10 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 	p := &stored
 	b.inputs[key{tenant, in.ID}] = p
 	b.sources[sk] = append(b.sources[sk], p)
+	if b.pending == nil {
+		b.pending = make(map[key][]*session.InboxInput)
+	}
+	b.pending[sk] = append(b.pending[sk], p)
 	return copyInput(p), false, nil
 }
 
@@ -128,13 +147,10 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 		session.SourceState
 		firstSeq int64 // of its oldest pending input: the sources' order
 	}
-	var all []source
-	for sk, ins := range st.inbox.sources {
+	all := make([]source, 0, len(st.inbox.pending))
+	for sk, ins := range st.inbox.pending {
 		var s *source
 		for _, in := range ins {
-			if in.State != session.InputPending {
-				continue
-			}
 			if s == nil {
 				s = &source{session.SourceState{Tenant: sk.tenant, Source: sk.id, First: in.At}, in.Seq}
 			}
@@ -173,7 +189,11 @@ func (st *Store) inputsOf(ctx context.Context, source string, after int64, limit
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var out []session.InboxInput
-	for _, in := range st.inbox.sources[keyOf(ctx, source)] {
+	list := st.inbox.sources[keyOf(ctx, source)]
+	if pendingOnly {
+		list = st.inbox.pending[keyOf(ctx, source)]
+	}
+	for _, in := range list {
 		if in.Seq <= after || pendingOnly && in.State != session.InputPending {
 			continue
 		}
@@ -196,6 +216,7 @@ func (st *Store) Refuse(ctx context.Context, ids []string, reason string) error 
 	for _, id := range ids {
 		if in := st.inbox.inputs[key{tenant, id}]; in != nil && in.State == session.InputPending {
 			in.State, in.Reason = session.InputRefused, reason
+			st.inbox.settle(in)
 		}
 	}
 	return nil
