@@ -47,6 +47,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		next := g.cfg.Poll
 		states, err := g.inbox.PendingSources(ctx, 0)
+		if err != nil && ctx.Err() != nil {
+			return nil
+		}
 		if err != nil {
 			g.report("", fmt.Errorf("list the inbox: %w", err))
 			timer.Reset(next)
