@@ -92,6 +92,9 @@ type Config struct {
 	MCPSeparator string           `yaml:"mcp_separator,omitempty"`
 	Agents       map[string]Agent `yaml:"agents,omitempty"`
 	Server       Server           `yaml:"server,omitempty"`
+	// Gateway configures the gateway: how input from the outside world
+	// (agentrt send, the server's transports) becomes turns.
+	Gateway Gateway `yaml:"gateway,omitempty"`
 
 	file  string              // name given to Parse; "" for Default
 	pos   map[string]Position // key path -> where it is written
@@ -165,6 +168,9 @@ type Agent struct {
 	Compaction    Compaction    `yaml:"compaction,omitempty"`
 	LoopDetection LoopDetection `yaml:"loop_detection,omitempty"`
 	Memory        AgentMemory   `yaml:"memory,omitempty"`
+	// Gateway overrides the gateway's settings for the sources whose
+	// sessions belong to the agent; a source's own settings win.
+	Gateway GatewaySettings `yaml:"gateway,omitempty"`
 }
 
 // InputLimit is MaxInputBytes, or DefaultMaxInputBytes when it is zero.
@@ -299,6 +305,57 @@ type Server struct {
 	Addr string `yaml:"addr,omitempty"`
 	// APIKeys map bearer keys to tenants. No keys means no authentication.
 	APIKeys []APIKey `yaml:"api_keys,omitempty"`
+}
+
+// Gateway policies: what the gateway does with input for a source whose
+// turn is running. The empty policy means GatewayInterrupt.
+const (
+	GatewayInterrupt = "interrupt" // the turn restarts with the new input merged
+	GatewayQueue     = "queue"     // the next turn answers it
+	GatewayReject    = "reject"    // it is refused (input_rejected)
+)
+
+// GatewaySettings are the settings of the gateway an agent or a source
+// may override. Zero values keep what they override.
+type GatewaySettings struct {
+	// Debounce is how long a source must stay quiet before its turn
+	// starts; zero starts it at once.
+	Debounce Duration `yaml:"debounce,omitempty"`
+	// MaxWait bounds the debounce from a source's first pending input;
+	// zero means 10 × Debounce.
+	MaxWait Duration `yaml:"max_wait,omitempty"`
+	// Policy is GatewayInterrupt, GatewayQueue or GatewayReject.
+	Policy string `yaml:"policy,omitempty"`
+}
+
+// Gateway configures the gateway: its settings for every source, the
+// bounds of its loop, and the sources' own settings.
+type Gateway struct {
+	GatewaySettings `yaml:",inline"`
+	// Workers bounds the sources served at once; zero means 64.
+	Workers int `yaml:"workers,omitempty"`
+	// Poll is how often the gateway looks for input other processes
+	// stored; zero means 200ms.
+	Poll Duration `yaml:"poll,omitempty"`
+	// Sources are the settings of named sources.
+	Sources map[string]GatewaySource `yaml:"sources,omitempty"`
+}
+
+// GatewaySource is one entry of gateway.sources.
+type GatewaySource struct {
+	GatewaySettings `yaml:",inline"`
+	// Session is the session the source's inputs go to when they name
+	// none; empty means the session named after the source.
+	Session string `yaml:"session,omitempty"`
+}
+
+// SessionFor returns the session source's inputs go to when they name
+// none: its gateway.sources entry's session, else the source's name.
+func (c *Config) SessionFor(source string) string {
+	if s := c.Gateway.Sources[source].Session; s != "" {
+		return s
+	}
+	return source
 }
 
 // APIKey is one accepted API key and the tenant its requests belong to.

@@ -491,7 +491,39 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		field{"mcp_separator", d.str(&c.MCPSeparator)},
 		field{"agents", func(n *yaml.Node, path string) { c.Agents = named(d, n, path, d.agent) }},
 		field{"server", func(n *yaml.Node, path string) { d.server(n, path, &c.Server) }},
+		field{"gateway", func(n *yaml.Node, path string) { d.gateway(n, path, &c.Gateway) }},
 	)
+}
+
+// gatewaySettings are the fields of the settings an agent or a source
+// may override.
+func (d *decoder) gatewaySettings(s *GatewaySettings) []field {
+	return []field{
+		{"debounce", d.duration(&s.Debounce)},
+		{"max_wait", d.duration(&s.MaxWait)},
+		{"policy", func(n *yaml.Node, path string) {
+			d.str(&s.Policy)(n, path)
+			switch s.Policy {
+			case "", GatewayInterrupt, GatewayQueue, GatewayReject:
+			default:
+				policies := []string{GatewayInterrupt, GatewayQueue, GatewayReject}
+				d.errorf(n, path, "unknown policy %q%s (want %s)", s.Policy, suggest(s.Policy, policies), strings.Join(policies, ", "))
+			}
+		}},
+	}
+}
+
+func (d *decoder) gateway(n *yaml.Node, path string, g *Gateway) {
+	d.mapping(n, path, append(d.gatewaySettings(&g.GatewaySettings),
+		field{"workers", number(d, &g.Workers)},
+		field{"poll", d.duration(&g.Poll)},
+		field{"sources", func(n *yaml.Node, path string) {
+			g.Sources = named(d, n, path, func(n *yaml.Node, path string, s *GatewaySource) {
+				d.mapping(n, path, append(d.gatewaySettings(&s.GatewaySettings),
+					field{"session", d.str(&s.Session)})...)
+			})
+		}},
+	)...)
 }
 
 // named decodes a mapping from user-chosen names to T.
@@ -641,6 +673,7 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 				field{"remember_turns", d.boolean(&m.RememberTurns)},
 			)
 		}},
+		field{"gateway", func(n *yaml.Node, path string) { d.mapping(n, path, d.gatewaySettings(&a.Gateway)...) }},
 		field{"loop_detection", func(n *yaml.Node, path string) {
 			l := &a.LoopDetection
 			d.mapping(n, path,

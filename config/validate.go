@@ -166,6 +166,61 @@ func (d *decoder) validate(c *Config) {
 		}
 	}
 	d.validateServer(c)
+	d.validateGateway(c)
+}
+
+// CheckSessionID reports whether id is usable as a session id written in
+// the config: 1 to 128 characters, letters, digits, '_', '.', '-', ':'
+// and '@', and not the id of an agent's hidden rule log ("_rules.NAME").
+func CheckSessionID(id string) error {
+	if id == "" || len(id) > 128 {
+		return fmt.Errorf("session id %q: want 1 to 128 characters", id)
+	}
+	for i := 0; i < len(id); i++ {
+		switch ch := id[i]; {
+		case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', '0' <= ch && ch <= '9',
+			ch == '_', ch == '.', ch == '-', ch == ':', ch == '@':
+		default:
+			return fmt.Errorf("session id %q: want only letters, digits, '_', '.', '-', ':' and '@'", id)
+		}
+	}
+	if strings.HasPrefix(id, "_rules.") {
+		return fmt.Errorf("session id %q: ids starting with _rules. are the agents' rule logs", id)
+	}
+	return nil
+}
+
+func (d *decoder) validateGateway(c *Config) {
+	d.checkGatewaySettings(c, "gateway", c.Gateway.GatewaySettings)
+	for _, name := range sortedKeys(c.Gateway.Sources) {
+		p := join("gateway.sources", name)
+		src := c.Gateway.Sources[name]
+		if strings.TrimSpace(name) == "" {
+			d.at(c, p, "a source needs a name")
+		}
+		d.checkGatewaySettings(c, p, src.GatewaySettings)
+		if src.Session == "" {
+			if len(c.unset[p+".session"]) > 0 && !d.failed[p+".session"] {
+				d.at(c, p+".session", "%s", c.empty(p+".session", "session"))
+			}
+			continue
+		}
+		if err := CheckSessionID(src.Session); err != nil {
+			d.atValue(c, p+".session", "%v", err)
+		}
+	}
+	for _, name := range sortedKeys(c.Agents) {
+		d.checkGatewaySettings(c, "agents."+name+".gateway", c.Agents[name].Gateway)
+	}
+}
+
+// checkGatewaySettings reports a max_wait below the debounce written
+// beside it: the turn would always start at max_wait.
+func (d *decoder) checkGatewaySettings(c *Config, p string, s GatewaySettings) {
+	if s.MaxWait > 0 && s.Debounce > 0 && s.MaxWait < s.Debounce {
+		d.atValue(c, p+".max_wait", "max_wait (%s) is below debounce (%s), so every turn would wait max_wait; raise max_wait or lower debounce",
+			s.MaxWait, s.Debounce)
+	}
 }
 
 func (d *decoder) validateModel(c *Config, name string, m Model) {

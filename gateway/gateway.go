@@ -179,6 +179,10 @@ type serving struct {
 	run         *agentrt.Run         // the turn's agent run, while it runs
 	interrupted bool                 // newer input interrupted the turn
 	steer       []session.InboxInput // input to steer into the run once it starts
+	// upto is the Seq of the newest input the turn answers (zero before
+	// the first turn): input up to it is the turn's own, not newer input
+	// its policy applies to.
+	upto int64
 }
 
 // New returns a Gateway.
@@ -380,8 +384,12 @@ func (g *Gateway) arrived(ctx context.Context, in session.InboxInput) error {
 	k := skey{in.Tenant, in.Source}
 	g.mu.Lock()
 	s := g.serving[k]
+	own := s != nil && in.Seq <= s.upto
+	begun := s != nil && s.upto > 0
 	g.mu.Unlock()
-	if s == nil {
+	if s == nil || own || !begun {
+		// No turn runs, or the one that runs (or is about to, its worker
+		// started as the input was stored) answers this input.
 		return nil
 	}
 	_, _, policy := g.settings(in.Source, in.Metadata[agentKey])

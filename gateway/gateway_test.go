@@ -103,7 +103,17 @@ type env struct {
 
 func newEnv(t *testing.T, cfg gateway.Config) *env {
 	t.Helper()
+	return newEnvWrapped(t, cfg, nil)
+}
+
+// newEnvWrapped is newEnv with the runner's store wrap(the memstore).
+func newEnvWrapped(t *testing.T, cfg gateway.Config, wrap func(*memstore.Store) session.Store) *env {
+	t.Helper()
 	e := &env{store: memstore.New(), bot: &bot{}}
+	var store session.Store = e.store
+	if wrap != nil {
+		store = wrap(e.store)
+	}
 	refund := tool.Must(tool.New("refund", "refunds an order", func(ctx context.Context, in struct {
 		Order string `json:"order"`
 	}) (string, error) {
@@ -123,7 +133,7 @@ func newEnv(t *testing.T, cfg gateway.Config) *env {
 	}
 	a := &agentrt.Agent{Name: "assistant", Model: e.bot, Tools: reg}
 	a.Compaction.Off = true
-	e.r, err = agentrt.NewRunner(agentrt.Config{Store: e.store, Agents: []*agentrt.Agent{a}})
+	e.r, err = agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{a}})
 	if err != nil {
 		t.Fatal(err)
 	}

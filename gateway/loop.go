@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		next := g.cfg.Poll
 		states, err := g.inbox.PendingSources(ctx, 0)
+		if err != nil && ctx.Err() != nil {
+			return nil
+		}
 		if err != nil {
 			g.report("", fmt.Errorf("list the inbox: %w", err))
 			timer.Reset(next)
@@ -75,7 +79,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			g.serving[k] = s
 			delete(g.backoff, k)
 			g.mu.Unlock()
-			wg.Go(func() { g.serve(ctx, k, s) })
+			wg.Go(func() { g.serve(ctx, k, s, serveOpts{}) })
 		}
 		timer.Reset(max(next, time.Millisecond))
 	}
@@ -103,37 +107,52 @@ func (g *Gateway) settleWait(source, agent string, first, last, now time.Time) t
 // again later.
 var errElsewhere = errors.New("the session runs elsewhere")
 
+// serveOpts change how serve serves a source: Run's workers use the zero
+// value; Answer sets them all.
+type serveOpts struct {
+	eager bool                      // start at once, without waiting for the source to settle
+	until string                    // stop once this input is not pending any more
+	yield func(*session.Event) bool // run the agent on serve's goroutine, handing its events here
+}
+
 // serve runs the turns of source k while its inputs keep coming and have
-// settled, restarting a turn that newer input interrupted.
-func (g *Gateway) serve(ctx context.Context, k skey, s *serving) {
+// settled, restarting a turn that newer input interrupted. It returns the
+// first failure, which it has reported (OnError) too.
+func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (failed error) {
 	defer func() {
 		g.mu.Lock()
 		delete(g.serving, k)
 		g.mu.Unlock()
 		g.poke()
 	}()
+	fail := func(err error) {
+		g.report(k.source, err)
+		if failed == nil {
+			failed = err
+		}
+	}
 	ctx = session.WithTenant(ctx, k.tenant)
 	var carried []session.InboxInput // answered by the interrupted turn this one restarts
 	restart := 0
 	for ctx.Err() == nil {
 		pending, err := g.inbox.Pending(ctx, k.source)
 		if err != nil {
-			g.report(k.source, fmt.Errorf("read the inbox: %w", err))
-			return
+			fail(fmt.Errorf("read the inbox: %w", err))
+			return failed
 		}
-		if len(pending) == 0 {
-			return
+		if len(pending) == 0 || o.until != "" && !slices.ContainsFunc(pending, func(in session.InboxInput) bool { return in.ID == o.until }) {
+			return failed
 		}
 		newest := pending[len(pending)-1]
-		if g.settleWait(k.source, newest.Metadata[agentKey], pending[0].At, newest.At, g.now()) > 0 {
-			return // the loop comes back when it has settled
+		if !o.eager && g.settleWait(k.source, newest.Metadata[agentKey], pending[0].At, newest.At, g.now()) > 0 {
+			return failed // the loop comes back when it has settled
 		}
 		g.mu.Lock()
-		s.interrupted, s.run, s.steer = false, nil, nil
+		s.interrupted, s.run, s.steer, s.upto = false, nil, nil, newest.Seq
 		g.mu.Unlock()
 		inputs := append(slices.Clone(carried), pending...)
 		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[len(pending)-1].SessionID, Inputs: inputs,
-			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried)}
+			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
 		err = t.runGroups(ctx, g.groups)
 		g.mu.Lock()
 		interrupted := s.interrupted
@@ -141,21 +160,32 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving) {
 		g.mu.Unlock()
 		still, perr := g.stillPending(ctx, k.source, t.Inputs)
 		switch {
+		case perr != nil && ctx.Err() != nil:
+			return failed // shutting down: what is pending stays so
 		case perr != nil:
-			g.report(k.source, perr)
-			return
+			fail(perr)
+			return failed
 		case errors.Is(err, errElsewhere):
 			g.mu.Lock()
 			g.backoff[k] = g.now().Add(g.cfg.Poll)
 			g.mu.Unlock()
-			return
+			if failed == nil {
+				failed = err
+			}
+			return failed
 		case err != nil && ctx.Err() != nil:
-			return // shutting down: the inputs stay pending
+			return cmp.Or(failed, err) // shutting down: the inputs stay pending
 		case err != nil:
 			g.setAside(ctx, k.source, still, agentrt.CodeModuleFailed, err.Error())
+			if failed == nil {
+				failed = err
+			}
 			carried, restart = nil, 0
 		case t.stopped != "":
 			g.setAside(ctx, k.source, still, agentrt.CodeTurnStopped, t.stopped)
+			if failed == nil {
+				failed = &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeTurnStopped, Msg: t.stopped}
+			}
 			carried, restart = nil, 0
 		case interrupted:
 			// Restart from the head of the pipeline with every input:
@@ -166,6 +196,7 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving) {
 			carried, restart = nil, 0
 		}
 	}
+	return failed
 }
 
 // stillPending returns the ids of inputs that are still pending.
@@ -267,6 +298,9 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 		}
 	}
 	_, _, policy := g.settings(t.Source, t.Merged.Metadata[agentKey])
+	if t.yield != nil {
+		return g.runInline(ctx, t, in, policy)
+	}
 	var h *agentrt.Run
 	for {
 		var err error
@@ -274,33 +308,55 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 		if err == nil {
 			break
 		}
-		switch agentrt.AsError(err).ErrorCode() {
-		case agentrt.CodeBusy, agentrt.CodeLeaseHeld, agentrt.CodeWaiting:
-			// The session runs elsewhere, or waits for a person: newer
-			// input interrupts it, by the source's policy.
-			if policy != Interrupt {
-				return errElsewhere
-			}
-			if _, ierr := g.r.Interrupt(ctx, t.Session, "newer input from source "+t.Source); ierr != nil &&
-				agentrt.AsError(ierr).ErrorCode() != agentrt.CodeNotRunning {
-				return errElsewhere
-			}
-		case agentrt.CodeUnfinishedRun:
-			// Its last run stopped with its process: it ends first.
-			rh, rerr := g.r.StartResume(ctx, t.Session)
-			if rerr != nil {
-				return errElsewhere
-			}
-			if _, werr := rh.Wait(ctx); werr != nil && ctx.Err() != nil {
-				return werr
-			}
-		default:
-			return err
-		}
-		if err := ctx.Err(); err != nil {
+		if err := g.notStarted(ctx, t, policy, err); err != nil {
 			return err
 		}
 	}
+	g.track(t, h)
+	res, err := h.Wait(ctx)
+	t.mu.Lock()
+	t.result = &agentResult{res: res}
+	t.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// notStarted deals with err, which kept the turn's agent run from
+// starting: nil to try again, once the session is free (by the source's
+// policy, the run in the way was interrupted, or a crashed run ended),
+// else the error that ends the turn.
+func (g *Gateway) notStarted(ctx context.Context, t *Turn, policy Policy, err error) error {
+	switch agentrt.AsError(err).ErrorCode() {
+	case agentrt.CodeBusy, agentrt.CodeLeaseHeld, agentrt.CodeWaiting:
+		// The session runs elsewhere, or waits for a person: newer
+		// input interrupts it, by the source's policy.
+		if policy != Interrupt {
+			return fmt.Errorf("%w: %w", errElsewhere, err)
+		}
+		if _, ierr := g.r.Interrupt(ctx, t.Session, "newer input from source "+t.Source); ierr != nil &&
+			agentrt.AsError(ierr).ErrorCode() != agentrt.CodeNotRunning {
+			return fmt.Errorf("%w: %w", errElsewhere, ierr)
+		}
+	case agentrt.CodeUnfinishedRun:
+		// Its last run stopped with its process: it ends first.
+		rh, rerr := g.r.StartResume(ctx, t.Session)
+		if rerr != nil {
+			return fmt.Errorf("%w: %w", errElsewhere, rerr)
+		}
+		if _, werr := rh.Wait(ctx); werr != nil && ctx.Err() != nil {
+			return werr
+		}
+	default:
+		return err
+	}
+	return ctx.Err()
+}
+
+// track records h as the turn's agent run, which newer input from the
+// source interrupts; input that came while it started interrupts it now.
+func (g *Gateway) track(t *Turn, h *agentrt.Run) {
 	g.mu.Lock()
 	t.s.run = h
 	interrupted := t.s.interrupted
@@ -316,12 +372,51 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 		}
 		h.Steer(g.merge.Merge([]session.InboxInput{in}).Text, []string{in.ID})
 	}
-	res, err := h.Wait(ctx)
-	t.mu.Lock()
-	t.result = &agentResult{res: res}
-	t.mu.Unlock()
-	if err != nil && ctx.Err() == nil {
-		return err
+}
+
+// runInline runs the turn's agent on the calling goroutine, as
+// Runner.Run does, handing each event to the turn's yield (see Answer).
+func (g *Gateway) runInline(ctx context.Context, t *Turn, in agentrt.Input, policy Policy) error {
+	for {
+		res := &agentrt.Result{SessionID: t.Session}
+		started := false
+		var runErr error
+		for e, err := range g.r.Run(ctx, t.Session, in) {
+			if err != nil {
+				runErr = err
+				break
+			}
+			if !started {
+				started = true
+				if h, ok := g.r.Active(ctx, t.Session); ok {
+					g.track(t, h)
+				}
+			}
+			switch d := e.Data.(type) {
+			case *session.RunStarted:
+				res.RunID = e.RunID
+			case *session.Final:
+				res.Text = d.Text
+			case *session.RunFinished:
+				res.Status, res.Reason, res.Usage = d.Status, d.Reason, d.Usage
+			case *session.Error:
+				res.Err = d
+			}
+			if !t.yield(e) {
+				break // leaving Run's loop cancels the run
+			}
+		}
+		if started {
+			t.mu.Lock()
+			t.result = &agentResult{res: res}
+			t.mu.Unlock()
+			if runErr != nil && ctx.Err() == nil {
+				return runErr
+			}
+			return nil
+		}
+		if err := g.notStarted(ctx, t, policy, runErr); err != nil {
+			return err
+		}
 	}
-	return nil
 }

@@ -80,6 +80,9 @@ type Turn struct {
 	stopped     string         // the reason a module stopped the turn; guarded by mu
 	interrupted atomic.Bool
 	result      *agentResult // the agent module's; guarded by mu
+	// yield, when set, runs the agent on the module's goroutine and
+	// receives its events (Answer).
+	yield func(*session.Event) bool
 }
 
 // Set records a value for later modules.

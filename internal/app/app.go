@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
+	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/memory"
 	"github.com/agentrt/agentrt/memory/pgmem"
 	"github.com/agentrt/agentrt/memory/sqlitemem"
@@ -57,6 +58,11 @@ type Options struct {
 	// It is called on a goroutine of the app's, one call at a time per
 	// server, and must not block: Close waits for it.
 	OnMCPToolsChanged func(server string, err error)
+	// GatewayModules are added to the gateway's module pipeline (see
+	// gateway.Module); GatewayOnError hears of the failures of its turns
+	// that nobody's call returns (gateway.Config.OnError).
+	GatewayModules []gateway.Module
+	GatewayOnError func(source string, err error)
 	// ReadOnly says the caller only reads sessions (listing, showing):
 	// a SQLite database this process may not write is then opened
 	// read-only, and the agents' memory is not opened, rather than
@@ -67,7 +73,8 @@ type Options struct {
 // App is a configured runtime, built to run for as long as its owner
 // needs: a server builds one and keeps it for weeks. Whatever Build
 // started or opened (MCP servers' processes and connections, the store,
-// the memory, the providers' connections, the runner's runs) is ended by
+// the memory, the providers' connections, the runner's runs, the
+// gateway's loop) is ended by
 // Close, which may be called more than once; a Build that fails ends it
 // before it returns.
 type App struct {
@@ -87,6 +94,10 @@ type App struct {
 	// MCP holds the connections to the configured MCP servers (nil when
 	// there are none).
 	MCP *mcptool.Manager
+	// Gateway is how input from the outside world enters a session
+	// (agentrt send, agentrt run); nil when the store keeps no inbox.
+	// RunGateway runs its loop.
+	Gateway *gateway.Gateway
 
 	memMu sync.Mutex // serializes OpenMemory
 
@@ -346,6 +357,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		return r.Close(ctx)
 	})
 	a.Store, a.Runner = st, r
+	if err := a.buildGateway(cfg, opts); err != nil {
+		return nil, err
+	}
 	a.followMCPTools(cfg, opts.OnMCPToolsChanged)
 	return a, nil
 }
@@ -436,7 +450,8 @@ func isScheme(s string) bool {
 	return true
 }
 
-// Close ends what the app started, last started first: it stops the runs
+// Close ends what the app started, last started first: it stops the
+// gateway's loop (RunGateway) and waits for its workers, then the runs
 // the runner started in the background, then closes the memory and the
 // store, the providers' idle connections, a recording (which writes it),
 // and the MCP servers (their processes end, and the goroutines that

@@ -23,14 +23,14 @@ import (
 )
 
 type runFlags struct {
-	agent, session, approve, plan string
-	json                          bool
+	agent, session, approve, plan, source string
+	json                                  bool
 }
 
 func newRunCmd(g *globals) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run [--agent A] [--session ID] [--json] [--approve ask|auto|deny] [--plan plan.json] TEXT|-",
+		Use:   "run [--agent A] [--session ID] [--source S] [--json] [--approve ask|auto|deny] [--plan plan.json] TEXT|-",
 		Short: "run one turn and print its events (with --plan, execute that plan: strategy plan_execute)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,7 +63,17 @@ func newRunCmd(g *globals) *cobra.Command {
 				p.decideBy(f.approve)
 				// With --agent, a session of another agent is an error, not
 				// a silent run of that other agent.
-				res := p.print(a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: "cli", Agent: f.agent, Plan: plan}))
+				var events iter.Seq2[*session.Event, error]
+				if a.Gateway != nil && plan == nil {
+					// One way in: the input is stored in the source's
+					// inbox, and the gateway's turn answers it here.
+					events = throughGateway(ctx, a, a.Gateway, f.source, f.agent, id, text)
+				} else {
+					// A caller's plan is not an input of the inbox; a store
+					// without an inbox has no gateway.
+					events = a.Runner.Run(ctx, id, agentrt.Input{Text: text, Source: f.source, Agent: f.agent, Plan: plan})
+				}
+				res := p.print(events)
 				if isWaiting(res.err) {
 					// The input was not taken: the session waits for a
 					// person first.
@@ -78,6 +88,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON event per line")
 	cmd.Flags().StringVar(&f.approve, "approve", "ask", "tool calls that need approval: ask, auto or deny")
 	cmd.Flags().StringVar(&f.plan, "plan", "", "a JSON file holding the plan to execute (the agent's strategy must be plan_execute)")
+	cmd.Flags().StringVar(&f.source, "source", "cli", "the source the input comes from, for the gateway (its settings in agentrt.yaml)")
 	return cmd
 }
 

@@ -1,0 +1,47 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// Answer runs, in this process and at once, the turn that answers the
+// input sub names (what Submit returned, for ctx's tenant): the source's
+// pending inputs, merged, through the module pipeline, without waiting
+// for the source to settle — the caller knows its input is complete, as
+// `agentrt run`'s is. The agent runs on the calling goroutine, and yield
+// receives each of its events as Runner.Run yields them: committed
+// events, and live tokens as the model streams. Returning false cancels
+// the run, as leaving Runner.Run's loop does; so does ctx ending, with
+// ctx's cause (a person's Ctrl-C is agentrt.ErrSignalInterrupt).
+//
+// Answer returns once the input is not pending any more: answered — by
+// this turn, or by a turn of another process, whose events yield does
+// not see (Runner.Watch shows them) — or refused. Its error is a turn's
+// that failed (its inputs are set aside, refused with the failure, as
+// Run's workers do), or the one that kept the agent from starting when
+// the session runs elsewhere and the source's policy does not interrupt
+// it (the input stays pending). When a worker of Run in this process
+// serves the source already, Answer returns nil at once: that worker
+// answers the input.
+func (g *Gateway) Answer(ctx context.Context, sub *Submitted, yield func(*session.Event) bool) error {
+	if sub == nil || sub.ID == "" || sub.Source == "" {
+		return errors.New("gateway: Answer needs a submitted input")
+	}
+	if yield == nil {
+		yield = func(*session.Event) bool { return true }
+	}
+	k := skey{session.TenantOf(ctx), sub.Source}
+	s := &serving{}
+	g.mu.Lock()
+	if _, busy := g.serving[k]; busy {
+		g.mu.Unlock()
+		return nil
+	}
+	g.serving[k] = s
+	delete(g.backoff, k)
+	g.mu.Unlock()
+	return g.serve(ctx, k, s, serveOpts{eager: true, until: sub.ID, yield: yield})
+}
