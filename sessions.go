@@ -200,7 +200,8 @@ const rulesPrefix = "_rules."
 
 // ListSessions lists sessions as the store does (of ctx's tenant, or of
 // every tenant with opts.AllTenants), leaving out the agents' hidden rule
-// logs (whose ids start with "_rules."): a page may so hold fewer than
+// logs (whose ids start with "_rules.") and claims ("_claim.", see
+// Claim): a page may so hold fewer than
 // opts.Limit sessions. last is the last session the store listed, nil
 // when the page was the last one: the next page starts after it
 // (ListOptions.After = last.ID, AfterTenant = last.Tenant), which is the
@@ -219,7 +220,7 @@ func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (pa
 	}
 	page = all[:0]
 	for _, s := range all {
-		if !strings.HasPrefix(s.ID, rulesPrefix) {
+		if !strings.HasPrefix(s.ID, rulesPrefix) && !strings.HasPrefix(s.ID, claimPrefix) {
 			page = append(page, s)
 		}
 	}

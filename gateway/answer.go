@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/agentrt/agentrt/session"
 )
@@ -19,7 +21,9 @@ import (
 //
 // Answer returns once the input is not pending any more: answered — by
 // this turn, or by a turn of another process, whose events yield does
-// not see (Runner.Watch shows them) — or refused. Its error is a turn's
+// not see (Runner.Watch shows them) — or refused. While another process
+// serves the source (holds its claim), Answer waits for it to answer
+// the input, or to let the source go. Its error is a turn's
 // that failed (its inputs are set aside, refused with the failure, as
 // Run's workers do), or the one that kept the agent from starting when
 // the session runs elsewhere and the source's policy does not interrupt
@@ -34,14 +38,36 @@ func (g *Gateway) Answer(ctx context.Context, sub *Submitted, yield func(*sessio
 		yield = func(*session.Event) bool { return true }
 	}
 	k := skey{session.TenantOf(ctx), sub.Source}
-	s := &serving{}
-	g.mu.Lock()
-	if _, busy := g.serving[k]; busy {
+	for {
+		s := &serving{}
+		g.mu.Lock()
+		if _, busy := g.serving[k]; busy {
+			g.mu.Unlock()
+			return nil
+		}
+		g.serving[k] = s
+		delete(g.backoff, k)
 		g.mu.Unlock()
-		return nil
+		err := g.serve(ctx, k, s, serveOpts{eager: true, until: sub.ID, yield: yield})
+		if !errors.Is(err, errClaimed) {
+			return err
+		}
+		// Another process serves the source: it answers the input (it
+		// sees it in the inbox, and applies the source's policy to it)
+		// unless it lets the source go first; then this one serves it.
+		t := time.NewTimer(g.cfg.Poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		ins, err := g.inbox.Inputs(ctx, sub.Source, sub.Seq-1, 1)
+		if err != nil {
+			return fmt.Errorf("read the inbox: %w", err)
+		}
+		if len(ins) == 1 && ins[0].ID == sub.ID && ins[0].State != session.InputPending {
+			return nil
+		}
 	}
-	g.serving[k] = s
-	delete(g.backoff, k)
-	g.mu.Unlock()
-	return g.serve(ctx, k, s, serveOpts{eager: true, until: sub.ID, yield: yield})
 }

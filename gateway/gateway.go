@@ -176,6 +176,7 @@ type skey struct{ tenant, source string }
 
 // serving is a source a worker serves; the Gateway's mu guards it.
 type serving struct {
+	turn        *Turn                // the turn that runs, nil between turns
 	run         *agentrt.Run         // the turn's agent run, while it runs
 	interrupted bool                 // newer input interrupted the turn
 	steer       []session.InboxInput // input to steer into the run once it starts
@@ -183,6 +184,10 @@ type serving struct {
 	// the first turn): input up to it is the turn's own, not newer input
 	// its policy applies to.
 	upto int64
+	// applied holds the newer inputs the source's policy was applied to
+	// during the turn (whether they were submitted here, or seen in the
+	// inbox, submitted by another process).
+	applied map[string]bool
 }
 
 // New returns a Gateway.
@@ -384,14 +389,28 @@ func (g *Gateway) arrived(ctx context.Context, in session.InboxInput) error {
 	k := skey{in.Tenant, in.Source}
 	g.mu.Lock()
 	s := g.serving[k]
-	own := s != nil && in.Seq <= s.upto
-	begun := s != nil && s.upto > 0
 	g.mu.Unlock()
-	if s == nil || own || !begun {
-		// No turn runs, or the one that runs (or is about to, its worker
-		// started as the input was stored) answers this input.
+	if s == nil {
 		return nil
 	}
+	return g.apply(ctx, k, s, in)
+}
+
+// apply applies the source's policy to in, newer input for source k,
+// which s serves, unless s runs no turn now, the turn answers in already
+// (its worker started as the input was stored: the input is its own), or
+// the policy was applied to it before.
+func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.InboxInput) error {
+	g.mu.Lock()
+	if g.serving[k] != s || s.turn == nil || in.Seq <= s.upto || s.applied[in.ID] {
+		g.mu.Unlock()
+		return nil
+	}
+	if s.applied == nil {
+		s.applied = make(map[string]bool)
+	}
+	s.applied[in.ID] = true
+	g.mu.Unlock()
 	_, _, policy := g.settings(in.Source, in.Metadata[agentKey])
 	switch policy {
 	case Reject:
@@ -424,6 +443,9 @@ func (g *Gateway) interrupt(k skey, s *serving) {
 		return
 	}
 	s.interrupted = true
+	if s.turn != nil {
+		s.turn.interrupted.Store(true)
+	}
 	if s.run != nil {
 		s.run.Interrupt("newer input from source " + k.source)
 	}

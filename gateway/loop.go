@@ -102,6 +102,62 @@ func (g *Gateway) settleWait(source, agent string, first, last, now time.Time) t
 	return min(debounce-quiet, maxWait-waited)
 }
 
+// errClaimed says another runner serves the source (holds its claim):
+// the inputs stay pending, for it to answer.
+var errClaimed = errors.New("another runner serves the source")
+
+// claimName is the name of source's claim (see Runner.Claim).
+func claimName(source string) string { return "gateway.source:" + source }
+
+// watch looks at source k's inbox every Poll while s serves it, for
+// newer input than a running turn answers that this process was not told
+// of — submitted by another process — and applies the source's policy
+// to it, as Submit does to input submitted here. stop ends the watch.
+func (g *Gateway) watch(ctx context.Context, k skey, s *serving) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(g.cfg.Poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			g.mu.Lock()
+			upto, running := s.upto, s.turn != nil
+			g.mu.Unlock()
+			if !running {
+				continue
+			}
+			pending, err := g.inbox.Pending(ctx, k.source)
+			if err != nil {
+				continue // the worker's next read of the inbox reports it
+			}
+			for _, in := range pending {
+				if in.Seq > upto {
+					if err := g.apply(ctx, k, s, in); err != nil && !isRejected(err) {
+						g.report(k.source, err)
+					}
+				}
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// isRejected reports whether err is apply's refusal of an input by the
+// reject policy: the submitter's news, not a failure.
+func isRejected(err error) bool {
+	return agentrt.AsError(err).ErrorCode() == agentrt.CodeInputRejected
+}
+
 // errElsewhere says the source's session runs elsewhere (another process,
 // a person's run): the worker leaves the inputs pending, to be tried
 // again later.
@@ -132,6 +188,22 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		}
 	}
 	ctx = session.WithTenant(ctx, k.tenant)
+	// One process at a time serves a source: the others leave it be
+	// while this one holds its claim.
+	ctx, release, err := g.r.Claim(ctx, claimName(k.source))
+	if err != nil {
+		if agentrt.AsError(err).ErrorCode() == agentrt.CodeLeaseHeld {
+			g.mu.Lock()
+			g.backoff[k] = g.now().Add(g.cfg.Poll)
+			g.mu.Unlock()
+			return fmt.Errorf("%w: %w", errClaimed, err)
+		}
+		fail(fmt.Errorf("claim the source: %w", err))
+		return failed
+	}
+	defer release()
+	stop := g.watch(ctx, k, s)
+	defer stop()
 	var carried []session.InboxInput // answered by the interrupted turn this one restarts
 	restart := 0
 	for ctx.Err() == nil {
@@ -147,16 +219,16 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		if !o.eager && g.settleWait(k.source, newest.Metadata[agentKey], pending[0].At, newest.At, g.now()) > 0 {
 			return failed // the loop comes back when it has settled
 		}
-		g.mu.Lock()
-		s.interrupted, s.run, s.steer, s.upto = false, nil, nil, newest.Seq
-		g.mu.Unlock()
 		inputs := append(slices.Clone(carried), pending...)
 		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[len(pending)-1].SessionID, Inputs: inputs,
 			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
+		g.mu.Lock()
+		s.turn, s.interrupted, s.run, s.steer, s.upto, s.applied = t, false, nil, nil, newest.Seq, nil
+		g.mu.Unlock()
 		err = t.runGroups(ctx, g.groups)
 		g.mu.Lock()
 		interrupted := s.interrupted
-		s.run = nil
+		s.turn, s.run = nil, nil
 		g.mu.Unlock()
 		still, perr := g.stillPending(ctx, k.source, t.Inputs)
 		switch {
