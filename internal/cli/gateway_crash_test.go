@@ -62,7 +62,7 @@ func TestProcessGatewayCrashInputsPending(t *testing.T) {
 		}
 
 		g = startGateway(t, e)
-		g.waitStderr("source chat, session support: ")
+		g.waitStderr("source chat") // its turn, or its failure
 		stop(g)
 		want := "hi\n\nI need a refund\n\nthe blue one"
 		checkAnsweredOnce(p, "chat", "support", ids, want)
@@ -98,7 +98,7 @@ gateway:
 		checkPending(p, "chat", ids)
 
 		g = startGateway(t, e, "AGENTRT_CHAT_DEBOUNCE=1ms")
-		g.waitStderr("source chat, session chat: ")
+		g.waitStderr("source chat") // its turn, or its failure
 		stop(g)
 		want := "hi\n\nI need a refund\n\nthe blue one"
 		checkAnsweredOnce(p, "chat", "chat", ids, want)
@@ -134,7 +134,7 @@ func TestProcessGatewayCrashDuringModelCall(t *testing.T) {
 
 		f := follow(t, e, "chat")
 		g = startGateway(t, e)
-		if fin := f.waitEvent("run_finished"); !strings.Contains(string(fin.Data), `"status":"done"`) {
+		if fin := awaitEvent(f, "the killed turn's end", "run_finished"); !strings.Contains(string(fin.Data), `"status":"done"`) {
 			t.Fatalf("the resumed turn ended %s", fin.Data)
 		}
 		stop(g)
@@ -185,7 +185,11 @@ replies:
 
 		f := follow(t, e, "chat")
 		g = startGateway(t, e, "AGENTRT_JOURNAL="+journal)
-		req := f.waitEvent("input_required")
+		req := awaitEvent(f, "once's call to be confirmed", "input_required", "run_finished")
+		if req.Type != "input_required" {
+			t.Fatalf("the resumed turn ended %s without asking whether once's call took effect; journal %q",
+				req.Data, journalRuns(t, journal))
+		}
 		var q struct {
 			RequestID string `json:"request_id"`
 			Kind      string `json:"kind"`
@@ -272,6 +276,21 @@ func follow(t *testing.T, e *env, id string) *child {
 	return startChild(t, e.dir, nil, "--config", e.config, "sessions", "events", id, "--follow")
 }
 
+// awaitEvent reads f's events until one of the types comes, and returns
+// it. If f ends first — its time is up: nothing came — the test fails
+// saying what it waited for.
+func awaitEvent(f *child, what string, types ...string) event {
+	f.t.Helper()
+	for l := range f.stdout {
+		var e event
+		if json.Unmarshal([]byte(l), &e) == nil && slices.Contains(types, e.Type) {
+			return e
+		}
+	}
+	f.t.Fatalf("no %s (%s) came: the second gateway did not go on with the turn\n%s", what, strings.Join(types, " or "), f.stderrText())
+	return event{}
+}
+
 // sourceInputs is what the inbox holds of source, in every state.
 func sourceInputs(p procChild, source string) []session.InboxInput {
 	p.t.Helper()
@@ -337,7 +356,8 @@ func checkAnsweredOnce(p procChild, source, sid string, ids []string, input stri
 		}
 		starts = append(starts, e.RunID)
 		if e.RunID != run || !slices.Equal(e.Data.Inputs, ids) || e.Data.Input != input || e.Data.Source != source {
-			p.t.Errorf("run_started of run %s: %+v; want run %s answering %v with %q", e.RunID, e.Data, run, ids, input)
+			p.t.Errorf("run_started of run %s answers %v from %s with %q; want run %s answering %v with %q",
+				e.RunID, e.Data.Inputs, e.Data.Source, e.Data.Input, run, ids, input)
 		}
 	}
 	if len(starts) != 1 {
