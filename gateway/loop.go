@@ -18,8 +18,10 @@ import (
 // a source whose inputs have settled (see Config.Debounce) gets a worker,
 // up to Config.Workers at once, one turn at a time per source. Several
 // processes may run it on one store: an input is answered exactly once,
-// and a source's session runs in one process at a time. It returns when
-// ctx ends and its workers have stopped (a turn in flight is left to the
+// and a source's session runs in one process at a time. It first resumes
+// the runs whose process stopped, a crashed gateway's turns among them
+// (Runner.Recover; a failure goes to Config.OnError). It returns when ctx
+// ends and its workers have stopped (a turn in flight is left to the
 // runner: Runner.Close stops it), or at once if Run is running already.
 func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Lock()
@@ -36,6 +38,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	g.resumeStopped(ctx)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

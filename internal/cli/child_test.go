@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/pgtest"
@@ -31,6 +32,9 @@ import (
 //     returns, else it returns at once.
 //   - journal appends its line to the file AGENTRT_JOURNAL names, so that
 //     a test counts its runs across processes.
+//   - once is journal for a side effect that must not happen twice
+//     (tool.Meta.AtMostOnce); with AGENTRT_ONCE=block it then says so on
+//     stderr and never returns.
 func childTools() []tool.Tool {
 	stubborn := tool.Must(tool.New("stubborn", "ignores cancellation", func(ctx context.Context, _ struct{}) (string, error) {
 		if os.Getenv("AGENTRT_STUBBORN") == "block" {
@@ -60,8 +64,52 @@ func childTools() []tool.Tool {
 		fmt.Fprintf(f, "%s %s %d\n", in.Line, info.IdempotencyKey, info.Attempt)
 		return "recorded " + in.Line, f.Close()
 	}))
-	return []tool.Tool{stubborn, journal}
+	once := tool.Must(tool.New("once", "records a line, at most once", func(ctx context.Context, in struct {
+		Line string `json:"line"`
+	}) (string, error) {
+		f, err := os.OpenFile(os.Getenv("AGENTRT_JOURNAL"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return "", err
+		}
+		info, _ := tool.CallInfoFrom(ctx)
+		fmt.Fprintf(f, "%s %s %d\n", in.Line, info.IdempotencyKey, info.Attempt)
+		if err := f.Close(); err != nil {
+			return "", err
+		}
+		if os.Getenv("AGENTRT_ONCE") == "block" {
+			fmt.Fprintln(os.Stderr, blockedLine("once"))
+			select {} // until the process dies
+		}
+		return "recorded " + in.Line, nil
+	}))
+	return []tool.Tool{stubborn, journal, tool.WithMeta(once, tool.Meta{AtMostOnce: true})}
 }
+
+// childModules are the extra gateway modules of the CLI the child
+// processes run: with AGENTRT_GATE=block, "gate" (before the agent's
+// module) says so on stderr when a turn reaches it and holds the turn
+// until the process stops.
+func childModules() []gateway.Module {
+	if os.Getenv("AGENTRT_GATE") != "block" {
+		return nil
+	}
+	return []gateway.Module{gateModule{}}
+}
+
+type gateModule struct{}
+
+func (gateModule) Name() string { return "gate" }
+func (gateModule) Order() int   { return gateway.AgentOrder - 10 }
+
+func (gateModule) Run(ctx context.Context, _ *gateway.Turn) error {
+	fmt.Fprintln(os.Stderr, blockedLine("gate"))
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// blockedLine is what a child's tool or module that blocks says on
+// stderr, for the test to wait for.
+func blockedLine(name string) string { return "[test] " + name + " blocks" }
 
 // childMain runs the CLI when this test binary is a child process; it
 // reports whether it was.
@@ -69,7 +117,7 @@ func childMain() bool {
 	if os.Getenv("AGENTRT_CLI_CHILD") != "1" {
 		return false
 	}
-	code := cli.Execute(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, app.Options{ExtraTools: childTools()})
+	code := cli.Execute(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, app.Options{ExtraTools: childTools(), GatewayModules: childModules()})
 	os.Exit(code)
 	return true
 }

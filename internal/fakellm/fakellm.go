@@ -19,19 +19,44 @@ import (
 // Server is a fake OpenAI-compatible server.
 type Server struct {
 	*httptest.Server
+	t        testing.TB
 	mu       sync.Mutex
 	requests []map[string]any // guarded by mu
+	holds    []*hold          // requests to hold, first to come first; guarded by mu
+}
+
+// hold is a request Hold asked for: arrived closes when it comes, release
+// lets it go on.
+type hold struct {
+	arrived, release chan struct{}
+	once             sync.Once
 }
 
 // Start starts a server on 127.0.0.1, closed when the test ends. Its base
 // URL for clients is URL + "/v1".
 func Start(t testing.TB) *Server {
-	s := &Server{}
+	s := &Server{t: t}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	s.Server = httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
+}
+
+// Hold makes the next request the server receives wait, before any byte
+// of its answer is written, until release is called or its client goes
+// away (a process killed during the call). arrived is closed once the
+// request came and was recorded: a test knows the model call is under
+// way. Held requests are released when the test ends, so that the
+// server can close.
+func (s *Server) Hold() (arrived <-chan struct{}, release func()) {
+	h := &hold{arrived: make(chan struct{}), release: make(chan struct{})}
+	s.mu.Lock()
+	s.holds = append(s.holds, h)
+	s.mu.Unlock()
+	release = func() { h.once.Do(func() { close(h.release) }) }
+	s.t.Cleanup(release) // before Start's Close, which waits for the handlers
+	return h.arrived, release
 }
 
 // Requests returns the decoded request bodies received so far.
@@ -64,7 +89,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(b, &req)
 	s.mu.Lock()
 	s.requests = append(s.requests, raw)
+	var h *hold
+	if len(s.holds) > 0 {
+		h, s.holds = s.holds[0], s.holds[1:]
+	}
 	s.mu.Unlock()
+	if h != nil {
+		close(h.arrived)
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+			return // the client went away: nobody reads an answer
+		}
+	}
 	if len(req.Messages) == 0 {
 		http.Error(w, `{"error":{"message":"messages is empty","type":"invalid_request_error"}}`, http.StatusBadRequest)
 		return
