@@ -49,6 +49,17 @@ func newSendCmd(g *globals) *cobra.Command {
 							Msg: fmt.Sprintf("no agent %q (configured: %s)", f.agent, strings.Join(a.Runner.AgentNames(), ", "))}
 					}
 				}
+				if f.agent == "" && strings.TrimSpace(f.source) != "" {
+					// An input whose session does not exist yet creates it,
+					// for the default agent: without one, the gateway would
+					// refuse the input later, where its sender does not look.
+					sess := cmpOr(f.session, a.Config.SessionFor(f.source))
+					if _, err := a.Store.GetSession(ctx, sess); errors.Is(err, session.ErrNotFound) {
+						if _, err := defaultAgent(a); err != nil {
+							return err
+						}
+					}
+				}
 				if text, err = readStdinInput(g.s.In, text, a.Config.InputLimit()); err != nil {
 					return err
 				}
