@@ -49,6 +49,17 @@ func newSendCmd(g *globals) *cobra.Command {
 							Msg: fmt.Sprintf("no agent %q (configured: %s)", f.agent, strings.Join(a.Runner.AgentNames(), ", "))}
 					}
 				}
+				if f.agent == "" && strings.TrimSpace(f.source) != "" {
+					// An input whose session does not exist yet creates it,
+					// for the default agent: without one, the gateway would
+					// refuse the input later, where its sender does not look.
+					sess := cmpOr(f.session, a.Config.SessionFor(f.source))
+					if _, err := a.Store.GetSession(ctx, sess); errors.Is(err, session.ErrNotFound) {
+						if _, err := defaultAgent(a); err != nil {
+							return err
+						}
+					}
+				}
 				if text, err = readStdinInput(g.s.In, text, a.Config.InputLimit()); err != nil {
 					return err
 				}
@@ -135,16 +146,24 @@ func (l *turnLog) Run(_ context.Context, t *gateway.Turn) error {
 	for i, in := range t.Inputs {
 		ids[i] = in.ID
 	}
-	what := "no agent run"
+	what, answer := "no agent run", ""
 	if res, ok := t.Result(); ok && res != nil {
 		what = "run " + res.RunID + ": " + string(res.Status)
 		if res.Reason != "" {
 			what += " (" + res.Reason + ")"
 		}
+		if res.Text != "" {
+			// The person who runs the gateway sees what the agent said,
+			// not only that it said something; the log has it whole.
+			answer = "\n  answer: " + oneLineText(res.Text, answerWidth)
+		}
 	}
-	l.say("[gateway] tenant %s, source %s, session %s: %d input(s) (%s), %s", t.Tenant, t.Source, t.Session, len(ids), strings.Join(ids, ", "), what)
+	l.say("[gateway] tenant %s, source %s, session %s: %d input(s) (%s), %s%s", t.Tenant, t.Source, t.Session, len(ids), strings.Join(ids, ", "), what, answer)
 	return nil
 }
+
+// answerWidth is how much of a turn's answer the gateway's log shows.
+const answerWidth = 200
 
 func (l *turnLog) failed(source string, err error) {
 	what := "failed: " + oneLine(err)
@@ -177,6 +196,15 @@ func newInboxCmd(g *globals) *cobra.Command {
 		Short: "the sources with pending inputs (their session, count, version, ages); with --source, that source's inputs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("source") {
+				// They page one source's inputs: silently listing every
+				// source instead would hide the mistake.
+				for _, name := range []string{"after", "limit"} {
+					if cmd.Flags().Changed(name) {
+						return usageErr("--%s needs --source: it pages one source's inputs", name)
+					}
+				}
+			}
 			return g.withAppReading(cmd, func(ctx context.Context, a *app.App) error {
 				gw, err := a.NeedGateway()
 				if err != nil {
