@@ -35,7 +35,7 @@ const (
 	CodeUnknownAgent  = "unknown_agent"  // the runner has no agent of that name
 	CodeNoAgent       = "no_agent"       // no agent named and no default agent
 	CodeWrongAgent    = "wrong_agent"    // the session belongs to another agent
-	CodeProtected     = "protected"      // an agent's rule log: not deleted unless forced
+	CodeProtected     = "protected"      // a hidden session (a rule log, a claim): not run; not deleted unless forced
 	CodeBadSeq        = "bad_seq"        // a seq outside the session's log
 	CodeBadHistory    = "bad_history"    // a conversation to import that does not hold together
 
@@ -95,6 +95,7 @@ const (
 
 	// Gateway: inputs from the outside world (package gateway).
 	CodeUnknownSource = "unknown_source" // an input names no source, or one that maps to no session
+	CodeBadSessionID  = "bad_session_id" // an input's session is not a usable session id
 	CodeKeyConflict   = "key_conflict"   // an idempotency key given to other content
 	CodeInputRejected = "input_rejected" // the source's turn runs, and its policy rejects input meanwhile
 	CodeModuleFailed  = "module_failed"  // a module of the turn failed, panicked or timed out
@@ -155,7 +156,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeUnknownAgent, FailInput, "the runner has no agent of that name", http.StatusNotFound),
 		in(CodeNoAgent, FailInput, "no agent was named and there is no default agent", http.StatusBadRequest),
 		in(CodeWrongAgent, FailInput, "the session belongs to another agent", http.StatusConflict),
-		in(CodeProtected, FailInput, "the session is an agent's rule log, deleted only when forced", http.StatusForbidden),
+		in(CodeProtected, FailInput, "the session is hidden (an agent's rule log, a claim): no turn runs in it, and it is deleted only when forced", http.StatusForbidden),
 		in(CodeBadSeq, FailInput, "the seq is outside the session's log", http.StatusBadRequest),
 		in(CodeBadHistory, FailInput, "the conversation to import does not hold together (the message says where)", http.StatusBadRequest),
 
@@ -207,6 +208,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeMaxTurnDuration, FailLimit, "the turn ran for limits.max_turn_duration; the run pauses", http.StatusUnprocessableEntity),
 		in(CodeSessionMaxTokens, FailLimit, "the session reached limits.session_max_tokens; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
 		in(CodeUnknownSource, FailInput, "the input names no source, or its source maps to no session", http.StatusBadRequest),
+		in(CodeBadSessionID, FailInput, "the input's session (given, or its source's) is not a usable id: 1 to 128 letters, digits, '_', '.', '-', ':' or '@', not a hidden session's", http.StatusBadRequest),
 		in(CodeKeyConflict, FailInput, "the idempotency key was given to another input of the source", http.StatusConflict),
 		in(CodeInputRejected, FailState, "the source's turn is running and its policy rejects input meanwhile; the input is kept, refused", http.StatusConflict),
 		in(CodeModuleFailed, FailInternal, "a module of the turn failed, panicked or timed out; the turn's inputs are set aside, refused with the reason", http.StatusInternalServerError),

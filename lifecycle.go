@@ -160,6 +160,10 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	if strings.TrimSpace(in.Text) == "" {
 		return nil, nil, &Error{Kind: FailInput, Code: CodeEmptyInput, Msg: "input is empty"}
 	}
+	if hidden(id) {
+		return nil, nil, &Error{Kind: FailInput, Code: CodeProtected,
+			Msg: fmt.Sprintf("session %s is hidden (an agent's rule log, or a claim): no turn runs in it", id)}
+	}
 	x, rctx, err := r.beginRun(ctx, id, detached, in.Agent)
 	if in.Agent != "" && errors.Is(err, session.ErrNotFound) {
 		// Deleted by another process since it ran here: created anew.

@@ -198,12 +198,17 @@ func (r *Runner) ensureSession(ctx context.Context, id, agent string) (*created,
 // rulesPrefix starts the id of an agent's hidden rule log (see Always).
 const rulesPrefix = "_rules."
 
+// hidden reports whether id is a hidden session's: an agent's rule log,
+// or a claim. No turn runs in one, ListSessions leaves them out.
+func hidden(id string) bool {
+	return strings.HasPrefix(id, rulesPrefix) || strings.HasPrefix(id, claimPrefix)
+}
+
 // ListSessions lists sessions as the store does (of ctx's tenant, or of
 // every tenant with opts.AllTenants), leaving out the agents' hidden rule
 // logs (whose ids start with "_rules.") and claims ("_claim.", see
-// Claim): a page may so hold fewer than
-// opts.Limit sessions. last is the last session the store listed, nil
-// when the page was the last one: the next page starts after it
+// Claim): a page may so hold fewer than opts.Limit sessions. last is the
+// last session the store listed, nil when the page was the last one: the next page starts after it
 // (ListOptions.After = last.ID, AfterTenant = last.Tenant), which is the
 // page's last session only when that one is not hidden.
 func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (page []*session.Session, last *session.Session, err error) {
@@ -220,7 +225,7 @@ func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (pa
 	}
 	page = all[:0]
 	for _, s := range all {
-		if !strings.HasPrefix(s.ID, rulesPrefix) && !strings.HasPrefix(s.ID, claimPrefix) {
+		if !hidden(s.ID) {
 			page = append(page, s)
 		}
 	}

@@ -313,6 +313,7 @@ const (
 	GatewayInterrupt = "interrupt" // the turn restarts with the new input merged
 	GatewayQueue     = "queue"     // the next turn answers it
 	GatewayReject    = "reject"    // it is refused (input_rejected)
+	GatewaySteer     = "steer"     // the running turn's model gets it at its next call
 )
 
 // GatewaySettings are the settings of the gateway an agent or a source
@@ -324,7 +325,7 @@ type GatewaySettings struct {
 	// MaxWait bounds the debounce from a source's first pending input;
 	// zero means 10 × Debounce.
 	MaxWait Duration `yaml:"max_wait,omitempty"`
-	// Policy is GatewayInterrupt, GatewayQueue or GatewayReject.
+	// Policy is GatewayInterrupt, GatewayQueue, GatewaySteer or GatewayReject.
 	Policy string `yaml:"policy,omitempty"`
 }
 

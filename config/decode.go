@@ -504,9 +504,9 @@ func (d *decoder) gatewaySettings(s *GatewaySettings) []field {
 		{"policy", func(n *yaml.Node, path string) {
 			d.str(&s.Policy)(n, path)
 			switch s.Policy {
-			case "", GatewayInterrupt, GatewayQueue, GatewayReject:
+			case "", GatewayInterrupt, GatewayQueue, GatewaySteer, GatewayReject:
 			default:
-				policies := []string{GatewayInterrupt, GatewayQueue, GatewayReject}
+				policies := []string{GatewayInterrupt, GatewayQueue, GatewaySteer, GatewayReject}
 				d.errorf(n, path, "unknown policy %q%s (want %s)", s.Policy, suggest(s.Policy, policies), strings.Join(policies, ", "))
 			}
 		}},

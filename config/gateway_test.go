@@ -21,6 +21,7 @@ func TestGatewayKeys(t *testing.T) {
   sources:
     chat: {debounce: 3s, policy: reject, session: "support:chat-1"}
     mail: {max_wait: 1m}
+    ops: {policy: steer}
 agents:
   assistant:
     model: auto
@@ -38,6 +39,7 @@ agents:
 		Sources: map[string]config.GatewaySource{
 			"chat": {GatewaySettings: config.GatewaySettings{Debounce: s(3 * time.Second), Policy: config.GatewayReject}, Session: "support:chat-1"},
 			"mail": {GatewaySettings: config.GatewaySettings{MaxWait: s(time.Minute)}},
+			"ops":  {GatewaySettings: config.GatewaySettings{Policy: config.GatewaySteer}},
 		},
 	}
 	if diff := cmp.Diff(want, c.Gateway); diff != "" {
@@ -72,17 +74,17 @@ func TestGatewayProblems(t *testing.T) {
 		{
 			name: "unknown policy, with a suggestion",
 			src:  "gateway:\n  policy: interupt\n",
-			want: `agentrt.yaml:2:11: gateway.policy: unknown policy "interupt"; did you mean interrupt? (want interrupt, queue, reject)`,
+			want: `agentrt.yaml:2:11: gateway.policy: unknown policy "interupt"; did you mean interrupt? (want interrupt, queue, steer, reject)`,
 		},
 		{
 			name: "unknown policy of a source",
 			src:  "gateway:\n  sources:\n    chat: {policy: drop}\n",
-			want: `agentrt.yaml:3:20: gateway.sources.chat.policy: unknown policy "drop" (want interrupt, queue, reject)`,
+			want: `agentrt.yaml:3:20: gateway.sources.chat.policy: unknown policy "drop" (want interrupt, queue, steer, reject)`,
 		},
 		{
 			name: "unknown policy of an agent",
 			src:  "agents:\n  a: {model: auto, gateway: {policy: later}}\n",
-			want: `agentrt.yaml:2:38: agents.a.gateway.policy: unknown policy "later" (want interrupt, queue, reject)`,
+			want: `agentrt.yaml:2:38: agents.a.gateway.policy: unknown policy "later" (want interrupt, queue, steer, reject)`,
 		},
 		{
 			name: "negative debounce",
@@ -112,7 +114,7 @@ func TestGatewayProblems(t *testing.T) {
 		{
 			name: "a source's session that is an agent's rule log",
 			src:  "gateway:\n  sources:\n    chat: {session: _rules.assistant}\n",
-			want: `agentrt.yaml:3:21: gateway.sources.chat.session: session id "_rules.assistant": ids starting with _rules. are the agents' rule logs`,
+			want: `agentrt.yaml:3:21: gateway.sources.chat.session: session id "_rules.assistant": ids starting with _rules. or _claim. are the runtime's hidden sessions`,
 		},
 		{
 			name: "a source's session from an unset variable",

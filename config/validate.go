@@ -170,25 +170,8 @@ func (d *decoder) validate(c *Config) {
 }
 
 // CheckSessionID reports whether id is usable as a session id written in
-// the config: 1 to 128 characters, letters, digits, '_', '.', '-', ':'
-// and '@', and not the id of an agent's hidden rule log ("_rules.NAME").
-func CheckSessionID(id string) error {
-	if id == "" || len(id) > 128 {
-		return fmt.Errorf("session id %q: want 1 to 128 characters", id)
-	}
-	for i := 0; i < len(id); i++ {
-		switch ch := id[i]; {
-		case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', '0' <= ch && ch <= '9',
-			ch == '_', ch == '.', ch == '-', ch == ':', ch == '@':
-		default:
-			return fmt.Errorf("session id %q: want only letters, digits, '_', '.', '-', ':' and '@'", id)
-		}
-	}
-	if strings.HasPrefix(id, "_rules.") {
-		return fmt.Errorf("session id %q: ids starting with _rules. are the agents' rule logs", id)
-	}
-	return nil
-}
+// the config (see session.CheckID).
+func CheckSessionID(id string) error { return session.CheckID(id) }
 
 func (d *decoder) validateGateway(c *Config) {
 	d.checkGatewaySettings(c, "gateway", c.Gateway.GatewaySettings)

@@ -298,6 +298,10 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 			sess = s
 		}
 	}
+	if err := session.CheckID(sess); err != nil {
+		return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadSessionID,
+			Msg: fmt.Sprintf("the input from source %s: %v", in.Source, err)}
+	}
 	meta := in.Metadata
 	if in.Agent != "" {
 		meta = cloneMeta(meta)
@@ -398,11 +402,12 @@ func (g *Gateway) arrived(ctx context.Context, in session.InboxInput) error {
 
 // apply applies the source's policy to in, newer input for source k,
 // which s serves, unless s runs no turn now, the turn answers in already
-// (its worker started as the input was stored: the input is its own), or
+// (its worker started as the input was stored: the input is its own), in
+// is for another session than the turn's (a later turn answers it), or
 // the policy was applied to it before.
 func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.InboxInput) error {
 	g.mu.Lock()
-	if g.serving[k] != s || s.turn == nil || in.Seq <= s.upto || s.applied[in.ID] {
+	if g.serving[k] != s || s.turn == nil || in.Seq <= s.upto || s.applied[in.ID] || in.SessionID != s.turn.Session {
 		g.mu.Unlock()
 		return nil
 	}

@@ -331,6 +331,10 @@ func TestSubmitBadInputAndKeys(t *testing.T) {
 		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "data", Data: []byte("{")}}}, agentrt.CodeEmptyInput},
 		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "image"}}}, agentrt.CodeEmptyInput},
 		{gateway.Input{Source: "s", Text: "far too long for it"}, agentrt.CodeInputTooLarge},
+		{gateway.Input{Source: "s", Session: "two words", Text: "hi"}, agentrt.CodeBadSessionID},
+		{gateway.Input{Source: "s", Session: "_rules.assistant", Text: "hi"}, agentrt.CodeBadSessionID},
+		{gateway.Input{Source: "s", Session: "_claim.x", Text: "hi"}, agentrt.CodeBadSessionID},
+		{gateway.Input{Source: "a source with spaces", Text: "hi"}, agentrt.CodeBadSessionID},
 	} {
 		if _, err := e.g.Submit(ctx, tc.in); agentrt.AsError(err).ErrorCode() != tc.code {
 			t.Errorf("%+v: %v, want %s", tc.in, err, tc.code)

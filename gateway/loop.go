@@ -73,7 +73,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 				next = min(next, until.Sub(now))
 				continue
 			}
-			if wait := g.settleWait(st.Source, "", st.First, st.Last, now); wait > 0 {
+			if wait := g.earliestSettle(st.Source, st.First, st.Last, now); wait > 0 {
 				next = min(next, wait)
 				continue
 			}
@@ -103,6 +103,18 @@ func (g *Gateway) settleWait(source, agent string, first, last, now time.Time) t
 		return 0
 	}
 	return min(debounce-quiet, maxWait-waited)
+}
+
+// earliestSettle is settleWait for the agent whose settings let source
+// settle soonest: the inbox's summary does not say which agent the
+// newest input is for. The worker checks with that input's own settings,
+// and comes back later if the source has not settled for them.
+func (g *Gateway) earliestSettle(source string, first, last, now time.Time) time.Duration {
+	wait := g.settleWait(source, "", first, last, now)
+	for agent := range g.cfg.Agents {
+		wait = min(wait, g.settleWait(source, agent, first, last, now))
+	}
+	return wait
 }
 
 // errClaimed says another runner serves the source (holds its claim):
@@ -219,11 +231,24 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 			return failed
 		}
 		newest := pending[len(pending)-1]
-		if !o.eager && g.settleWait(k.source, newest.Metadata[agentKey], pending[0].At, newest.At, g.now()) > 0 {
+		if wait := g.settleWait(k.source, newest.Metadata[agentKey], pending[0].At, newest.At, g.now()); !o.eager && wait > 0 {
+			g.mu.Lock()
+			g.backoff[k] = g.now().Add(wait)
+			g.mu.Unlock()
 			return failed // the loop comes back when it has settled
 		}
+		// A turn answers one session's inputs: the oldest pending input's,
+		// up to the first input for another session, which the next turn
+		// answers.
+		if i := slices.IndexFunc(pending, func(in session.InboxInput) bool { return in.SessionID != pending[0].SessionID }); i > 0 {
+			pending = pending[:i]
+			newest = pending[i-1]
+		}
+		if len(carried) > 0 && carried[0].SessionID != pending[0].SessionID {
+			carried, restart = nil, 0 // what interrupted the turn is gone
+		}
 		inputs := append(slices.Clone(carried), pending...)
-		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[len(pending)-1].SessionID, Inputs: inputs,
+		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[0].SessionID, Inputs: inputs,
 			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
 		g.mu.Lock()
 		s.turn, s.interrupted, s.run, s.steer, s.upto, s.applied = t, false, nil, nil, newest.Seq, nil

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt/model"
@@ -457,4 +458,26 @@ type Follower interface {
 	// ends, when the session does not exist or is deleted; any other
 	// error ends it too.
 	Follow(ctx context.Context, id string, after int64) iter.Seq2[*Event, error]
+}
+
+// CheckID reports whether id is usable as the id of a session that
+// takes input: 1 to 128 letters, digits, '_', '.', '-', ':' or '@', and
+// not a hidden session's — ids starting with "_rules." (an agent's rule
+// log) or "_claim." (a claim) are the runtime's own.
+func CheckID(id string) error {
+	if id == "" || len(id) > 128 {
+		return fmt.Errorf("session id %q: want 1 to 128 characters", id)
+	}
+	for i := 0; i < len(id); i++ {
+		switch ch := id[i]; {
+		case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', '0' <= ch && ch <= '9',
+			ch == '_', ch == '.', ch == '-', ch == ':', ch == '@':
+		default:
+			return fmt.Errorf("session id %q: want only letters, digits, '_', '.', '-', ':' and '@'", id)
+		}
+	}
+	if strings.HasPrefix(id, "_rules.") || strings.HasPrefix(id, "_claim.") {
+		return fmt.Errorf("session id %q: ids starting with _rules. or _claim. are the runtime's hidden sessions", id)
+	}
+	return nil
 }
