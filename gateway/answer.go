@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -23,7 +24,10 @@ import (
 // this turn, or by a turn of another process, whose events yield does
 // not see (Runner.Watch shows them) — or refused. While another process
 // serves the source (holds its claim), Answer waits for it to answer
-// the input, or to let the source go. Its error is a turn's
+// the input (its policy interrupts or steers its turn), refuse it
+// (reject), or let the source go; under the queue policy, which would
+// keep the input for that process's next turn, it returns an error of
+// code lease_held at once, the input pending. Its error is a turn's
 // that failed (its inputs are set aside, refused with the failure, as
 // Run's workers do), or the one that kept the agent from starting when
 // the session runs elsewhere and the source's policy does not interrupt
@@ -51,6 +55,12 @@ func (g *Gateway) Answer(ctx context.Context, sub *Submitted, yield func(*sessio
 		err := g.serve(ctx, k, s, serveOpts{eager: true, until: sub.ID, yield: yield})
 		if !errors.Is(err, errClaimed) {
 			return err
+		}
+		if _, _, policy := g.settings(sub.Source, sub.agent); policy == Queue {
+			// The input would wait for the other process's turn to end:
+			// the caller, who wants its answer now, hears why it has none.
+			return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeLeaseHeld,
+				Msg: fmt.Sprintf("source %s is being served by another process, and its policy (queue) keeps the input for that process's next turn", sub.Source), Err: err}
 		}
 		// Another process serves the source: it answers the input (it
 		// sees it in the inbox, and applies the source's policy to it)

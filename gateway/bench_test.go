@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"database/sql"
+	"flag"
 	"fmt"
 	"iter"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,18 +62,20 @@ func benchStore(b *testing.B, kind string) session.Store {
 	return memstore.New()
 }
 
-// BenchmarkBursts: sources arriving at a steady rate (one every 500 µs),
+var (
+	burstSources = flag.Int("bursts.sources", 10000, "BenchmarkBursts: the sources")
+	burstEvery   = flag.Duration("bursts.every", time.Millisecond, "BenchmarkBursts: a new source every")
+)
+
+// BenchmarkBursts: sources arriving at a steady rate (-bursts.every, 1 ms),
 // each sending a burst of 3 inputs 10 ms apart, debounce 50 ms, the
 // scripted model answering at once. One op is every source's burst
 // answered. Reported: turns run per op (it must equal the sources), and
 // the delay from a source's last input to its turn's start, p50 and p99,
 // to set beside the window.
 func BenchmarkBursts(b *testing.B) {
-	const (
-		sources = 2000
-		window  = 50 * time.Millisecond
-		every   = 500 * time.Microsecond
-	)
+	const window = 50 * time.Millisecond
+	sources, every := *burstSources, *burstEvery
 	for _, kind := range []string{"memory", "sqlite", "postgres"} {
 		b.Run(kind, func(b *testing.B) {
 			var delays []time.Duration
@@ -253,21 +257,23 @@ func floorArgs(i int64) []any {
 	return []any{"default", fmt.Sprintf("in_%032x", i), src, src, `[{"type":"text","text":"hello there"}]`, fmt.Sprintf("%032x", i), time.Now().UnixMicro()}
 }
 
-// A source whose turn is done holds no memory in the gateway.
+// A source whose turn is done holds no memory in the gateway: no worker,
+// no entry in its maps.
 func TestIdleSourcesHoldNothing(t *testing.T) {
-	e := newEnv(t, gateway.Config{})
-	stop := e.run(t)
-	for i := range 500 {
-		e.submit(t, fmt.Sprint("s", i), "hi")
-	}
-	for {
-		if p, _ := e.g.Pending(context.Background()); len(p) == 0 && e.g.Serving() == 0 {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{})
+		stop := e.run(t)
+		for i := range 500 {
+			e.submit(t, fmt.Sprint("s", i), "hi")
 		}
-		time.Sleep(5 * time.Millisecond) // waiting for the turns to end
-	}
-	stop()
-	if n := e.g.Serving(); n != 0 {
-		t.Fatalf("%d sources still served after their turns", n)
-	}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if p, err := e.g.Pending(context.Background()); err != nil || len(p) != 0 {
+			t.Fatalf("pending %v, %v; want every input answered", p, err)
+		}
+		if n := e.g.Serving(); n != 0 {
+			t.Fatalf("%d sources still served after their turns", n)
+		}
+		stop()
+	})
 }

@@ -91,6 +91,8 @@ type Submitted struct {
 	Session   string `json:"session"`
 	Seq       int64  `json:"seq"`
 	Duplicate bool   `json:"duplicate,omitempty"` // its key was submitted before: this is that input
+
+	agent string // the input's agent, for the settings that apply to it
 }
 
 // SourceConfig overrides the gateway's settings for one source.
@@ -317,7 +319,8 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 		}
 		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "store the input", Err: err}
 	}
-	out := &Submitted{ID: stored.ID, Source: stored.Source, Session: stored.SessionID, Seq: stored.Seq, Duplicate: dup}
+	out := &Submitted{ID: stored.ID, Source: stored.Source, Session: stored.SessionID, Seq: stored.Seq, Duplicate: dup,
+		agent: stored.Metadata[agentKey]}
 	if dup {
 		return out, nil
 	}

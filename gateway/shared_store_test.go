@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
@@ -251,5 +252,38 @@ func TestClaimsAreHidden(t *testing.T) {
 		if !slices.Equal(ids, []string{"chat"}) {
 			t.Errorf("sessions %v, want [chat]", ids)
 		}
+	})
+}
+
+// Under the queue policy, Answer for a source another process serves
+// says so at once (lease_held) and leaves the input pending, for that
+// process's next turn.
+func TestAnswerQueuedBehindAnotherProcess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shared := memstore.New()
+		server := onStore(t, shared, gateway.Config{Policy: gateway.Queue})
+		cli := onStore(t, shared, gateway.Config{Policy: gateway.Queue})
+		server.bot.inModel = make(chan struct{}, 8)
+		server.bot.release = make(chan struct{})
+		stop := server.run(t)
+		defer stop()
+		server.submit(t, "chat", "slow question")
+		<-server.bot.inModel
+		sub := cli.submit(t, "chat", "next question")
+		err := cli.g.Answer(context.Background(), sub, nil)
+		if code := agentrt.AsError(err).ErrorCode(); code != agentrt.CodeLeaseHeld {
+			t.Fatalf("Answer: %v (code %q), want lease_held", err, code)
+		}
+		ins, _ := shared.Inputs(context.Background(), "chat", sub.Seq-1, 1)
+		if len(ins) != 1 || ins[0].State != session.InputPending {
+			t.Fatalf("the input: %+v, want pending", ins)
+		}
+		close(server.bot.release)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if starts := events[session.RunStarted](t, shared, "chat"); len(starts) != 2 || !slices.Equal(starts[1].Inputs, []string{sub.ID}) {
+			t.Errorf("run_started %+v, want the server's next turn answering the input", starts)
+		}
+		cli.r.Close(context.Background())
 	})
 }

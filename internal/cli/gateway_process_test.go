@@ -127,7 +127,7 @@ agents:
 					t.Errorf("the slow run's end: %s", fin.Data)
 				}
 			case "queue":
-				if code != cli.ExitUsage || !strings.Contains(r.stderrText(), "session s1 is being run by") {
+				if code != cli.ExitUsage || !strings.Contains(r.stderrText(), "source cli is being served by another process") {
 					t.Fatalf("run: exit %d\n%s", code, r.stderrText())
 				}
 				slow.signal(syscall.SIGTERM)

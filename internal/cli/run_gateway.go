@@ -116,8 +116,11 @@ func (t *answering) followElsewhere(ctx context.Context, a *app.App, id string, 
 			t.yield(nil, err)
 			return
 		}
-		if d, ok := e.Data.(*session.RunStarted); ok && e.RunID == runID && slices.Contains(d.Inputs, t.input) {
-			in = true
+		switch d := e.Data.(type) {
+		case *session.RunStarted:
+			in = in || e.RunID == runID && slices.Contains(d.Inputs, t.input)
+		case *session.InputSteered: // the steer policy: given to a running turn
+			in = in || e.RunID == runID && slices.Contains(d.Inputs, t.input)
 		}
 		if !in || e.RunID != runID {
 			continue
