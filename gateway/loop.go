@@ -153,7 +153,7 @@ func (g *Gateway) watch(ctx context.Context, k skey, s *serving) (stop func()) {
 				continue // the worker's next read of the inbox reports it
 			}
 			for _, in := range pending {
-				if in.Seq > upto {
+				if in.Seq > upto && in.Corrupt == "" {
 					if err := g.apply(ctx, k, s, in); err != nil && !isRejected(err) {
 						g.report(k.source, err)
 					}
@@ -227,6 +227,10 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 			fail(fmt.Errorf("read the inbox: %w", err))
 			return failed
 		}
+		if pending, err = g.dropCorrupt(ctx, k.source, pending); err != nil {
+			fail(err)
+			return failed
+		}
 		if len(pending) == 0 || o.until != "" && !slices.ContainsFunc(pending, func(in session.InboxInput) bool { return in.ID == o.until }) {
 			return failed
 		}
@@ -297,6 +301,28 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		}
 	}
 	return failed
+}
+
+// dropCorrupt sets aside the inputs among pending whose stored content
+// could not be decoded (session.InboxInput.Corrupt): refused with the
+// reason, reported; the rest go on.
+func (g *Gateway) dropCorrupt(ctx context.Context, source string, pending []session.InboxInput) ([]session.InboxInput, error) {
+	if !slices.ContainsFunc(pending, func(in session.InboxInput) bool { return in.Corrupt != "" }) {
+		return pending, nil
+	}
+	var ok []session.InboxInput
+	for _, in := range pending {
+		if in.Corrupt == "" {
+			ok = append(ok, in)
+			continue
+		}
+		reason := "its stored content could not be decoded: " + in.Corrupt
+		if err := g.inbox.Refuse(ctx, []string{in.ID}, reason); err != nil {
+			return nil, fmt.Errorf("set aside input %s: %w", in.ID, err)
+		}
+		g.report(source, fmt.Errorf("input %s set aside: %s", in.ID, reason))
+	}
+	return ok, nil
 }
 
 // stillPending returns the ids of inputs that are still pending.

@@ -379,6 +379,11 @@ type InboxInput struct {
 	// RunID is the run that answered it; Reason why it was refused.
 	RunID  string `json:"run_id,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Corrupt, set by a store reading it back, says why the input's stored
+	// content could not be decoded (a damaged row): its Parts and Metadata
+	// are then empty. The gateway sets such an input aside, refused, and
+	// goes on with the rest of the inbox.
+	Corrupt string `json:"corrupt,omitempty"`
 }
 
 // Check reports what makes in unfit to submit, whatever the store: no

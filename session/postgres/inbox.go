@@ -37,7 +37,8 @@ func scanInput(row pgx.Row) (session.InboxInput, error) {
 		metaBytes = []byte(*metadata)
 	}
 	if err := inputjson.Decode(&in, []byte(parts), metaBytes); err != nil {
-		return session.InboxInput{}, err
+		// One damaged row does not hide the rest of the inbox.
+		in.Parts, in.Metadata, in.Corrupt = nil, nil, err.Error()
 	}
 	return in, nil
 }

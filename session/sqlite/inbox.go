@@ -33,12 +33,14 @@ func (r *inputRow) dests() []any {
 		&r.in.Key, &r.in.Digest, &r.at, &r.state, &r.in.RunID, &r.in.Reason}
 }
 
-// input decodes the row.
+// input decodes the row; content that cannot be decoded is reported in
+// the input's Corrupt, not as an error, so that one damaged row does not
+// hide the rest of the inbox.
 func (r *inputRow) input() (session.InboxInput, error) {
 	in := r.in
 	in.At, in.State = time.UnixMicro(r.at).UTC(), session.InputState(r.state)
 	if err := inputjson.Decode(&in, r.parts, r.metadata); err != nil {
-		return session.InboxInput{}, err
+		in.Parts, in.Metadata, in.Corrupt = nil, nil, err.Error()
 	}
 	return in, nil
 }
