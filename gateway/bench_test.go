@@ -129,16 +129,19 @@ func BenchmarkBursts(b *testing.B) {
 				}
 				tick.Stop()
 				wg.Wait()
-				for {
+				for give := time.Now().Add(2 * time.Minute); ; {
 					p, err := g.Pending(ctx)
 					if err != nil {
 						b.Fatal(err)
 					}
-					mu.Lock()
-					n := turns
-					mu.Unlock()
-					if len(p) == 0 && n%sources == 0 && g.Serving() == 0 {
+					if len(p) == 0 && g.Serving() == 0 {
 						break
+					}
+					if time.Now().After(give) {
+						mu.Lock()
+						n := turns
+						mu.Unlock()
+						b.Fatalf("after 2 minutes: %d sources pending (first %+v), %d served, %d turns", len(p), p[:min(len(p), 3)], g.Serving(), n)
 					}
 					time.Sleep(10 * time.Millisecond) // waiting for the work to end, not synchronising the code under test
 				}
