@@ -213,14 +213,17 @@ func TestProcessGatewayKilledHoldingASource(t *testing.T) {
 		for _, f := range ofType(evs, "final") {
 			finals = append(finals, data(t, f)["text"])
 		}
-		// The killed turn, resumed in the second gateway before its new
-		// turn could start, answers its question; then the new turn.
+		// The second gateway's new turn found the session's last run
+		// stopped with its process: it resumed that run first (its answer
+		// came), then ran the new turn. Nothing else would have resumed
+		// it while this gateway runs: only a gateway's start recovers
+		// (gateway.Run), and this one started before the kill.
 		want := []any{"You said: first question", "You said: second question"}
 		if !slices.Equal(ends, []string{"done", "done"}) || !slices.Equal(finals, want) {
 			t.Errorf("runs ended %v with answers %q, want both done with %q: %v", ends, finals, want, types(evs))
 		}
-		if rs := ofType(evs, "run_resumed"); len(rs) != 1 {
-			t.Errorf("%d run_resumed events, want the killed turn resumed once: %v", len(rs), types(evs))
+		if rs := ofType(evs, "run_resumed"); len(rs) != 1 || data(t, rs[0])["reason"] != "recovered" {
+			t.Errorf("run_resumed %v, want the killed turn resumed once, recovered: %v", rs, types(evs))
 		}
 		if n := len(srv.Requests()); n != 4 {
 			t.Errorf("%d model requests, want 4: the killed call, the probe's, the killed call's retry, the new turn's", n)
@@ -259,10 +262,10 @@ func TestProcessSendMeetsThePolicy(t *testing.T) {
 				var wantJournal []string // restart and inputs of each turn
 				switch policy {
 				case "interrupt":
-					if fin := awaitEvent(f, "the slow run's end", "run_finished"); data(t, fin)["status"] != "interrupted" {
+					if fin := awaitLogged(f, "the slow run's end", "run_finished"); data(t, fin)["status"] != "interrupted" {
 						t.Fatalf("the slow run ended %s, want interrupted", fin.Data)
 					}
-					if fin := awaitEvent(f, "the restarted turn's end", "run_finished"); data(t, fin)["status"] != "done" {
+					if fin := awaitLogged(f, "the restarted turn's end", "run_finished"); data(t, fin)["status"] != "done" {
 						t.Fatalf("the restarted turn ended %s, want done", fin.Data)
 					}
 					want = []string{first[0], second[0]}
@@ -272,7 +275,7 @@ func TestProcessSendMeetsThePolicy(t *testing.T) {
 				case "reject":
 					awaitState(p, "chat", second[0], session.InputRefused)
 					release()
-					if fin := awaitEvent(f, "the slow run's end", "run_finished"); data(t, fin)["status"] != "done" {
+					if fin := awaitLogged(f, "the slow run's end", "run_finished"); data(t, fin)["status"] != "done" {
 						t.Fatalf("the slow run ended %s, want done", fin.Data)
 					}
 					want = []string{first[0]}
@@ -509,6 +512,21 @@ func awaitState(p procChild, source, id string, want session.InputState) {
 			p.t.Fatalf("input %s of %s is not %s after %s", id, source, want, procTimeout)
 		}
 	}
+}
+
+// awaitLogged reads f's events (sessions events --follow) until one of
+// type typ, and returns it; if f ends first (its time is up), the test
+// fails saying what it waited for.
+func awaitLogged(f *child, what, typ string) event {
+	f.t.Helper()
+	for l := range f.stdout {
+		var e event
+		if json.Unmarshal([]byte(l), &e) == nil && e.Type == typ {
+			return e
+		}
+	}
+	f.t.Fatalf("%s: no %s event came before the follower's time was up\n%s", what, typ, f.stderrText())
+	return event{}
 }
 
 // runStart is a run_started event: its run and what it names.
