@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/internal/testenv"
@@ -139,8 +141,8 @@ func TestProcessTwoGatewaysServeEachSourceOnce(t *testing.T) {
 					started[id] = s.RunID
 				}
 			}
-			if !reflect.DeepEqual(started, answeredBy) {
-				t.Errorf("source %s: runs started for %v, inputs answered by %v; want the same, each input once", src, started, answeredBy)
+			if diff := cmp.Diff(answeredBy, started); diff != "" {
+				t.Errorf("source %s: the run each input was answered by (-) and the run whose run_started names it (+) differ:\n%s", src, diff)
 			}
 		}
 	})
