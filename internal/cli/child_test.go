@@ -86,14 +86,48 @@ func childTools() []tool.Tool {
 }
 
 // childModules are the extra gateway modules of the CLI the child
-// processes run: with AGENTRT_GATE=block, "gate" (before the agent's
-// module) says so on stderr when a turn reaches it and holds the turn
-// until the process stops.
+// processes run:
+//
+//   - with AGENTRT_GATE=block, "gate" (before the agent's module) says so
+//     on stderr when a turn reaches it and holds the turn until the
+//     process stops;
+//   - with AGENTRT_TURN_JOURNAL set, "turn-journal" (at order 10, as a
+//     moderation module would be) appends a line per turn to that file,
+//     so that a test counts, across processes, how often each input went
+//     through a module.
 func childModules() []gateway.Module {
-	if os.Getenv("AGENTRT_GATE") != "block" {
-		return nil
+	var mods []gateway.Module
+	if path := os.Getenv("AGENTRT_TURN_JOURNAL"); path != "" {
+		mods = append(mods, turnJournal{path: path})
 	}
-	return []gateway.Module{gateModule{}}
+	if os.Getenv("AGENTRT_GATE") == "block" {
+		mods = append(mods, gateModule{})
+	}
+	return mods
+}
+
+// turnJournal appends "PID SOURCE RESTART ID…" (the turn's inputs) to
+// its file for each turn: one write of one short line, which O_APPEND
+// keeps whole when several processes write at once.
+type turnJournal struct{ path string }
+
+func (turnJournal) Name() string { return "turn-journal" }
+func (turnJournal) Order() int   { return 10 }
+
+func (j turnJournal) Run(_ context.Context, t *gateway.Turn) error {
+	line := fmt.Sprintf("%d %s %d", os.Getpid(), t.Source, t.Restart)
+	for _, in := range t.Inputs {
+		line += " " + in.ID
+	}
+	f, err := os.OpenFile(j.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 type gateModule struct{}
