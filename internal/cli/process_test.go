@@ -77,7 +77,7 @@ func binary(t *testing.T) string {
 
 // procTimeout bounds each child process, so that a hung child fails the
 // test instead of stalling it until go test's own timeout.
-const procTimeout = 30 * time.Second
+const procTimeout = 90 * time.Second
 
 // proc describes how to start agentrt: in dir, with extra environment.
 type proc struct {
