@@ -40,20 +40,10 @@ func (r *Runner) Claim(ctx context.Context, name string) (claimed context.Contex
 	}
 	sum := sha256.Sum256([]byte(name))
 	id := claimPrefix + hex.EncodeToString(sum[:16])
-	k, err := r.acquireLease(ctx, id, false, nil)
-	if ae := AsError(err); ae != nil && ae.Code == CodeNotFound {
-		now := r.now()
-		err = r.store.CreateSession(ctx, &session.Session{ID: id, Status: session.StatusIdle,
-			Metadata: map[string]string{"kind": "claim", "name": name}, CreatedAt: now, UpdatedAt: now})
-		if err != nil && !errors.Is(err, session.ErrExists) {
-			cancel(err)
-			return nil, nil, &Error{Kind: FailStore, Msg: "create the claim " + name, Err: err}
-		}
-		k, err = r.acquireLease(ctx, id, false, nil)
-	}
+	k, err := r.takeClaim(ctx, id, name)
 	if err != nil {
 		cancel(err)
-		if ae := AsError(err); ae != nil && ae.Code == CodeLeaseHeld {
+		if ae := AsError(err); ae.Code == CodeLeaseHeld {
 			return nil, nil, &Error{Kind: FailState, Code: CodeLeaseHeld,
 				Msg: fmt.Sprintf("%s is claimed by another runner: %s", name, ae.Msg), Err: err}
 		}
@@ -64,4 +54,42 @@ func (r *Runner) Claim(ctx context.Context, name string) (claimed context.Contex
 		k.stop()
 		cancel(context.Canceled)
 	}, nil
+}
+
+// takeClaim takes the lease of claim session id, creating the session
+// first if need be: in one write where the store can
+// (session.LeasedCreator), the claim's session then existing or not. A
+// dead owner's lease of this host is taken over, as acquireLease does.
+func (r *Runner) takeClaim(ctx context.Context, id, name string) (*leaseKeeper, error) {
+	now := r.now()
+	s := &session.Session{ID: id, Status: session.StatusIdle,
+		Metadata: map[string]string{"kind": "claim", "name": name}, CreatedAt: now, UpdatedAt: now}
+	lc, ok := r.store.(session.LeasedCreator)
+	if !ok {
+		k, err := r.acquireLease(ctx, id, false, nil)
+		if AsError(err).Code == CodeNotFound {
+			if err := r.store.CreateSession(ctx, s); err != nil && !errors.Is(err, session.ErrExists) {
+				return nil, &Error{Kind: FailStore, Msg: "create the claim " + name, Err: err}
+			}
+			k, err = r.acquireLease(ctx, id, false, nil)
+		}
+		return k, err
+	}
+	for {
+		_, l, _, err := lc.CreateOrAcquire(ctx, s, r.owner, r.leaseTTL)
+		if err == nil {
+			return r.keepLease(ctx, l, nil), nil
+		}
+		var held *session.LeaseHeldError
+		switch {
+		case !errors.As(err, &held):
+			return nil, &Error{Kind: FailStore, Msg: "take the claim " + name, Err: err}
+		case !ownerDead(held.Lease.Owner):
+			return nil, leaseHeld(id, held.Lease)
+		}
+		// Its process is gone: nothing can renew it.
+		if rerr := r.leaser.Release(ctx, held.Lease); rerr != nil && !errors.Is(rerr, session.ErrFenced) {
+			return nil, &Error{Kind: FailStore, Msg: "release the dead owner's claim " + name, Err: rerr}
+		}
+	}
 }
