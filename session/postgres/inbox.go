@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/group"
 	"github.com/agentrt/agentrt/session/internal/inputjson"
 )
 
@@ -55,6 +56,103 @@ SELECT $1, $2, n.last, $3, $4, $5, $6, $7, $8, $9, 'pending' FROM n
 ON CONFLICT DO NOTHING
 RETURNING seq`
 
+// pendingSubmit is one Submit's row, written in a batch (flushSubmits):
+// seq is the seq it was stored with, zero if it stored nothing.
+type pendingSubmit struct {
+	args []any // as submitSQL takes them
+	seq  int64
+}
+
+// submitBatchSQL stores a batch of inputs in one statement, in the order
+// given, with consecutive seqs from inbox_counter: one update of the
+// counter's row for the batch, which stays locked until the statement
+// commits, so that batches commit in the order of their seqs. A row whose
+// id or key is taken is left out (its seq unused); the statement returns
+// the ids it stored, with their seqs.
+const submitBatchSQL = `WITH n AS (
+	UPDATE inbox_counter SET last = last + cardinality($1::text[]) WHERE id = 1 RETURNING last
+), r AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
+		WITH ORDINALITY AS r(tenant, id, source, session_id, parts, metadata, key, digest, at, ord)
+)
+INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, state)
+SELECT r.tenant, r.id, n.last - cardinality($1::text[]) + r.ord, r.source, r.session_id, r.parts, r.metadata, r.key, r.digest, r.at, 'pending'
+FROM r, n ORDER BY r.ord
+ON CONFLICT DO NOTHING
+RETURNING tenant, id, seq`
+
+// flushSubmits writes a batch of submits: one alone as submitSQL, more in
+// one statement (submitBatchSQL). Submits are serial through the
+// counter's row whatever is done, so batching them is what lets many
+// submit at once. If the batch fails as a whole, each is written again on
+// its own, so that each outcome is its own.
+func (st *Store) flushSubmits(ops []*group.Op[*pendingSubmit]) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	one := func(op *group.Op[*pendingSubmit]) {
+		err := st.pool.QueryRow(ctx, submitSQL, op.W.args...).Scan(&op.W.seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil // seq zero: stored nothing
+		}
+		op.Answer(err)
+	}
+	if len(ops) == 1 {
+		one(ops[0])
+		return
+	}
+	cols := make([][]any, 9)
+	for i := range cols {
+		cols[i] = make([]any, len(ops))
+		for j, op := range ops {
+			cols[i][j] = op.W.args[i]
+		}
+	}
+	// Typed arrays: the metadata column may hold NULLs.
+	texts := func(c []any) []*string {
+		out := make([]*string, len(c))
+		for i, v := range c {
+			switch x := v.(type) {
+			case string:
+				out[i] = &x
+			case *string:
+				out[i] = x
+			}
+		}
+		return out
+	}
+	ats := make([]int64, len(ops))
+	for i, v := range cols[8] {
+		ats[i] = v.(int64)
+	}
+	args := []any{texts(cols[0]), texts(cols[1]), texts(cols[2]), texts(cols[3]), texts(cols[4]), texts(cols[5]), texts(cols[6]), texts(cols[7]), ats}
+	rows, err := st.pool.Query(ctx, submitBatchSQL, args...)
+	stored := map[[2]string]int64{}
+	if err == nil {
+		for rows.Next() {
+			var tenant, id string
+			var seq int64
+			if err = rows.Scan(&tenant, &id, &seq); err != nil {
+				break
+			}
+			stored[[2]string{tenant, id}] = seq
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if err != nil {
+		for _, op := range ops {
+			one(op)
+		}
+		return
+	}
+	for _, op := range ops {
+		op.W.seq = stored[[2]string{op.W.args[0].(string), op.W.args[1].(string)}]
+		op.Answer(nil)
+	}
+}
+
 // Submit stores in. The unique indexes decide between submits of one id
 // or key, from any process: a submit that stored nothing reads the input
 // that holds its key (committed by then: Postgres waits for the
@@ -69,8 +167,12 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 		return session.InboxInput{}, false, fmt.Errorf("postgres: submit: %w", err)
 	}
 	at := st.now().UnixMicro()
-	var seq int64
-	err = st.pool.QueryRow(ctx, submitSQL, tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at).Scan(&seq)
+	w := &pendingSubmit{args: []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at}}
+	err = st.submits.Do(ctx, w)
+	seq := w.seq
+	if err == nil && seq == 0 {
+		err = pgx.ErrNoRows // stored nothing: its id or key is taken
+	}
 	switch {
 	case err == nil:
 		stored := session.InboxInput{ID: in.ID, Tenant: tenant, Source: in.Source, SessionID: in.SessionID,

@@ -256,8 +256,8 @@ func TestAnswerAcrossProcesses(t *testing.T) {
 
 // Inputs are visible in the order of their seqs: a submit that took a
 // seq and is not yet committed (it waits for the row of another
-// transaction holding its id) keeps a later submit from committing, so
-// that no reader sees a seq after one still to come.
+// transaction holding its id) keeps a later submit of another process
+// from committing, so that no reader sees a seq after one still to come.
 func TestSubmitOrder(t *testing.T) {
 	ctx := t.Context()
 	st := openStore(t)
@@ -277,8 +277,15 @@ func TestSubmitOrder(t *testing.T) {
 		first <- result{in, err}
 	}()
 	h.waitBlocked(t, st, 1, func() bool { return len(first) > 0 })
+	// From another process: in this one, the second submit would wait
+	// in the store's queue behind the first (submits are batched).
+	other, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
 	go func() {
-		in, _, err := st.Submit(ctx, textInput("second", "src", "s1"))
+		in, _, err := other.Submit(ctx, textInput("second", "src", "s1"))
 		second <- result{in, err}
 	}()
 	if n := h.waitBlocked(t, st, 2, func() bool { return len(second) > 0 }); n < 2 {

@@ -65,6 +65,7 @@ type Store struct {
 	// The group commit: the commits of many sessions that wait together
 	// go in one round trip (see flushCommits).
 	commits *group.Group[*pendingCommit]
+	submits *group.Group[*pendingSubmit] // inbox submits, batched: see flushSubmits
 
 	listenOnce  sync.Once
 	listenStop  context.CancelFunc
@@ -136,6 +137,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	// Half the pool writes batches of commits; the rest stays for reads,
 	// leases and the listener.
 	st.commits = group.New(maxBatch, max(1, int(cfg.MaxConns)/2), st.flushCommits)
+	st.submits = group.New(maxBatch, 1, st.flushSubmits)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: cannot reach %s: %s", Redact(dsn), redactErr(err, dsn))

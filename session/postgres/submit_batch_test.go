@@ -1,0 +1,118 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// Submits queued together are written in one statement: each gets its
+// own outcome — stored with a seq of its own, a repeat of a key (within
+// the batch or before it) given the stored input, a key given to other
+// content refused (ErrConflict), a taken id refused (ErrExists) — and a
+// poisoned row (a NUL in its text, which Postgres refuses) fails alone.
+func TestSubmitBatch(t *testing.T) {
+	for _, poison := range []bool{false, true} {
+		t.Run(fmt.Sprint("poisoned=", poison), func(t *testing.T) { testSubmitBatch(t, poison) })
+	}
+}
+
+func testSubmitBatch(t *testing.T, poison bool) {
+	ctx := t.Context()
+	st := openStore(t)
+	if _, _, err := st.Submit(ctx, textInput("taken", "src", "s1")); err != nil {
+		t.Fatal(err)
+	}
+	keyed := func(id, key, digest string) *session.InboxInput {
+		in := textInput(id, "src", "s1")
+		in.Key, in.Digest = key, digest
+		return in
+	}
+	if _, _, err := st.Submit(ctx, keyed("old", "k-old", "d")); err != nil {
+		t.Fatal(err)
+	}
+	poisoned := textInput("poisoned", "src", "s1")
+	poisoned.SessionID = "bad\x00session"
+	ins := []*session.InboxInput{
+		textInput("a", "src", "s1"),
+		textInput("b", "other", "s2"),
+		keyed("k1", "k", "d1"),
+		keyed("k2", "k", "d1"),          // the same key and content: a repeat
+		keyed("k3", "k", "d2"),          // the same key, other content
+		textInput("taken", "src", "s1"), // an id stored before
+		keyed("again", "k-old", "d"),    // a key stored before
+	}
+	if poison {
+		ins = append(ins, poisoned)
+	}
+	release := st.submits.Hold()
+	defer release()
+	type outcome struct {
+		in  session.InboxInput
+		dup bool
+		err error
+	}
+	out := make([]outcome, len(ins))
+	var wg sync.WaitGroup
+	for i, in := range ins {
+		wg.Go(func() {
+			got, dup, err := st.Submit(ctx, in)
+			out[i] = outcome{got, dup, err}
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st.submits.Queued() != len(ins) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d submits queued, want %d", st.submits.Queued(), len(ins))
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not a delay
+	}
+	release()
+	wg.Wait()
+
+	seqs := map[int64]string{}
+	for i, o := range out {
+		if o.err == nil && !o.dup {
+			if prev, ok := seqs[o.in.Seq]; ok || o.in.Seq == 0 {
+				t.Errorf("%s stored with seq %d (%s has it too)", ins[i].ID, o.in.Seq, prev)
+			}
+			seqs[o.in.Seq] = ins[i].ID
+		}
+	}
+	for _, i := range []int{0, 1} {
+		if o := out[i]; o.err != nil || o.dup || o.in.ID != ins[i].ID {
+			t.Errorf("%s: %+v, want stored", ins[i].ID, o)
+		}
+	}
+	// k1 and k2 race for key k: one is stored, the other gets it as a
+	// repeat; k3 is refused.
+	k1, k2 := out[2], out[3]
+	if k1.err != nil || k2.err != nil || k1.dup == k2.dup || k1.in.ID != k2.in.ID {
+		t.Errorf("k1 %+v, k2 %+v: want one stored and the other its repeat", k1, k2)
+	}
+	if !errors.Is(out[4].err, session.ErrConflict) {
+		t.Errorf("k3: %v, want ErrConflict", out[4].err)
+	}
+	if !errors.Is(out[5].err, session.ErrExists) {
+		t.Errorf("taken: %v, want ErrExists", out[5].err)
+	}
+	if o := out[6]; o.err != nil || !o.dup || o.in.ID != "old" {
+		t.Errorf("again: %+v, want the input stored before", o)
+	}
+	if poison && out[7].err == nil {
+		t.Errorf("the poisoned submit was stored")
+	}
+	got := inputsByID(t, st, "src")
+	for _, id := range []string{"taken", "old", "a"} {
+		if _, ok := got[id]; !ok {
+			t.Errorf("input %s not stored", id)
+		}
+	}
+	if n := len(got) + len(inputsByID(t, st, "other")); n != 5 {
+		t.Errorf("%d inputs stored, want 5 (taken, old, a, b, one of k1/k2)", n)
+	}
+}
