@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -165,7 +166,8 @@ type Gateway struct {
 	now    func() time.Time
 	newID  func() string
 
-	wake chan struct{} // a local Submit: look at the inbox now
+	wake     chan struct{} // a local Submit: look at the inbox now
+	nextLook atomic.Int64  // when Run's loop looks at the inbox next (unix ns; 0: not running; MaxInt64: looking now)
 
 	mu      sync.Mutex
 	serving map[skey]*serving  // sources with a worker; guarded by mu
@@ -327,9 +329,12 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	if err := g.arrived(ctx, stored); err != nil {
 		return out, err
 	}
-	select {
-	case g.wake <- struct{}{}:
-	default:
+	// Wake the loop unless it looks at the inbox again before the input
+	// can settle anyway: a busy source's every input would otherwise make
+	// the loop list the inbox once more.
+	debounce, _, _ := g.settings(stored.Source, stored.Metadata[agentKey])
+	if debounce <= 0 || stored.At.Add(debounce).UnixNano() < g.nextLook.Load() {
+		g.poke()
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.running = true
 	g.mu.Unlock()
 	defer func() {
+		g.nextLook.Store(0)
 		g.mu.Lock()
 		g.running = false
 		g.mu.Unlock()
@@ -48,6 +50,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		case <-g.wake:
 		case <-timer.C:
 		}
+		g.nextLook.Store(math.MaxInt64) // looking now: an input stored meanwhile wakes it again
 		next := g.cfg.Poll
 		states, err := g.inbox.PendingSources(ctx, 0)
 		if err != nil && ctx.Err() != nil {
@@ -84,7 +87,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 			g.mu.Unlock()
 			wg.Go(func() { g.serve(ctx, k, s, serveOpts{}) })
 		}
-		timer.Reset(max(next, time.Millisecond))
+		next = max(next, time.Millisecond)
+		g.nextLook.Store(g.now().Add(next).UnixNano())
+		timer.Reset(next)
 	}
 }
 
