@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,7 +332,13 @@ func (x *Exec) endInterrupted(reason string) {
 		}
 		emit(x, session.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Error: msg})
 	}
-	emit(x, session.Interrupted{Reason: reason})
+	var by []string
+	if h := x.handle; h != nil {
+		h.mu.Lock()
+		by = slices.Clone(h.interruptBy)
+		h.mu.Unlock()
+	}
+	emit(x, session.Interrupted{Reason: reason, Inputs: by, MergedInputs: len(by)})
 	x.End(session.StatusInterrupted, reason)
 }
 

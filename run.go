@@ -55,10 +55,13 @@ type Run struct {
 	after    int64
 	children []*Run                 // sub-agents' runs in progress; guarded by mu
 	steer    []session.InputSteered // input for the model's next call; guarded by mu
-	done     chan struct{}          // made by the first Done or Wait; guarded by mu
-	finished bool                   // guarded by mu
-	res      Result                 // guarded by mu; final once finished
-	err      error                  // guarded by mu
+	// interruptBy are the inbox inputs that interrupted the run (see
+	// InterruptFor); guarded by mu.
+	interruptBy []string
+	done        chan struct{} // made by the first Done or Wait; guarded by mu
+	finished    bool          // guarded by mu
+	res         Result        // guarded by mu; final once finished
+	err         error         // guarded by mu
 }
 
 // parentRunKey carries the handle of the run a sub-agent's run works for.
@@ -175,7 +178,22 @@ func (h *Run) stopHeld() {
 // next turn. A sub-agent working for the run is interrupted too. The
 // gateway uses it to restart a turn with newer input; Runner.Interrupt
 // does the same from any process.
-func (h *Run) Interrupt(reason string) {
+func (h *Run) Interrupt(reason string) { h.InterruptFor(reason, nil) }
+
+// InterruptFor is Interrupt by newer input: inputs (inbox inputs, see
+// Input.Inputs), recorded in the run's interrupted event as the inputs
+// its restart merges. Inputs given after the run is interrupted, while it
+// has not yet reached its safe point, are recorded too.
+func (h *Run) InterruptFor(reason string, inputs []string) {
+	if len(inputs) > 0 {
+		h.mu.Lock()
+		h.interruptBy = append(h.interruptBy, inputs...)
+		h.mu.Unlock()
+	}
+	h.interruptRun(reason)
+}
+
+func (h *Run) interruptRun(reason string) {
 	if reason == "" {
 		reason = "interrupted"
 	}

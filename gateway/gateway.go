@@ -183,6 +183,7 @@ type serving struct {
 	turn        *Turn                // the turn that runs, nil between turns
 	run         *agentrt.Run         // the turn's agent run, while it runs
 	interrupted bool                 // newer input interrupted the turn
+	interruptBy []string             // the inputs that did
 	steer       []session.InboxInput // input to steer into the run once it starts
 	// upto is the Seq of the newest input the turn answers (zero before
 	// the first turn): input up to it is the turn's own, not newer input
@@ -433,7 +434,7 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 		return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected,
 			Msg: fmt.Sprintf("source %s's turn is running, and its policy rejects input meanwhile; send it again once the turn is over", in.Source)}
 	case Interrupt:
-		g.interrupt(k, s)
+		g.interrupt(k, s, in.ID)
 	case Steer:
 		g.mu.Lock()
 		h := s.run
@@ -449,18 +450,19 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 }
 
 // interrupt stops the running turn of source k at its next safe point.
-func (g *Gateway) interrupt(k skey, s *serving) {
+func (g *Gateway) interrupt(k skey, s *serving, by string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.serving[k] != s {
 		return
 	}
 	s.interrupted = true
+	s.interruptBy = append(s.interruptBy, by)
 	if s.turn != nil {
 		s.turn.interrupted.Store(true)
 	}
 	if s.run != nil {
-		s.run.Interrupt("newer input from source " + k.source)
+		s.run.InterruptFor("newer input from source "+k.source, []string{by})
 	}
 }
 

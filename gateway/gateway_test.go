@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -245,7 +246,7 @@ func TestInterruptAndRestart(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		<-e.bot.inModel // the turn's model call is under way
-		e.submit(t, "chat", "sorry, 43 — order 43")
+		newer := e.submit(t, "chat", "sorry, 43 — order 43")
 		time.Sleep(time.Second)
 		synctest.Wait()
 		starts := events[session.RunStarted](t, e.store, "chat")
@@ -259,8 +260,8 @@ func TestInterruptAndRestart(t *testing.T) {
 			}
 			t.Fatalf("%d finals, want one answer, about order 43", len(finals))
 		}
-		if got := events[session.Interrupted](t, e.store, "chat"); len(got) != 1 {
-			t.Errorf("interrupted events %+v", got)
+		if got := events[session.Interrupted](t, e.store, "chat"); len(got) != 1 || !slices.Equal(got[0].Inputs, []string{newer.ID}) || got[0].MergedInputs != 1 {
+			t.Errorf("interrupted events %+v, want one naming the newer input", got)
 		}
 		// Every input reached the model once, in order.
 		reqs := e.bot.seen()

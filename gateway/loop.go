@@ -260,7 +260,7 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[0].SessionID, Inputs: inputs,
 			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
 		g.mu.Lock()
-		s.turn, s.interrupted, s.run, s.steer, s.upto, s.applied = t, false, nil, nil, newest.Seq, nil
+		s.turn, s.interrupted, s.interruptBy, s.run, s.steer, s.upto, s.applied = t, false, nil, nil, nil, newest.Seq, nil
 		g.mu.Unlock()
 		err = t.runGroups(ctx, g.groups)
 		g.mu.Lock()
@@ -490,12 +490,12 @@ func (g *Gateway) notStarted(ctx context.Context, t *Turn, policy Policy, err er
 func (g *Gateway) track(t *Turn, h *agentrt.Run) {
 	g.mu.Lock()
 	t.s.run = h
-	interrupted := t.s.interrupted
+	interrupted, by := t.s.interrupted, slices.Clone(t.s.interruptBy)
 	steer := t.s.steer
 	t.s.steer = nil
 	g.mu.Unlock()
 	if interrupted {
-		h.Interrupt("newer input from source " + t.Source)
+		h.InterruptFor("newer input from source "+t.Source, by)
 	}
 	for _, in := range steer {
 		if slices.ContainsFunc(t.Inputs, func(x session.InboxInput) bool { return x.ID == in.ID }) {

@@ -107,12 +107,12 @@ func TestInputFromAnotherProcessInterrupts(t *testing.T) {
 		defer stop()
 		server.submit(t, "chat", "slow: order 42")
 		<-server.bot.inModel // the turn's model call is under way
-		sender.submit(t, "chat", "sorry — order 43")
+		newer := sender.submit(t, "chat", "sorry — order 43")
 		time.Sleep(time.Second)
 		synctest.Wait()
 
-		if got := events[session.Interrupted](t, shared, "chat"); len(got) != 1 {
-			t.Errorf("interrupted events %+v, want one", got)
+		if got := events[session.Interrupted](t, shared, "chat"); len(got) != 1 || !slices.Equal(got[0].Inputs, []string{newer.ID}) {
+			t.Errorf("interrupted events %+v, want one naming the newer input", got)
 		}
 		finals := events[session.Final](t, shared, "chat")
 		if len(finals) != 1 || finals[0].Text != `done: "refunded order 43"` {

@@ -490,8 +490,11 @@ type RuleRevoked struct {
 // interrupted.
 type Interrupted struct {
 	Reason string `json:"reason"`
-	// MergedInputs is how many inputs the next run will carry.
-	MergedInputs int `json:"merged_inputs,omitempty"`
+	// Inputs are the inbox inputs that interrupted the run (the gateway's
+	// interrupt policy): the turn that restarts it answers them, merged;
+	// MergedInputs is how many.
+	Inputs       []string `json:"inputs,omitempty"`
+	MergedInputs int      `json:"merged_inputs,omitempty"`
 }
 
 // Final is a turn's answer.
