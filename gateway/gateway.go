@@ -185,9 +185,10 @@ type serving struct {
 	interrupted bool                 // newer input interrupted the turn
 	interruptBy []string             // the inputs that did
 	steer       []session.InboxInput // input to steer into the run once it starts
-	// upto is the Seq of the newest input the turn answers (zero before
-	// the first turn): input up to it is the turn's own, not newer input
-	// its policy applies to.
+	// upto is the Seq of the newest input pending when the turn started
+	// (zero before the first turn): input up to it is not newer input the
+	// policy applies to — the turn's own, or left to a later turn for its
+	// session.
 	upto int64
 	// applied holds the newer inputs the source's policy was applied to
 	// during the turn (whether they were submitted here, or seen in the

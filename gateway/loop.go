@@ -246,12 +246,14 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 			g.mu.Unlock()
 			return failed // the loop comes back when it has settled
 		}
+		// Every input pending now is older than the turn, for its policy,
+		// even one of its session that a later turn answers.
+		upto := newest.Seq
 		// A turn answers one session's inputs: the oldest pending input's,
 		// up to the first input for another session, which the next turn
 		// answers.
 		if i := slices.IndexFunc(pending, func(in session.InboxInput) bool { return in.SessionID != pending[0].SessionID }); i > 0 {
 			pending = pending[:i]
-			newest = pending[i-1]
 		}
 		if len(carried) > 0 && carried[0].SessionID != pending[0].SessionID {
 			carried, restart = nil, 0 // what interrupted the turn is gone
@@ -260,7 +262,7 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[0].SessionID, Inputs: inputs,
 			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
 		g.mu.Lock()
-		s.turn, s.interrupted, s.interruptBy, s.run, s.steer, s.upto, s.applied = t, false, nil, nil, nil, newest.Seq, nil
+		s.turn, s.interrupted, s.interruptBy, s.run, s.steer, s.upto, s.applied = t, false, nil, nil, nil, upto, nil
 		g.mu.Unlock()
 		err = t.runGroups(ctx, g.groups)
 		g.mu.Lock()
