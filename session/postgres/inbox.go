@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,6 +97,25 @@ func (st *Store) flushSubmits(ops []*group.Op[*pendingSubmit]) {
 		}
 		op.Answer(err)
 	}
+	// The statement's rows name the inputs stored by tenant and id: a
+	// second submit of an id goes after the batch, on its own, to be told
+	// the id is taken (not that it stored the first's row).
+	ids := make(map[[2]string]bool, len(ops))
+	var again []*group.Op[*pendingSubmit]
+	ops = slices.DeleteFunc(slices.Clone(ops), func(op *group.Op[*pendingSubmit]) bool {
+		k := [2]string{op.W.args[0].(string), op.W.args[1].(string)}
+		if ids[k] {
+			again = append(again, op)
+			return true
+		}
+		ids[k] = true
+		return false
+	})
+	defer func() {
+		for _, op := range again {
+			one(op)
+		}
+	}()
 	if len(ops) == 1 {
 		one(ops[0])
 		return

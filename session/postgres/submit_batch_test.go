@@ -116,3 +116,41 @@ func testSubmitBatch(t *testing.T, poison bool) {
 		t.Errorf("%d inputs stored, want 5 (taken, old, a, b, one of k1/k2)", n)
 	}
 }
+
+// Two submits of one id queued together: one is stored, the other is
+// refused (ErrExists), as when they are written one after the other —
+// not both told they stored it.
+func TestSubmitBatchSameID(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t)
+	ins := []*session.InboxInput{textInput("same", "src", "s1"), textInput("same", "other", "s2")}
+	ins[1].Metadata = map[string]string{"k": "v"}
+	release := st.submits.Hold()
+	defer release()
+	errs := make([]error, len(ins))
+	var wg sync.WaitGroup
+	for i, in := range ins {
+		wg.Go(func() { _, _, errs[i] = st.Submit(ctx, in) })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st.submits.Queued() != len(ins) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d submits queued, want %d", st.submits.Queued(), len(ins))
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not a delay
+	}
+	release()
+	wg.Wait()
+	stored := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			stored++
+		case !errors.Is(err, session.ErrExists):
+			t.Errorf("submit %d: %v, want stored or ErrExists", i, err)
+		}
+	}
+	if stored != 1 {
+		t.Errorf("%d submits of id same were told they stored it (errors %v), want 1", stored, errs)
+	}
+}
