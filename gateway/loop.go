@@ -62,6 +62,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			continue
 		}
 		now := g.now()
+		g.forgetIdle(states)
 		for _, st := range states {
 			k := skey{st.Tenant, st.Source}
 			g.mu.Lock()
@@ -90,6 +91,26 @@ func (g *Gateway) Run(ctx context.Context) error {
 		next = max(next, time.Millisecond)
 		g.nextLook.Store(g.now().Add(next).UnixNano())
 		timer.Reset(next)
+	}
+}
+
+// forgetIdle drops the back-off of the sources that have nothing pending
+// (states lists every source that has): another process answered them,
+// and a note kept for each would grow with every source it serves.
+func (g *Gateway) forgetIdle(states []session.SourceState) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.backoff) == 0 {
+		return
+	}
+	pending := make(map[skey]bool, len(states))
+	for _, st := range states {
+		pending[skey{st.Tenant, st.Source}] = true
+	}
+	for k := range g.backoff {
+		if !pending[k] {
+			delete(g.backoff, k)
+		}
 	}
 }
 
