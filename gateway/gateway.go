@@ -425,6 +425,7 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 		s.applied = make(map[string]bool)
 	}
 	s.applied[in.ID] = true
+	sess := s.turn.Session
 	g.mu.Unlock()
 	_, _, policy := g.settings(in.Source, in.Metadata[agentKey])
 	switch policy {
@@ -439,6 +440,13 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 	case Steer:
 		g.mu.Lock()
 		h := s.run
+		g.mu.Unlock()
+		if h == nil {
+			// The worker may not have recorded the run it just started
+			// (track), while the run goes on: the runner knows it.
+			h, _ = g.r.Active(ctx, sess)
+		}
+		g.mu.Lock()
 		if h == nil {
 			s.steer = append(s.steer, in) // the run, when it starts, takes it
 		}
