@@ -112,7 +112,6 @@ func containsAll(s string, parts ...string) bool {
 // stopped.
 func TestGatewayCommandAnswersAndStops(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, demoConfig+"gateway: {debounce: 50ms}\n", nil)
 	ids := []string{e.sent("--source", "chat", "hi"), e.sent("--source", "chat", "what is 2+3"), e.sent("--source", "chat", "thanks")}
 	g := e.start("gateway")
@@ -151,7 +150,6 @@ func TestGatewayCommandAnswersAndStops(t *testing.T) {
 // the failure.
 func TestGatewayCommandSaysFailures(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, "models:\n  d: {provider: demo}\nagents:\n  a1: {model: d}\n  a2: {model: d}\n", nil)
 	e.must(cli.ExitOK, "run", "--agent", "a1", "--session", "s1", "hi")
 	id := e.sent("--source", "x", "--session", "s1", "--agent", "a2", "hello")

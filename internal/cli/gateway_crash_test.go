@@ -28,7 +28,6 @@ import (
 func gatewayCrashes(t *testing.T, test func(t *testing.T, store string)) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs child processes")
-	needInbox(t)
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()

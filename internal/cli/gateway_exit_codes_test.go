@@ -37,7 +37,6 @@ func (failTurn) Run(context.Context, *gateway.Turn) error {
 // aside, refused with the code).
 func TestGatewayExitCodesAreTheCatalogs(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, demoConfig+"max_input_bytes: 20\n", nil)
 	e.sent("--source", "chat", "--key", "k1", "hello")
 	for _, tc := range []struct {

@@ -33,7 +33,6 @@ func (p procChild) out(args ...string) (int, string, string) {
 func TestProcessSendThenGateway(t *testing.T) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs child processes")
-	needInbox(t)
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
@@ -95,7 +94,6 @@ func TestProcessSendThenGateway(t *testing.T) {
 func TestProcessRunOnASessionInUse(t *testing.T) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs child processes")
-	needInbox(t)
 	for _, policy := range []string{"interrupt", "queue"} {
 		t.Run(policy, func(t *testing.T) {
 			t.Parallel()

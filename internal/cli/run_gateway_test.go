@@ -35,7 +35,6 @@ func startedOf(t *testing.T, evs []event) []runStarted {
 // does not hold it up — printing the turn as before.
 func TestRunGoesThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, demoConfig+"gateway: {debounce: 1h}\n", nil)
 	r := e.must(cli.ExitOK, "run", "--session", "s1", "what is 2+3")
 	if !strings.HasSuffix(r.out, "2+3 = 5\n") || !strings.Contains(r.out, "[tool] calculator ok") {
@@ -61,7 +60,6 @@ func TestRunGoesThroughTheGateway(t *testing.T) {
 // earlier comes first.
 func TestRunAnswersTheSourcesPendingInputs(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, demoConfig, nil)
 	e.must(cli.ExitOK, "run", "--session", "s2", "what is 1+1")
 	sent := e.sent("--source", "cli", "--session", "s2", "hello")
@@ -79,7 +77,6 @@ func TestRunAnswersTheSourcesPendingInputs(t *testing.T) {
 // and its input is set aside, refused with why.
 func TestRunRefusedInputs(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, tourConfig, nil)
 	pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "w1", "what is 21*2+5"))
 	r := e.must(cli.ExitWaiting, "run", "--session", "w1", "what is 1+1")

@@ -12,7 +12,6 @@ import (
 // for a session that exists, or with --agent, is stored.
 func TestSendNeedsAnAgentForANewSession(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, "models:\n  d: {provider: demo}\nagents:\n  a1: {model: d}\n  a2: {model: d}\ngateway:\n  sources:\n    desk: {session: s1}\n", nil)
 	for _, args := range [][]string{{"--source", "chat", "hi"}, {"--source", "chat", "--session", "new", "hi"}} {
 		r := e.must(cli.ExitUsage, append([]string{"send"}, args...)...)

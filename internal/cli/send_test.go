@@ -8,21 +8,7 @@ import (
 
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/session"
-	"github.com/agentrt/agentrt/session/postgres"
-	"github.com/agentrt/agentrt/session/sqlite"
 )
-
-// needInbox skips a test of the gateway's commands while the SQLite and
-// Postgres stores keep no inbox (session.Inbox), which they get in a
-// change of their own; with it, the tests run.
-func needInbox(t *testing.T) {
-	t.Helper()
-	_, sq := any((*sqlite.Store)(nil)).(session.Inbox)
-	_, pg := any((*postgres.Store)(nil)).(session.Inbox)
-	if !sq || !pg {
-		t.Skip("the SQLite or Postgres store keeps no inbox (session.Inbox) in this build")
-	}
-}
 
 var inputID = regexp.MustCompile(`^in_[0-9a-f]+$`)
 
@@ -61,7 +47,6 @@ func (e *env) inputs(source string) []session.InboxInput {
 // input; the inbox lists what is pending, per source and per input.
 func TestSendAndInboxList(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, demoConfig+"gateway:\n  sources:\n    desk: {session: front-desk}\n", nil)
 	if r := e.must(cli.ExitOK, "inbox", "list"); r.out != "" || !strings.Contains(r.err, "no input is pending") {
 		t.Errorf("an empty inbox: %v", r)
@@ -123,7 +108,6 @@ func TestSendAndInboxList(t *testing.T) {
 // Bad input exits 2 with the gateway's message, and stores nothing.
 func TestSendBadInput(t *testing.T) {
 	t.Parallel()
-	needInbox(t)
 	e := newEnv(t, demoConfig+"max_input_bytes: 20\n", nil)
 	e.sent("--source", "chat", "--key", "k1", "hello")
 	for _, tc := range []struct {

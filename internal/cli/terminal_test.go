@@ -55,7 +55,7 @@ func onTerminal(t *testing.T, dir string, in stdin, piped string, stdoutOnTermin
 	testenv.SkipShort(t, "runs child processes")
 	ptm, pts, err := pty.Open()
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		t.Fatalf("no pseudo-terminal: %v (the terminal tests need /dev/ptmx)", err)
 	}
 	t.Cleanup(func() { ptm.Close() })
 	ctx, cancel := context.WithTimeout(t.Context(), procTimeout)

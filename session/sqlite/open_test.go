@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentrt/agentrt/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,9 +29,7 @@ func TestOpenConcurrentlyNewDatabase(t *testing.T) {
 		}
 		os.Exit(0)
 	}
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
+	testenv.SkipShort(t, "starts processes")
 	for trial := range 10 {
 		path := filepath.Join(t.TempDir(), "db"+strconv.Itoa(trial)+".sqlite")
 		var wg sync.WaitGroup
