@@ -240,22 +240,7 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 		return nil, fmt.Errorf("postgres: pending sources: %w", err)
 	}
 	defer rows.Close()
-	var out []session.SourceState
-	for rows.Next() {
-		var (
-			s           session.SourceState
-			first, last int64
-		)
-		if err := rows.Scan(&s.Tenant, &s.Source, &s.Pending, &first, &last, &s.Version, &s.SessionID); err != nil {
-			return nil, fmt.Errorf("postgres: pending sources: %w", err)
-		}
-		s.First, s.Last = time.UnixMicro(first).UTC(), time.UnixMicro(last).UTC()
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: pending sources: %w", err)
-	}
-	return out, nil
+	return inputjson.SourceStates(rows, "postgres")
 }
 
 // Pending returns the source's pending inputs in order. See

@@ -1,12 +1,14 @@
-// Package inputjson is how the SQL stores keep an inbox input's parts and
-// metadata: as JSON text, the same in every store, so that every store
-// gives back the same bytes (see session.InputPart).
+// Package inputjson is what the SQL stores share of the inbox: an input's
+// parts and metadata kept as JSON text, the same in every store, so that
+// every store gives back the same bytes (see session.InputPart), and the
+// reading of the pending sources' rows.
 package inputjson
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/agentrt/agentrt/session"
 )
@@ -50,4 +52,35 @@ func Decode(in *session.InboxInput, parts, metadata []byte) error {
 		}
 	}
 	return nil
+}
+
+// Rows is what both SQL drivers' result sets give: database/sql's
+// *sql.Rows and pgx's pgx.Rows.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// SourceStates reads the rows of the stores' pending-sources query:
+// tenant, source, pending count, the first and last pending inputs' times
+// (unix µs), the version and the newest input's session. name prefixes
+// its errors.
+func SourceStates(rows Rows, name string) ([]session.SourceState, error) {
+	var out []session.SourceState
+	for rows.Next() {
+		var (
+			s           session.SourceState
+			first, last int64
+		)
+		if err := rows.Scan(&s.Tenant, &s.Source, &s.Pending, &first, &last, &s.Version, &s.SessionID); err != nil {
+			return nil, fmt.Errorf("%s: pending sources: %w", name, err)
+		}
+		s.First, s.Last = time.UnixMicro(first).UTC(), time.UnixMicro(last).UTC()
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: pending sources: %w", name, err)
+	}
+	return out, nil
 }
