@@ -100,6 +100,17 @@ const (
 	CodeInputRejected = "input_rejected" // the source's turn runs, and its policy rejects input meanwhile
 	CodeModuleFailed  = "module_failed"  // a module of the turn failed, panicked or timed out
 	CodeTurnStopped   = "turn_stopped"   // a module stopped the turn, with its reason
+
+	// Server: requests the HTTP server refuses before they reach a
+	// session (package server, agentrt serve).
+	CodeUnauthorized     = "unauthorized"       // no API key, or one the server does not know
+	CodeMalformedRequest = "malformed_request"  // the request's JSON or parameters are malformed
+	CodeBodyTooLarge     = "body_too_large"     // the request's body is over the server's limit
+	CodeTooManyRequests  = "too_many_requests"  // the API key is over its rate limit
+	CodeNoRoute          = "no_route"           // no endpoint at that path
+	CodeMethodNotAllowed = "method_not_allowed" // the endpoint does not take that method
+	CodeShuttingDown     = "shutting_down"      // the server is stopping and takes no new work
+	CodeRequestTimeout   = "request_timeout"    // the request took longer than the server allows
 )
 
 // exitUsage is the agentrt command's exit code for a call it refuses:
@@ -213,6 +224,14 @@ var codeTable = func() []CodeInfo {
 		in(CodeInputRejected, FailState, "the source's turn is running and its policy rejects input meanwhile; the input is kept, refused", http.StatusConflict),
 		in(CodeModuleFailed, FailInternal, "a module of the turn failed, panicked or timed out; the turn's inputs are set aside, refused with the reason", http.StatusInternalServerError),
 		in(CodeTurnStopped, FailInput, "a module stopped the turn (the reason says why); its inputs are refused with it", http.StatusUnprocessableEntity),
+		in(CodeUnauthorized, FailInput, "the request has no API key (Authorization: Bearer), or one the server does not know; without keys configured, the server answers only loopback clients", http.StatusUnauthorized),
+		in(CodeMalformedRequest, FailInput, "the request's JSON is malformed, has unknown fields or is nested too deep, or a parameter is unusable (the message says which)", http.StatusBadRequest),
+		in(CodeBodyTooLarge, FailInput, "the request's body is larger than server.max_body_bytes", http.StatusRequestEntityTooLarge),
+		in(CodeTooManyRequests, FailState, "the API key made more requests than its rate allows; Retry-After says when to try again", http.StatusTooManyRequests),
+		in(CodeNoRoute, FailInput, "the server has no endpoint at that path", http.StatusNotFound),
+		in(CodeMethodNotAllowed, FailInput, "the endpoint does not take that method (Allow lists those it takes)", http.StatusMethodNotAllowed),
+		in(CodeShuttingDown, FailState, "the server is shutting down and takes no new work; another replica does", http.StatusServiceUnavailable),
+		in(CodeRequestTimeout, FailState, "the request took longer than server.request_timeout; what it started goes on", http.StatusGatewayTimeout),
 		in(CodeSessionMaxCostUSD, FailLimit, "the session reached limits.session_max_cost_usd; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
 
 		// Model failures: package model's codes, in error events.
@@ -229,7 +248,8 @@ var codeTable = func() []CodeInfo {
 		switch t[i].Code {
 		case string(model.CodeAuth), string(model.CodeBadRequest), string(model.CodeContextLength):
 			t[i].Recoverable = false
-		case CodeConflict, CodeEndNotStored, CodeWatchBehind, CodeLeaseHeld, CodeBusy, CodeLeaseExpired:
+		case CodeConflict, CodeEndNotStored, CodeWatchBehind, CodeLeaseHeld, CodeBusy, CodeLeaseExpired,
+			CodeTooManyRequests, CodeShuttingDown, CodeRequestTimeout:
 			t[i].Recoverable = true
 		case CodeMaxSteps, CodeMaxTokens, CodeMaxCostUSD, CodeMaxTurnDuration, CodeSessionMaxTokens, CodeSessionMaxCostUSD:
 			// A budget pauses the run: resume goes on (after raising

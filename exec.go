@@ -474,11 +474,12 @@ func (x *Exec) fail(ctx context.Context, err error) {
 			re = &Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled", Err: err}
 		}
 	}
-	if re.Kind == FailStore || re.Code == CodeLeaseLost || re.Code == CodeLeaseExpired {
+	if re.Kind == FailStore || re.Code == CodeLeaseLost || re.Code == CodeLeaseExpired || re.Code == CodeShuttingDown {
 		// The store failed, or the session is no longer ours: the state
 		// in memory may be ahead of the store, and writing is pointless
 		// or forbidden. Report and leave the stored run as it was
-		// (resumable).
+		// (resumable). A run Shutdown hands over is left the same way,
+		// for another runner to resume.
 		x.yieldErr(re)
 		return
 	}

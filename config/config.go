@@ -303,8 +303,38 @@ const (
 // Server configures agentrt serve.
 type Server struct {
 	Addr string `yaml:"addr,omitempty"`
-	// APIKeys map bearer keys to tenants. No keys means no authentication.
+	// APIKeys map bearer keys to tenants and principals. No keys (here or
+	// in APIKeysFile) means the server answers only loopback clients.
 	APIKeys []APIKey `yaml:"api_keys,omitempty"`
+	// APIKeysFile names a YAML file of more keys, each given by its hash
+	// only (agentrt keys new writes it): a list of {hash, tenant,
+	// principal, rate, burst}.
+	APIKeysFile string `yaml:"api_keys_file,omitempty"`
+	// MaxBodyBytes bounds a request's body (default 1 MiB); MaxJSONDepth
+	// how deeply its JSON nests (default 32).
+	MaxBodyBytes int64 `yaml:"max_body_bytes,omitempty"`
+	MaxJSONDepth int   `yaml:"max_json_depth,omitempty"`
+	// RequestTimeout bounds a request that does not stream (default
+	// 60s).
+	RequestTimeout Duration `yaml:"request_timeout,omitempty"`
+	// Heartbeat is how often an idle stream gets a comment (default 15s).
+	Heartbeat Duration `yaml:"heartbeat,omitempty"`
+	// ClientBuffer is how many events a stream holds for a slow client
+	// before it tells the client to reconnect (default 1024).
+	ClientBuffer int `yaml:"client_buffer,omitempty"`
+	// WriteTimeout drops a streaming client that takes no bytes for that
+	// long (default 30s).
+	WriteTimeout Duration `yaml:"write_timeout,omitempty"`
+	// CORSOrigins are the browser origins allowed to call the API ("*":
+	// any); none by default.
+	CORSOrigins []string `yaml:"cors_origins,omitempty"`
+	// ShutdownGrace is how long a stopping server lets runs finish before
+	// it hands the rest over to other replicas (default 10s).
+	ShutdownGrace Duration `yaml:"shutdown_grace,omitempty"`
+	// SweepEvery is how often the server looks for runs whose process
+	// died and requests that expired (default: the lease TTL), with
+	// jitter.
+	SweepEvery Duration `yaml:"sweep_every,omitempty"`
 }
 
 // Gateway policies: what the gateway does with input for a source whose
@@ -361,8 +391,18 @@ func (c *Config) SessionFor(source string) string {
 
 // APIKey is one accepted API key and the tenant its requests belong to.
 type APIKey struct {
-	Key    string `yaml:"key"`
+	Key string `yaml:"key,omitempty"`
+	// Hash is the key's SHA-256, "sha256:" and 64 hex digits, for a key
+	// kept out of the config (one of Key and Hash).
+	Hash   string `yaml:"hash,omitempty"`
 	Tenant string `yaml:"tenant"`
+	// Principal names who holds the key: it is recorded as who decided
+	// what the key's requests decide. Empty: derived from the key's hash.
+	Principal string `yaml:"principal,omitempty"`
+	// Rate is the requests per second the key may make (zero: no limit),
+	// Burst how many at once.
+	Rate  float64 `yaml:"rate,omitempty"`
+	Burst int     `yaml:"burst,omitempty"`
 }
 
 // Position is where something is written in a config file. Lines and

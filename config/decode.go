@@ -724,6 +724,16 @@ func (d *decoder) compaction(n *yaml.Node, path string, c *Compaction) {
 func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 	d.mapping(n, path,
 		field{"addr", d.str(&s.Addr)},
+		field{"api_keys_file", d.str(&s.APIKeysFile)},
+		field{"max_body_bytes", number(d, &s.MaxBodyBytes)},
+		field{"max_json_depth", number(d, &s.MaxJSONDepth)},
+		field{"request_timeout", d.duration(&s.RequestTimeout)},
+		field{"heartbeat", d.duration(&s.Heartbeat)},
+		field{"client_buffer", number(d, &s.ClientBuffer)},
+		field{"write_timeout", d.duration(&s.WriteTimeout)},
+		field{"cors_origins", d.list(&s.CORSOrigins)},
+		field{"shutdown_grace", d.duration(&s.ShutdownGrace)},
+		field{"sweep_every", d.duration(&s.SweepEvery)},
 		field{"api_keys", func(n *yaml.Node, path string) {
 			n = resolve(n)
 			if isNull(n) {
@@ -740,7 +750,11 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 				var k APIKey
 				d.mapping(item, p,
 					field{"key", d.str(&k.Key)},
+					field{"hash", d.str(&k.Hash)},
 					field{"tenant", d.str(&k.Tenant)},
+					field{"principal", d.str(&k.Principal)},
+					field{"rate", number(d, &k.Rate)},
+					field{"burst", number(d, &k.Burst)},
 				)
 				s.APIKeys = append(s.APIKeys, k)
 			}

@@ -369,6 +369,14 @@ func (d *decoder) validateServer(c *Config) {
 		p := fmt.Sprintf("server.api_keys[%d]", i)
 		if k.Tenant == "" && !d.failed[p+".tenant"] {
 			d.at(c, p, "%s", c.empty(p+".tenant", "tenant"))
+		} else if err := session.CheckTenant(k.Tenant); err != nil && k.Tenant != "" && !strings.Contains(k.Tenant, "$") {
+			d.atValue(c, p+".tenant", "%v", err)
+		}
+		if k.Key != "" && k.Hash != "" {
+			d.at(c, p, "give the key or its hash, not both")
+		}
+		if h := k.Hash; h != "" && !validKeyHash(h) {
+			d.atValue(c, p+".hash", "bad hash %q: want \"sha256:\" and 64 hex digits (agentrt keys hash KEY prints it)", h)
 		}
 	}
 }
@@ -455,6 +463,9 @@ func (c *Config) CheckServer() error {
 	first := map[string]int{}
 	for i, k := range c.Server.APIKeys {
 		p := fmt.Sprintf("server.api_keys[%d]", i)
+		if k.Key == "" && k.Hash != "" {
+			continue
+		}
 		if k.Key == "" {
 			problems = append(problems, c.Problemf(p+".key", "%s", c.empty(p+".key", "key")))
 			continue
@@ -466,4 +477,18 @@ func (c *Config) CheckServer() error {
 		first[k.Key] = i
 	}
 	return errorOf(problems)
+}
+
+// validKeyHash reports whether h is "sha256:" and 64 hex digits.
+func validKeyHash(h string) bool {
+	hex, ok := strings.CutPrefix(h, "sha256:")
+	if !ok || len(hex) != 64 {
+		return false
+	}
+	for _, c := range hex {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }

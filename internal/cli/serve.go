@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/app"
+	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/postgres"
+)
+
+// DefaultAddr is where agentrt serve listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:8080"
+
+func newServeCmd(g *globals) *cobra.Command {
+	var addr, logFormat, logLevel string
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:8080] [--log-format text|json] [--log-level info]",
+		Short: "serve the HTTP API: sessions, input through the gateway, resumable event streams, human requests",
+		Long: `Serves the HTTP API (docs/http-api.md) until SIGTERM or Ctrl-C. Input goes
+through the gateway (coalescing, debounce, the busy policy); every event
+stream resumes from Last-Event-ID, on this server or another sharing the
+store. The server resumes runs whose process died and expires overdue
+requests. On SIGTERM it stops taking work, lets runs finish for
+server.shutdown_grace, and leaves those still running to another replica.
+
+Without API keys (server.api_keys) it answers only clients on this
+machine.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := newLogger(g.s.Err, logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if addr == "" {
+				addr = a.Config.Server.Addr
+			}
+			if addr == "" {
+				addr = DefaultAddr
+			}
+			return serve(cmd.Context(), g, a, addr, log)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "", "address to listen on (default server.addr, else "+DefaultAddr+")")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func newLogger(w interface{ Write([]byte) (int, error) }, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErr("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErr("--log-format %q: want text or json", format)
+}
+
+func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.Logger) error {
+	gw, err := a.NeedGateway()
+	if err != nil {
+		return err
+	}
+	keys, err := app.ServerKeys(a.Config)
+	if err != nil {
+		return err
+	}
+	tenant := g.tenant
+	if tenant == "" {
+		tenant = a.Config.Tenant
+	}
+	sc := a.Config.Server
+	cfg := server.Config{Runner: a.Runner, Gateway: gw, Keys: keys, Tenant: tenant, Log: log,
+		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std()},
+		CORS:      server.CORS{Origins: sc.CORSOrigins},
+		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std()}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	for _, n := range a.Notices {
+		log.Info(n)
+	}
+	if len(keys) == 0 {
+		log.Warn("no API keys configured (server.api_keys): answering only clients on this machine")
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// The line scripts and tests wait for: where to reach the server.
+	log.Info("serving", "addr", "http://"+ln.Addr().String(), "store", postgres.Redact(a.StoreDSN), "owner", a.Runner.Owner())
+
+	gctx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGateway()
+	gwDone := make(chan error, 1)
+	go func() { gwDone <- a.RunGateway(gctx) }()
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		sweep(gctx, a, log)
+	}()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case err := <-httpDone:
+		serveErr = fmt.Errorf("serve: %w", err)
+	case err := <-gwDone:
+		serveErr = fmt.Errorf("the gateway stopped: %w", err)
+		gwDone <- nil
+	}
+
+	// Stop taking work, tell streams to reconnect elsewhere, let runs
+	// finish for the grace period, hand the rest over.
+	grace := a.Config.Server.ShutdownGrace.Std()
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	log.Info("shutting down", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	_ = hs.Shutdown(sctx)
+	stopGateway()
+	<-gwDone
+	<-sweepDone
+	if err := a.Runner.Shutdown(sctx); err != nil {
+		log.Warn("runs still stopping", "error", err)
+	}
+	log.Info("stopped")
+	return serveErr
+}
+
+// sweep resumes, every so often with jitter, the runs whose process died
+// and the waiting runs whose requests all expired, until ctx ends.
+func sweep(ctx context.Context, a *app.App, log *slog.Logger) {
+	every := a.Config.Server.SweepEvery.Std()
+	if every <= 0 {
+		every = a.Config.LeaseTTL.Std()
+	}
+	if every <= 0 {
+		every = agentrt.DefaultLeaseTTL
+	}
+	for {
+		// ±20 %: replicas started together drift apart.
+		d := time.Duration(float64(every) * (0.8 + 0.4*mrand.Float64()))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		runs, err := a.Runner.Recover(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("recovery sweep", "error", err)
+		}
+		for _, h := range runs {
+			log.Info("resumed a run whose process stopped", "session", h.SessionID(), "tenant", h.Tenant(), "run", h.ID())
+		}
+	}
+}
+
+func newKeysCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "keys", Short: "make API keys for agentrt serve"}
+	var tenant, principal, file string
+	var rate float64
+	var burst int
+	newCmd := &cobra.Command{
+		Use:   "new --tenant T [--principal P] [--file F]",
+		Short: "make an API key: print it once, and add its hash to the keys file (server.api_keys_file)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := session.CheckTenant(tenant); err != nil {
+				return usageErr("--tenant: %v", err)
+			}
+			if file == "" {
+				cfg, err := g.loadConfig()
+				if err != nil {
+					return err
+				}
+				file = cfg.Server.APIKeysFile
+			}
+			if file == "" {
+				return usageErr("no keys file: give --file, or set server.api_keys_file in the config")
+			}
+			b := make([]byte, 32)
+			_, _ = rand.Read(b)
+			key := "art_" + base64.RawURLEncoding.EncodeToString(b)
+			if err := app.AppendKeysFile(file, app.FileKey{Hash: server.HashKey(key), Tenant: tenant, Principal: principal, Rate: rate, Burst: burst}); err != nil {
+				return err
+			}
+			fmt.Fprintln(g.s.Out, key)
+			fmt.Fprintf(g.s.Err, "agentrt: a key for tenant %s; its hash is in %s. The key is not kept anywhere: store it now.\n", tenant, file)
+			return nil
+		},
+	}
+	newCmd.Flags().StringVar(&tenant, "tenant", "", "the tenant the key reaches (required)")
+	newCmd.Flags().StringVar(&principal, "principal", "", "who holds the key (recorded as who decided)")
+	newCmd.Flags().StringVar(&file, "file", "", "the keys file (default server.api_keys_file)")
+	newCmd.Flags().Float64Var(&rate, "rate", 0, "requests per second the key may make (0: no limit)")
+	newCmd.Flags().IntVar(&burst, "burst", 0, "requests at once (default: the rate)")
+	hashCmd := &cobra.Command{
+		Use:   "hash KEY",
+		Short: "print a key's hash, for server.api_keys[].hash",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintln(g.s.Out, server.HashKey(args[0]))
+			return nil
+		},
+	}
+	cmd.AddCommand(newCmd, hashCmd)
+	return cmd
+}

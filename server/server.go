@@ -1,0 +1,257 @@
+// Package server is agentrt's HTTP API (agentrt serve): sessions, input
+// through the gateway, the event log as JSON, server-sent events and
+// WebSocket frames, human requests, control, and the operator endpoints.
+//
+// Every stream is resumable: an event's seq is its SSE id, and a client
+// that reconnects with Last-Event-ID (or ?after=) gets the events it
+// missed from the store, on any replica, with no gap and no duplicate.
+// A client that goes away never stops a run; cancel is a request of its
+// own.
+//
+// The protocol adapters (OpenAI-compatible, AG-UI, A2A, MCP) are handlers
+// mounted on the same mux with Server.Mount; they share its auth, tenants,
+// limits and logging.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Runner runs the sessions; Gateway takes their input. Both required.
+	Runner  *agentrt.Runner
+	Gateway *gateway.Gateway
+	// Keys are the API keys the server accepts. With none, the server
+	// answers only clients on the loopback interface, as Tenant.
+	Keys []Key
+	// Tenant is the tenant of requests when no keys are configured;
+	// empty: session.DefaultTenant.
+	Tenant string
+	// Log is where the server logs; nil: slog.Default().
+	Log *slog.Logger
+	// Limits bound what one request may ask of the server.
+	Limits Limits
+	// CORS, when it names origins, lets browsers on them call the API.
+	CORS CORS
+	// Heartbeat is how often an idle stream gets a comment, so that
+	// proxies keep it open and clients see it alive; zero: 15 s.
+	Heartbeat time.Duration
+	// ClientBuffer is how many events a stream holds for a client that
+	// reads slower than they come; a client that falls further behind is
+	// told to reconnect from its last id. Zero: 1024.
+	ClientBuffer int
+	// WriteTimeout bounds one write to a streaming client; a client that
+	// takes no bytes for that long is dropped. Zero: 30 s.
+	WriteTimeout time.Duration
+	// Ready reports whether the server can serve (GET /readyz); nil: the
+	// store answers.
+	Ready func(ctx context.Context) error
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Limits bound what one request may ask of the server. Zero fields take
+// the defaults.
+type Limits struct {
+	// MaxBodyBytes bounds a request's body; default 1 MiB.
+	MaxBodyBytes int64
+	// MaxJSONDepth bounds how deeply a request's JSON nests; default 32.
+	MaxJSONDepth int
+	// RequestTimeout bounds a request that does not stream; default 60 s.
+	RequestTimeout time.Duration
+}
+
+// CORS says which browser origins may call the API. Off (no origins) by
+// default.
+type CORS struct {
+	// Origins are the allowed origins ("https://app.example.com"); "*"
+	// allows any.
+	Origins []string
+}
+
+// Defaults.
+const (
+	DefaultHeartbeat      = 15 * time.Second
+	DefaultClientBuffer   = 1024
+	DefaultWriteTimeout   = 30 * time.Second
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxJSONDepth   = 32
+	DefaultRequestTimeout = 60 * time.Second
+)
+
+// Server is the HTTP API. Its Handler is safe for concurrent use.
+type Server struct {
+	cfg   Config
+	r     *agentrt.Runner
+	gw    *gateway.Gateway
+	store session.Store
+	log   *slog.Logger
+	now   func() time.Time
+	keys  *keyring
+	mux   *http.ServeMux
+	h     http.Handler
+	// mounted are the routes, in the order they were added.
+	mounted []Route
+
+	draining atomic.Bool // Shutdown began: no new work
+	streams  sync.WaitGroup
+	stop     chan struct{} // closed by Shutdown: streams end
+	stopOnce sync.Once
+
+	clients atomic.Int64 // open streams (SSE and WebSocket)
+}
+
+// New returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Runner == nil || cfg.Gateway == nil {
+		return nil, errors.New("server: a Runner and a Gateway are required")
+	}
+	if cfg.Tenant == "" {
+		cfg.Tenant = session.DefaultTenant
+	}
+	if err := session.CheckTenant(cfg.Tenant); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.ClientBuffer <= 0 {
+		cfg.ClientBuffer = DefaultClientBuffer
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.Limits.MaxBodyBytes <= 0 {
+		cfg.Limits.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Limits.MaxJSONDepth <= 0 {
+		cfg.Limits.MaxJSONDepth = DefaultMaxJSONDepth
+	}
+	if cfg.Limits.RequestTimeout <= 0 {
+		cfg.Limits.RequestTimeout = DefaultRequestTimeout
+	}
+	keys, err := newKeyring(cfg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, r: cfg.Runner, gw: cfg.Gateway, store: cfg.Runner.Store(), log: cfg.Log, now: cfg.Now,
+		keys: keys, mux: http.NewServeMux(), stop: make(chan struct{})}
+	for _, rt := range s.routes() {
+		s.handle(rt)
+	}
+	s.mux.HandleFunc("/", s.noRoute)
+	s.h = s.cors(s.mux)
+	return s, nil
+}
+
+// Handler returns the server's handler: every route, with auth, limits
+// and logging.
+func (s *Server) Handler() http.Handler { return s.h }
+
+// Route is one endpoint: what Routes lists and the OpenAPI document
+// describes.
+type Route struct {
+	Method  string
+	Pattern string // the path, as net/http.ServeMux patterns write it
+	// Public routes take no API key (health, readiness, metrics).
+	Public bool
+	// Stream routes may answer with a stream; they get no request timeout.
+	Stream bool
+	h      http.HandlerFunc
+}
+
+// Routes lists the server's endpoints (those Mount added included).
+func (s *Server) Routes() []Route { return append([]Route(nil), s.mounted...) }
+
+// Mount adds an endpoint of an adapter (a protocol served over the same
+// sessions): h gets requests already authenticated, scoped to their
+// tenant (session.TenantOf) and actor (agentrt.ActorOf), with the body
+// limit applied.
+func (s *Server) Mount(method, pattern string, stream bool, h http.Handler) {
+	s.handle(Route{Method: method, Pattern: pattern, Stream: stream, h: h.ServeHTTP})
+}
+
+func (s *Server) handle(rt Route) {
+	s.mounted = append(s.mounted, rt)
+	h := rt.h
+	if !rt.Stream {
+		h = s.timeout(h)
+	}
+	if !rt.Public {
+		h = s.authenticate(h)
+	}
+	s.mux.Handle(rt.Method+" "+rt.Pattern, s.logged(rt, s.limitBody(h)))
+}
+
+// Shutdown stops taking new work (new requests get shutting_down), ends
+// every open stream (its client reconnects elsewhere, from its last id)
+// and waits for them to close, or for ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.stopOnce.Do(func() { close(s.stop) })
+	done := make(chan struct{})
+	go func() {
+		s.streams.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Clients is the number of open streams (SSE and WebSocket).
+func (s *Server) Clients() int64 { return s.clients.Load() }
+
+// loopback reports whether the request came from this machine.
+func loopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// noRoute answers a request no route takes: 405 with Allow when the path
+// has routes for other methods, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeMethodNotAllowed,
+			Msg: fmt.Sprintf("%s %s: this endpoint takes %s", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+		return
+	}
+	writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeNoRoute,
+		Msg: fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
+}

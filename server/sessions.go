@@ -1,0 +1,480 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+func (s *Server) routes() []Route {
+	return []Route{
+		{Method: "GET", Pattern: "/healthz", Public: true, h: s.healthz},
+		{Method: "GET", Pattern: "/readyz", Public: true, h: s.readyz},
+		{Method: "GET", Pattern: "/openapi.json", Public: true, h: s.openAPI},
+		{Method: "GET", Pattern: "/v1/agents", h: s.listAgents},
+		{Method: "POST", Pattern: "/v1/sessions", h: s.createSession},
+		{Method: "GET", Pattern: "/v1/sessions", h: s.listSessions},
+		{Method: "GET", Pattern: "/v1/sessions/{id}", h: s.getSession},
+		{Method: "DELETE", Pattern: "/v1/sessions/{id}", h: s.deleteSession},
+		{Method: "POST", Pattern: "/v1/sessions/{id}/messages", Stream: true, h: s.postMessage},
+		{Method: "GET", Pattern: "/v1/sessions/{id}/events", Stream: true, h: s.getEvents},
+		{Method: "POST", Pattern: "/v1/sessions/{id}/requests/{rid}", h: s.resolve},
+		{Method: "POST", Pattern: "/v1/sessions/{id}/cancel", h: s.control(false)},
+		{Method: "POST", Pattern: "/v1/sessions/{id}/interrupt", h: s.control(true)},
+		{Method: "POST", Pattern: "/v1/sessions/{id}/resume", h: s.resume},
+		{Method: "POST", Pattern: "/v1/sessions/{id}/fork", h: s.fork},
+	}
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	var err error
+	switch {
+	case s.draining.Load():
+		err = errors.New("shutting down")
+	case s.cfg.Ready != nil:
+		err = s.cfg.Ready(ctx)
+	default:
+		_, err = s.store.ListSessions(session.WithTenant(ctx, s.cfg.Tenant), session.ListOptions{Limit: 1})
+	}
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// AgentInfo is an agent as GET /v1/agents shows it.
+type AgentInfo struct {
+	Name    string     `json:"name"`
+	Default bool       `json:"default,omitempty"`
+	Model   string     `json:"model,omitempty"`
+	Tools   []ToolInfo `json:"tools"`
+}
+
+// ToolInfo is a tool an agent may call.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	def, _ := s.r.DefaultAgent()
+	out := struct {
+		Agents []AgentInfo `json:"agents"`
+	}{Agents: []AgentInfo{}}
+	for _, name := range s.r.AgentNames() {
+		a, _ := s.r.Agent(name)
+		info := AgentInfo{Name: name, Default: name == def, Tools: []ToolInfo{}}
+		if a.Model != nil {
+			info.Model = a.Model.Name()
+		}
+		for _, t := range a.ToolSpecs() {
+			info.Tools = append(info.Tools, toolInfo(t))
+		}
+		out.Agents = append(out.Agents, info)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func toolInfo(t model.ToolSpec) ToolInfo {
+	return ToolInfo{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
+}
+
+// SessionInfo is a session as the API shows it.
+type SessionInfo struct {
+	ID        string            `json:"id"`
+	Agent     string            `json:"agent"`
+	Status    session.Status    `json:"status"`
+	Turn      int               `json:"turn"`
+	Usage     model.Usage       `json:"usage"`
+	LastSeq   int64             `json:"last_seq"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	// Requests are the requests waiting for a person (GET of one
+	// session).
+	Requests []agentrt.HumanRequest `json:"requests,omitempty"`
+}
+
+func sessionInfo(ss *session.Session) SessionInfo {
+	return SessionInfo{ID: ss.ID, Agent: ss.Agent, Status: ss.Status, Turn: ss.Turn, Usage: ss.Usage, LastSeq: ss.LastSeq,
+		Metadata: ss.Metadata, CreatedAt: ss.CreatedAt, UpdatedAt: ss.UpdatedAt}
+}
+
+type createRequest struct {
+	Agent    string            `json:"agent"`
+	ID       string            `json:"id"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := decode(r, &req, s.cfg.Limits.MaxJSONDepth, true); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if req.ID != "" {
+		if err := session.CheckID(req.ID); err != nil {
+			writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadSessionID, Msg: err.Error()})
+			return
+		}
+	}
+	ss, err := s.r.CreateSession(r.Context(), req.Agent, req.ID, req.Metadata)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+ss.ID)
+	writeJSON(w, http.StatusCreated, sessionInfo(ss))
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	opt := session.ListOptions{After: q.Get("after"), Status: session.Status(q.Get("status"))}
+	limit, err := intParam(q.Get("limit"), "limit", 50, 1, 500)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	opt.Limit = limit
+	if opt.Status != "" && !knownStatus(opt.Status) {
+		writeError(w, r, s.log, badRequest("status %q is not a session status (idle, running, waiting, paused, done, failed, canceled, interrupted)", opt.Status))
+		return
+	}
+	agent := q.Get("agent")
+	out := struct {
+		Sessions []SessionInfo `json:"sessions"`
+		Next     string        `json:"next,omitempty"`
+	}{Sessions: []SessionInfo{}}
+	// An agent filter pages through the store until the page is full or
+	// the sessions end.
+	for {
+		page, last, err := s.r.ListSessions(r.Context(), opt)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		for _, ss := range page {
+			if agent == "" || ss.Agent == agent {
+				out.Sessions = append(out.Sessions, sessionInfo(ss))
+			}
+		}
+		if last == nil {
+			out.Next = ""
+			break
+		}
+		out.Next = last.ID
+		if agent == "" || len(out.Sessions) >= limit {
+			break
+		}
+		opt.After = last.ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func knownStatus(st session.Status) bool {
+	return slices.Contains([]session.Status{session.StatusIdle, session.StatusRunning, session.StatusWaiting, session.StatusPaused,
+		session.StatusDone, session.StatusFailed, session.StatusCanceled, session.StatusInterrupted}, st)
+}
+
+func intParam(v, name string, def, lo, hi int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, badRequest("%s %q: want a whole number from %d to %d", name, v, lo, hi)
+	}
+	return n, nil
+}
+
+// getSessionRow reads session id of the request's tenant; another
+// tenant's is not_found, like one that does not exist.
+func (s *Server) getSessionRow(ctx context.Context, id string) (*session.Session, error) {
+	ss, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		if errors.Is(err, session.ErrNotFound) {
+			return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeNotFound, Msg: fmt.Sprintf("session %q not found", id), Err: err}
+		}
+		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the session", Err: err}
+	}
+	return ss, nil
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ss, err := s.getSessionRow(r.Context(), id)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	info := sessionInfo(ss)
+	if ss.Status == session.StatusWaiting {
+		st, err := s.r.Load(r.Context(), id)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		info.Requests = st.Requests
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.r.DeleteSession(r.Context(), id, false); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// MessageRequest is the body of POST /v1/sessions/{id}/messages.
+type MessageRequest struct {
+	Text     string              `json:"text"`
+	Parts    []session.InputPart `json:"parts"`
+	Source   string              `json:"source"`
+	Metadata map[string]string   `json:"metadata"`
+}
+
+// Accepted is the answer to an input: it is stored, and a turn of the
+// session answers it (RunID, when that turn has started already).
+type Accepted struct {
+	InputID   string `json:"input_id"`
+	SessionID string `json:"session_id"`
+	Source    string `json:"source"`
+	RunID     string `json:"run_id,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	var req MessageRequest
+	if err := decode(r, &req, s.cfg.Limits.MaxJSONDepth, false); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	ss, err := s.getSessionRow(ctx, id)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	source := req.Source
+	if source == "" {
+		source = id
+	}
+	sub, err := s.gw.Submit(ctx, gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: req.Text, Parts: req.Parts,
+		Metadata: req.Metadata, Key: r.Header.Get("Idempotency-Key")})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	acc := Accepted{InputID: sub.ID, SessionID: sub.Session, Source: sub.Source, Duplicate: sub.Duplicate}
+	if sub.Duplicate {
+		acc.RunID = s.answeredBy(ctx, sub)
+	}
+	if !wantsSSE(r) {
+		writeJSON(w, http.StatusAccepted, acc)
+		return
+	}
+	// Stream the run that answers the input: from the log as it was
+	// before the input (a duplicate's run may be anywhere in it).
+	after := ss.LastSeq
+	if sub.Duplicate {
+		after = 0
+	}
+	w.Header().Set("Agentrt-Input-Id", sub.ID)
+	f := &inputFollower{inputID: sub.ID}
+	sink := newSSE(w, s.cfg.WriteTimeout)
+	s.pump(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
+		return f.filter(s.watchInput(ctx, id, after, sub))
+	}, after, sink, f.done)
+}
+
+// answeredBy is the run that answered a stored input, if one has.
+func (s *Server) answeredBy(ctx context.Context, sub *gateway.Submitted) string {
+	ib, ok := s.store.(session.Inbox)
+	if !ok {
+		return ""
+	}
+	ins, err := ib.Inputs(ctx, sub.Source, sub.Seq-1, 1)
+	if err != nil || len(ins) == 0 || ins[0].ID != sub.ID {
+		return ""
+	}
+	return ins[0].RunID
+}
+
+// watchInput is the session's events after after, as Runner.Watch yields
+// them, ending with an error if the input is refused (no run will answer
+// it): the input's state is looked at whenever the session is quiet for
+// a heartbeat.
+func (s *Server) watchInput(ctx context.Context, id string, after int64, sub *gateway.Submitted) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type got struct {
+			ev  *session.Event
+			err error
+		}
+		ch := make(chan got)
+		go func() {
+			defer close(ch)
+			for ev, err := range s.r.Watch(ctx, id, after) {
+				select {
+				case ch <- got{ev, err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		tick := time.NewTicker(s.cfg.Heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case g, ok := <-ch:
+				if !ok || !yield(g.ev, g.err) || g.err != nil {
+					return
+				}
+			case <-tick.C:
+				if err := s.refused(ctx, sub); err != nil {
+					yield(nil, err)
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// refused returns the error of an input the gateway refused.
+func (s *Server) refused(ctx context.Context, sub *gateway.Submitted) error {
+	ib, ok := s.store.(session.Inbox)
+	if !ok {
+		return nil
+	}
+	ins, err := ib.Inputs(ctx, sub.Source, sub.Seq-1, 1)
+	if err != nil || len(ins) == 0 || ins[0].ID != sub.ID || ins[0].State != session.InputRefused {
+		return nil
+	}
+	return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected, Msg: "the input was refused: " + ins[0].Reason}
+}
+
+// inputFollower picks out of a session's events those of the run that
+// answers one input: from the run_started that names it to the end of
+// that run, and on through the runs an interruption restarts, to the
+// turn's last run_finished.
+type inputFollower struct {
+	inputID string
+	runID   string // the run being followed; "" until it starts
+}
+
+func (f *inputFollower) filter(seq iter.Seq2[*session.Event, error]) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		for ev, err := range seq {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if f.runID == "" {
+				rs, ok := ev.Data.(*session.RunStarted)
+				if ev.Type != session.TypeRunStarted || !ok || !slices.Contains(rs.Inputs, f.inputID) {
+					continue
+				}
+				f.runID = ev.RunID
+			}
+			if ev.RunID != f.runID {
+				if ev.Type != session.TypeRunStarted {
+					continue
+				}
+				f.runID = ev.RunID // the restart of an interrupted turn
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+// done reports the end of the followed turn: its run finished other than
+// interrupted (an interrupted turn goes on in a new run).
+func (f *inputFollower) done(ev *session.Event) bool {
+	if ev.Type != session.TypeRunFinished {
+		return false
+	}
+	rf, ok := ev.Data.(*session.RunFinished)
+	return ok && rf.Status != session.StatusInterrupted
+}
+
+func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	after, err := resumeFrom(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	ss, err := s.getSessionRow(ctx, id)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if wantsSSE(r) {
+		sink := newSSE(w, s.cfg.WriteTimeout)
+		s.pump(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
+			return s.r.Watch(ctx, id, after)
+		}, after, sink, nil)
+		return
+	}
+	limit, err := intParam(r.URL.Query().Get("limit"), "limit", 1000, 1, 10000)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	buf := append(make([]byte, 0, 4096), `{"events":[`...)
+	n := 0
+	for ev, err := range s.store.Events(ctx, id, after) {
+		if err != nil {
+			writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the session's events", Err: err})
+			return
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		if buf, err = ev.AppendJSON(buf); err != nil {
+			writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailInternal, Msg: "encode an event", Err: err})
+			return
+		}
+		n++
+		if n == limit {
+			break
+		}
+	}
+	buf = append(buf, `],"last_seq":`...)
+	buf = strconv.AppendInt(buf, ss.LastSeq, 10)
+	buf = append(buf, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf)
+}

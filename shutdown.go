@@ -1,0 +1,41 @@
+package agentrt
+
+import (
+	"context"
+	"time"
+)
+
+// errHandedOver is the cause Shutdown cancels the runs it hands over
+// with: their end is not recorded (see Exec.fail).
+var errHandedOver error = &Error{Kind: FailCanceled, Code: CodeShuttingDown, Msg: "the process is shutting down: the run is left for another to resume"}
+
+// Shutdown stops this runner the way a server that is being replaced
+// should. Until ctx ends it lets the runs in progress go on and end by
+// themselves (their steps commit as usual); then it stops those still
+// running without recording an end: each stops where it is, as if its
+// process had died, and lets go of its session at once, which stays
+// running for any runner on the store to resume (Recover) without
+// waiting for a lease to expire. It returns as Close does, once every use
+// of a session has ended (bounded by the store's own waits).
+//
+// Close, by contrast, cancels the runs: they end canceled, for a person
+// to resume.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !r.reg.idle() {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	for _, h := range r.reg.close() {
+		h.CancelCause(errHandedOver)
+	}
+	r.stepping.closeAll()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	return r.Close(wctx)
+}
