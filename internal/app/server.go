@@ -3,8 +3,8 @@ package app
 import (
 	"bytes"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"os"
 
 	"go.yaml.in/yaml/v3"
