@@ -307,9 +307,13 @@ func seqs(t *testing.T, evs []sseEvent) []int64 {
 }
 
 // waitStatus follows session id's log until its status is want.
-func (f *fixture) waitStatus(t *testing.T, id string, want session.Status) {
+func (f *fixture) waitStatus(t *testing.T, id string, want session.Status, tenant ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	base := context.Background()
+	if len(tenant) > 0 {
+		base = session.WithTenant(base, tenant[0])
+	}
+	ctx, cancel := context.WithTimeout(base, time.Minute)
 	defer cancel()
 	for ev, err := range f.r.Watch(ctx, id, 0) {
 		if err != nil {
@@ -322,6 +326,6 @@ func (f *fixture) waitStatus(t *testing.T, id string, want session.Status) {
 			return
 		}
 	}
-	s, _ := f.store.GetSession(context.Background(), id)
+	s, _ := f.store.GetSession(base, id)
 	t.Fatalf("session %s: status %v, want %s", id, s, want)
 }

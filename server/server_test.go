@@ -92,10 +92,14 @@ func TestMessageAcceptedAndIdempotent(t *testing.T) {
 	}
 }
 
-func storedTypes(t *testing.T, f *fixture, id string) []string {
+func storedTypes(t *testing.T, f *fixture, id string, tenant ...string) []string {
 	t.Helper()
+	ctx := context.Background()
+	if len(tenant) > 0 {
+		ctx = session.WithTenant(ctx, tenant[0])
+	}
 	var out []string
-	for ev, err := range f.store.Events(context.Background(), id, 0) {
+	for ev, err := range f.store.Events(ctx, id, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,9 +39,9 @@ type item struct {
 // ClientBuffer events; the caller's goroutine writes them out. The run
 // never waits for a client: open reads committed events from the store
 // (Runner.Watch), and tokens are dropped, not queued, for a client whose
-// buffer is full. A client whose buffer fills with committed events is
-// told to reconnect from its last id, and its reader stops: a paused
-// client costs its buffer, nothing more. It returns the seq of the last
+// buffer is full. A client that leaves its buffer full of committed
+// events for WriteTimeout is told to reconnect from its last id, and its
+// reader stops: a paused client costs its buffer, nothing more. It returns the seq of the last
 // committed event written.
 func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
 	s.streams.Add(1)
@@ -72,6 +72,18 @@ func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[
 			}
 			if ev.Seq == 0 {
 				continue // a live token: best effort
+			}
+			// The buffer is full of what the client has not taken: wait
+			// as long as a write may take, then give up on it.
+			t := time.NewTimer(s.cfg.WriteTimeout)
+			select {
+			case ch <- item{ev: ev}:
+				t.Stop()
+				continue
+			case <-rctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
 			}
 			behind.Store(true)
 			return
