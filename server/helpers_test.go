@@ -208,12 +208,12 @@ func (f *fixture) create(t *testing.T, key string) string {
 
 // sseEvent is one event of a stream.
 type sseEvent struct {
-	id    string
-	typ   string
-	data  []byte
-	ev    *session.Event
-	seq   int64
-	ping  bool // a heartbeat comment
+	id   string
+	typ  string
+	data []byte
+	ev   *session.Event
+	seq  int64
+	ping bool // a heartbeat comment
 }
 
 // stream opens an event stream and yields its events (and heartbeat
