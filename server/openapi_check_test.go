@@ -3,11 +3,16 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
+	"mime"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -333,7 +338,7 @@ func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) 
 
 // frame is one server-sent event as an SSE parser gives it: the fields
 // of StreamFrame, data parsed as JSON.
-type frame map[string]any
+type frame = map[string]any
 
 // frameReader reads the frames of a text/event-stream body, per the
 // HTML standard's parsing rules (comments skipped, "data" lines joined
@@ -409,4 +414,370 @@ func decodeJSON(b []byte) (any, error) {
 		return nil, errors.New("more than one JSON value")
 	}
 	return v, nil
+}
+
+// call is a request of the conformance test.
+type call struct {
+	method string
+	path   string // with its query
+	body   string // "": none
+	header map[string]string
+	key    string // the API key: "" mainKey, noKey none
+	sse    bool   // ask for a stream (Accept: text/event-stream)
+	// invalid says the body is not one the document's request schema
+	// takes (the server refuses it, and the schema must too).
+	invalid bool
+}
+
+// apiClient sends calls to a server and checks each answer against the
+// document.
+type apiClient struct {
+	doc  *apiDoc
+	base string
+	hc   *http.Client
+	seen *coverage
+}
+
+func newAPIClient(t *testing.T, doc *apiDoc, h http.Handler) *apiClient {
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return &apiClient{doc: doc, base: ts.URL, hc: ts.Client(), seen: &coverage{ops: map[string]map[int]bool{}}}
+}
+
+// of returns a client of another server, which records in c's coverage.
+func (c *apiClient) of(t *testing.T, h http.Handler) *apiClient {
+	o := newAPIClient(t, c.doc, h)
+	o.seen = c.seen
+	return o
+}
+
+// answer is a checked answer.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+	json   any
+}
+
+// path returns the value at keys of the answer's JSON (see dig).
+func (a *answer) path(keys ...any) any { return dig(a.json, keys...) }
+
+// dig returns the value at keys (object keys and array indexes) of v,
+// JSON decoded into any; nil if there is none.
+func dig(v any, keys ...any) any {
+	for _, k := range keys {
+		switch k := k.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			s, _ := v.([]any)
+			if k >= len(s) {
+				return nil
+			}
+			v = s[k]
+		}
+	}
+	return v
+}
+
+func (c *apiClient) request(t *testing.T, ctx context.Context, cl call) (*http.Response, *apiOp, bool) {
+	t.Helper()
+	op, known := c.doc.find(cl.method, urlPathOf(cl.path))
+	if op != nil {
+		c.checkBody(t, op, cl)
+	}
+	var body io.Reader
+	if cl.body != "" {
+		body = strings.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, c.base+cl.path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	switch cl.key {
+	case "":
+		req.Header.Set("Authorization", "Bearer "+mainKey)
+	case noKey:
+	default:
+		req.Header.Set("Authorization", "Bearer "+cl.key)
+	}
+	if cl.sse {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	for k, v := range cl.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", cl.method, cl.path, err)
+	}
+	return resp, op, known
+}
+
+// checkBody checks the body of cl against the operation's request
+// schema: it fits unless cl is meant to be invalid.
+func (c *apiClient) checkBody(t *testing.T, op *apiOp, cl call) {
+	t.Helper()
+	schema, required := c.doc.requestSchema(t, op)
+	var err error
+	switch {
+	case schema == nil && cl.body != "":
+		err = errors.New("the operation takes no body")
+	case schema == nil:
+		return
+	case cl.body == "" && required:
+		err = errors.New("the body is required")
+	case cl.body == "":
+	default:
+		var v any
+		if v, err = decodeJSON([]byte(cl.body)); err == nil {
+			err = c.doc.validate(schema, v)
+		}
+	}
+	if valid := err == nil; valid == cl.invalid {
+		t.Errorf("%s %s: body %.80q: valid per the document %v, but the test means it to be valid %v (%v)", cl.method, cl.path, cl.body, valid, !cl.invalid, err)
+	}
+}
+
+// send sends cl and checks the answer: status want, documented, of the
+// documented shape, and with error code code.
+func (c *apiClient) send(t *testing.T, cl call, want int, code string) *answer {
+	t.Helper()
+	resp, op, known := c.request(t, t.Context(), cl)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &answer{status: resp.StatusCode, header: resp.Header, body: b}
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", cl.method, cl.path, resp.StatusCode, b, want)
+	}
+	var r map[string]any
+	switch {
+	case op != nil:
+		c.seen.add(op.String(), want)
+		if r = c.doc.response(t, op, want); r == nil {
+			t.Errorf("%s %s: %d is not documented for %s", cl.method, cl.path, want, op)
+			return a
+		}
+	case known:
+		c.seen.add(urlPathOf(cl.path)+" (another method)", want)
+		r = c.doc.component(t, "MethodNotAllowed")
+	default:
+		r = c.doc.component(t, "NoRoute")
+	}
+	where := fmt.Sprintf("%s %s → %d", cl.method, cl.path, want)
+	c.checkHeaders(t, where, r, resp.Header)
+	content := obj(r, "content")
+	if cl.method == "HEAD" {
+		return a // the GET's headers, no body
+	}
+	if len(content) == 0 {
+		if len(b) != 0 {
+			t.Errorf("%s: a body (%.100q) where the document has none", where, b)
+		}
+		return a
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	media := obj(content, mt)
+	if media == nil || mt != "application/json" {
+		t.Errorf("%s: Content-Type %q; the document has %v", where, mt, sortedKeys(content))
+		return a
+	}
+	if a.json, err = decodeJSON(b); err != nil {
+		t.Errorf("%s: the body is not JSON: %v", where, err)
+		return a
+	}
+	if err := c.doc.validate(media["schema"], a.json); err != nil {
+		t.Errorf("%s: the body does not fit the document: %v\n%s", where, err, b)
+	}
+	if want >= 400 && len(errorCodes(r)) > 0 {
+		got, _ := a.path("error", "code").(string)
+		if !slices.Contains(errorCodes(r), got) {
+			t.Errorf("%s: code %q is not one the response lists (%v)", where, got, errorCodes(r))
+		}
+		if got != code {
+			t.Errorf("%s: code %q, want %q", where, got, code)
+		}
+	}
+	return a
+}
+
+// urlPathOf is the path of a request target, without its query.
+func urlPathOf(p string) string {
+	p, _, _ = strings.Cut(p, "?")
+	return p
+}
+
+// checkHeaders checks the documented headers of response r: present
+// when required, and of their schema.
+func (c *apiClient) checkHeaders(t *testing.T, where string, r map[string]any, h http.Header) {
+	t.Helper()
+	for name, spec := range obj(r, "headers") {
+		hs := c.doc.deref(t, spec)
+		v := h.Get(name)
+		if v == "" {
+			if hs["required"] == true {
+				t.Errorf("%s: no %s header", where, name)
+			}
+			continue
+		}
+		schema := hs["schema"]
+		var val any = v
+		if obj(hs, "schema")["type"] == "integer" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Errorf("%s: %s %q is not an integer", where, name, v)
+				continue
+			}
+			val = float64(n)
+		}
+		if err := c.doc.validate(schema, val); err != nil {
+			t.Errorf("%s: header %s %q: %v", where, name, v, err)
+		}
+	}
+}
+
+// sseStream is a checked text/event-stream answer.
+type sseStream struct {
+	c      *apiClient
+	where  string
+	header http.Header
+	resp   *http.Response
+	cancel context.CancelFunc
+	fr     *frameReader
+	schema any
+}
+
+// stream sends cl asking for a stream, and checks the answer is one the
+// document has.
+func (c *apiClient) stream(t *testing.T, cl call) *sseStream {
+	t.Helper()
+	cl.sse = true
+	ctx, cancel := context.WithCancel(t.Context())
+	resp, op, _ := c.request(t, ctx, cl)
+	s := &sseStream{c: c, where: cl.method + " " + cl.path + " (stream)", header: resp.Header, resp: resp, cancel: cancel, fr: newFrameReader(resp.Body)}
+	if op == nil || resp.StatusCode != 200 {
+		s.close()
+		t.Fatalf("%s: %d, want a stream", s.where, resp.StatusCode)
+	}
+	c.seen.add(op.String(), 200)
+	r := c.doc.response(t, op, 200)
+	c.checkHeaders(t, s.where, r, resp.Header)
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	media := obj(obj(r, "content"), "text/event-stream")
+	if mt != "text/event-stream" || media == nil {
+		s.close()
+		t.Fatalf("%s: Content-Type %q, and the document has %v", s.where, mt, sortedKeys(obj(r, "content")))
+	}
+	if s.schema = media["x-itemSchema"]; s.schema == nil {
+		t.Fatalf("%s: the document gives no x-itemSchema for its frames", s.where)
+	}
+	// The first frame tells a browser how long to wait to reconnect.
+	f, err := s.fr.next()
+	if err != nil || f["retry"] == nil || len(f) != 1 {
+		t.Fatalf("%s: first frame %v (%v), want retry", s.where, f, err)
+	}
+	s.check(t, f)
+	return s
+}
+
+// frames yields the stream's frames after the first, checked, until it
+// ends.
+func (s *sseStream) frames(t *testing.T) iter.Seq[frame] {
+	return func(yield func(frame) bool) {
+		for {
+			f, err := s.fr.next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Errorf("%s: %v", s.where, err)
+				}
+				return
+			}
+			s.check(t, f)
+			if !yield(f) {
+				return
+			}
+		}
+	}
+}
+
+// check checks a frame against the document: StreamFrame's schema, and
+// an event's frame has its seq as id and its type as event.
+func (s *sseStream) check(t *testing.T, f frame) {
+	t.Helper()
+	if err := s.c.doc.validate(s.schema, f); err != nil {
+		t.Errorf("%s: frame %v does not fit the document: %v", s.where, f, err)
+		return
+	}
+	ev, ok := f["data"].(map[string]any)
+	if !ok || ev["v"] == nil {
+		return // not an event
+	}
+	if f["event"] != ev["type"] {
+		t.Errorf("%s: frame event %v for an event of type %v", s.where, f["event"], ev["type"])
+	}
+	var want any
+	if seq, ok := ev["seq"].(float64); ok {
+		want = strconv.FormatInt(int64(seq), 10)
+	}
+	if f["id"] != want {
+		t.Errorf("%s: frame id %v for an event of seq %v", s.where, f["id"], ev["seq"])
+	}
+}
+
+func (s *sseStream) close() {
+	s.cancel()
+	s.resp.Body.Close()
+}
+
+// coverage records the statuses each operation answered.
+type coverage struct {
+	mu  sync.Mutex
+	ops map[string]map[int]bool
+}
+
+func (cv *coverage) add(op string, status int) {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	if cv.ops[op] == nil {
+		cv.ops[op] = map[int]bool{}
+	}
+	cv.ops[op][status] = true
+}
+
+// check requires every operation to have answered a success and an
+// error (for an operation that answers no error, its path one for
+// another method), and logs the documented statuses no call produced.
+func (cv *coverage) check(t *testing.T, doc *apiDoc) {
+	t.Helper()
+	for _, op := range doc.ops {
+		got := cv.ops[op.String()]
+		ok, failed := false, cv.ops[op.Path+" (another method)"][405]
+		var missing []string
+		for st := range obj(op.raw, "responses") {
+			n, _ := strconv.Atoi(st)
+			if got[n] {
+				ok = ok || n < 300
+				failed = failed || n >= 400
+				continue
+			}
+			missing = append(missing, st)
+		}
+		if !ok {
+			t.Errorf("%s: no call got a success", op)
+		}
+		if !failed {
+			t.Errorf("%s: no call got an error", op)
+		}
+		slices.Sort(missing)
+		if len(missing) > 0 {
+			t.Logf("%s: not exercised: %s", op, strings.Join(missing, ", "))
+		}
+	}
 }
