@@ -568,6 +568,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 		// The agent's rule log is the runtime's own.
 		c.send(t, call{method: "DELETE", path: "/v1/sessions/_rules.assistant"}, 403, "protected")
+		c.send(t, call{method: "POST", path: "/v1/sessions/_rules.assistant/messages", body: `{"text":"hi"}`}, 400, "bad_session_id")
 	})
 
 	t.Run("a running run", func(t *testing.T) {
