@@ -260,7 +260,7 @@ func (f *fixture) stream(t *testing.T, method, path, key string, body any, hdr .
 				if cur.typ == "" && !cur.ping {
 					continue
 				}
-				if cur.data != nil && cur.typ != "reconnect" && cur.typ != "error" {
+				if cur.data != nil && cur.typ != "reconnect" && cur.typ != "stream_error" {
 					var ev session.Event
 					if err := json.Unmarshal(cur.data, &ev); err != nil {
 						t.Errorf("event %s: %v: %s", cur.typ, err, cur.data)

@@ -246,7 +246,8 @@ func TestOpenAPICheckerRefuses(t *testing.T) {
 		{"an error code outside the catalog", "ErrorBody", `{"error":{"code":"oops","message":"m"}}`, false},
 		{"an event frame", "StreamFrame", `{"id":"3","event":"final","data":{"v":1,"seq":3,"session_id":"s","turn":1,"type":"final","time":"2025-01-01T00:00:00Z","data":{}}}`, true},
 		{"a session's error event", "StreamFrame", `{"id":"3","event":"error","data":{"v":1,"seq":3,"session_id":"s","turn":1,"type":"error","time":"2025-01-01T00:00:00Z","data":{}}}`, true},
-		{"the stream's error frame", "StreamFrame", `{"event":"error","data":{"error":{"code":"store","message":"m"}}}`, true},
+		{"the stream's error frame", "StreamFrame", `{"event":"stream_error","data":{"error":{"code":"store","message":"m"}}}`, true},
+		{"an error body as an event", "StreamFrame", `{"event":"error","data":{"error":{"code":"store","message":"m"}}}`, false},
 		{"a reconnect frame without its seq", "StreamFrame", `{"event":"reconnect","data":{"reason":"r"}}`, false},
 		{"a frame with an id of no seq", "StreamFrame", `{"id":"x","event":"final","data":{"v":1,"session_id":"s","turn":1,"type":"final","time":"2025-01-01T00:00:00Z"}}`, false},
 		{"a message with nothing in it", "MessageRequest", `{"source":"s"}`, false},
@@ -485,8 +486,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		s := c.stream(t, call{method: "GET", path: "/v1/sessions/unreadable/events"})
 		defer s.close()
 		frames := slices.Collect(s.frames(t))
-		if len(frames) != 1 || frames[0]["event"] != "error" || frames[0]["id"] != nil || dig(frames[0], "data", "error", "code") != "store" {
-			t.Errorf("the stream of a log that cannot be read: %v, want one error frame (store)", frames)
+		if len(frames) != 1 || frames[0]["event"] != "stream_error" || frames[0]["id"] != nil || dig(frames[0], "data", "error", "code") != "store" {
+			t.Errorf("the stream of a log that cannot be read: %v, want one stream_error frame (store)", frames)
 		}
 	})
 

@@ -21,7 +21,8 @@ type eventSink interface {
 	heartbeat() error
 	// behind tells the client it fell behind: reconnect after last.
 	behind(last int64) error
-	// fail tells the client the stream ends with err.
+	// fail tells the client the stream ends with err (an event named
+	// stream_error, unlike a session's own error events).
 	fail(err error) error
 }
 
@@ -200,7 +201,7 @@ func (s *sseSink) behind(last int64) error {
 func (s *sseSink) fail(err error) error {
 	_, d := statusOf(err)
 	b, _ := json.Marshal(ErrorBody{Error: d})
-	s.buf = append(s.buf, "event: error\ndata: "...)
+	s.buf = append(s.buf, "event: stream_error\ndata: "...)
 	s.buf = append(s.buf, b...)
 	s.buf = append(s.buf, "\n\n"...)
 	return s.flush()
