@@ -210,21 +210,7 @@ func TestMetricsOfALeaseTakeover(t *testing.T) {
 	clock := storetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := memstore.New(memstore.WithClock(clock.Now))
 	started, release := make(chan struct{}, 1), make(chan struct{})
-	gate := tool.Must(tool.New("gate", "waits", func(ctx context.Context, _ struct{}) (string, error) {
-		started <- struct{}{}
-		select {
-		case <-release:
-			return "passed", nil
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}))
-	reg, err := tool.NewRegistry(gate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := func(m model.Model) *agentrt.Agent { return &agentrt.Agent{Name: "calc", Model: m, Tools: reg} }
-	a := newRig(t, store, agentrt.Config{LeaseTTL: time.Hour, Owner: "a:1:a"}, agent(scripted.New("m", reply("", "gate", `{}`), reply("from a"))))
+	a := newRig(t, store, agentrt.Config{LeaseTTL: time.Hour, Owner: "a:1:a"}, gateAgent(t, scripted.New("m", reply("", "gate", `{}`), reply("from a")), started, release))
 	id := a.session(t, "calc")
 	h, err := a.r.Start(context.Background(), id, agentrt.Input{Text: "go"})
 	if err != nil {
@@ -232,12 +218,14 @@ func TestMetricsOfALeaseTakeover(t *testing.T) {
 	}
 	<-started
 	clock.Advance(2 * time.Hour) // a's lease expired: b takes the session over
-	close(release)               // b's call of the gate passes at once
-	b := newRig(t, store, agentrt.Config{LeaseTTL: time.Hour, Owner: "b:2:b"}, agent(scripted.New("m", reply("from b"))))
+	open := make(chan struct{})
+	close(open) // b's call of the gate passes at once
+	b := newRig(t, store, agentrt.Config{LeaseTTL: time.Hour, Owner: "b:2:b"}, gateAgent(t, scripted.New("m", reply("from b")), make(chan struct{}, 1), open))
 	res, err := agentrt.Collect(b.r.Resume(context.Background(), id))
 	if err != nil || res.Status != session.StatusDone {
 		t.Fatalf("b's resume: %+v %v", res, err)
 	}
+	close(release) // a's call returns; its result's commit is fenced
 	if _, err := h.Wait(context.Background()); agentrt.AsError(err).ErrorCode() != agentrt.CodeLeaseLost {
 		t.Fatalf("a's run: %v, want lease_lost", err)
 	}
@@ -259,6 +247,26 @@ func TestMetricsOfALeaseTakeover(t *testing.T) {
 	if diff := cmp.Diff(wantB, counters(t, b.reg, names...)); diff != "" {
 		t.Errorf("b's metrics (-want +got):\n%s", diff)
 	}
+}
+
+// gateAgent is an agent "calc" on m with one tool, "gate", which says it
+// started and waits for release.
+func gateAgent(t *testing.T, m model.Model, started chan<- struct{}, release <-chan struct{}) *agentrt.Agent {
+	t.Helper()
+	gate := tool.Must(tool.New("gate", "waits", func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return "passed", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	reg, err := tool.NewRegistry(gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &agentrt.Agent{Name: "calc", Model: m, Tools: reg}
 }
 
 // Past MaxLabelValues distinct tool names (a model that invents them),
