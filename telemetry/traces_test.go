@@ -338,3 +338,56 @@ func TestNoProviderNoAttribute(t *testing.T) {
 		t.Errorf("%d spans, want 2", n)
 	}
 }
+
+// A sub-agent's run resumed with its parent's (after a person answered
+// the child's question) is again a child of the parent's call.
+func TestTraceOfAResumedSubagent(t *testing.T) {
+	reg, err := tool.NewRegistry(agentrt.SubAgent("calc", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boss := &agentrt.Agent{Name: "boss", Model: scripted.New("boss-m", reply("", "calc", `{"task":"6*7"}`), reply("It is 42.")), Tools: reg}
+	calc := toolsAgent(t, scripted.New("calc-m", reply("", "calculator", `{"expression":"6*7"}`), reply("42")))
+	calc.Approval.Ask = []string{"calculator"}
+	rg := newRig(t, nil, agentrt.Config{}, boss, calc)
+	id := rg.session(t, "boss")
+	if res := rg.run(t, context.Background(), id, "6*7?"); res.Status != session.StatusWaiting {
+		t.Fatalf("run: %+v", res)
+	}
+	st, err := rg.r.Load(context.Background(), id)
+	if err != nil || len(st.Requests) != 1 {
+		t.Fatalf("load: %v %+v", err, st)
+	}
+	if _, err := rg.r.Resolve(context.Background(), id, st.Requests[0].ID, agentrt.Resolution{Decision: session.DecisionApprove, By: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	rg.spans.Reset() // the resumption's spans only
+	if res, err := agentrt.Collect(rg.r.Resume(context.Background(), id)); err != nil || res.Status != session.StatusDone {
+		t.Fatalf("resume: %+v %v", res, err)
+	}
+	got := tree(t, rg.spans.GetSpans(), "agentrt.run.reason")
+	for i := range got {
+		if got[i].Name != "invoke_agent boss" && got[i].Name != "invoke_agent calc" {
+			got[i].Attrs = nil
+		}
+	}
+	want := []span{
+		{Name: "invoke_agent boss", Attrs: map[string]string{"agentrt.run.reason": "approval"}},
+		{Name: "execute_tool calc", Parent: "invoke_agent boss"},
+		{Name: "invoke_agent calc", Parent: "execute_tool calc", Attrs: map[string]string{"agentrt.run.reason": "approval"}},
+		{Name: "execute_tool calculator", Parent: "invoke_agent calc"},
+		{Name: "chat calc-m", Parent: "invoke_agent calc"},
+		{Name: "chat boss-m", Parent: "invoke_agent boss"},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b map[string]string) bool { return cmp.Equal(nonEmpty(a), nonEmpty(b)) })); diff != "" {
+		t.Errorf("spans of the resumption (-want +got):\n%s", diff)
+	}
+}
+
+// nonEmpty is m, or nil when m is empty.
+func nonEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
