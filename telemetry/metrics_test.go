@@ -249,6 +249,44 @@ func TestMetricsOfALeaseTakeover(t *testing.T) {
 	}
 }
 
+// A run whose commit fails stops without storing its end; resumed, it
+// counts as recovered, and its calls are not counted twice.
+func TestMetricsOfAFailedCommit(t *testing.T) {
+	var faults storetest.Faults
+	store := storetest.Faulty(memstore.New(), &faults)
+	m := scripted.New("m", reply("", "calculator", `{"expression":"2+3"}`), reply("5"))
+	rg := newRig(t, store, agentrt.Config{}, toolsAgent(t, m))
+	id := rg.session(t, "calc")
+	faults.FailCommit(3, false) // the tool's result
+	if _, err := agentrt.Collect(rg.r.Run(context.Background(), id, agentrt.Input{Text: "2+3"})); !errors.Is(err, storetest.ErrInjected) {
+		t.Fatalf("run: %v, want the injected failure", err)
+	}
+	names := []string{"agentrt_runs_finished_total", "agentrt_runs_started_total", "agentrt_tool_calls_total", "agentrt_leases_lost_total", "agentrt_runs_active"}
+	want := []string{
+		`agentrt_runs_active{agent="calc"} 0`,
+		`agentrt_runs_finished_total{agent="calc",status="not_stored"} 1`,
+		`agentrt_runs_started_total{agent="calc",reason="new"} 1`,
+	}
+	if diff := cmp.Diff(want, counters(t, rg.reg, names...)); diff != "" {
+		t.Errorf("after the failed commit (-want +got):\n%s", diff)
+	}
+	res, err := agentrt.Collect(rg.r.Resume(context.Background(), id))
+	if err != nil || res.Status != session.StatusDone {
+		t.Fatalf("resume: %+v %v", res, err)
+	}
+	want = []string{
+		`agentrt_runs_active{agent="calc"} 0`,
+		`agentrt_runs_finished_total{agent="calc",status="done"} 1`,
+		`agentrt_runs_finished_total{agent="calc",status="not_stored"} 1`,
+		`agentrt_runs_started_total{agent="calc",reason="new"} 1`,
+		`agentrt_runs_started_total{agent="calc",reason="recovered"} 1`,
+		`agentrt_tool_calls_total{outcome="ok",tool="calculator"} 1`,
+	}
+	if diff := cmp.Diff(want, counters(t, rg.reg, names...)); diff != "" {
+		t.Errorf("after the resumption (-want +got):\n%s", diff)
+	}
+}
+
 // gateAgent is an agent "calc" on m with one tool, "gate", which says it
 // started and waits for release.
 func gateAgent(t *testing.T, m model.Model, started chan<- struct{}, release <-chan struct{}) *agentrt.Agent {

@@ -191,15 +191,21 @@ func (t *Telemetry) Committed(ctx context.Context, info agentrt.HookInfo, events
 // RunEnded implements agentrt.Observer: a run that stopped without
 // storing its end ends here, with err.
 func (t *Telemetry) RunEnded(info agentrt.HookInfo, err error) {
-	if err == nil || t.m == nil && t.tracer == nil {
+	if t.m == nil && t.tracer == nil {
 		return
 	}
 	k := skey{info.Tenant, info.SessionID}
-	code := agentrt.AsError(err).ErrorCode()
-	if t.m != nil && (code == agentrt.CodeLeaseLost || code == agentrt.CodeLeaseExpired) {
-		t.m.leasesLost.WithLabelValues(t.m.agents.of(info.Agent), code).Inc()
+	if err != nil && t.m != nil {
+		if code := agentrt.AsError(err).ErrorCode(); code == agentrt.CodeLeaseLost || code == agentrt.CodeLeaseExpired {
+			t.m.leasesLost.WithLabelValues(t.m.agents.of(info.Agent), code).Inc()
+		}
 	}
 	if rs := t.run(k); rs != nil {
+		// A run whose end was stored is closed already (its
+		// run_finished); one still open here did not store it.
+		if err == nil {
+			err = errors.New("the run stopped without a run_finished")
+		}
 		t.endRun(k, rs, statusNotStored, t.now(), 0, 0, err)
 	}
 }
