@@ -77,7 +77,7 @@ func tree(t *testing.T, spans tracetest.SpanStubs, keys ...string) []span {
 			}
 			for _, kv := range s.Attributes {
 				if slices.Contains(keys, string(kv.Key)) {
-					v.Attrs[string(kv.Key)] = kv.Value.Emit()
+					v.Attrs[string(kv.Key)] = kv.Value.String()
 				}
 			}
 			out = append(out, v)
@@ -330,7 +330,7 @@ func TestNoProviderNoAttribute(t *testing.T) {
 	for _, s := range rg.spans.GetSpans() {
 		for _, kv := range s.Attributes {
 			if kv.Key == attribute.Key("gen_ai.provider.name") {
-				t.Errorf("%s has gen_ai.provider.name %q", s.Name, kv.Value.Emit())
+				t.Errorf("%s has gen_ai.provider.name %q", s.Name, kv.Value.String())
 			}
 		}
 	}
