@@ -111,7 +111,7 @@ func reply(text string, calls ...string) scripted.Reply {
 
 // tools are the calculator, a tool that always fails ("fail") and one
 // that must never run ("rm", denied by toolsAgent's policy).
-func tools(t *testing.T) *tool.Registry {
+func tools(t testing.TB) *tool.Registry {
 	t.Helper()
 	fail := tool.Must(tool.New("fail", "fails", func(context.Context, struct{}) (string, error) {
 		return "", errors.New("disk full")
@@ -128,7 +128,7 @@ func tools(t *testing.T) *tool.Registry {
 }
 
 // toolsAgent is an agent "calc" on m with tools(t), rm denied.
-func toolsAgent(t *testing.T, m model.Model) *agentrt.Agent {
+func toolsAgent(t testing.TB, m model.Model) *agentrt.Agent {
 	return &agentrt.Agent{Name: "calc", Model: m, Tools: tools(t), Approval: agentrt.ApprovalPolicy{Deny: []string{"rm"}}}
 }
 
