@@ -24,9 +24,10 @@ type Observer interface {
 	// Committed is called after each commit, with the events it stored in
 	// the order of their seq, before the run's caller and its watchers
 	// see them. Commits made outside a run (a person's answer recorded by
-	// Resolve, a rule added) are observed too; info then names the
-	// session's last run. events is reused once Committed returns; the
-	// events themselves do not change afterwards and may be kept.
+	// Resolve, a rule added) are observed too; info's RunID is then the
+	// session's last run's, or empty. events is reused once Committed
+	// returns; the events themselves do not change afterwards and may be
+	// kept.
 	Committed(ctx context.Context, info HookInfo, events []*session.Event)
 	// RunEnded is called once for each run begun in this Runner (a turn, a
 	// resumption, a sub-agent's run, a session driven with Begin and
@@ -43,6 +44,11 @@ type Observer interface {
 func (x *Exec) observeCommit(ctx context.Context) {
 	o := x.r.observer
 	info := x.info()
+	if info.Tenant == "" {
+		// A write that is no run's (an agent's rule log) has no session
+		// key; its context has the tenant.
+		info.Tenant = session.TenantOf(ctx)
+	}
 	_ = guard("an observer", func() { o.Committed(ctx, info, x.pending) })
 }
 

@@ -194,6 +194,56 @@ func TestObserverSeesLeaseLost(t *testing.T) {
 	}
 }
 
+// A commit that is no run's — a person's answer, a standing decision
+// written to the agent's rule log — is observed with its session's
+// tenant.
+func TestObserverSeesWritesOutsideRuns(t *testing.T) {
+	obs := newRecorder()
+	m := scripted.New("m", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"2+3"}`)}},
+		scripted.Reply{Text: "5"})
+	a := calcAgent(m, registry(t))
+	a.Approval = agentrt.ApprovalPolicy{Ask: []string{"calculator"}}
+	e := newEnv(t, nil, agentrt.Config{Observer: obs}, a)
+	ctx := session.WithTenant(context.Background(), "acme")
+	s, err := e.r.CreateSession(ctx, "calc", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := agentrt.Collect(e.r.Run(ctx, s.ID, agentrt.Input{Text: "2+3?"}))
+	if err != nil || res.Status != session.StatusWaiting {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	st, err := e.r.Load(ctx, s.ID)
+	if err != nil || len(st.Requests) != 1 {
+		t.Fatalf("load: %v %+v", err, st)
+	}
+	if _, err := e.r.Resolve(ctx, s.ID, st.Requests[0].ID, agentrt.Resolution{Decision: session.DecisionApprove, By: "ana",
+		Always: &agentrt.Always{Scope: "agent"}}); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	var resolved, ruled bool
+	for id, evs := range obs.events {
+		for _, ev := range evs {
+			switch ev.Type {
+			case session.TypeInputResolved:
+				resolved = id == s.ID
+			case session.TypeRuleAdded:
+				ruled = true
+			}
+		}
+		for _, info := range obs.infos[id] {
+			if info.Tenant != "acme" {
+				t.Errorf("a commit to %s observed with tenant %q, want acme", id, info.Tenant)
+			}
+		}
+	}
+	if !resolved || !ruled {
+		t.Errorf("observed the answer %v, the rule %v; want both", resolved, ruled)
+	}
+}
+
 // An observer that panics does not stop the run: what it was told is
 // already stored.
 func TestObserverPanicIsDropped(t *testing.T) {
