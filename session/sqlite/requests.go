@@ -1,0 +1,238 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/reqindex"
+)
+
+var (
+	_ session.RequestIndex = (*Store)(nil)
+	_ session.LeaseIndex   = (*Store)(nil)
+)
+
+// upsertRequest stores a pending request (see requestArgs), replacing
+// one of its id: the agent that asked is the session's when the event
+// names none. A session that does not exist gets none.
+const upsertRequest = `INSERT INTO requests (tenant, session_id, request_id, seq, agent, kind, asked, expires, data)
+	SELECT ?1, ?2, ?3, ?4, coalesce(nullif(?5, ''), s.agent), ?6, ?7, ?8, CAST(?9 AS TEXT) FROM sessions s WHERE s.tenant = ?1 AND s.id = ?2
+	ON CONFLICT (tenant, session_id, request_id) DO UPDATE SET seq = excluded.seq, agent = excluded.agent, kind = excluded.kind,
+		asked = excluded.asked, expires = excluded.expires, data = excluded.data`
+
+// requestArgs are upsertRequest's arguments for row r of session id.
+func requestArgs(tenant, id string, r reqindex.Row) []any {
+	var expires any // NULL: never
+	if r.Expires != nil {
+		expires = *r.Expires
+	}
+	return []any{tenant, id, r.RequestID, r.Seq, r.Agent, r.Kind, r.Asked, expires, string(r.Data)}
+}
+
+// requestChanges is what a commit writes to the requests table: the
+// rows of the requests it asks, and the ids of those it answers as a
+// JSON array ("" for none).
+type requestChanges struct {
+	asked    []reqindex.Row
+	resolved string
+}
+
+func changesOf(c *session.Commit) (requestChanges, error) {
+	asked, resolved, err := reqindex.Changes(c.Events)
+	if err != nil || len(resolved) == 0 {
+		return requestChanges{asked: asked}, err
+	}
+	b, err := json.Marshal(resolved)
+	return requestChanges{asked: asked, resolved: string(b)}, err
+}
+
+// write applies the changes to session id's requests in tx.
+func (rc *requestChanges) write(tx *wtx, tenant, id string) error {
+	if rc.resolved != "" {
+		if _, err := tx.exec(sDeleteRequests, tenant, id, rc.resolved); err != nil {
+			return fmt.Errorf("answered requests: %w", err)
+		}
+	}
+	for _, r := range rc.asked {
+		if _, err := tx.exec(sUpsertRequest, requestArgs(tenant, id, r)...); err != nil {
+			return fmt.Errorf("request %q: %w", r.RequestID, err)
+		}
+	}
+	return nil
+}
+
+// requestColumns are the columns a pending request is read from.
+const requestColumns = `tenant, session_id, agent, seq, asked, data`
+
+// PendingRequests returns the context tenant's pending requests, oldest
+// first, through requests_asked. See session.RequestIndex.
+func (st *Store) PendingRequests(ctx context.Context, opt session.RequestListOptions) ([]session.PendingRequest, error) {
+	q, args := pendingRequestsQuery(session.TenantOf(ctx), opt)
+	return st.requests(ctx, "pending requests", q, args...)
+}
+
+// pendingRequestsQuery is PendingRequests' query and its arguments.
+func pendingRequestsQuery(tenant string, opt session.RequestListOptions) (string, []any) {
+	limit := opt.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	q := `SELECT ` + requestColumns + ` FROM requests WHERE tenant = ?`
+	args := []any{tenant}
+	if opt.SessionID != "" {
+		q, args = q+` AND session_id = ?`, append(args, opt.SessionID)
+	}
+	if opt.Agent != "" {
+		q, args = q+` AND agent = ?`, append(args, opt.Agent)
+	}
+	if opt.Kind != "" {
+		q, args = q+` AND kind = ?`, append(args, string(opt.Kind))
+	}
+	if a := opt.After; !a.IsZero() {
+		q, args = q+` AND (asked, session_id, seq) > (?, ?, ?)`, append(args, a.Asked.UnixMicro(), a.SessionID, a.Seq)
+	}
+	return q + ` ORDER BY asked, session_id, seq LIMIT ?`, append(args, limit)
+}
+
+// ExpiredRequests returns the requests of every tenant whose deadline is
+// at or before now, through requests_expires. See session.RequestIndex.
+func (st *Store) ExpiredRequests(ctx context.Context, now time.Time, after *session.PendingRequest, limit int) ([]session.PendingRequest, error) {
+	q, args, err := expiredRequestsQuery(now, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return st.requests(ctx, "expired requests", q, args...)
+}
+
+// expiredRequestsQuery is ExpiredRequests' query and its arguments.
+func expiredRequestsQuery(now time.Time, after *session.PendingRequest, limit int) (string, []any, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	// The rows' deadlines are rounded up; now, down.
+	q := `SELECT ` + requestColumns + ` FROM requests WHERE expires IS NOT NULL AND expires <= ?`
+	args := []any{now.UnixMicro()}
+	if after != nil {
+		if after.Request.Expires == nil {
+			return "", nil, fmt.Errorf("expired requests: the cursor, request %q of session %q, has no deadline", after.Request.RequestID, after.SessionID)
+		}
+		q += ` AND (expires, tenant, session_id, seq) > (?, ?, ?, ?)`
+		args = append(args, reqindex.CeilMicro(*after.Request.Expires), after.Tenant, after.SessionID, after.Seq)
+	}
+	return q + ` ORDER BY expires, tenant, session_id, seq LIMIT ?`, append(args, limit), nil
+}
+
+// requests runs a query of requestColumns.
+func (st *Store) requests(ctx context.Context, what, query string, args ...any) ([]session.PendingRequest, error) {
+	rows, err := st.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []session.PendingRequest
+	for rows.Next() {
+		var (
+			tenant, id, agent string
+			seq, asked        int64
+			data              []byte
+		)
+		if err := rows.Scan(&tenant, &id, &agent, &seq, &asked, &data); err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		p, err := reqindex.Decode(tenant, id, agent, seq, asked, data)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// ExpiredLeases returns the running sessions of every tenant whose lease
+// expired, or that have none, through sessions_leases. See
+// session.LeaseIndex.
+func (st *Store) ExpiredLeases(ctx context.Context, after *session.Session, limit int) ([]*session.Session, error) {
+	q, args := expiredLeasesQuery(st.now(), after, limit)
+	return st.sessionsOf(ctx, "expired leases", q, args...)
+}
+
+// expiredLeasesQuery is ExpiredLeases' query, by the leases' clock now,
+// and its arguments: the page of sessions (of the index's own WHERE,
+// which SQLite needs to use it), then their last events rows.
+func expiredLeasesQuery(now time.Time, after *session.Session, limit int) (string, []any) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	q := `SELECT * FROM sessions WHERE status = 'running' AND lease_expires <= ?`
+	args := []any{now.UnixMicro()}
+	if after != nil {
+		var expires int64 // none held: 0, as the table keeps it
+		if after.Lease != nil {
+			expires = after.Lease.Expires.UnixMicro()
+		}
+		q, args = q+` AND (lease_expires, tenant, id) > (?, ?, ?)`, append(args, expires, after.Tenant, after.ID)
+	}
+	q += ` ORDER BY lease_expires, tenant, id LIMIT ?`
+	return `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.lease_expires, s.tenant, s.id`, append(args, limit)
+}
+
+// LeasesOf returns the running sessions of every tenant leased to owners
+// whose name begins with ownerPrefix, through sessions_owners. See
+// session.LeaseIndex.
+func (st *Store) LeasesOf(ctx context.Context, ownerPrefix string, after *session.Session, limit int) ([]*session.Session, error) {
+	if ownerPrefix == "" {
+		return nil, fmt.Errorf("sqlite: leases of owners: the owner prefix is empty")
+	}
+	q, args := leasesOfQuery(ownerPrefix, after, limit)
+	return st.sessionsOf(ctx, "leases of "+ownerPrefix, q, args...)
+}
+
+// leasesOfQuery is LeasesOf's query and its arguments: the owners that
+// begin with the prefix are a range of the index (in the order of their
+// bytes, the column's).
+func leasesOfQuery(ownerPrefix string, after *session.Session, limit int) (string, []any) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	q := `SELECT * FROM sessions WHERE status = 'running' AND lease_owner IS NOT NULL AND lease_owner >= ?`
+	args := []any{ownerPrefix}
+	if end := reqindex.PrefixEnd(ownerPrefix); end != "" {
+		q, args = q+` AND lease_owner < ?`, append(args, end)
+	}
+	if after != nil {
+		var owner string
+		if after.Lease != nil {
+			owner = after.Lease.Owner
+		}
+		q, args = q+` AND (lease_owner, tenant, id) > (?, ?, ?)`, append(args, owner, after.Tenant, after.ID)
+	}
+	q += ` ORDER BY lease_owner, tenant, id LIMIT ?`
+	return `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.lease_owner, s.tenant, s.id`, append(args, limit)
+}
+
+// sessionsOf runs a query of selectColumns.
+func (st *Store) sessionsOf(ctx context.Context, what, query string, args ...any) ([]*session.Session, error) {
+	rows, err := st.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []*session.Session
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return out, nil
+}
