@@ -39,6 +39,7 @@ func runRequests(t *testing.T, newStore Factory) {
 		{"Tenants", testRequestTenants},
 		{"DeleteSession", testRequestDeleteSession},
 		{"RefusedCommit", testRequestRefusedCommit},
+		{"CommitAnswers", testRequestCommitAnswers},
 		{"Expired", testRequestsExpired},
 		{"ExpiredTenants", testRequestsExpiredTenants},
 		{"Copies", testRequestCopies},
@@ -373,6 +374,41 @@ func testRequestRefusedCommit(t *testing.T, s session.Store, ri session.RequestI
 	}
 	diffRequests(t, "pending after refused commits", []session.PendingRequest{pendingOf(session.DefaultTenant, "assistant", asked)},
 		pendingReqs(t, ri, ctx, session.RequestListOptions{}))
+}
+
+// A commit that answers inbox inputs keeps the requests of its events
+// like any other, and writes none when it is refused for its answers.
+func testRequestCommitAnswers(t *testing.T, s session.Store, ri session.RequestIndex, c *Clock) {
+	b, ok := s.(session.Inbox)
+	if !ok {
+		t.Skip("the store does not implement session.Inbox")
+	}
+	ctx := t.Context()
+	submit(t, b, textInput("in1", "src", "s1", "deploy"))
+	ev := func(seq int64, d session.Data) *session.Event {
+		return &session.Event{V: session.SchemaVersion, Seq: seq, SessionID: "s1", RunID: "run-1", Turn: 1, Type: d.EventType(),
+			Time: at(time.Duration(seq) * time.Second), Agent: "assistant", Data: d}
+	}
+	asked := ev(2, prompt("r1"))
+	commit(t, s, &session.Commit{SessionID: "s1", Events: []*session.Event{ev(1, &session.RunStarted{Input: "deploy", Inputs: []string{"in1"}}), asked},
+		Status: session.StatusWaiting, Turn: 1, Time: at(time.Minute), Answers: []string{"in1"}, RunID: "run-1"})
+	diffRequests(t, "pending after a commit with answers", []session.PendingRequest{pendingOf(session.DefaultTenant, "assistant", asked)},
+		pendingReqs(t, ri, ctx, session.RequestListOptions{}))
+	// in1 is answered: a commit answering it again is refused, and its
+	// events ask and answer nothing.
+	err := s.Commit(ctx, &session.Commit{SessionID: "s1", ExpectSeq: 2, Events: []*session.Event{ev(3, resolved("r1")), ev(4, prompt("r2"))},
+		Status: session.StatusWaiting, Turn: 2, Time: at(2 * time.Minute), Answers: []string{"in1"}, RunID: "run-2"})
+	if !errors.Is(err, session.ErrConflict) {
+		t.Fatalf("a commit answering an answered input: %v, want ErrConflict", err)
+	}
+	diffRequests(t, "pending after a refused commit with answers", []session.PendingRequest{pendingOf(session.DefaultTenant, "assistant", asked)},
+		pendingReqs(t, ri, ctx, session.RequestListOptions{}))
+	submit(t, b, textInput("in2", "src", "s1", "again"))
+	commit(t, s, &session.Commit{SessionID: "s1", ExpectSeq: 2, Events: []*session.Event{ev(3, resolved("r1")), ev(4, &session.RunStarted{Input: "again", Inputs: []string{"in2"}})},
+		Status: session.StatusRunning, Turn: 2, Time: at(2 * time.Minute), Answers: []string{"in2"}, RunID: "run-2"})
+	if got := pendingReqs(t, ri, ctx, session.RequestListOptions{}); len(got) != 0 {
+		t.Errorf("pending after r1's answer in a commit with answers: %+v", got)
+	}
 }
 
 // ExpiredRequests lists the requests whose deadline is at or before the
