@@ -41,7 +41,9 @@ func (r *Runner) recoverSession(ctx context.Context, s *session.Session, runs []
 // process, found through the store's LeaseIndex: those whose lease
 // expired (or that have none), then those whose lease a process of this
 // host holds that no longer exists — it cannot renew it, and waiting for
-// its expiry would only delay the run. tried gets the sessions it tried.
+// its expiry would only delay the run. The live processes' sessions are
+// not read: only the owners of this host's leases are. tried gets the
+// sessions it tried.
 func (r *Runner) recoverLeases(ctx context.Context, li session.LeaseIndex, tried map[skey]bool, runs []*Run) ([]*Run, error) {
 	var after *session.Session
 	for {
@@ -64,27 +66,35 @@ func (r *Runner) recoverLeases(ctx context.Context, li session.LeaseIndex, tried
 	if host == "" {
 		return runs, nil
 	}
-	after = nil
-	for {
-		page, err := li.LeasesOf(ctx, host, after, recoverPage)
-		if err != nil {
-			return runs, &Error{Kind: FailStore, Msg: "list the running sessions leased to processes of this host", Err: err}
-		}
-		for _, s := range page {
-			k := skey{s.Tenant, s.ID}
-			if tried[k] || s.Lease == nil || !ownerDead(s.Lease.Owner) {
-				continue
-			}
-			tried[k] = true
-			if runs, err = r.recoverSession(ctx, s, runs); err != nil {
-				return runs, err
-			}
-		}
-		if len(page) < recoverPage {
-			return runs, nil
-		}
-		after = page[len(page)-1]
+	owners, err := li.LeaseOwners(ctx, host)
+	if err != nil {
+		return runs, &Error{Kind: FailStore, Msg: "list the owners of this host's leases", Err: err}
 	}
+	for _, owner := range owners {
+		if !ownerDead(owner) {
+			continue
+		}
+		after = nil
+		for {
+			page, err := li.LeasedTo(ctx, owner, after, recoverPage)
+			if err != nil {
+				return runs, &Error{Kind: FailStore, Msg: "list the sessions leased to " + owner, Err: err}
+			}
+			for _, s := range page {
+				if k := (skey{s.Tenant, s.ID}); !tried[k] {
+					tried[k] = true
+					if runs, err = r.recoverSession(ctx, s, runs); err != nil {
+						return runs, err
+					}
+				}
+			}
+			if len(page) < recoverPage {
+				break
+			}
+			after = page[len(page)-1]
+		}
+	}
+	return runs, nil
 }
 
 // hostOwners is the prefix of the owner names of this host's runners

@@ -570,14 +570,18 @@ type LeaseIndex interface {
 	// from the first; its Lease, Tenant and ID place it), at most limit
 	// (zero or less: 50).
 	ExpiredLeases(ctx context.Context, after *Session, limit int) ([]*Session, error)
-	// LeasesOf returns the sessions of every tenant whose status is
-	// running and whose lease, live or expired, is held by an owner whose
-	// name begins with ownerPrefix (not empty): ordered by owner, then
+	// LeaseOwners returns the owners of the leases, live or expired, of
+	// the sessions of every tenant whose status is running, whose names
+	// begin with ownerPrefix (not empty): each once, in the order of
+	// their bytes. A runner finds there the processes of its own host,
+	// which it can tell are gone before their leases expire; their
+	// number, not the sessions', bounds the work.
+	LeaseOwners(ctx context.Context, ownerPrefix string) ([]string, error)
+	// LeasedTo returns the sessions of every tenant whose status is
+	// running and whose lease, live or expired, owner holds: ordered by
 	// tenant and id, after the session after (nil: from the first), at
-	// most limit (zero or less: 50). A runner finds there the sessions of
-	// processes of its own host, which it can tell are gone before their
-	// leases expire.
-	LeasesOf(ctx context.Context, ownerPrefix string, after *Session, limit int) ([]*Session, error)
+	// most limit (zero or less: 50).
+	LeasedTo(ctx context.Context, owner string, after *Session, limit int) ([]*Session, error)
 }
 
 // Follower is the optional store capability of following a session's log

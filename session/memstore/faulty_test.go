@@ -146,14 +146,17 @@ func TestFaultyIndexes(t *testing.T) {
 	if _, err := li.ExpiredLeases(ctx, nil, 0); !errors.Is(err, storetest.ErrInjected) {
 		t.Errorf("ExpiredLeases: %v, want injected", err)
 	}
-	if _, err := li.LeasesOf(ctx, "h:", nil, 0); !errors.Is(err, storetest.ErrInjected) {
-		t.Errorf("LeasesOf: %v, want injected", err)
+	if _, err := li.LeaseOwners(ctx, "h:"); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("LeaseOwners: %v, want injected", err)
+	}
+	if _, err := li.LeasedTo(ctx, "h:1:x", nil, 0); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("LeasedTo: %v, want injected", err)
 	}
 	f.FailRead(0, false)
 	if got, err := ri.PendingRequests(ctx, session.RequestListOptions{}); err != nil || len(got) != 0 {
 		t.Errorf("PendingRequests once disarmed: %+v, %v", got, err)
 	}
-	if got := f.Failed(); got != 4 {
-		t.Errorf("Failed() = %d, want 4", got)
+	if got := f.Failed(); got != 5 {
+		t.Errorf("Failed() = %d, want 5", got)
 	}
 }

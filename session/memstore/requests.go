@@ -199,28 +199,38 @@ func (st *Store) ExpiredLeases(ctx context.Context, after *session.Session, limi
 	return st.running(func(e *entry) bool { return e.leaseExpiry() <= now && (from == nil || from(e)) }, order, limit)
 }
 
-// LeasesOf returns the running sessions of every tenant leased to
-// owners whose name begins with ownerPrefix. See session.LeaseIndex.
-func (st *Store) LeasesOf(ctx context.Context, ownerPrefix string, after *session.Session, limit int) ([]*session.Session, error) {
+// LeaseOwners returns the owners of the running sessions' leases whose
+// names begin with ownerPrefix. See session.LeaseIndex.
+func (st *Store) LeaseOwners(ctx context.Context, ownerPrefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if ownerPrefix == "" {
-		return nil, fmt.Errorf("memstore: leases of owners: the owner prefix is empty")
+		return nil, fmt.Errorf("memstore: lease owners: the owner prefix is empty")
+	}
+	st.mu.Lock()
+	var out []string
+	for _, e := range st.runningSet {
+		if o := e.lease.Owner; o != "" && strings.HasPrefix(o, ownerPrefix) {
+			out = append(out, o)
+		}
+	}
+	st.mu.Unlock()
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// LeasedTo returns the running sessions of every tenant leased to owner.
+// See session.LeaseIndex.
+func (st *Store) LeasedTo(ctx context.Context, owner string, after *session.Session, limit int) ([]*session.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	order := func(a, b *entry) int {
-		return cmp.Or(strings.Compare(a.lease.Owner, b.lease.Owner), strings.Compare(a.row.Tenant, b.row.Tenant), strings.Compare(a.row.ID, b.row.ID))
-	}
-	var from func(e *entry) bool
-	if after != nil {
-		c := &entry{row: session.Session{Tenant: after.Tenant, ID: after.ID}}
-		if after.Lease != nil {
-			c.lease.Owner = after.Lease.Owner
-		}
-		from = func(e *entry) bool { return order(e, c) > 0 }
+		return cmp.Or(strings.Compare(a.row.Tenant, b.row.Tenant), strings.Compare(a.row.ID, b.row.ID))
 	}
 	return st.running(func(e *entry) bool {
-		return e.lease.Owner != "" && strings.HasPrefix(e.lease.Owner, ownerPrefix) && (from == nil || from(e))
+		return owner != "" && e.lease.Owner == owner && (after == nil || order(e, &entry{row: session.Session{Tenant: after.Tenant, ID: after.ID}}) > 0)
 	}, order, limit)
 }
 

@@ -246,15 +246,23 @@ func expiredLeasesQuery(now time.Time, after *session.Session, limit int) (strin
 	return q + ` ORDER BY lease_expires, tenant, id LIMIT ` + a.add(limit), a
 }
 
-// LeasesOf returns the running sessions of every tenant leased to owners
-// whose name begins with ownerPrefix, through sessions_owners. See
+// LeaseOwners returns the owners of the running sessions' leases whose
+// names begin with ownerPrefix, through sessions_owners. See
 // session.LeaseIndex.
-func (st *Store) LeasesOf(ctx context.Context, ownerPrefix string, after *session.Session, limit int) ([]*session.Session, error) {
+func (st *Store) LeaseOwners(ctx context.Context, ownerPrefix string) ([]string, error) {
 	if ownerPrefix == "" {
-		return nil, fmt.Errorf("postgres: leases of owners: the owner prefix is empty")
+		return nil, fmt.Errorf("postgres: lease owners: the owner prefix is empty")
 	}
-	q, a := leasesOfQuery(ownerPrefix, after, limit)
-	return st.sessionsOf(ctx, "leases of "+ownerPrefix, q, a...)
+	q, a := leaseOwnersQuery(ownerPrefix)
+	rows, err := st.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: lease owners %q: %w", ownerPrefix, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: lease owners %q: %w", ownerPrefix, err)
+	}
+	return out, nil
 }
 
 // ownerC is the owner in the order of its bytes (sessions_owners'), in
@@ -262,24 +270,42 @@ func (st *Store) LeasesOf(ctx context.Context, ownerPrefix string, after *sessio
 // database's collation.
 const ownerC = `(lease_owner COLLATE "C")`
 
-// leasesOfQuery is LeasesOf's query and its arguments.
-func leasesOfQuery(ownerPrefix string, after *session.Session, limit int) (string, []any) {
+// leaseOwnersQuery is LeaseOwners' query and its arguments: each next
+// owner is one seek into the index past the one before, however many
+// sessions each holds.
+func leaseOwnersQuery(ownerPrefix string) (string, []any) {
+	a := args{ownerPrefix}
+	bound := ""
+	if end := reqindex.PrefixEnd(ownerPrefix); end != "" {
+		bound = ` AND ` + ownerC + ` < ` + a.add(end)
+	}
+	next := func(from string) string {
+		return `(SELECT ` + ownerC + ` FROM sessions WHERE status = 'running' AND lease_owner IS NOT NULL AND ` + ownerC + ` ` + from + bound +
+			` ORDER BY ` + ownerC + ` LIMIT 1)`
+	}
+	return `WITH RECURSIVE o(owner) AS (SELECT ` + next(`>= $1`) + `
+		UNION ALL SELECT ` + next(`> o.owner`) + ` FROM o WHERE o.owner IS NOT NULL)
+		SELECT owner FROM o WHERE owner IS NOT NULL`, a
+}
+
+// LeasedTo returns the running sessions of every tenant leased to owner,
+// through sessions_owners. See session.LeaseIndex.
+func (st *Store) LeasedTo(ctx context.Context, owner string, after *session.Session, limit int) ([]*session.Session, error) {
+	q, a := leasedToQuery(owner, after, limit)
+	return st.sessionsOf(ctx, "sessions leased to "+owner, q, a...)
+}
+
+// leasedToQuery is LeasedTo's query and its arguments.
+func leasedToQuery(owner string, after *session.Session, limit int) (string, []any) {
 	if limit <= 0 {
 		limit = defaultLimit
 	}
 	var a args
-	q := `SELECT ` + selectColumns + ` FROM sessions WHERE status = 'running' AND lease_owner IS NOT NULL AND ` + ownerC + ` >= ` + a.add(ownerPrefix)
-	if end := reqindex.PrefixEnd(ownerPrefix); end != "" {
-		q += ` AND ` + ownerC + ` < ` + a.add(end)
-	}
+	q := `SELECT ` + selectColumns + ` FROM sessions WHERE status = 'running' AND lease_owner IS NOT NULL AND ` + ownerC + ` = ` + a.add(owner)
 	if after != nil {
-		var owner string
-		if after.Lease != nil {
-			owner = after.Lease.Owner
-		}
-		q += fmt.Sprintf(` AND (%s, tenant, id) > (%s, %s, %s)`, ownerC, a.add(owner), a.add(after.Tenant), a.add(after.ID))
+		q += fmt.Sprintf(` AND (tenant, id) > (%s, %s)`, a.add(after.Tenant), a.add(after.ID))
 	}
-	return q + ` ORDER BY ` + ownerC + `, tenant, id LIMIT ` + a.add(limit), a
+	return q + ` ORDER BY tenant, id LIMIT ` + a.add(limit), a
 }
 
 // sessionsOf runs a query of selectColumns.

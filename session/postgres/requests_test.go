@@ -58,8 +58,12 @@ func TestIndexQueryPlans(t *testing.T) {
 	for _, after := range []*session.Session{nil, {Tenant: "acme", ID: "s1", Lease: &session.Lease{Owner: "h:1:x", Expires: time.Now()}}} {
 		q, args := expiredLeasesQuery(time.Now(), after, 10)
 		qs = append(qs, query{fmt.Sprintf("ExpiredLeases(after %v)", after != nil), "sessions_leases", q, args})
-		q, args = leasesOfQuery("h:", after, 10)
-		qs = append(qs, query{fmt.Sprintf("LeasesOf(after %v)", after != nil), "sessions_owners", q, args})
+		q, args = leasedToQuery("h:1:x", after, 10)
+		qs = append(qs, query{fmt.Sprintf("LeasedTo(after %v)", after != nil), "sessions_owners", q, args})
+	}
+	for _, prefix := range []string{"h:", "\U0010FFFF"} { // the second has no upper bound
+		q, args := leaseOwnersQuery(prefix)
+		qs = append(qs, query{fmt.Sprintf("LeaseOwners(%q)", prefix), "sessions_owners", q, args})
 	}
 	for _, q := range qs {
 		rows, err := conn.Query(ctx, `EXPLAIN `+q.sql, append([]any{pgx.QueryExecModeSimpleProtocol}, q.args...)...)

@@ -182,38 +182,74 @@ func expiredLeasesQuery(now time.Time, after *session.Session, limit int) (strin
 	return `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.lease_expires, s.tenant, s.id`, append(args, limit)
 }
 
-// LeasesOf returns the running sessions of every tenant leased to owners
-// whose name begins with ownerPrefix, through sessions_owners. See
+// LeaseOwners returns the owners of the running sessions' leases whose
+// names begin with ownerPrefix, through sessions_owners. See
 // session.LeaseIndex.
-func (st *Store) LeasesOf(ctx context.Context, ownerPrefix string, after *session.Session, limit int) ([]*session.Session, error) {
+func (st *Store) LeaseOwners(ctx context.Context, ownerPrefix string) ([]string, error) {
 	if ownerPrefix == "" {
-		return nil, fmt.Errorf("sqlite: leases of owners: the owner prefix is empty")
+		return nil, fmt.Errorf("sqlite: lease owners: the owner prefix is empty")
 	}
-	q, args := leasesOfQuery(ownerPrefix, after, limit)
-	return st.sessionsOf(ctx, "leases of "+ownerPrefix, q, args...)
+	q, args := leaseOwnersQuery(ownerPrefix)
+	rows, err := st.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: lease owners %q: %w", ownerPrefix, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("sqlite: lease owners %q: %w", ownerPrefix, err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: lease owners %q: %w", ownerPrefix, err)
+	}
+	return out, nil
 }
 
-// leasesOfQuery is LeasesOf's query and its arguments: the owners that
-// begin with the prefix are a range of the index (in the order of their
-// bytes, the column's).
-func leasesOfQuery(ownerPrefix string, after *session.Session, limit int) (string, []any) {
+// leaseOwnersQuery is LeaseOwners' query and its arguments: the owners
+// that begin with the prefix are a range of the index, in the order of
+// their bytes (the column's), and each next owner is one seek into it
+// past the one before, however many sessions each holds.
+func leaseOwnersQuery(ownerPrefix string) (string, []any) {
+	next := func(from string) string {
+		q := `SELECT lease_owner FROM sessions WHERE status = 'running' AND lease_owner IS NOT NULL AND lease_owner ` + from
+		if reqindex.PrefixEnd(ownerPrefix) != "" {
+			q += ` AND lease_owner < ?2`
+		}
+		return `(` + q + ` ORDER BY lease_owner LIMIT 1)`
+	}
+	q := `WITH RECURSIVE o(owner) AS (SELECT ` + next(`>= ?1`) + `
+		UNION ALL SELECT ` + next(`> o.owner`) + ` FROM o WHERE o.owner IS NOT NULL)
+		SELECT owner FROM o WHERE owner IS NOT NULL`
+	args := []any{ownerPrefix}
+	if end := reqindex.PrefixEnd(ownerPrefix); end != "" {
+		args = append(args, end)
+	}
+	return q, args
+}
+
+// LeasedTo returns the running sessions of every tenant leased to owner,
+// through sessions_owners. See session.LeaseIndex.
+func (st *Store) LeasedTo(ctx context.Context, owner string, after *session.Session, limit int) ([]*session.Session, error) {
+	q, args := leasedToQuery(owner, after, limit)
+	return st.sessionsOf(ctx, "sessions leased to "+owner, q, args...)
+}
+
+// leasedToQuery is LeasedTo's query and its arguments.
+func leasedToQuery(owner string, after *session.Session, limit int) (string, []any) {
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	q := `SELECT * FROM sessions WHERE status = 'running' AND lease_owner IS NOT NULL AND lease_owner >= ?`
-	args := []any{ownerPrefix}
-	if end := reqindex.PrefixEnd(ownerPrefix); end != "" {
-		q, args = q+` AND lease_owner < ?`, append(args, end)
-	}
+	q := `SELECT * FROM sessions WHERE status = 'running' AND lease_owner IS NOT NULL AND lease_owner = ?`
+	args := []any{owner}
 	if after != nil {
-		var owner string
-		if after.Lease != nil {
-			owner = after.Lease.Owner
-		}
-		q, args = q+` AND (lease_owner, tenant, id) > (?, ?, ?)`, append(args, owner, after.Tenant, after.ID)
+		q, args = q+` AND (tenant, id) > (?, ?)`, append(args, after.Tenant, after.ID)
 	}
-	q += ` ORDER BY lease_owner, tenant, id LIMIT ?`
-	return `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.lease_owner, s.tenant, s.id`, append(args, limit)
+	q += ` ORDER BY tenant, id LIMIT ?`
+	return `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.tenant, s.id`, append(args, limit)
 }
 
 // sessionsOf runs a query of selectColumns.

@@ -17,7 +17,7 @@ var ErrInjected = errors.New("storetest: injected store failure")
 // counted by class from 1: commits (Commit), reads (GetSession,
 // ListSessions, LoadSnapshot, Events, Follow, the inbox's
 // PendingSources, Pending and Inputs, and the indexes' PendingRequests,
-// ExpiredRequests, ExpiredLeases and LeasesOf), lease calls (Acquire, Renew,
+// ExpiredRequests, ExpiredLeases, LeaseOwners and LeasedTo), lease calls (Acquire, Renew,
 // Release) and inbox writes (Submit, Refuse). A class fails at its Nth
 // call, and at every later one too when told so. The methods are safe for
 // concurrent use, so a test can arm a fault while a run is in progress.
@@ -393,9 +393,16 @@ func (fi faultyIndex) ExpiredLeases(ctx context.Context, after *session.Session,
 	return fi.li.ExpiredLeases(ctx, after, limit)
 }
 
-func (fi faultyIndex) LeasesOf(ctx context.Context, ownerPrefix string, after *session.Session, limit int) ([]*session.Session, error) {
+func (fi faultyIndex) LeaseOwners(ctx context.Context, ownerPrefix string) ([]string, error) {
 	if err := fi.f.hit(reads); err != nil {
 		return nil, err
 	}
-	return fi.li.LeasesOf(ctx, ownerPrefix, after, limit)
+	return fi.li.LeaseOwners(ctx, ownerPrefix)
+}
+
+func (fi faultyIndex) LeasedTo(ctx context.Context, owner string, after *session.Session, limit int) ([]*session.Session, error) {
+	if err := fi.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fi.li.LeasedTo(ctx, owner, after, limit)
 }

@@ -516,8 +516,8 @@ func runLeaseIndex(t *testing.T, newStore Factory) {
 	}{
 		{"ExpiredLeases", testExpiredLeases},
 		{"ExpiredLeasesPages", testExpiredLeasesPages},
-		{"LeasesOf", testLeasesOf},
-		{"LeasesOfPages", testLeasesOfPages},
+		{"LeaseOwners", testLeaseOwners},
+		{"LeasedToPages", testLeasedToPages},
 		{"ContextCanceled", testLeaseIndexCanceled},
 	}
 	for _, cs := range cases {
@@ -658,22 +658,33 @@ func testExpiredLeasesPages(t *testing.T, s session.Store, l session.Leaser, li 
 	}
 }
 
-func leasesOf(t *testing.T, li session.LeaseIndex, prefix string, after *session.Session, limit int) []*session.Session {
+func leaseOwners(t *testing.T, li session.LeaseIndex, prefix string) []string {
 	t.Helper()
-	got, err := li.LeasesOf(t.Context(), prefix, after, limit)
+	got, err := li.LeaseOwners(t.Context(), prefix)
 	if err != nil {
-		t.Fatalf("LeasesOf(%q): %v", prefix, err)
+		t.Fatalf("LeaseOwners(%q): %v", prefix, err)
 	}
 	return got
 }
 
-// LeasesOf lists the running sessions leased to owners of a prefix, live
-// or expired, ordered by owner; an empty prefix is an error.
-func testLeasesOf(t *testing.T, s session.Store, l session.Leaser, li session.LeaseIndex, c *Clock) {
+func leasedTo(t *testing.T, li session.LeaseIndex, owner string, after *session.Session, limit int) []*session.Session {
+	t.Helper()
+	got, err := li.LeasedTo(t.Context(), owner, after, limit)
+	if err != nil {
+		t.Fatalf("LeasedTo(%q): %v", owner, err)
+	}
+	return got
+}
+
+// LeaseOwners lists the owners of a prefix of the running sessions'
+// leases, live or expired, each once, in the order of their bytes;
+// LeasedTo lists an owner's running sessions. An empty prefix is an
+// error.
+func testLeaseOwners(t *testing.T, s session.Store, l session.Leaser, li session.LeaseIndex, c *Clock) {
 	ctx := t.Context()
 	acme := session.WithTenant(ctx, "acme")
 	for i, o := range []struct{ id, owner string }{
-		{"s1", "h1:2:b"}, {"s2", "h1:1:a"}, {"s3", "h10:1:c"}, {"s4", "h2:1:d"}, {"s5", ""}, {"s6", "h1:3:c"},
+		{"s1", "h1:2:b"}, {"s2", "h1:1:a"}, {"s3", "h10:1:c"}, {"s4", "h2:1:d"}, {"s5", ""}, {"s6", "h1:3:c"}, {"s7", "h1:1:a"},
 	} {
 		create(t, s, newSession(o.id, at(time.Duration(i)*time.Second)))
 		if o.owner != "" {
@@ -687,32 +698,43 @@ func testLeasesOf(t *testing.T, s session.Store, l session.Leaser, li session.Le
 	acquireIn(t, acme, l, "s1", "h1:1:a", time.Minute)
 	setStatus(t, s, acme, "s1", session.StatusRunning, 1)
 	c.Advance(3 * time.Minute) // some expired, some live: all listed
-	got := leasesOf(t, li, "h1:", nil, 0)
-	if ids := sessionIDs(got); !cmp.Equal(ids, []string{"acme/s1", "default/s2", "default/s1"}) {
-		t.Errorf(`LeasesOf("h1:"): %v`, ids)
+	for prefix, want := range map[string][]string{
+		"h1:":    {"h1:1:a", "h1:2:b"}, // not h1:3:c, whose session is not running
+		"h1":     {"h10:1:c", "h1:1:a", "h1:2:b"},
+		"h1:1:a": {"h1:1:a"},
+		"h":      {"h10:1:c", "h1:1:a", "h1:2:b", "h2:1:d"},
+		"zz":     nil,
+	} {
+		if got := leaseOwners(t, li, prefix); !cmp.Equal(got, want, cmpopts.EquateEmpty()) {
+			t.Errorf("LeaseOwners(%q) = %q, want %q", prefix, got, want)
+		}
 	}
-	if got[2].Lease == nil || got[2].Lease.Owner != "h1:2:b" {
-		t.Errorf("the session as listed: %+v", got[2])
+	if _, err := li.LeaseOwners(ctx, ""); err == nil {
+		t.Error("LeaseOwners with an empty prefix: no error")
 	}
-	if ids := sessionIDs(leasesOf(t, li, "h1", nil, 0)); !cmp.Equal(ids, []string{"default/s3", "acme/s1", "default/s2", "default/s1"}) {
-		t.Errorf(`LeasesOf("h1"): %v`, ids)
+	got := leasedTo(t, li, "h1:1:a", nil, 0)
+	if ids := sessionIDs(got); !cmp.Equal(ids, []string{"acme/s1", "default/s2", "default/s7"}) {
+		t.Errorf(`LeasedTo("h1:1:a"): %v`, ids)
 	}
-	if ids := sessionIDs(leasesOf(t, li, "h1:1:a", nil, 0)); !cmp.Equal(ids, []string{"acme/s1", "default/s2"}) {
-		t.Errorf(`LeasesOf("h1:1:a"): %v`, ids)
+	if got[1].Lease == nil || got[1].Lease.Owner != "h1:1:a" || got[1].Status != session.StatusRunning {
+		t.Errorf("the session as listed: %+v", got[1])
 	}
-	if got := leasesOf(t, li, "zz", nil, 0); len(got) != 0 {
-		t.Errorf(`LeasesOf("zz"): %v`, sessionIDs(got))
-	}
-	if _, err := li.LeasesOf(ctx, "", nil, 0); err == nil {
-		t.Error("LeasesOf with an empty prefix: no error")
+	for _, owner := range []string{"h1:", "h1:3:c", "", "nobody"} {
+		if got := leasedTo(t, li, owner, nil, 0); len(got) != 0 {
+			t.Errorf("LeasedTo(%q): %v", owner, sessionIDs(got))
+		}
 	}
 	// Released or done: not listed.
 	if err := l.Release(ctx, mustGetLease(t, s, "s2")); err != nil {
 		t.Fatal(err)
 	}
 	setStatus(t, s, acme, "s1", session.StatusDone, 0)
-	if ids := sessionIDs(leasesOf(t, li, "h1:", nil, 0)); !cmp.Equal(ids, []string{"default/s1"}) {
-		t.Errorf(`LeasesOf("h1:") after a release and a status change: %v`, ids)
+	if ids := sessionIDs(leasedTo(t, li, "h1:1:a", nil, 0)); !cmp.Equal(ids, []string{"default/s7"}) {
+		t.Errorf(`LeasedTo("h1:1:a") after a release and a status change: %v`, ids)
+	}
+	setStatus(t, s, ctx, "s7", session.StatusWaiting, fenceIfLeased(t, s, "s7"))
+	if got := leaseOwners(t, li, "h1:"); !cmp.Equal(got, []string{"h1:2:b"}) {
+		t.Errorf(`LeaseOwners("h1:") once h1:1:a runs nothing: %q`, got)
 	}
 }
 
@@ -725,22 +747,24 @@ func fenceIfLeased(t *testing.T, s session.Store, id string) int64 {
 	return 0
 }
 
-// LeasesOf pages.
-func testLeasesOfPages(t *testing.T, s session.Store, l session.Leaser, li session.LeaseIndex, c *Clock) {
+// LeasedTo pages.
+func testLeasedToPages(t *testing.T, s session.Store, l session.Leaser, li session.LeaseIndex, c *Clock) {
 	ctx := t.Context()
 	var want []string
 	for i := range 5 {
-		id := fmt.Sprintf("s%d", i)
+		id := fmt.Sprintf("s%d", 4-i)
 		create(t, s, newSession(id, at(time.Duration(i)*time.Second)))
-		owner := fmt.Sprintf("h:%d:x", 4-i)
-		acquireIn(t, ctx, l, id, owner, time.Hour)
+		acquireIn(t, ctx, l, id, "h:1:x", time.Hour)
 		setStatus(t, s, ctx, id, session.StatusRunning, 1)
 		want = append([]string{"default/" + id}, want...)
 	}
+	create(t, s, newSession("other", at(time.Minute)))
+	acquireIn(t, ctx, l, "other", "h:2:x", time.Hour)
+	setStatus(t, s, ctx, "other", session.StatusRunning, 1)
 	var got []string
 	var after *session.Session
 	for range 5 {
-		page := leasesOf(t, li, "h:", after, 2)
+		page := leasedTo(t, li, "h:1:x", after, 2)
 		got = append(got, sessionIDs(page)...)
 		if len(page) < 2 {
 			break
@@ -748,7 +772,7 @@ func testLeasesOfPages(t *testing.T, s session.Store, l session.Leaser, li sessi
 		after = page[len(page)-1]
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("LeasesOf in pages of 2 (-want +got):\n%s", diff)
+		t.Errorf("LeasedTo in pages of 2 (-want +got):\n%s", diff)
 	}
 }
 
@@ -758,7 +782,10 @@ func testLeaseIndexCanceled(t *testing.T, s session.Store, l session.Leaser, li 
 	if _, err := li.ExpiredLeases(ctx, nil, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("ExpiredLeases with a canceled context: %v", err)
 	}
-	if _, err := li.LeasesOf(ctx, "h:", nil, 0); !errors.Is(err, context.Canceled) {
-		t.Errorf("LeasesOf with a canceled context: %v", err)
+	if _, err := li.LeaseOwners(ctx, "h:"); !errors.Is(err, context.Canceled) {
+		t.Errorf("LeaseOwners with a canceled context: %v", err)
+	}
+	if _, err := li.LeasedTo(ctx, "h:1:x", nil, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("LeasedTo with a canceled context: %v", err)
 	}
 }
