@@ -170,14 +170,6 @@ func (e *entry) leaseExpiry() int64 {
 	return e.lease.Expires.UnixMicro()
 }
 
-// afterExpiry is the lease expiry a cursor session places a page after.
-func afterExpiry(s *session.Session) int64 {
-	if s.Lease == nil {
-		return 0
-	}
-	return s.Lease.Expires.UnixMicro()
-}
-
 // ExpiredLeases returns the running sessions of every tenant whose lease
 // expired, or that have none. See session.LeaseIndex.
 func (st *Store) ExpiredLeases(ctx context.Context, after *session.Session, limit int) ([]*session.Session, error) {
