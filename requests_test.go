@@ -142,3 +142,42 @@ func TestPendingRequestsErrors(t *testing.T) {
 		t.Errorf("PendingRequests with a canceled context: %v, want canceled", err)
 	}
 }
+
+// A fork of a waiting session has its pending requests, as its own; a
+// fork taken before the question has none.
+func TestPendingRequestsOfAFork(t *testing.T) {
+	for _, is := range indexedStores() {
+		t.Run(is.name, func(t *testing.T) {
+			var runs atomic.Int32
+			m := scripted.New("m", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}})
+			e := newEnv(t, is.open(t, time.Now), agentrt.Config{}, calcAgent(m, registry(t, askTool(t, &runs))))
+			ctx := context.Background()
+			id := e.session(t, "calc")
+			res := e.run(t, id, "deploy")
+			last := res.Events[len(res.Events)-1].Seq
+			if _, err := e.r.Fork(ctx, id, last, "whole"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.r.Fork(ctx, id, 1, "early"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.r.PendingRequests(ctx, session.RequestListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var where []string
+			for _, p := range got {
+				where = append(where, p.SessionID)
+			}
+			if diff := cmp.Diff([]string{id, "whole"}, where, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("the sessions with a pending request (-want +got):\n%s", diff)
+			}
+			if err := e.r.DeleteSession(ctx, "whole", false); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := e.r.PendingRequests(ctx, session.RequestListOptions{SessionID: "whole"}); err != nil || len(got) != 0 {
+				t.Errorf("the deleted fork's pending requests: %+v, %v", got, err)
+			}
+		})
+	}
+}

@@ -36,7 +36,9 @@ type Row struct {
 // still pending after them, and the ids of the requests they answer,
 // which may have been asked before. The two never share an id, so that a
 // store may apply them in any order (or in one statement). A request
-// asked again replaces the one of the same id.
+// asked again replaces the one of the same id. An event of either type
+// without a payload changes nothing; one whose payload does not decode
+// is an error.
 func Changes(evs []*session.Event) (asked []Row, resolved []string, err error) {
 	for _, ev := range evs {
 		switch ev.Type {
@@ -46,7 +48,7 @@ func Changes(evs []*session.Event) (asked []Row, resolved []string, err error) {
 				return nil, nil, err
 			}
 			if !ok {
-				return nil, nil, fmt.Errorf("event %d (%s) holds %T", ev.Seq, ev.Type, ev.Data)
+				continue // no payload: no request to keep
 			}
 			row, err := rowOf(ev, d)
 			if err != nil {
@@ -61,7 +63,7 @@ func Changes(evs []*session.Event) (asked []Row, resolved []string, err error) {
 				return nil, nil, err
 			}
 			if !ok {
-				return nil, nil, fmt.Errorf("event %d (%s) holds %T", ev.Seq, ev.Type, ev.Data)
+				continue
 			}
 			// Answered here or before: either way the request is gone,
 			// and a row of its id stored before must go.

@@ -55,6 +55,7 @@ func TestChanges(t *testing.T) {
 	asked, resolved, err := Changes([]*session.Event{
 		ev(1, ask("r1")), ev(2, ask("r2")), ev(3, answer("r1")), ev(4, answer("old")), ev(5, answer("r3")), ev(6, ask("r3")),
 		ev(7, &session.Final{Text: "x"}),
+		{Seq: 8, Type: session.TypeInputRequired}, // no payload
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,9 @@ func TestChanges(t *testing.T) {
 	p, err := Decode("t", "s", "a", r.Seq, r.Asked, r.Data)
 	if err != nil || p.Request.Question != "<q>" || !p.Request.Expires.Equal(exp) || !p.Asked.Equal(at.Truncate(time.Microsecond)) {
 		t.Errorf("Decode: %+v, %v", p, err)
+	}
+	if _, _, err := Changes([]*session.Event{{Seq: 1, Type: session.TypeInputRequired, Data: &session.Raw{T: session.TypeInputRequired, JSON: []byte(`{"request_id":`)}}}); err == nil {
+		t.Error("Changes of a payload that does not decode: no error")
 	}
 	if _, err := Decode("t", "s", "a", 1, 0, []byte("{")); err == nil || !strings.Contains(err.Error(), `session "s"`) {
 		t.Errorf("Decode of a damaged row: %v", err)
