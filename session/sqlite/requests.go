@@ -40,17 +40,30 @@ type requestChanges struct {
 	resolved string
 }
 
-func changesOf(c *session.Commit) (requestChanges, error) {
+// changesOf returns what c writes to the requests table: nil, most
+// often, for nothing (and nothing allocated: Commit's write captures it).
+func changesOf(c *session.Commit) (*requestChanges, error) {
 	asked, resolved, err := reqindex.Changes(c.Events)
-	if err != nil || len(resolved) == 0 {
-		return requestChanges{asked: asked}, err
+	if err != nil || len(asked) == 0 && len(resolved) == 0 {
+		return nil, err
 	}
-	b, err := json.Marshal(resolved)
-	return requestChanges{asked: asked, resolved: string(b)}, err
+	rc := &requestChanges{asked: asked}
+	if len(resolved) > 0 {
+		b, err := json.Marshal(resolved)
+		if err != nil {
+			return nil, err
+		}
+		rc.resolved = string(b)
+	}
+	return rc, nil
 }
 
-// write applies the changes to session id's requests in tx.
+// write applies the changes (none if rc is nil) to session id's requests
+// in tx.
 func (rc *requestChanges) write(tx *wtx, tenant, id string) error {
+	if rc == nil {
+		return nil
+	}
 	if rc.resolved != "" {
 		if _, err := tx.exec(sDeleteRequests, tenant, id, rc.resolved); err != nil {
 			return fmt.Errorf("answered requests: %w", err)
