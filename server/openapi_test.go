@@ -423,6 +423,12 @@ func TestOpenAPIConformance(t *testing.T) {
 		rid = a.path("requests", 0, "id").(string)
 		c.send(t, call{method: "GET", path: "/v1/sessions/nobody"}, 404, "not_found")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/resume"}, 409, "waiting")
+		// The person's inbox lists it.
+		a = c.send(t, call{method: "GET", path: "/v1/requests?status=pending&kind=approval&limit=10"}, 200, "")
+		if a.path("requests", 0, "session_id") != "chat" || a.path("requests", 0, "request", "request_id") != rid {
+			t.Errorf("the inbox: %s, want chat's request %s", a.body, rid)
+		}
+		c.send(t, call{method: "GET", path: "/v1/requests?status=answered"}, 400, "malformed_request")
 	})
 
 	t.Run("answer the request", func(t *testing.T) {

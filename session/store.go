@@ -557,6 +557,9 @@ type RequestIndex interface {
 	// those after the request after (nil: from the first), at most limit
 	// (zero or less: 50).
 	ExpiredRequests(ctx context.Context, now time.Time, after *PendingRequest, limit int) ([]PendingRequest, error)
+	// CountRequests returns how many requests of every tenant are
+	// pending: what a server's metrics report.
+	CountRequests(ctx context.Context) (int64, error)
 }
 
 // LeaseIndex is the optional capability of a Leaser to find, across

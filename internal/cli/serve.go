@@ -13,7 +13,6 @@ import (
 
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -208,23 +207,9 @@ func sweep(ctx context.Context, a *app.App, log *slog.Logger) {
 	if every <= 0 {
 		every = agentrt.DefaultLeaseTTL
 	}
-	for {
-		// ±20 %: replicas started together drift apart.
-		d := time.Duration(float64(every) * (0.8 + 0.4*mrand.Float64()))
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		runs, err := a.Runner.Recover(ctx)
-		if err != nil && ctx.Err() == nil {
-			log.Warn("recovery sweep", "error", err)
-		}
-		for _, h := range runs {
-			log.Info("resumed a run whose process stopped", "session", h.SessionID(), "tenant", h.Tenant(), "run", h.ID())
-		}
+	sw := &agentrt.Sweeper{Runner: a.Runner, Every: every, Report: func(err error) { log.Warn("recovery sweep", "error", err) }}
+	if err := sw.Run(ctx); err != nil {
+		log.Warn("recovery sweeps stopped", "error", err)
 	}
 }
 
@@ -284,6 +269,16 @@ func newKeysCmd(g *globals) *cobra.Command {
 // the requests waiting for a person and the inputs waiting in the inbox,
 // of every tenant.
 func storeGauges(reg prometheus.Registerer, a *app.App) error {
+	if ri, ok := a.Store.(session.RequestIndex); ok {
+		err := telemetry.GaugeFunc(reg, "pending_requests", "Requests waiting for a person, every tenant's.", 0,
+			func(ctx context.Context) (float64, error) {
+				n, err := ri.CountRequests(ctx)
+				return float64(n), err
+			})
+		if err != nil {
+			return err
+		}
+	}
 	if ib, ok := a.Store.(session.Inbox); ok {
 		err := telemetry.GaugeFunc(reg, "inbox_depth", "Inputs waiting in the gateway's inbox, every tenant's.", 0,
 			func(ctx context.Context) (float64, error) {

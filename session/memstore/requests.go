@@ -263,3 +263,18 @@ func (st *Store) setStatus(e *entry, s session.Status) {
 	}
 	e.row.Status = s
 }
+
+// CountRequests returns how many requests of every tenant are pending.
+// See session.RequestIndex.
+func (st *Store) CountRequests(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var n int64
+	for _, m := range st.requests {
+		n += int64(len(m))
+	}
+	return n, nil
+}

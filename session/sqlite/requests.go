@@ -285,3 +285,13 @@ func (st *Store) sessionsOf(ctx context.Context, what, query string, args ...any
 	}
 	return out, nil
 }
+
+// CountRequests returns how many requests of every tenant are pending.
+// See session.RequestIndex.
+func (st *Store) CountRequests(ctx context.Context) (int64, error) {
+	var n int64
+	if err := st.r.QueryRowContext(ctx, `SELECT count(*) FROM requests`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count requests: %w", err)
+	}
+	return n, nil
+}

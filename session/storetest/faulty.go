@@ -386,6 +386,13 @@ func (fi faultyIndex) ExpiredRequests(ctx context.Context, now time.Time, after 
 	return fi.ri.ExpiredRequests(ctx, now, after, limit)
 }
 
+func (fi faultyIndex) CountRequests(ctx context.Context) (int64, error) {
+	if err := fi.f.hit(reads); err != nil {
+		return 0, err
+	}
+	return fi.ri.CountRequests(ctx)
+}
+
 func (fi faultyIndex) ExpiredLeases(ctx context.Context, after *session.Session, limit int) ([]*session.Session, error) {
 	if err := fi.f.hit(reads); err != nil {
 		return nil, err

@@ -347,6 +347,17 @@ func testRequestDeleteSession(t *testing.T, s session.Store, ri session.RequestI
 	if got, err := ri.ExpiredRequests(ctx, at(1000*time.Hour), nil, 0); err != nil || len(got) != 0 {
 		t.Errorf("ExpiredRequests after the deletion: %+v, %v", got, err)
 	}
+	// Another tenant's request counts too: the count is every tenant's.
+	other := session.WithTenant(ctx, "initech")
+	s9 := newSession("s9", at(4*time.Second))
+	s9.Tenant = "initech"
+	if err := s.CreateSession(other, s9); err != nil {
+		t.Fatal(err)
+	}
+	writer(t, s, other, "s9").put(session.StatusWaiting, at(5*time.Minute), prompt("r9"))
+	if n, err := ri.CountRequests(ctx); err != nil || n != 2 {
+		t.Errorf("CountRequests: %d, %v; want 2 (s2's r1 and initech's r9)", n, err)
+	}
 }
 
 // A commit that is refused — a stale seq, a fenced token — asks and
