@@ -1,0 +1,359 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/fakellm"
+	"github.com/agentrt/agentrt/internal/testenv"
+)
+
+// These tests run agentrt serve as a child process and talk to it the way
+// clients nobody here wrote do: net/http, curl, and (sse_node_test.go)
+// Node's EventSource and fetch.
+
+// onStores runs f on each store of the cross-process tests, in parallel.
+func onStores(t *testing.T, f func(t *testing.T, store string)) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, st.dsn(t))
+		})
+	}
+}
+
+// A turn over HTTP streams its run; curl resumes the session's stream
+// from a Last-Event-ID with no gap and no duplicate, on the server that
+// ran the turn and, after it stops, on another one started on the same
+// store: from the log first, then live.
+func TestServeProcessCurlResumesAcrossRestart(t *testing.T) {
+	onStores(t, func(t *testing.T, store string) {
+		e := newEnvStore(t, store, demoConfig, nil)
+		s1 := startServe(t, e, nil)
+		api := newAPI(t, s1.url, "")
+		api.createSession("s1")
+
+		evs := api.turn("s1", "what is 21*2+5")
+		first := checkIDs(t, "the turn's stream", evs, 1, evs[len(evs)-1].seq(t))
+		n := first[len(first)-1].seq(t)
+		if st := runStatus(t, evs[len(evs)-1]); st != "done" {
+			t.Fatalf("the turn ended %s", st)
+		}
+		if fin := eventsOf(evs, "final"); len(fin) != 1 || !strings.Contains(fin[0].Data, `"text":"21*2+5 = 47"`) {
+			t.Errorf("final: %v", fin)
+		}
+		if len(eventsOf(evs, "token")) == 0 {
+			t.Errorf("the turn's stream has no live tokens: %v", evs)
+		}
+
+		// curl joins halfway through the log; the server's SIGTERM ends
+		// its stream with the id to resume from.
+		k := n / 2
+		c := startCurl(t, s1.url+"/v1/sessions/s1/events", k)
+		got := c.until("the turn's last event", idIs(n))
+		s1.stopOK()
+		got = append(got, c.rest()...)
+		checkIDs(t, "curl from "+itoa(k), got, k+1, n)
+		checkReconnect(t, "curl from "+itoa(k), got, n)
+
+		// Another server on the same store: a turn, then curl resumes
+		// from the last id it had, and stays for a turn that runs while
+		// it watches.
+		s2 := startServe(t, e, nil)
+		api = newAPI(t, s2.url, "")
+		evs = api.turn("s1", "what is 2+3")
+		m := evs[len(evs)-1].seq(t)
+		checkIDs(t, "the second turn's stream", evs, n+1, m)
+		c = startCurl(t, s2.url+"/v1/sessions/s1/events", n)
+		got = c.until("the second turn's end", idIs(m))
+		api.send("s1", "what is 3*3")
+		got = append(got, c.until("the third turn's end", func(e sseEvent) bool { return e.Event == "run_finished" && e.seq(t) > m })...)
+		last := got[len(got)-1].seq(t)
+		s2.stopOK()
+		got = append(got, c.rest()...)
+		checkIDs(t, "curl from "+itoa(n)+" on the second server", got, n+1, last)
+		checkReconnect(t, "curl on the second server", got, last)
+		if fin := eventsOf(got, "final"); len(fin) != 2 || !strings.Contains(fin[1].Data, "3*3 = 9") {
+			t.Errorf("finals after the restart: %v", fin)
+		}
+
+		// The store's log is what the streams showed.
+		logged := parseEvents(t, newProcChild(t, e).mustOut("--config", e.config, "sessions", "events", "s1", "--json"))
+		checkSeq(t, logged, 1)
+		if got := logged[len(logged)-1].Seq; got != last {
+			t.Errorf("the log ends at %d, the streams at %d", got, last)
+		}
+	})
+}
+
+// SIGTERM while a run waits on its model: the server lets it go on for
+// server.shutdown_grace, then stops it without recording an end and
+// exits; the session stays running with its lease released, and a
+// streaming client is told to reconnect. Another server on the store
+// resumes the run and finishes it: a replica already running, by its
+// sweeper, or one started afterwards, as it starts.
+func TestServeProcessShutdownHandsOverARun(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	for _, st := range stores {
+		for _, second := range []string{"replica", "restart"} {
+			t.Run(st.name+"/"+second, func(t *testing.T) {
+				t.Parallel()
+				handOver(t, st.dsn(t), second == "replica")
+			})
+		}
+	}
+}
+
+func handOver(t *testing.T, store string, replica bool) {
+	llm := fakellm.Start(t)
+	arrived, _ := llm.Hold()
+	const grace = time.Second
+	// A long lease: a lease the stopping server kept would still be live
+	// when the test looks.
+	e := newEnvStore(t, store, fakeModelConfig(llm.URL)+`
+lease_ttl: 1m
+server: {shutdown_grace: 1s, sweep_every: 100ms}
+`, nil)
+	s1 := startServe(t, e, nil)
+	api := newAPI(t, s1.url, "")
+	api.createSession("s1")
+	resp := api.openStream(api.request(t.Context(), "POST", "/v1/sessions/s1/messages", map[string]string{"text": "hi"}))
+	defer resp.Body.Close()
+	select {
+	case <-arrived:
+	case <-s1.done:
+		t.Fatalf("agentrt serve exited before the model call:\n%s", s1.stderrText())
+	}
+	var s2 *serveProc
+	if replica {
+		// Up while s1 runs the session: it leaves the session alone
+		// until s1 lets go of it.
+		s2 = startServe(t, e, nil)
+	}
+
+	code, took := s1.stop()
+	if code != cli.ExitOK {
+		t.Fatalf("agentrt serve exited %d after SIGTERM:\n%s", code, s1.stderrText())
+	}
+	// The grace is waited out (the model never answers); what follows is
+	// bounded by the runner's own wait for a run's last writes.
+	if took < grace || took > grace+shutdownBound {
+		t.Errorf("agentrt serve took %v to exit, want %v to %v", took, grace, grace+shutdownBound)
+	}
+	s1.waitLog("shutting down", "grace=1s")
+	var streamed []sseEvent
+	if err := readSSE(resp.Body, func(ev sseEvent) bool { streamed = append(streamed, ev); return true }); err != nil {
+		t.Fatalf("the turn's stream: %v", err)
+	}
+	checkIDs(t, "the turn's stream", streamed, 1, lastID(t, streamed))
+	checkReconnect(t, "the turn's stream", streamed, lastID(t, streamed))
+	if len(eventsOf(streamed, "run_finished")) != 0 {
+		t.Fatalf("the stopped server recorded the run's end: %v", streamed)
+	}
+
+	if replica {
+		s2.waitLog("resumed a run whose process stopped", "session=s1")
+	} else {
+		show := showSession(t, e, "s1")
+		if show.Session.Status != "running" {
+			t.Fatalf("after the shutdown the session is %s, want running", show.Session.Status)
+		}
+		if l := show.Session.Lease; l != nil && l.Owner != "" && l.Expires.After(time.Now()) {
+			t.Fatalf("the stopped server kept the session's lease: %+v", *l)
+		}
+		s2 = startServe(t, e, nil)
+	}
+	c := startCurl(t, s2.url+"/v1/sessions/s1/events", 0)
+	evs := c.until("the resumed run's end", typeIs("run_finished"))
+	checkIDs(t, "the log after the resume", evs, 1, evs[len(evs)-1].seq(t))
+	if st := runStatus(t, evs[len(evs)-1]); st != "done" {
+		t.Fatalf("the resumed run ended %s", st)
+	}
+	if rs := eventsOf(evs, "run_resumed"); len(rs) != 1 || !strings.Contains(rs[0].Data, `"reason":"recovered"`) {
+		t.Errorf("run_resumed: %v", rs)
+	}
+	if fin := eventsOf(evs, "final"); len(fin) != 1 || !strings.Contains(fin[0].Data, `"text":"You said: hi"`) {
+		t.Errorf("final: %v", fin)
+	}
+	if n := len(llm.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2: the held one and the resumed run's", n)
+	}
+	s2.stopOK()
+}
+
+// shutdownBound is how long a server may take to exit after its grace: the
+// runner waits up to its commit timeout (10 s) for a stopped run's last
+// writes, and the store closes. A server that never stops the held run
+// would wait for the model until the test's process timeout.
+const shutdownBound = 20 * time.Second
+
+// A client that goes away in the middle of a turn's stream does not
+// cancel the run: once the server has seen it go, the model answers and
+// the run finishes done.
+func TestServeProcessClientDisconnectKeepsTheRun(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	llm := fakellm.Start(t)
+	arrived, release := llm.Hold()
+	e := newEnv(t, fakeModelConfig(llm.URL), nil)
+	s := startServe(t, e, nil, "--log-level", "debug")
+	api := newAPI(t, s.url, "")
+	api.createSession("s1")
+
+	ctx, hangUp := context.WithCancel(t.Context())
+	resp := api.openStream(api.request(ctx, "POST", "/v1/sessions/s1/messages", map[string]string{"text": "hi"}))
+	var got []sseEvent
+	_ = readSSE(resp.Body, func(ev sseEvent) bool {
+		got = append(got, ev)
+		return ev.Event != "model_started"
+	})
+	<-arrived
+	hangUp()
+	resp.Body.Close()
+	// The request's log line is written when its handler returns: the
+	// server has seen the client go.
+	s.waitLog("msg=request", "method=POST", "route=/v1/sessions/{id}/messages")
+	release()
+
+	c := startCurl(t, s.url+"/v1/sessions/s1/events", 0)
+	evs := c.until("the run's end", typeIs("run_finished"))
+	if st := runStatus(t, evs[len(evs)-1]); st != "done" {
+		t.Fatalf("after the client went away the run ended %s: %v", st, evs)
+	}
+	if fin := eventsOf(evs, "final"); len(fin) != 1 || !strings.Contains(fin[0].Data, "You said: hi") {
+		t.Errorf("final: %v", fin)
+	}
+	s.stopOK()
+}
+
+// Without API keys the server answers clients on this machine (a client
+// elsewhere is refused: server/loopback_test.go, since a test reaches
+// only 127.0.0.1). With keys, from agentrt keys new: no key or another
+// key is 401, the key is 200 and scopes the request to its tenant;
+// health needs no key.
+func TestServeProcessAPIKeys(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, demoConfig+"server: {api_keys_file: keys.yaml}\n", nil)
+	p := newProcChild(t, e)
+	newKey := func(tenant string) string {
+		t.Helper()
+		code, out, errText := p.out("keys", "new", "--tenant", tenant, "--file", "keys.yaml")
+		key := strings.TrimSpace(out)
+		if code != cli.ExitOK || !strings.HasPrefix(key, "art_") || strings.Contains(key, "\n") {
+			t.Fatalf("keys new --tenant %s: exit %d, %q\n%s", tenant, code, out, errText)
+		}
+		if !strings.Contains(errText, "a key for tenant "+tenant) {
+			t.Errorf("keys new says:\n%s", errText)
+		}
+		return key
+	}
+	acme, other := newKey("acme"), newKey("other")
+
+	s := startServe(t, e, nil)
+	for _, tc := range []struct {
+		name, key string
+		want      int
+	}{
+		{"no key", "", http.StatusUnauthorized},
+		{"not a key of the server", "art_nope", http.StatusUnauthorized},
+		{"acme's key", acme, http.StatusOK},
+	} {
+		code, body, hdr := newAPI(t, s.url, tc.key).do("GET", "/v1/sessions", nil)
+		if code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.want)
+		}
+		if code == http.StatusUnauthorized {
+			if !strings.Contains(string(body), `"code":"unauthorized"`) || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s: %s, WWW-Authenticate %q", tc.name, body, hdr.Get("WWW-Authenticate"))
+			}
+		}
+	}
+	if code, body, _ := newAPI(t, s.url, "").do("GET", "/healthz", nil); code != http.StatusOK {
+		t.Errorf("healthz without a key: %d %s", code, body)
+	}
+	// A key reaches its tenant's sessions only.
+	newAPI(t, s.url, acme).createSession("s1")
+	if code, body, _ := newAPI(t, s.url, other).do("GET", "/v1/sessions/s1", nil); code != http.StatusNotFound {
+		t.Errorf("another tenant's key on acme's session: %d %s, want 404", code, body)
+	}
+	var listed struct {
+		Sessions []struct{ ID string } `json:"sessions"`
+	}
+	newAPI(t, s.url, acme).must(http.StatusOK, "GET", "/v1/sessions", nil, &listed)
+	if len(listed.Sessions) != 1 || listed.Sessions[0].ID != "s1" {
+		t.Errorf("acme's sessions: %+v", listed.Sessions)
+	}
+	s.stopOK()
+}
+
+// --log-format json: every line the server writes on stderr, from its
+// start to its stop, is a JSON object with a time, a level and a message.
+func TestServeProcessJSONLogs(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, "", nil) // the defaults: the demo model, whose notice is logged
+	s := startServe(t, e, nil, "--log-format", "json", "--log-level", "debug")
+	api := newAPI(t, s.url, "")
+	api.createSession("s1")
+	api.turn("s1", "what is 1+1")
+	s.stopOK()
+	lines := strings.Split(strings.TrimSuffix(s.stderrText(), "\n"), "\n")
+	msgs := map[string]bool{}
+	for i, l := range lines {
+		var rec struct {
+			Time  time.Time `json:"time"`
+			Level string    `json:"level"`
+			Msg   string    `json:"msg"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Time.IsZero() || rec.Level == "" || rec.Msg == "" {
+			t.Errorf("stderr line %d is not a JSON log record: %q (%v)", i+1, l, err)
+			continue
+		}
+		msgs[rec.Msg] = true
+	}
+	for _, m := range []string{"serving", "request", "shutting down", "stopped"} {
+		if !msgs[m] {
+			t.Errorf("no %q record in:\n%s", m, s.stderrText())
+		}
+	}
+}
+
+// showSession is agentrt sessions show --json.
+type shownSession struct {
+	Session struct {
+		Status string `json:"status"`
+		Lease  *struct {
+			Owner   string    `json:"owner"`
+			Expires time.Time `json:"expires"`
+		} `json:"lease"`
+	} `json:"session"`
+}
+
+func showSession(t *testing.T, e *env, id string) shownSession {
+	t.Helper()
+	var s shownSession
+	out := newProcChild(t, e).mustOut("--config", e.config, "sessions", "show", id, "--json")
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("sessions show --json: %v\n%s", err, out)
+	}
+	return s
+}
+
+func eventsOf(evs []sseEvent, typ string) []sseEvent {
+	var out []sseEvent
+	for _, e := range evs {
+		if e.Event == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
