@@ -44,6 +44,7 @@ machine.`,
 			if err != nil {
 				return err
 			}
+			logSignals(cmd.Context(), log)
 			a, err := g.open(cmd.Context())
 			if err != nil {
 				return err

@@ -296,7 +296,8 @@ func TestServeProcessAPIKeys(t *testing.T) {
 }
 
 // --log-format json: every line the server writes on stderr, from its
-// start to its stop, is a JSON object with a time, a level and a message.
+// start to its stop, is a JSON object with a time, a level and a message;
+// the notice of the signal that stops it too.
 func TestServeProcessJSONLogs(t *testing.T) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs agentrt serve")
@@ -320,7 +321,7 @@ func TestServeProcessJSONLogs(t *testing.T) {
 		}
 		msgs[rec.Msg] = true
 	}
-	for _, m := range []string{"serving", "request", "shutting down", "stopped"} {
+	for _, m := range []string{"serving", "request", "stopping (send the signal again to exit at once)", "shutting down", "stopped"} {
 		if !msgs[m] {
 			t.Errorf("no %q record in:\n%s", m, s.stderrText())
 		}
