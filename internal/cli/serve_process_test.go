@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +193,58 @@ server: {shutdown_grace: 1s, sweep_every: 100ms}
 // writes, and the store closes. A server that never stops the held run
 // would wait for the model until the test's process timeout.
 const shutdownBound = 20 * time.Second
+
+// SIGTERM while a tool that ignores cancellation blocks: the server still
+// exits, leaving the session running, and the next server resumes it and
+// runs the call again (its result was never stored), once.
+func TestServeProcessShutdownWithAStuckTool(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, `
+server: {shutdown_grace: 1s}
+models:
+  s: {provider: scripted, script: "${AGENTRT_TEST_SCRIPT}"}
+agents:
+  assistant: {model: s, tools: [stubborn]}
+`, map[string]string{
+		"stuck.yaml": "replies:\n  - tool_calls: [{name: stubborn}]\n",
+		"after.yaml": "replies:\n  - tool_calls: [{name: stubborn}]\n  - text: after the restart\n    expect: {last_tool_result_contains: stubborn done}\n",
+	})
+	journal := filepath.Join(e.dir, "journal")
+	s1 := startServe(t, e, []string{"AGENTRT_STUBBORN=block", "AGENTRT_TEST_SCRIPT=stuck.yaml"})
+	api := newAPI(t, s1.url, "")
+	api.createSession("s1")
+	api.send("s1", "go")
+	startCurl(t, s1.url+"/v1/sessions/s1/events", 0).until("the tool call", typeIs("tool_call"))
+
+	code, took := s1.stop()
+	if code != cli.ExitOK {
+		t.Fatalf("agentrt serve exited %d after SIGTERM:\n%s", code, s1.stderrText())
+	}
+	if took > time.Second+stuckToolBound {
+		t.Errorf("agentrt serve took %v to exit, want at most %v", took, time.Second+stuckToolBound)
+	}
+	s1.waitLog("runs still stopping")
+	if st := showSession(t, e, "s1").Session.Status; st != "running" {
+		t.Fatalf("after the shutdown the session is %s, want running", st)
+	}
+
+	s2 := startServe(t, e, []string{"AGENTRT_JOURNAL=" + journal, "AGENTRT_TEST_SCRIPT=after.yaml"})
+	evs := startCurl(t, s2.url+"/v1/sessions/s1/events", 0).until("the resumed run's end", typeIs("run_finished"))
+	if st := runStatus(t, evs[len(evs)-1]); st != "done" {
+		t.Fatalf("the resumed run ended %s: %v", st, evs)
+	}
+	if runs := journalRuns(t, journal); len(runs) != 1 || !strings.HasSuffix(runs[0], " 2") {
+		t.Errorf("stubborn's runs after the restart: %q, want one, its second attempt", runs)
+	}
+	s2.stopOK()
+}
+
+// stuckToolBound is how long after its grace a server whose run is stuck
+// in a tool takes to exit: the runner waits its commit timeout (10 s) for
+// the run to stop, then the app waits up to 15 s more for it before it
+// closes the store (internal/app); a little over that.
+const stuckToolBound = 35 * time.Second
 
 // A client that goes away in the middle of a turn's stream does not
 // cancel the run: once the server has seen it go, the model answers and
