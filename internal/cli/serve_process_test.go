@@ -92,6 +92,35 @@ func TestServeProcessCurlResumesAcrossRestart(t *testing.T) {
 	})
 }
 
+// A stream resumed from an id the session's log has not reached is
+// refused with a clear error (the client holds an id from another session
+// or store: waiting for that id would skip every event until then,
+// silently), as is an id that is not a number; the log's last id resumes.
+func TestServeProcessResumeFromAnUnknownID(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, demoConfig, nil)
+	s := startServe(t, e, nil)
+	api := newAPI(t, s.url, "")
+	api.createSession("s1")
+	n := lastID(t, api.turn("s1", "what is 1+1"))
+	for _, tc := range []struct{ id, want string }{
+		{itoa(n + 1), "is past the session's last event " + itoa(n)},
+		{"999", "is past the session's last event " + itoa(n)},
+		{"x", "is not an event seq"},
+	} {
+		code, body, _ := api.do("GET", "/v1/sessions/s1/events", nil, "Accept", "text/event-stream", "Last-Event-ID", tc.id)
+		if code != http.StatusBadRequest || !strings.Contains(string(body), `"code":"malformed_request"`) || !strings.Contains(string(body), tc.want) {
+			t.Errorf("Last-Event-ID %s: %d %s, want 400 saying %q", tc.id, code, body, tc.want)
+		}
+	}
+	c := startCurl(t, s.url+"/v1/sessions/s1/events", n)
+	api.send("s1", "what is 2+2")
+	evs := c.until("the second turn's end", typeIs("run_finished"))
+	checkIDs(t, "curl from the last id", evs, n+1, lastID(t, evs))
+	s.stopOK()
+}
+
 // SIGTERM while a run waits on its model: the server lets it go on for
 // server.shutdown_grace, then stops it without recording an end and
 // exits; the session stays running with its lease released, and a
