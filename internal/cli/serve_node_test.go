@@ -176,3 +176,44 @@ func TestServeProcessNodeClientsResume(t *testing.T) {
 		})
 	}
 }
+
+// A run that fails ends with an error event: the Node clients get it with
+// its id, like any other. In a page, EventSource hands an event named
+// "error" to the same listener as a broken connection (onerror), as a
+// MessageEvent with data where a broken connection has none;
+// sse-resume.mjs tells them apart that way.
+func TestServeProcessNodeClientsSeeAFailedRun(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve and node")
+	for _, script := range []string{"sse-resume.mjs", "sse-fetch.mjs"} {
+		t.Run(script, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, `
+models:
+  s: {provider: scripted, script: fail.yaml}
+agents:
+  assistant: {model: s}
+`, map[string]string{"fail.yaml": "replies:\n  - error: the provider refused the key\n    error_code: auth\n"})
+			s := startServe(t, e, nil)
+			api := newAPI(t, s.url, "")
+			api.createSession("s1")
+			evs := api.turn("s1", "hi")
+			if st := runStatus(t, evs[len(evs)-1]); st != "failed" {
+				t.Fatalf("the run ended %s, want failed", st)
+			}
+			last := lastID(t, evs)
+
+			var got []sseEvent
+			for _, l := range startNode(t, script, s.url+"/v1/sessions/s1/events", 1).finish() {
+				if l.Kind == "event" {
+					got = append(got, sseEvent{ID: l.ID, Event: l.Type})
+				}
+			}
+			checkIDs(t, script, got, 1, last)
+			if errs := eventsOf(got, "error"); len(errs) != 1 || errs[0].ID != itoa(last-1) {
+				t.Errorf("error events %v, want the one before run_finished", errs)
+			}
+			s.stopOK()
+		})
+	}
+}
