@@ -43,6 +43,10 @@ function dispatch(block) {
     print({ kind: 'reconnect', last: JSON.parse(data.join('\n')).last_event_id })
     return false
   }
+  if (type === 'stream_error') {
+    print({ kind: 'stream_error', message: data.join('\n') })
+    return false
+  }
   print({ kind: 'event', type, id: id ?? '' })
   return type === 'run_finished' && ++finished === runs
 }

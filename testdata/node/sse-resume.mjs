@@ -11,6 +11,7 @@
 //   {"kind":"open"}                        a connection is open
 //   {"kind":"event","type":T,"id":"N"}     an event ("id" is "" for a live one)
 //   {"kind":"reconnect","last":N}          the server asked it to reconnect
+//   {"kind":"stream_error","message":M}    the stream failed (M: the error body)
 //   {"kind":"dropped","message":M}         the connection broke; EventSource retries
 import { EventSource } from 'eventsource'
 
@@ -52,10 +53,11 @@ const onEvent = (type) => (ev) => {
 for (const type of types) es.addEventListener(type, onEvent(type))
 
 es.addEventListener('open', () => print({ kind: 'open' }))
+es.addEventListener('stream_error', (ev) => print({ kind: 'stream_error', message: ev.data }))
 es.addEventListener('reconnect', (ev) => print({ kind: 'reconnect', last: JSON.parse(ev.data).last_event_id }))
 // The name "error" is both EventSource's own (the connection broke) and
-// agentrt's (an error event, or a stream that fails): a MessageEvent
-// carries data, a broken connection does not.
+// that of a session's error events: a MessageEvent carries data, a broken
+// connection does not.
 es.addEventListener('error', (ev) => {
   if (typeof ev.data === 'string') {
     onEvent('error')(ev)
