@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -405,6 +406,39 @@ func TestServeProcessJSONLogs(t *testing.T) {
 			t.Errorf("no %q record in:\n%s", m, s.stderrText())
 		}
 	}
+}
+
+// The stream a POST of input opens carries the live tokens of the run that
+// answers it, like its committed events, even from a model as fast as the
+// demo's, whose run may be over before the request's stream would
+// otherwise have subscribed (the stream subscribes before the input is
+// stored).
+func TestServeProcessTurnStreamCarriesItsTokens(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, demoConfig, nil)
+	s := startServe(t, e, nil)
+	api := newAPI(t, s.url, "")
+	api.createSession("s1")
+	for i := range 10 {
+		evs := api.turn("s1", fmt.Sprintf("what is %d+1", i))
+		var text strings.Builder
+		for _, ev := range eventsOf(evs, "token") {
+			var tok struct {
+				Data struct {
+					Text string `json:"text"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(ev.Data), &tok); err != nil {
+				t.Fatal(err)
+			}
+			text.WriteString(tok.Data.Text)
+		}
+		if want := fmt.Sprintf("%d+1 = %d", i, i+1); text.String() != want {
+			t.Errorf("turn %d: the stream's tokens say %q, want %q; events %v", i+1, text.String(), want, evs)
+		}
+	}
+	s.stopOK()
 }
 
 // A page on an allowed origin that posts input with Accept:
