@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 
 	"fmt"
 	"log/slog"
@@ -46,6 +47,16 @@ machine.`,
 				return err
 			}
 			logSignals(cmd.Context(), log)
+			// What the gateway does with input nobody waits on (a turn
+			// that failed and set its inputs aside, an inbox it could not
+			// read) is said nowhere else.
+			g.opts.GatewayOnError = func(source string, err error) {
+				attrs := []any{"source", source, "error", err.Error()}
+				if re := (*agentrt.Error)(nil); errors.As(err, &re) && re.Code != "" {
+					attrs = append(attrs, "code", re.Code)
+				}
+				log.Warn("gateway", attrs...)
+			}
 			a, err := g.open(cmd.Context())
 			if err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/internal/testenv"
+	"github.com/agentrt/agentrt/session"
 )
 
 // These tests run agentrt serve as a child process and talk to it the way
@@ -471,6 +472,50 @@ func TestServeProcessCORSExposesTheInputID(t *testing.T) {
 	}
 	_ = readSSE(resp.Body, func(ev sseEvent) bool { return ev.Event != "run_finished" })
 	s.stopOK()
+}
+
+// A turn the server's gateway cannot run sets its input aside, refused
+// with why, and the server's log says so: here an input another process
+// sent for a session of another agent.
+func TestServeProcessLogsATurnSetAside(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, "models:\n  d: {provider: demo}\nagents:\n  a1: {model: d}\n  a2: {model: d}\n", nil)
+	e.must(cli.ExitOK, "run", "--agent", "a1", "--session", "s1", "hi")
+	s := startServe(t, e, nil, "--log-format", "json")
+	id := e.sent("--source", "x", "--session", "s1", "--agent", "a2", "hello")
+	// The inbox shows when the gateway has set the input aside (one
+	// process a look: no sleep).
+	p := newProcChild(t, e)
+	for deadline := time.Now().Add(procTimeout); ; {
+		_, out, _ := p.out("inbox", "list", "--source", "x", "--json")
+		var ins []session.InboxInput
+		if err := json.Unmarshal([]byte(out), &ins); err != nil {
+			t.Fatalf("inbox list: %v\n%s", err, out)
+		}
+		if len(ins) == 1 && ins[0].ID == id && ins[0].State == session.InputRefused {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the input was not set aside: %+v", ins)
+		}
+	}
+	// The gateway reports it as it sets it aside; the server's stop waits
+	// for the gateway, so the line is written by then.
+	s.stopOK()
+	var found bool
+	for _, l := range strings.Split(s.stderrText(), "\n") {
+		var rec struct {
+			Level, Msg, Source, Error string
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Level == "WARN" && rec.Source == "x" &&
+			strings.Contains(rec.Error, `session "s1" belongs to agent "a1", not "a2"`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the server's log does not say the turn of source x was set aside:\n%s", s.stderrText())
+	}
 }
 
 // showSession is agentrt sessions show --json.
