@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrt/agentrt/telemetry"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"iter"
 	"log/slog"
 	"slices"
@@ -294,6 +297,8 @@ func TestOpenAPIConformance(t *testing.T) {
 
 	t.Run("operations", func(t *testing.T) {
 		c.send(t, call{method: "GET", path: "/healthz", key: noKey}, 200, "")
+		c.send(t, call{method: "GET", path: "/metrics", key: noKey}, 200, "")
+		c.send(t, call{method: "POST", path: "/metrics", key: noKey}, 405, "method_not_allowed")
 		c.send(t, call{method: "GET", path: "/readyz", key: noKey}, 200, "")
 		a := c.send(t, call{method: "GET", path: "/openapi.json", key: noKey}, 200, "")
 		if !bytes.Equal(a.body, doc.raw) {
@@ -730,7 +735,7 @@ func newAPIEnv(t *testing.T) *apiEnv {
 		{Key: slowKey, Tenant: session.DefaultTenant, Rate: 1e-9, Burst: 1},
 	}
 	e.srv, err = server.New(server.Config{Runner: e.r, Gateway: e.g, Keys: e.keys, Log: slog.New(slog.DiscardHandler),
-		Limits: server.Limits{MaxBodyBytes: 64 << 10}})
+		Limits: server.Limits{MaxBodyBytes: 64 << 10}, Metrics: telemetry.Handler(goMetrics())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -863,4 +868,11 @@ func (s *faultyStore) GetSession(ctx context.Context, id string) (*session.Sessi
 		return nil, ctx.Err()
 	}
 	return s.Store.GetSession(ctx, id)
+}
+
+// goMetrics is a registry with the Go runtime's metrics.
+func goMetrics() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	return reg
 }

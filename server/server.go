@@ -62,6 +62,17 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Metrics, when set, is served at GET /metrics without a key
+	// (telemetry.Handler); Streams, when set, counts the open streams by
+	// kind ("sse", "ws": Telemetry.OpenStreams).
+	Metrics http.Handler
+	Streams func(kind string) Gauge
+}
+
+// Gauge is a value that goes up and down (a prometheus.Gauge).
+type Gauge interface {
+	Inc()
+	Dec()
 }
 
 // Limits bound what one request may ask of the server. Zero fields take
@@ -118,8 +129,14 @@ type Server struct {
 	stop          chan struct{} // closed by Shutdown: streams end
 	stopOnce      sync.Once
 
-	clients atomic.Int64 // open streams (SSE and WebSocket)
+	clients atomic.Int64     // open streams (SSE and WebSocket)
+	gauges  map[string]Gauge // open streams by kind, for metrics
 }
+
+type nopGauge struct{}
+
+func (nopGauge) Inc() {}
+func (nopGauge) Dec() {}
 
 // New returns a Server.
 func New(cfg Config) (*Server, error) {
@@ -164,6 +181,17 @@ func New(cfg Config) (*Server, error) {
 		keys: keys, mux: http.NewServeMux(), stop: make(chan struct{})}
 	for _, rt := range s.routes() {
 		s.handle(rt)
+	}
+	if cfg.Metrics != nil {
+		s.handle(Route{Method: "GET", Pattern: "/metrics", Public: true, h: cfg.Metrics.ServeHTTP})
+	}
+	s.gauges = map[string]Gauge{}
+	for _, kind := range []string{"sse", "ws"} {
+		if cfg.Streams != nil {
+			s.gauges[kind] = cfg.Streams(kind)
+		} else {
+			s.gauges[kind] = nopGauge{}
+		}
 	}
 	s.mux.HandleFunc("/", s.noRoute)
 	s.h = s.cors(s.mux)

@@ -21,6 +21,8 @@ type eventSink interface {
 	heartbeat() error
 	// behind tells the client it fell behind: reconnect after last.
 	behind(last int64) error
+	// kind names the transport, for metrics: "sse", "ws".
+	kind() string
 	// fail tells the client the stream ends with err (an event named
 	// stream_error, unlike a session's own error events).
 	fail(err error) error
@@ -53,6 +55,10 @@ func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[
 	defer s.streams.Done()
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
+	if g := s.gauges[sink.kind()]; g != nil {
+		g.Inc()
+		defer g.Dec()
+	}
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -158,6 +164,8 @@ func newSSE(w http.ResponseWriter, timeout time.Duration) *sseSink {
 	_ = s.flush()
 	return s
 }
+
+func (s *sseSink) kind() string { return "sse" }
 
 func (s *sseSink) flush() error {
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))

@@ -2,9 +2,15 @@ package cli
 
 import (
 	"context"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"github.com/agentrt/agentrt/telemetry"
 
 	"fmt"
 	"log/slog"
@@ -57,18 +63,43 @@ machine.`,
 				}
 				log.Warn("gateway", attrs...)
 			}
-			a, err := g.open(cmd.Context())
+			ctx := cmd.Context()
+			// Metrics and traces observe every run of the app's runner.
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			tp, stopTraces, err := telemetry.TracerProvider(ctx)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer stopTraces(context.WithoutCancel(ctx))
+			var built atomic.Pointer[app.App]
+			tel, err := telemetry.New(telemetry.Config{Registry: reg, TracerProvider: tp, Provider: func(m string) string {
+				if a := built.Load(); a != nil {
+					return a.ModelProvider(m)
+				}
+				return ""
+			}})
+			if err != nil {
+				return err
+			}
+			g.opts.Observer = tel
+			a, err := g.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
+			built.Store(a)
+			if err := storeGauges(reg, a); err != nil {
+				return err
+			}
+			obs := observability{metrics: telemetry.Handler(reg), streams: func(kind string) server.Gauge { return tel.OpenStreams(kind) }}
 			if addr == "" {
 				addr = a.Config.Server.Addr
 			}
 			if addr == "" {
 				addr = DefaultAddr
 			}
-			return serve(cmd.Context(), g, a, addr, log)
+			return serve(ctx, g, a, addr, log, obs)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "address to listen on (default server.addr, else "+DefaultAddr+")")
@@ -92,7 +123,13 @@ func newLogger(w interface{ Write([]byte) (int, error) }, format, level string) 
 	return nil, usageErr("--log-format %q: want text or json", format)
 }
 
-func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.Logger) error {
+// observability is what the server exposes of the runtime's metrics.
+type observability struct {
+	metrics http.Handler
+	streams func(kind string) server.Gauge
+}
+
+func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.Logger, obs observability) error {
 	gw, err := a.NeedGateway()
 	if err != nil {
 		return err
@@ -109,7 +146,8 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	cfg := server.Config{Runner: a.Runner, Gateway: gw, Keys: keys, Tenant: tenant, Log: log,
 		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std()},
 		CORS:      server.CORS{Origins: sc.CORSOrigins},
-		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std()}
+		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(),
+		Metrics: obs.metrics, Streams: obs.streams}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
@@ -252,4 +290,25 @@ func newKeysCmd(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(newCmd, hashCmd)
 	return cmd
+}
+
+// storeGauges registers the gauges read from the store at each scrape:
+// the requests waiting for a person and the inputs waiting in the inbox,
+// of every tenant.
+func storeGauges(reg prometheus.Registerer, a *app.App) error {
+	if ib, ok := a.Store.(session.Inbox); ok {
+		err := telemetry.GaugeFunc(reg, "inbox_depth", "Inputs waiting in the gateway's inbox, every tenant's.", 0,
+			func(ctx context.Context) (float64, error) {
+				states, err := ib.PendingSources(ctx, 0)
+				n := 0
+				for _, s := range states {
+					n += s.Pending
+				}
+				return float64(n), err
+			})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
