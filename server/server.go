@@ -119,9 +119,15 @@ type Server struct {
 	mounted []Route
 
 	draining atomic.Bool // Shutdown began: no new work
-	streams  sync.WaitGroup
-	stop     chan struct{} // closed by Shutdown: streams end
-	stopOnce sync.Once
+	// streamsMu orders each stream's streams.Add before Shutdown's Wait,
+	// as a WaitGroup requires of an Add from zero (a request that passed
+	// the draining check may still be opening its stream); after
+	// Shutdown, streamsClosed refuses new streams.
+	streamsMu     sync.Mutex
+	streamsClosed bool // guarded by streamsMu
+	streams       sync.WaitGroup
+	stop          chan struct{} // closed by Shutdown: streams end
+	stopOnce      sync.Once
 
 	clients atomic.Int64     // open streams (SSE and WebSocket)
 	gauges  map[string]Gauge // open streams by kind, for metrics
@@ -236,6 +242,9 @@ func (s *Server) handle(rt Route) {
 // and waits for them to close, or for ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.streamsMu.Lock()
+	s.streamsClosed = true
+	s.streamsMu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
 	done := make(chan struct{})
 	go func() {
@@ -248,6 +257,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// openStream counts a stream Shutdown waits for, unless Shutdown has
+// begun.
+func (s *Server) openStream() bool {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streamsClosed {
+		return false
+	}
+	s.streams.Add(1)
+	return true
 }
 
 // Clients is the number of open streams (SSE and WebSocket).

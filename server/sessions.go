@@ -494,6 +494,12 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsSSE(r) {
+		// Seqs only grow: an id past the log's end is another session's or
+		// store's, and waiting for it would skip every event until then.
+		if after > ss.LastSeq {
+			writeError(w, r, s.log, badRequest("cannot resume after event %d: it is past the session's last event %d (resume from an id this session's stream gave)", after, ss.LastSeq))
+			return
+		}
 		sink := newSSE(w, s.cfg.WriteTimeout)
 		s.pump(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
 			return s.r.Watch(ctx, id, after)

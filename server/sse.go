@@ -47,7 +47,11 @@ type item struct {
 // reader stops: a paused client costs its buffer, nothing more. It returns the seq of the last
 // committed event written.
 func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
-	s.streams.Add(1)
+	if !s.openStream() {
+		// Shutting down: the client reconnects, to another replica.
+		_ = sink.behind(after)
+		return after
+	}
 	defer s.streams.Done()
 	s.clients.Add(1)
 	defer s.clients.Add(-1)

@@ -9,6 +9,7 @@ import (
 
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"github.com/agentrt/agentrt/telemetry"
 
 	"fmt"
@@ -49,6 +50,17 @@ machine.`,
 			log, err := newLogger(g.s.Err, logFormat, logLevel)
 			if err != nil {
 				return err
+			}
+			logSignals(cmd.Context(), log)
+			// What the gateway does with input nobody waits on (a turn
+			// that failed and set its inputs aside, an inbox it could not
+			// read) is said nowhere else.
+			g.opts.GatewayOnError = func(source string, err error) {
+				attrs := []any{"source", source, "error", err.Error()}
+				if re := (*agentrt.Error)(nil); errors.As(err, &re) && re.Code != "" {
+					attrs = append(attrs, "code", re.Code)
+				}
+				log.Warn("gateway", attrs...)
 			}
 			ctx := cmd.Context()
 			// Metrics and traces observe every run of the app's runner.
