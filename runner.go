@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/session"
@@ -91,6 +92,7 @@ const DefaultSnapshotEvery = 64
 type Runner struct {
 	store     session.Store
 	leaser    session.Leaser   // nil if the store has no leases
+	gaveUp    atomic.Bool      // Shutdown left runs behind that ignored their cancellation
 	follower  session.Follower // nil if it cannot follow
 	agents    map[string]*Agent
 	defAgent  string            // Config.DefaultAgent

@@ -194,11 +194,19 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if grace <= 0 {
 		grace = 10 * time.Second
 	}
-	log.Info("shutting down", "grace", grace)
+	log.Info("shutting down", "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
+	// The listener closes first: a client reconnecting meanwhile is
+	// refused its connection, which a browser's EventSource retries,
+	// rather than answered 503, after which it gives up.
+	httpDown := make(chan struct{})
+	go func() {
+		defer close(httpDown)
+		_ = hs.Shutdown(sctx)
+	}()
 	_ = srv.Shutdown(sctx)
-	_ = hs.Shutdown(sctx)
+	<-httpDown
 	stopGateway()
 	<-gwDone
 	<-sweepDone
