@@ -34,6 +34,7 @@ func (s *Server) routes() []Route {
 		{Method: "POST", Pattern: "/v1/sessions/{id}/interrupt", h: s.control(true)},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/resume", h: s.resume},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/fork", h: s.fork},
+		{Method: "GET", Pattern: "/v1/ws", Stream: true, h: s.serveWS},
 	}
 }
 
