@@ -170,10 +170,10 @@ type wsConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	queue   chan []byte   // frames read, for the worker
-	out     chan []byte   // frames to write, for the writer
+	queue   chan wsItem   // frames read, for the worker
+	out     chan wsOut    // frames to write, for the writer
+	wdone   chan struct{} // closed when the writer returns
 	closing atomic.Bool   // the reader stopped: subscribe no more
-	stopped chan struct{} // closed by the keeper when it closed the connection for a shutdown
 
 	mu sync.Mutex // guards subs and live
 	// subs are the subscriptions by session, live every subscription's
@@ -181,6 +181,21 @@ type wsConn struct {
 	// so that the client may subscribe again at once).
 	subs map[string]*wsSub
 	live map[*wsSub]bool
+}
+
+// wsItem is a frame read, or one too large to keep (its error goes out
+// in its turn, after the replies to the frames before it).
+type wsItem struct {
+	b        []byte
+	tooLarge bool
+}
+
+// wsOut is a frame to write, or (Code set) the close frame to end the
+// connection with, after the frames handed before it.
+type wsOut struct {
+	b      []byte
+	code   websocket.StatusCode
+	reason string
 }
 
 // wsSub is one subscription: a session's events, copied to the client.
@@ -227,13 +242,16 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// principal; a request's context is not to be used after a hijack.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	wc := &wsConn{s: s, c: c, ctx: ctx, cancel: cancel, queue: make(chan []byte, wsQueue), out: make(chan []byte),
-		stopped: make(chan struct{}), subs: map[string]*wsSub{}, live: map[*wsSub]bool{}}
+	wc := &wsConn{s: s, c: c, ctx: ctx, cancel: cancel, queue: make(chan wsItem, wsQueue), out: make(chan wsOut),
+		wdone: make(chan struct{}), subs: map[string]*wsSub{}, live: map[*wsSub]bool{}}
 	if token, ok := bearer(r); ok && len(s.keys.keys) > 0 {
 		wc.key = s.keys.find(token)
 	}
 	var wg sync.WaitGroup
-	wg.Go(wc.write)
+	wg.Go(func() {
+		defer close(wc.wdone)
+		wc.write()
+	})
 	wg.Go(wc.ping)
 	wg.Go(wc.keep)
 	worker := make(chan struct{})
@@ -245,22 +263,18 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	code, reason := wc.read()
 
 	// Frames read are carried out (their replies go out while the
-	// connection lasts), subscriptions end, then the connection.
+	// connection lasts), subscriptions end, then the connection: with
+	// code after the last reply, when it is still open.
 	wc.closing.Store(true)
 	close(wc.queue)
 	<-worker
 	wc.endSubs()
+	if code != 0 {
+		_ = wc.enqueue(nil, wsOut{code: code, reason: reason})
+	}
 	cancel()
 	wg.Wait()
-	select {
-	case <-wc.stopped:
-	default:
-		if code != 0 {
-			_ = c.Close(code, reason)
-		} else {
-			_ = c.CloseNow()
-		}
-	}
+	_ = c.CloseNow()
 }
 
 // originAllowed reports whether a page of origin may open a WebSocket on
@@ -309,21 +323,20 @@ func (wc *wsConn) read() (websocket.StatusCode, string) {
 		if err != nil {
 			return 0, ""
 		}
+		it := wsItem{b: b}
 		if int64(len(b)) > limit {
 			// Read the rest to reach the next frame; the library closes
 			// the connection past wsDrainFactor times the limit.
 			if _, err := io.Copy(io.Discard, rd); err != nil {
 				return 0, ""
 			}
-			wc.fail("", "", &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBodyTooLarge,
-				Msg: fmt.Sprintf("the frame is over %d bytes", limit)})
-			continue
+			it = wsItem{tooLarge: true}
 		}
 		select {
-		case wc.queue <- b:
+		case wc.queue <- it:
 		default:
 			var head wsHead
-			_ = json.Unmarshal(b, &head)
+			_ = json.Unmarshal(it.b, &head)
 			wc.fail(head.ID, "", &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeTooManyRequests,
 				Msg: fmt.Sprintf("%d frames wait on this connection already: wait for their replies", wsQueue)})
 		}
@@ -333,8 +346,13 @@ func (wc *wsConn) read() (websocket.StatusCode, string) {
 // work carries out the queued frames, one at a time, until the queue is
 // closed and empty.
 func (wc *wsConn) work() {
-	for b := range wc.queue {
-		wc.handle(b)
+	for it := range wc.queue {
+		if it.tooLarge {
+			wc.fail("", "", &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBodyTooLarge,
+				Msg: fmt.Sprintf("the frame is over %d bytes", wc.s.cfg.Limits.MaxBodyBytes)})
+			continue
+		}
+		wc.handle(it.b)
 	}
 }
 
@@ -489,10 +507,28 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 			close(sub.done)
 		}()
 		wc.s.copyEvents(sctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
-			return wc.s.r.Watch(ctx, f.Session, f.After)
+			return wc.watch(ctx, f.Session, f.After)
 		}, f.After, &wsSink{wc: wc, sub: sub}, nil)
 	}()
 	return f.Session, nil
+}
+
+// watch is Runner.Watch, which logs when its consumer stops taking
+// events while ctx goes on: the subscription fell behind (copyEvents
+// stops reading for a client whose buffer is full), and its client will
+// be told to subscribe again.
+func (wc *wsConn) watch(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		for ev, err := range wc.s.r.Watch(ctx, id, after) {
+			if !yield(ev, err) {
+				if err == nil && ctx.Err() == nil {
+					wc.s.log.LogAttrs(ctx, slog.LevelInfo, "websocket subscription fell behind: the client will be told to subscribe again",
+						slog.String("session", id), slog.String("tenant", session.TenantOf(ctx)))
+				}
+				return
+			}
+		}
+	}
 }
 
 // unsubscribe ends a subscription; no event of it follows the reply.
@@ -590,25 +626,36 @@ func (wc *wsConn) fail(id, session string, err error) {
 // send hands frame b to the writer, after every frame handed before it.
 // It fails when the connection ended, or stop (a subscription's) closed.
 func (wc *wsConn) send(stop <-chan struct{}, b []byte) error {
+	return wc.enqueue(stop, wsOut{b: b})
+}
+
+func (wc *wsConn) enqueue(stop <-chan struct{}, o wsOut) error {
 	select {
-	case wc.out <- b:
+	case wc.out <- o:
 		return nil
 	case <-wc.ctx.Done():
+		return errWSClosed
+	case <-wc.wdone:
 		return errWSClosed
 	case <-stop:
 		return context.Canceled
 	}
 }
 
-// write writes the frames send hands it, until the connection ends; a
-// client that takes none for WriteTimeout is dropped (the library closes
-// the connection when a write's context ends).
+// write writes the frames send hands it, until the connection ends or
+// it is handed the close frame; a client that takes none for
+// WriteTimeout is dropped (the library closes the connection when a
+// write's context ends).
 func (wc *wsConn) write() {
 	for {
 		select {
-		case b := <-wc.out:
+		case o := <-wc.out:
+			if o.code != 0 {
+				_ = wc.c.Close(o.code, o.reason)
+				return
+			}
 			ctx, cancel := context.WithTimeout(wc.ctx, wc.s.cfg.WriteTimeout)
-			err := wc.c.Write(ctx, websocket.MessageText, b)
+			err := wc.c.Write(ctx, websocket.MessageText, o.b)
 			cancel()
 			if err != nil {
 				wc.cancel()
@@ -659,8 +706,7 @@ func (wc *wsConn) keep() {
 		for _, sub := range live {
 			<-sub.done
 		}
-		close(wc.stopped)
-		_ = wc.c.Close(websocket.StatusGoingAway, "the server is shutting down: connect again")
+		_ = wc.enqueue(nil, wsOut{code: websocket.StatusGoingAway, reason: "the server is shutting down: connect again"})
 	case <-wc.ctx.Done():
 	}
 }
