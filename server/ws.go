@@ -668,13 +668,17 @@ func (wc *wsConn) write() {
 }
 
 // ping pings the client every Heartbeat and drops it when it does not
-// answer within WriteTimeout. (The reader reads the pongs.)
+// answer within WriteTimeout. The reader reads the pongs: once it has
+// stopped, so does ping.
 func (wc *wsConn) ping() {
 	t := time.NewTicker(wc.s.cfg.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
+			if wc.closing.Load() {
+				return
+			}
 			ctx, cancel := context.WithTimeout(wc.ctx, wc.s.cfg.WriteTimeout)
 			err := wc.c.Ping(ctx)
 			cancel()

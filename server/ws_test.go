@@ -321,8 +321,7 @@ func ofType(typ session.Type) func(*session.Event) bool {
 	return func(ev *session.Event) bool { return ev.Type == typ }
 }
 
-// committed is the JSON of the committed events among frames, and
-// whether their seqs run one by one from first.
+// committed is the JSON of the committed events among frames.
 func committed(t *testing.T, frames []frame) []string {
 	t.Helper()
 	var out []string
@@ -334,6 +333,7 @@ func committed(t *testing.T, frames []frame) []string {
 	return out
 }
 
+// seqs is the seqs of the committed events among frames.
 func seqs(t *testing.T, frames []frame) []int64 {
 	t.Helper()
 	var out []int64
@@ -415,6 +415,42 @@ func TestWSInputThenSubscribe(t *testing.T) {
 	}
 	if diff := cmp.Diff(e.storedJSON(t, "", "s1"), committed(t, frames)); diff != "" {
 		t.Errorf("event frames differ from the stored log (-stored +frames):\n%s", diff)
+	}
+}
+
+// A connection's frames are carried out in the order they came: inputs
+// reach their source's inbox in the order the client sent them, and the
+// replies come in that order.
+func TestWSInputOrder(t *testing.T) {
+	const n = 20
+	replies := make([]scripted.Reply, 4*n)
+	for i := range replies {
+		replies[i] = scripted.Reply{Text: "ok"}
+	}
+	e := newWSEnv(t, server.Config{}, textAgent("a", replies...))
+	e.session(t, "", "a", "s1")
+	cl := e.dial(t, "")
+	for i := range n {
+		cl.send(t, msg{"type": "input", "id": fmt.Sprint(i), "session": "s1", "text": fmt.Sprint("message ", i)})
+	}
+	var replied []string
+	for range n {
+		f := cl.next(t)
+		if f.Type != "accepted" || f.ID != fmt.Sprint(len(replied)) {
+			t.Fatalf("reply %d: %+v", len(replied), f)
+		}
+		replied = append(replied, f.InputID)
+	}
+	ins, err := e.store.Inputs(context.Background(), "s1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for _, in := range ins {
+		stored = append(stored, in.ID)
+	}
+	if diff := cmp.Diff(replied, stored); diff != "" {
+		t.Errorf("the inbox's order differs from the frames' (-sent +stored):\n%s", diff)
 	}
 }
 
