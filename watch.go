@@ -39,6 +39,9 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 		defer r.hub.release(t)
 		sub := t.subscribe()
 		defer t.unsubscribe(sub)
+		if subscribed, ok := ctx.Value(subscribedKey{}).(func()); ok {
+			subscribed()
+		}
 
 		w := &watcher{r: r, id: sessionID, last: max(after, 0), yield: yield}
 		wctx, cancel := context.WithCancel(ctx)

@@ -143,3 +143,27 @@ func TestGatewayDocs(t *testing.T) {
 		t.Errorf("config check's report of the bad file (-docs +config):\n%s", diff)
 	}
 }
+
+// TestServerDocs keeps the Server section of docs/configuration.md true:
+// its table documents every key of the server block, no other, and its
+// example parses.
+func TestServerDocs(t *testing.T) {
+	t.Parallel()
+	doc := docSection(t, "Server")
+	want := yamlKeys(reflect.TypeFor[config.Server](), "server")
+	want = append(want, yamlKeys(reflect.TypeFor[config.APIKey](), "server.api_keys[]")...)
+	slices.Sort(want)
+	got := tableKeys(doc)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the keys the Server section's table documents (-config +docs):\n%s", diff)
+	}
+	blocks := fences(doc)
+	if len(blocks) < 1 {
+		t.Fatal("the Server section has no example")
+	}
+	env := func(k string) (string, bool) { return "k-" + k, true }
+	if _, err := config.Parse("agentrt.yaml", []byte(blocks[0]), env); err != nil {
+		t.Errorf("the example does not parse:\n%v", err)
+	}
+}

@@ -267,6 +267,31 @@ func TestProblems(t *testing.T) {
 			want: "agentrt.yaml:3:7: server.api_keys[0]: tenant is required",
 		},
 		{
+			name: "api key and its hash",
+			src:  "server:\n  api_keys:\n    - {key: k, hash: \"sha256:0000000000000000000000000000000000000000000000000000000000000000\", tenant: a}\n",
+			want: "agentrt.yaml:3:7: server.api_keys[0]: give the key or its hash, not both",
+		},
+		{
+			name: "api key hash malformed",
+			src:  "server:\n  api_keys:\n    - {hash: \"md5:abc\", tenant: a}\n",
+			want: `agentrt.yaml:3:14: server.api_keys[0].hash: bad hash "md5:abc": want "sha256:" and 64 hex digits (agentrt keys hash KEY prints it)`,
+		},
+		{
+			name: "api key tenant unusable",
+			src:  "server:\n  api_keys:\n    - {key: k, tenant: \"a b\"}\n",
+			want: `agentrt.yaml:3:24: server.api_keys[0].tenant: tenant "a b": want only letters, digits, '_', '.' and '-'`,
+		},
+		{
+			name: "api key negative rate",
+			src:  "server:\n  api_keys:\n    - {key: k, tenant: a, rate: -1}\n",
+			want: "agentrt.yaml:3:33: server.api_keys[0].rate: must not be negative, got -1",
+		},
+		{
+			name: "server bad duration",
+			src:  "server: {request_timeout: soon}\n",
+			want: `agentrt.yaml:1:27: server.request_timeout: bad duration "soon": want a Go duration such as "8s" or "2m", or whole seconds`,
+		},
+		{
 			name: "duplicate key",
 			src:  base + "  b:\n    model: m\n    tools: [clock]\n    model: m\n",
 			want: "agentrt.yaml:8:5: agents.b.model: duplicate key; first written at line 6",

@@ -244,7 +244,7 @@ func (s *Server) cors(h http.Handler) http.Handler {
 			hd := w.Header()
 			hd.Set("Access-Control-Allow-Origin", origin)
 			hd.Add("Vary", "Origin")
-			hd.Set("Access-Control-Expose-Headers", "Retry-After, Agentrt-Session-Id")
+			hd.Set("Access-Control-Expose-Headers", "Location, Retry-After, Agentrt-Input-Id")
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 				hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 				hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, Last-Event-ID")

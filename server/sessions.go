@@ -283,32 +283,129 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if source == "" {
 		source = id
 	}
-	sub, err := s.gw.Submit(ctx, gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: req.Text, Parts: req.Parts,
-		Metadata: req.Metadata, Key: r.Header.Get("Idempotency-Key")})
+	in := gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: req.Text, Parts: req.Parts,
+		Metadata: req.Metadata, Key: r.Header.Get("Idempotency-Key")}
+	if !wantsSSE(r) {
+		sub, err := s.gw.Submit(ctx, in)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		acc := Accepted{InputID: sub.ID, SessionID: sub.Session, Source: sub.Source, Duplicate: sub.Duplicate}
+		if sub.Duplicate {
+			acc.RunID = s.answeredBy(ctx, sub)
+		}
+		writeJSON(w, http.StatusAccepted, acc)
+		return
+	}
+
+	// Stream the run that answers the input. The watch starts before the
+	// input is stored, from the log as it was, so that it sees every
+	// token of the run.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	w2 := s.startWatch(wctx, id, ss.LastSeq)
+	if err := w2.ready(); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	sub, err := s.gw.Submit(ctx, in)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	acc := Accepted{InputID: sub.ID, SessionID: sub.Session, Source: sub.Source, Duplicate: sub.Duplicate}
-	if sub.Duplicate {
-		acc.RunID = s.answeredBy(ctx, sub)
-	}
-	if !wantsSSE(r) {
-		writeJSON(w, http.StatusAccepted, acc)
-		return
-	}
-	// Stream the run that answers the input: from the log as it was
-	// before the input (a duplicate's run may be anywhere in it).
+	w2.sub = sub
 	after := ss.LastSeq
 	if sub.Duplicate {
+		// Its run may be anywhere in the log: watch it from the start.
+		stop()
+		wctx, stop = context.WithCancel(ctx)
+		defer stop()
 		after = 0
+		w2 = s.startWatch(wctx, id, 0)
+		w2.sub = sub
+		if err := w2.ready(); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
 	}
 	w.Header().Set("Agentrt-Input-Id", sub.ID)
 	f := &inputFollower{inputID: sub.ID}
 	sink := newSSE(w, s.cfg.WriteTimeout)
-	s.pump(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
-		return f.filter(s.watchInput(ctx, id, after, sub))
+	s.pump(ctx, func(context.Context) iter.Seq2[*session.Event, error] {
+		return f.filter(w2.events())
 	}, after, sink, f.done)
+}
+
+// inputWatch is a session's events, read by a goroutine from before an
+// input is submitted (see postMessage).
+type inputWatch struct {
+	s     *Server
+	ctx   context.Context
+	ch    chan item
+	first chan error // nil once subscribed, or the error that came first
+	sub   *gateway.Submitted
+}
+
+func (s *Server) startWatch(ctx context.Context, id string, after int64) *inputWatch {
+	w := &inputWatch{s: s, ctx: ctx, ch: make(chan item), first: make(chan error, 1)}
+	go func() {
+		defer close(w.ch)
+		subscribed := func() { w.first <- nil }
+		for ev, err := range s.r.WatchSubscribed(ctx, id, after, subscribed) {
+			if err != nil {
+				select {
+				case w.first <- err: // failed before it subscribed
+					return
+				default:
+				}
+			}
+			select {
+			case w.ch <- item{ev, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// ready waits until the watch is subscribed, or failed.
+func (w *inputWatch) ready() error {
+	select {
+	case err := <-w.first:
+		return err
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+}
+
+// events yields what the watch reads, ending with an error if the input
+// is refused (no run will answer it): the input's state is looked at
+// whenever the session is quiet for a heartbeat.
+func (w *inputWatch) events() iter.Seq2[*session.Event, error] {
+	return func(yield func(*session.Event, error) bool) {
+		tick := time.NewTicker(w.s.cfg.Heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case it, ok := <-w.ch:
+				if !ok || !yield(it.ev, it.err) || it.err != nil {
+					return
+				}
+			case <-tick.C:
+				if err := w.s.refused(w.ctx, w.sub); err != nil {
+					yield(nil, err)
+					return
+				}
+			case <-w.ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // answeredBy is the run that answered a stored input, if one has.
@@ -322,52 +419,6 @@ func (s *Server) answeredBy(ctx context.Context, sub *gateway.Submitted) string 
 		return ""
 	}
 	return ins[0].RunID
-}
-
-// watchInput is the session's events after after, as Runner.Watch yields
-// them, ending with an error if the input is refused (no run will answer
-// it): the input's state is looked at whenever the session is quiet for
-// a heartbeat.
-func (s *Server) watchInput(ctx context.Context, id string, after int64, sub *gateway.Submitted) iter.Seq2[*session.Event, error] {
-	return func(yield func(*session.Event, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		type got struct {
-			ev  *session.Event
-			err error
-		}
-		ch := make(chan got)
-		go func() {
-			defer close(ch)
-			for ev, err := range s.r.Watch(ctx, id, after) {
-				select {
-				case ch <- got{ev, err}:
-				case <-ctx.Done():
-					return
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-		tick := time.NewTicker(s.cfg.Heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case g, ok := <-ch:
-				if !ok || !yield(g.ev, g.err) || g.err != nil {
-					return
-				}
-			case <-tick.C:
-				if err := s.refused(ctx, sub); err != nil {
-					yield(nil, err)
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}
 }
 
 // refused returns the error of an input the gateway refused.

@@ -21,7 +21,8 @@ type eventSink interface {
 	heartbeat() error
 	// behind tells the client it fell behind: reconnect after last.
 	behind(last int64) error
-	// fail tells the client the stream ends with err.
+	// fail tells the client the stream ends with err (an event named
+	// stream_error, unlike a session's own error events).
 	fail(err error) error
 }
 
@@ -39,9 +40,9 @@ type item struct {
 // ClientBuffer events; the caller's goroutine writes them out. The run
 // never waits for a client: open reads committed events from the store
 // (Runner.Watch), and tokens are dropped, not queued, for a client whose
-// buffer is full. A client whose buffer fills with committed events is
-// told to reconnect from its last id, and its reader stops: a paused
-// client costs its buffer, nothing more. It returns the seq of the last
+// buffer is full. A client that leaves its buffer full of committed
+// events for WriteTimeout is told to reconnect from its last id, and its
+// reader stops: a paused client costs its buffer, nothing more. It returns the seq of the last
 // committed event written.
 func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
 	s.streams.Add(1)
@@ -78,6 +79,18 @@ func (s *Server) copyEvents(ctx context.Context, open func(context.Context) iter
 			}
 			if ev.Seq == 0 {
 				continue // a live token: best effort
+			}
+			// The buffer is full of what the client has not taken: wait
+			// as long as a write may take, then give up on it.
+			t := time.NewTimer(s.cfg.WriteTimeout)
+			select {
+			case ch <- item{ev: ev}:
+				t.Stop()
+				continue
+			case <-rctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
 			}
 			behind.Store(true)
 			return
@@ -194,7 +207,7 @@ func (s *sseSink) behind(last int64) error {
 func (s *sseSink) fail(err error) error {
 	_, d := statusOf(err)
 	b, _ := json.Marshal(ErrorBody{Error: d})
-	s.buf = append(s.buf, "event: error\ndata: "...)
+	s.buf = append(s.buf, "event: stream_error\ndata: "...)
 	s.buf = append(s.buf, b...)
 	s.buf = append(s.buf, "\n\n"...)
 	return s.flush()

@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -106,7 +107,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	for _, n := range a.Notices {
-		log.Info(n)
+		log.Info(strings.TrimPrefix(n, "agentrt: "))
 	}
 	if len(keys) == 0 {
 		log.Warn("no API keys configured (server.api_keys): answering only clients on this machine")
