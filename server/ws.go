@@ -494,7 +494,19 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 		cancel()
 		return f.Session, err
 	}
-	wc.reply(wsSubscribedReply{wsHead: wsHead{Type: wsSubscribed, ID: f.ID}, Session: f.Session, After: f.After, LastSeq: ss.LastSeq})
+	// The subscribed reply goes out once the watch sees the session's
+	// live tokens, before its first event: a client that sends input
+	// after the reply misses none of the turn's tokens.
+	hello, err := json.Marshal(wsSubscribedReply{wsHead: wsHead{Type: wsSubscribed, ID: f.ID}, Session: f.Session, After: f.After, LastSeq: ss.LastSeq})
+	if err != nil {
+		cancel()
+		return f.Session, err
+	}
+	ready := make(chan struct{})
+	subscribed := func() {
+		_ = wc.send(sctx.Done(), hello)
+		close(ready)
+	}
 	go func() {
 		defer func() {
 			cancel()
@@ -507,28 +519,16 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 			close(sub.done)
 		}()
 		wc.s.copyEvents(sctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
-			return wc.watch(ctx, f.Session, f.After)
+			return wc.s.r.WatchSubscribed(ctx, f.Session, f.After, subscribed)
 		}, f.After, &wsSink{wc: wc, sub: sub}, nil)
 	}()
-	return f.Session, nil
-}
-
-// watch is Runner.Watch, which logs when its consumer stops taking
-// events while ctx goes on: the subscription fell behind (copyEvents
-// stops reading for a client whose buffer is full), and its client will
-// be told to subscribe again.
-func (wc *wsConn) watch(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
-	return func(yield func(*session.Event, error) bool) {
-		for ev, err := range wc.s.r.Watch(ctx, id, after) {
-			if !yield(ev, err) {
-				if err == nil && ctx.Err() == nil {
-					wc.s.log.LogAttrs(ctx, slog.LevelInfo, "websocket subscription fell behind: the client will be told to subscribe again",
-						slog.String("session", id), slog.String("tenant", session.TenantOf(ctx)))
-				}
-				return
-			}
-		}
+	// The next frame waits for the reply (or for the subscription's end,
+	// when the watch failed first: its error frame went out instead).
+	select {
+	case <-ready:
+	case <-sub.done:
 	}
+	return f.Session, nil
 }
 
 // unsubscribe ends a subscription; no event of it follows the reply.
@@ -658,6 +658,10 @@ func (wc *wsConn) write() {
 			err := wc.c.Write(ctx, websocket.MessageText, o.b)
 			cancel()
 			if err != nil {
+				if wc.ctx.Err() == nil {
+					wc.s.log.LogAttrs(wc.ctx, slog.LevelDebug, "websocket client dropped: a write failed or took longer than the write timeout",
+						slog.String("error", err.Error()))
+				}
 				wc.cancel()
 				return
 			}
