@@ -30,15 +30,16 @@ import (
 // errors and the events of the sessions it subscribed to, several at once
 // (docs/http-api.md lists the frames).
 //
-// A connection is four goroutines and one per subscription:
+// A connection is five goroutines and one per subscription, all joined
+// before serveWS returns:
 //
 //   - the handler's reads frames and queues them;
 //   - the worker carries them out one at a time, in order, so that two
 //     inputs reach their session in the order they were sent;
 //   - the writer is the only one to write frames, in the order they are
-//     handed to it (send);
-//   - the keeper pings the client and closes the connection when the
-//     server shuts down;
+//     handed to it (send), the close frame last;
+//   - ping pings the client every Heartbeat;
+//   - keep closes the connection when the server shuts down;
 //   - each subscription copies its session's events to the writer
 //     (Server.copyEvents, as an SSE stream does).
 //
@@ -504,7 +505,9 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 	}
 	ready := make(chan struct{})
 	subscribed := func() {
-		_ = wc.send(sctx.Done(), hello)
+		if sctx.Err() == nil {
+			_ = wc.send(sctx.Done(), hello)
+		}
 		close(ready)
 	}
 	go func() {
@@ -523,10 +526,15 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 		}, f.After, &wsSink{wc: wc, sub: sub}, nil)
 	}()
 	// The next frame waits for the reply (or for the subscription's end,
-	// when the watch failed first: its error frame went out instead).
+	// when the watch failed first: its error frame went out instead), as
+	// long as a request may take.
 	select {
 	case <-ready:
 	case <-sub.done:
+	case <-ctx.Done():
+		cancel()
+		<-sub.done
+		return f.Session, ctx.Err()
 	}
 	return f.Session, nil
 }
@@ -630,6 +638,13 @@ func (wc *wsConn) send(stop <-chan struct{}, b []byte) error {
 }
 
 func (wc *wsConn) enqueue(stop <-chan struct{}, o wsOut) error {
+	select {
+	case <-stop:
+		// Ended already: nothing more of it goes out, even when the
+		// writer is free too.
+		return context.Canceled
+	default:
+	}
 	select {
 	case wc.out <- o:
 		return nil

@@ -42,15 +42,25 @@ type wsEnv struct {
 
 func newWSEnv(t *testing.T, cfg server.Config, agents ...*agentrt.Agent) *wsEnv {
 	t.Helper()
-	return newWSEnvOn(t, nil, cfg, agents...)
+	return newWSEnvWith(t, wsSetup{}, cfg, agents...)
 }
 
-// newWSEnvOn is newWSEnv whose server accepts its connections through
-// wrap, when not nil.
-func newWSEnvOn(t *testing.T, wrap func(net.Listener) net.Listener, cfg server.Config, agents ...*agentrt.Agent) *wsEnv {
+// wsSetup changes what newWSEnvWith builds.
+type wsSetup struct {
+	// listener, when set, wraps the server's listener.
+	listener func(net.Listener) net.Listener
+	// store, when set, wraps the memstore the runner uses.
+	store func(*memstore.Store) session.Store
+}
+
+func newWSEnvWith(t *testing.T, setup wsSetup, cfg server.Config, agents ...*agentrt.Agent) *wsEnv {
 	t.Helper()
 	store := memstore.New()
-	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents})
+	var rs session.Store = store
+	if setup.store != nil {
+		rs = setup.store(store)
+	}
+	r, err := agentrt.NewRunner(agentrt.Config{Store: rs, Agents: agents})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +81,8 @@ func newWSEnvOn(t *testing.T, wrap func(net.Listener) net.Listener, cfg server.C
 		t.Fatal(err)
 	}
 	ts := httptest.NewUnstartedServer(srv.Handler())
-	if wrap != nil {
-		ts.Listener = wrap(ts.Listener)
+	if setup.listener != nil {
+		ts.Listener = setup.listener(ts.Listener)
 	}
 	ts.Start()
 	t.Cleanup(func() {
@@ -752,6 +762,39 @@ func TestWSBadFrames(t *testing.T) {
 	}
 }
 
+// hangingStore is a memstore whose session "slow" is found once, after
+// which reading it waits for the caller's context.
+type hangingStore struct {
+	*memstore.Store
+	reads atomic.Int32
+}
+
+func (s *hangingStore) GetSession(ctx context.Context, id string) (*session.Session, error) {
+	if id == "slow" && s.reads.Add(1) > 1 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+// A subscription whose watch does not start within the request timeout
+// is refused with request_timeout, and the connection goes on.
+func TestWSSubscribeTimeout(t *testing.T) {
+	hs := &hangingStore{}
+	e := newWSEnvWith(t, wsSetup{store: func(m *memstore.Store) session.Store { hs.Store = m; return hs }},
+		server.Config{Limits: server.Limits{RequestTimeout: 20 * time.Millisecond}}, wsTextAgent("a"))
+	e.session(t, "", "a", "slow")
+	cl := e.dial(t, "")
+	cl.send(t, wsMsg{"type": "subscribe", "id": "s", "session": "slow"})
+	if f := cl.await(t, "s"); f.Type != "error" || f.Code != agentrt.CodeRequestTimeout || f.Session != "slow" {
+		t.Fatalf("subscribe of a session the store does not answer for: %+v", f)
+	}
+	cl.send(t, wsMsg{"type": "unsubscribe", "id": "u", "session": "slow"})
+	if f := cl.await(t, "u"); f.Type != "error" || f.Code != agentrt.CodeMalformedRequest {
+		t.Errorf("the subscription that timed out is still there: %+v", f)
+	}
+}
+
 // A frame that is not text ends the connection with 1003; one far over
 // the size limit with 1009.
 func TestWSClosingFrames(t *testing.T) {
@@ -945,7 +988,7 @@ func TestWSShutdown(t *testing.T) {
 	}
 }
 
-// smallSendBuffers gives the connections it accepts a small send buffer.
+// wsSmallSendBuffers gives the connections it accepts a small send buffer.
 type wsSmallSendBuffers struct{ net.Listener }
 
 func (l wsSmallSendBuffers) Accept() (net.Conn, error) {
@@ -963,7 +1006,7 @@ func (l wsSmallSendBuffers) Accept() (net.Conn, error) {
 func TestWSStalledClient(t *testing.T) {
 	// Small socket buffers on both ends, so that the server's writes to a
 	// client that does not read block after a few events.
-	e := newWSEnvOn(t, func(l net.Listener) net.Listener { return wsSmallSendBuffers{l} },
+	e := newWSEnvWith(t, wsSetup{listener: func(l net.Listener) net.Listener { return wsSmallSendBuffers{l} }},
 		server.Config{ClientBuffer: 4, WriteTimeout: 50 * time.Millisecond}, wsTextAgent("a"))
 	e.session(t, "", "a", "s1")
 	ctx := context.Background()
