@@ -671,11 +671,13 @@ func (wc *wsConn) write() {
 			}
 			ctx, cancel := context.WithTimeout(wc.ctx, wc.s.cfg.WriteTimeout)
 			err := wc.c.Write(ctx, websocket.MessageText, o.b)
+			late := errors.Is(ctx.Err(), context.DeadlineExceeded)
 			cancel()
 			if err != nil {
-				if wc.ctx.Err() == nil {
+				// Not when the connection was ending anyway.
+				if late || wc.ctx.Err() == nil {
 					wc.s.log.LogAttrs(wc.ctx, slog.LevelDebug, "websocket client dropped: a write failed or took longer than the write timeout",
-						slog.String("error", err.Error()))
+						slog.Bool("timeout", late), slog.String("error", err.Error()))
 				}
 				wc.cancel()
 				return
