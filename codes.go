@@ -70,6 +70,7 @@ const (
 	CodeBadAnswer       = "bad_answer"       // a choice that is not an option
 	CodeBadRule         = "bad_rule"         // a standing decision that cannot be made
 	CodeUnknownRule     = "unknown_rule"     // no such standing decision
+	CodeNoRequestIndex  = "no_request_index" // the store keeps no index of pending requests
 
 	// Policies, executors and hooks.
 	CodeNoExecutor     = "no_executor"     // no executor for the instruction
@@ -201,6 +202,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeBadAnswer, FailInput, "the choice is not one of the request's options", http.StatusBadRequest),
 		in(CodeBadRule, FailInput, "the standing decision cannot be made for that request", http.StatusBadRequest),
 		in(CodeUnknownRule, FailInput, "no standing decision of that id", http.StatusNotFound),
+		in(CodeNoRequestIndex, FailConfig, "the store keeps no index of the pending requests, which listing them across sessions needs", http.StatusNotImplemented),
 
 		in(CodeNoExecutor, FailConfig, "no executor for the instruction", http.StatusInternalServerError),
 		in(CodeBadInstruction, FailPolicy, "the policy gave an instruction that cannot be carried out", http.StatusInternalServerError),

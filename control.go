@@ -434,6 +434,9 @@ func (r *Runner) Close(ctx context.Context) error {
 	for _, h := range r.reg.close() {
 		h.Cancel()
 	}
+	if r.gaveUp.Load() {
+		return &Error{Kind: FailState, Code: CodeClosed, Msg: "runs that ignored their cancellation were left behind at shutdown"}
+	}
 	r.stepping.closeAll()
 	done := make(chan struct{})
 	go func() {

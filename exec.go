@@ -421,6 +421,9 @@ func (x *Exec) Commit(ctx context.Context) error {
 	if end != "" {
 		x.storedReason = x.reason
 	}
+	if x.r.observer != nil {
+		x.observeCommit(ctx)
+	}
 	for _, e := range x.pending {
 		x.last = e
 		if x.yield != nil && !x.stopped && !x.yield(e, nil) {

@@ -279,51 +279,49 @@ func leaseHeld(id string, l session.Lease) error {
 // sub-agent's session is left to its parent: the parent's run, resumed,
 // resumes it and takes its answer, exactly once.
 //
+// A store with the indexes (session.LeaseIndex, session.RequestIndex) is
+// asked for those sessions only; of another, Recover lists every running
+// and waiting session.
+//
 // It returns the runs it started, in the background, as Start does;
 // sessions another process claimed first are skipped. Call it at start-up
-// and then periodically (every lease TTL, say).
+// and then periodically (every lease TTL, say), or let Sweep do so.
 func (r *Runner) Recover(ctx context.Context) ([]*Run, error) {
 	if r.leaser == nil {
 		return nil, &Error{Kind: FailConfig, Code: CodeNoLeases, Msg: "Recover needs a store with leases (session.Leaser): without them a crashed run cannot be told from one running elsewhere"}
 	}
-	var runs []*Run
-	for _, status := range []session.Status{session.StatusRunning, session.StatusWaiting} {
-		rs, err := r.recoverStatus(ctx, status)
-		runs = append(runs, rs...)
-		if err != nil {
-			return runs, err
-		}
+	var (
+		runs []*Run
+		err  error
+	)
+	tried := make(map[skey]bool)
+	if li, ok := r.store.(session.LeaseIndex); ok {
+		runs, err = r.recoverLeases(ctx, li, tried, runs)
+	} else {
+		runs, err = r.recoverStatus(ctx, session.StatusRunning, runs)
 	}
-	return runs, nil
+	if err != nil {
+		return runs, err
+	}
+	if ri, ok := r.store.(session.RequestIndex); ok {
+		return r.recoverRequests(ctx, ri, tried, runs)
+	}
+	return r.recoverStatus(ctx, session.StatusWaiting, runs)
 }
 
-// recoverStatus resumes the sessions of one status that Recover takes:
-// running ones whose process stopped, and waiting ones whose requests have
-// all expired (begin gives them their default decisions).
-func (r *Runner) recoverStatus(ctx context.Context, status session.Status) ([]*Run, error) {
-	var runs []*Run
-	opt := session.ListOptions{Status: status, Limit: 200, AllTenants: true}
+// recoverStatus resumes the sessions of one status that Recover takes,
+// listing every session of that status: running ones whose process
+// stopped, and waiting ones whose requests have all expired (begin gives
+// them their default decisions). It appends their runs to runs.
+func (r *Runner) recoverStatus(ctx context.Context, status session.Status, runs []*Run) ([]*Run, error) {
+	opt := session.ListOptions{Status: status, Limit: recoverPage, AllTenants: true}
 	for {
 		page, err := r.store.ListSessions(ctx, opt)
 		if err != nil {
-			return runs, &Error{Kind: FailStore, Msg: "list running sessions", Err: err}
+			return runs, &Error{Kind: FailStore, Msg: "list " + string(status) + " sessions", Err: err}
 		}
 		for _, s := range page {
-			sctx := session.WithTenant(ctx, s.Tenant)
-			if !r.recoverable(sctx, s) {
-				continue
-			}
-			h, err := r.startResumeBackground(sctx, s.ID, true)
-			var re *Error
-			switch {
-			case err == nil:
-				runs = append(runs, h)
-			case errors.As(err, &re) && (re.Code == CodeLeaseHeld || re.Code == CodeBusy || re.Code == CodeNothingToResume ||
-				re.Code == CodeNotFound || re.Code == CodeWaiting):
-				// Another process (or this one) got there first, the
-				// session still waits for a person, or it is a sub-agent's,
-				// which its parent's run resumes.
-			default:
+			if runs, err = r.recoverSession(ctx, s, runs); err != nil {
 				return runs, err
 			}
 		}

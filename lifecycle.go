@@ -570,6 +570,7 @@ func (x *Exec) interrupt(ctx context.Context, reason string) {
 // back to the pool. The runner's count of the claim ends last: Close
 // returns only once the handle says how the run ended.
 func (r *Runner) finish(x *Exec) {
+	r.observeEnd(x)
 	if len(x.pending) == 0 && !x.dirty {
 		// Everything this run applied is in the store: keep the state for
 		// the session's next run.

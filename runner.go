@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/session"
@@ -70,6 +71,9 @@ type Config struct {
 	// sessions, in a store that implements session.Controller. Zero means
 	// DefaultControlPoll.
 	ControlPoll time.Duration
+	// Observer, when not nil, sees the events of every commit and the end
+	// of every run (see Observer): metrics and traces attach here.
+	Observer Observer
 }
 
 // DefaultSnapshotEvery is the snapshot cadence when Config.SnapshotEvery
@@ -88,6 +92,7 @@ const DefaultSnapshotEvery = 64
 type Runner struct {
 	store     session.Store
 	leaser    session.Leaser   // nil if the store has no leases
+	gaveUp    atomic.Bool      // Shutdown left runs behind that ignored their cancellation
 	follower  session.Follower // nil if it cannot follow
 	agents    map[string]*Agent
 	defAgent  string            // Config.DefaultAgent
@@ -104,6 +109,7 @@ type Runner struct {
 	leaseTTL  time.Duration
 	maxRecov  int
 	maxDepth  int // of delegation (Config.MaxSubagentDepth)
+	observer  Observer
 
 	// execs holds *Exec for reuse: an Exec carries a run's buffers, the
 	// request's message list among them, which would otherwise be
@@ -133,6 +139,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		now:       cfg.Now,
 		newID:     cfg.NewID,
 		hub:       hub{topics: make(map[skey]*topic)},
+		observer:  cfg.Observer,
 	}
 	r.reg.active = make(map[skey]*Run)
 	r.leaser, _ = cfg.Store.(session.Leaser)

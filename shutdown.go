@@ -18,6 +18,11 @@ var errHandedOver error = &Error{Kind: FailCanceled, Code: CodeShuttingDown, Msg
 // waiting for a lease to expire. It returns as Close does, once every use
 // of a session has ended (bounded by the store's own waits).
 //
+// A run that does not stop within a few seconds of being told to (a tool
+// that ignores its context) is left behind: its session's lease is
+// released all the same, Shutdown returns an error saying so, and a
+// later Close does not wait for it.
+//
 // Close, by contrast, cancels the runs: they end canceled, for a person
 // to resume.
 func (r *Runner) Shutdown(ctx context.Context) error {
@@ -31,11 +36,24 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 		}
 		break
 	}
-	for _, h := range r.reg.close() {
+	runs := r.reg.close()
+	for _, h := range runs {
 		h.CancelCause(errHandedOver)
 	}
 	r.stepping.closeAll()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	return r.Close(wctx)
+	err := r.Close(wctx)
+	if err != nil {
+		// A run that ignores its cancellation (a tool stuck in a call
+		// that does not heed its context): let go of its session anyway,
+		// so that another process takes it over now rather than when the
+		// lease expires (its late writes are fenced once one does), and
+		// let a later Close not wait for it again.
+		for _, h := range runs {
+			h.lease.stop()
+		}
+		r.gaveUp.Store(true)
+	}
+	return err
 }

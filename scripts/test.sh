@@ -29,6 +29,13 @@ if [ ! -f $MCPN/server-everything/dist/index.js ] || [ ! -f $MCPN/server-filesys
     @modelcontextprotocol/server-memory@2026.8.31
 fi
 
+echo "== Node clients of agentrt serve (npm, into testdata/node, from its package-lock.json)"
+# eventsource 5.x declares Node 22 in its engines; it runs on Debian's Node 20.
+if [ "$(node -p 'require("./testdata/node/node_modules/eventsource/package.json").version' 2>/dev/null)" != \
+  "$(node -p 'require("./testdata/node/package.json").dependencies.eventsource')" ]; then
+  npm ci --silent --no-audit --no-fund --prefix testdata/node
+fi
+
 echo "== postgres (a throwaway cluster on 127.0.0.1 for the tests)"
 if [ -z "${AGENTRT_TEST_POSTGRES:-}" ]; then
   if ! ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -169,9 +170,14 @@ func depth(b []byte) int {
 	return most
 }
 
-// limitBody caps a request's body.
+// limitBody caps a request's body, and refuses a query string that does
+// not parse (url.Values would drop the bad parameters silently).
 func (s *Server) limitBody(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			writeError(w, r, s.log, badRequest("the query string: %v", err))
+			return
+		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes)
 		}

@@ -84,6 +84,8 @@ type options struct {
 	config func(*server.Config)
 	owner  string
 	hold   bool
+	// observer watches the runner's runs (metrics, traces).
+	observer agentrt.Observer
 }
 
 // gateTool waits until released, or its ctx ends.
@@ -121,7 +123,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	}
 	a := &agentrt.Agent{Name: "assistant", SystemPrompt: "You help.", Model: f.model, Tools: tools,
 		Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}}}
-	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{a}, Owner: o.owner})
+	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{a}, Owner: o.owner, Observer: o.observer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrt/agentrt/telemetry"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"iter"
 	"log/slog"
 	"slices"
@@ -294,6 +297,8 @@ func TestOpenAPIConformance(t *testing.T) {
 
 	t.Run("operations", func(t *testing.T) {
 		c.send(t, call{method: "GET", path: "/healthz", key: noKey}, 200, "")
+		c.send(t, call{method: "GET", path: "/metrics", key: noKey}, 200, "")
+		c.send(t, call{method: "POST", path: "/metrics", key: noKey}, 405, "method_not_allowed")
 		c.send(t, call{method: "GET", path: "/readyz", key: noKey}, 200, "")
 		a := c.send(t, call{method: "GET", path: "/openapi.json", key: noKey}, 200, "")
 		if !bytes.Equal(a.body, doc.raw) {
@@ -418,6 +423,12 @@ func TestOpenAPIConformance(t *testing.T) {
 		rid = a.path("requests", 0, "id").(string)
 		c.send(t, call{method: "GET", path: "/v1/sessions/nobody"}, 404, "not_found")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/resume"}, 409, "waiting")
+		// The person's inbox lists it.
+		a = c.send(t, call{method: "GET", path: "/v1/requests?status=pending&kind=approval&limit=10"}, 200, "")
+		if a.path("requests", 0, "session_id") != "chat" || a.path("requests", 0, "request", "request_id") != rid {
+			t.Errorf("the inbox: %s, want chat's request %s", a.body, rid)
+		}
+		c.send(t, call{method: "GET", path: "/v1/requests?status=answered"}, 400, "malformed_request")
 	})
 
 	t.Run("answer the request", func(t *testing.T) {
@@ -740,7 +751,7 @@ func newAPIEnv(t *testing.T) *apiEnv {
 		{Key: slowKey, Tenant: session.DefaultTenant, Rate: 1e-9, Burst: 1},
 	}
 	e.srv, err = server.New(server.Config{Runner: e.r, Gateway: e.g, Keys: e.keys, Log: slog.New(slog.DiscardHandler),
-		Limits: server.Limits{MaxBodyBytes: 64 << 10}})
+		Limits: server.Limits{MaxBodyBytes: 64 << 10}, Metrics: telemetry.Handler(goMetrics())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -873,4 +884,11 @@ func (s *faultyStore) GetSession(ctx context.Context, id string) (*session.Sessi
 		return nil, ctx.Err()
 	}
 	return s.Store.GetSession(ctx, id)
+}
+
+// goMetrics is a registry with the Go runtime's metrics.
+func goMetrics() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	return reg
 }

@@ -62,6 +62,17 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Metrics, when set, is served at GET /metrics without a key
+	// (telemetry.Handler); Streams, when set, counts the open streams by
+	// kind ("sse", "ws": Telemetry.OpenStreams).
+	Metrics http.Handler
+	Streams func(kind string) Gauge
+}
+
+// Gauge is a value that goes up and down (a prometheus.Gauge).
+type Gauge interface {
+	Inc()
+	Dec()
 }
 
 // Limits bound what one request may ask of the server. Zero fields take
@@ -108,12 +119,24 @@ type Server struct {
 	mounted []Route
 
 	draining atomic.Bool // Shutdown began: no new work
-	streams  sync.WaitGroup
-	stop     chan struct{} // closed by Shutdown: streams end
-	stopOnce sync.Once
+	// streamsMu orders each stream's streams.Add before Shutdown's Wait,
+	// as a WaitGroup requires of an Add from zero (a request that passed
+	// the draining check may still be opening its stream); after
+	// Shutdown, streamsClosed refuses new streams.
+	streamsMu     sync.Mutex
+	streamsClosed bool // guarded by streamsMu
+	streams       sync.WaitGroup
+	stop          chan struct{} // closed by Shutdown: streams end
+	stopOnce      sync.Once
 
-	clients atomic.Int64 // open streams (SSE and WebSocket)
+	clients atomic.Int64     // open streams (SSE and WebSocket)
+	gauges  map[string]Gauge // open streams by kind, for metrics
 }
+
+type nopGauge struct{}
+
+func (nopGauge) Inc() {}
+func (nopGauge) Dec() {}
 
 // New returns a Server.
 func New(cfg Config) (*Server, error) {
@@ -158,6 +181,17 @@ func New(cfg Config) (*Server, error) {
 		keys: keys, mux: http.NewServeMux(), stop: make(chan struct{})}
 	for _, rt := range s.routes() {
 		s.handle(rt)
+	}
+	if cfg.Metrics != nil {
+		s.handle(Route{Method: "GET", Pattern: "/metrics", Public: true, h: cfg.Metrics.ServeHTTP})
+	}
+	s.gauges = map[string]Gauge{}
+	for _, kind := range []string{"sse", "ws"} {
+		if cfg.Streams != nil {
+			s.gauges[kind] = cfg.Streams(kind)
+		} else {
+			s.gauges[kind] = nopGauge{}
+		}
 	}
 	s.mux.HandleFunc("/", s.noRoute)
 	s.h = s.cors(s.mux)
@@ -208,6 +242,9 @@ func (s *Server) handle(rt Route) {
 // and waits for them to close, or for ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.streamsMu.Lock()
+	s.streamsClosed = true
+	s.streamsMu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
 	done := make(chan struct{})
 	go func() {
@@ -220,6 +257,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// openStream counts a stream Shutdown waits for, unless Shutdown has
+// begun.
+func (s *Server) openStream() bool {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streamsClosed {
+		return false
+	}
+	s.streams.Add(1)
+	return true
 }
 
 // Clients is the number of open streams (SSE and WebSocket).

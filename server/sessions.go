@@ -34,6 +34,7 @@ func (s *Server) routes() []Route {
 		{Method: "POST", Pattern: "/v1/sessions/{id}/interrupt", h: s.control(true)},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/resume", h: s.resume},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/fork", h: s.fork},
+		{Method: "GET", Pattern: "/v1/requests", h: s.listRequests},
 		{Method: "GET", Pattern: "/v1/ws", Stream: true, h: s.serveWS},
 	}
 }
@@ -494,6 +495,12 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsSSE(r) {
+		// Seqs only grow: an id past the log's end is another session's or
+		// store's, and waiting for it would skip every event until then.
+		if after > ss.LastSeq {
+			writeError(w, r, s.log, badRequest("cannot resume after event %d: it is past the session's last event %d (resume from an id this session's stream gave)", after, ss.LastSeq))
+			return
+		}
 		sink := newSSE(w, s.cfg.WriteTimeout)
 		s.pump(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
 			return s.r.Watch(ctx, id, after)

@@ -21,6 +21,8 @@ type eventSink interface {
 	heartbeat() error
 	// behind tells the client it fell behind: reconnect after last.
 	behind(last int64) error
+	// kind names the transport, for metrics: "sse", "ws".
+	kind() string
 	// fail tells the client the stream ends with err (an event named
 	// stream_error, unlike a session's own error events).
 	fail(err error) error
@@ -45,10 +47,18 @@ type item struct {
 // reader stops: a paused client costs its buffer, nothing more. It returns the seq of the last
 // committed event written.
 func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
-	s.streams.Add(1)
+	if !s.openStream() {
+		// Shutting down: the client reconnects, to another replica.
+		_ = sink.behind(after)
+		return after
+	}
 	defer s.streams.Done()
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
+	if g := s.gauges[sink.kind()]; g != nil {
+		g.Inc()
+		defer g.Dec()
+	}
 	return s.copyEvents(ctx, open, after, sink, done)
 }
 
@@ -160,6 +170,8 @@ func newSSE(w http.ResponseWriter, timeout time.Duration) *sseSink {
 	_ = s.flush()
 	return s
 }
+
+func (s *sseSink) kind() string { return "sse" }
 
 func (s *sseSink) flush() error {
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))

@@ -224,6 +224,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			Msg: fmt.Sprintf("origin %q may not open a WebSocket on this server (server.cors_origins)", origin)})
 		return
 	}
+	// The connection counts as one client (one "ws" stream), and
+	// Shutdown waits for it, however many subscriptions it carries.
+	if !s.openStream() {
+		// Shutdown began after the request was let in.
+		writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown, Msg: "the server is shutting down"})
+		return
+	}
+	defer s.streams.Done()
 	// The origin was checked above, by the same rule as CORS (exact
 	// origins, not the library's host patterns).
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -231,13 +239,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept answered the client
 	}
 	c.SetReadLimit(wsDrainFactor * s.cfg.Limits.MaxBodyBytes)
-
-	// The connection counts as one client, and Shutdown waits for it,
-	// however many subscriptions it carries.
-	s.streams.Add(1)
-	defer s.streams.Done()
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
+	if g := s.gauges["ws"]; g != nil {
+		g.Inc()
+		defer g.Dec()
+	}
 
 	// The connection outlives nothing of the request but its tenant and
 	// principal; a request's context is not to be used after a hijack.
@@ -785,6 +792,10 @@ func (k *wsSink) event(ev *session.Event) error {
 	b = append(b, '}')
 	return k.wc.send(k.sub.ctx.Done(), b)
 }
+
+// kind is "ws", though copyEvents does not count a subscription: the
+// connection counts once.
+func (k *wsSink) kind() string { return "ws" }
 
 // heartbeat only checks the subscription goes on: the connection's pings
 // keep it alive.

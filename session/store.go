@@ -8,11 +8,13 @@ package session
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -452,6 +454,137 @@ type Inbox interface {
 	// Refuse marks pending inputs refused with reason; one that is not
 	// pending, or not in the context's tenant's inbox, is left as it is.
 	Refuse(ctx context.Context, ids []string, reason string) error
+}
+
+// PendingRequest is a request for a person — an input_required event —
+// that no input_resolved has answered yet, as a RequestIndex keeps it.
+type PendingRequest struct {
+	Tenant    string `json:"tenant"`
+	SessionID string `json:"session_id"`
+	// Agent is the agent that asked: the event's, or the session's when
+	// the event names none.
+	Agent string `json:"agent"`
+	// Seq is the seq of the input_required event, Asked its time (to the
+	// microsecond).
+	Seq   int64     `json:"seq"`
+	Asked time.Time `json:"asked"`
+	// Request is the event's payload: the request's id, kind, question,
+	// options, the calls it is about, when it expires.
+	Request InputRequired `json:"request"`
+}
+
+// Cursor returns where a page of PendingRequests that ends with p ends:
+// the After of the next page.
+func (p *PendingRequest) Cursor() RequestCursor {
+	return RequestCursor{Asked: p.Asked, SessionID: p.SessionID, Seq: p.Seq}
+}
+
+// RequestCursor is a place in a tenant's pending requests, in their
+// order (Asked, then SessionID, then Seq): the last request of a page.
+// The zero cursor is before the first.
+type RequestCursor struct {
+	Asked     time.Time
+	SessionID string
+	Seq       int64
+}
+
+// IsZero reports whether c is the zero cursor, before the first request.
+func (c RequestCursor) IsZero() bool { return c.Asked.IsZero() && c.SessionID == "" && c.Seq == 0 }
+
+// String encodes c as a page token that ParseRequestCursor reads back:
+// URL-safe, and opaque to whoever holds it. The zero cursor is "".
+func (c RequestCursor) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d.%d.%s", c.Asked.UnixMicro(), c.Seq, c.SessionID))
+}
+
+// ParseRequestCursor reads a token that RequestCursor.String wrote; ""
+// is the zero cursor.
+func ParseRequestCursor(s string) (RequestCursor, error) {
+	if s == "" {
+		return RequestCursor{}, nil
+	}
+	bad := func(why string) (RequestCursor, error) {
+		return RequestCursor{}, fmt.Errorf("request cursor %q: %s (want a token a listing of pending requests gave)", s, why)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return bad("not base64url")
+	}
+	parts := strings.SplitN(string(b), ".", 3)
+	if len(parts) != 3 || parts[2] == "" {
+		return bad("not a cursor")
+	}
+	asked, err1 := strconv.ParseInt(parts[0], 10, 64)
+	seq, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || seq <= 0 {
+		return bad("not a cursor")
+	}
+	return RequestCursor{Asked: time.UnixMicro(asked).UTC(), SessionID: parts[2], Seq: seq}, nil
+}
+
+// RequestListOptions pages through a tenant's pending requests, oldest
+// first.
+type RequestListOptions struct {
+	Limit int           // zero or less means 50
+	After RequestCursor // the Cursor of the previous page's last request
+	// SessionID, Agent and Kind, when set, keep only the requests of that
+	// session, asked by that agent, of that kind.
+	SessionID string
+	Agent     string
+	Kind      RequestKind
+}
+
+// RequestIndex is the optional store capability of an index of the
+// pending requests for people, kept by Commit in its transaction from
+// the events it commits: an input_required event adds its request, an
+// input_resolved removes it (a request asked and answered in one commit
+// is never listed); DeleteSession removes the session's. A session whose
+// log is written anew (a fork, an import) has the requests of the events
+// it commits. It is what a person's inbox lists — across the tenant's
+// sessions, without reading any log — and how recovery finds the
+// requests whose deadline passed.
+type RequestIndex interface {
+	// PendingRequests returns the context tenant's pending requests in
+	// the order of RequestCursor — oldest first — after opt.After, at
+	// most opt.Limit, those opt's filters keep.
+	PendingRequests(ctx context.Context, opt RequestListOptions) ([]PendingRequest, error)
+	// ExpiredRequests returns the pending requests of every tenant whose
+	// Expires is at or before now (the runtime gives them their default
+	// decision then), ordered by Expires, then tenant, session and Seq:
+	// those after the request after (nil: from the first), at most limit
+	// (zero or less: 50).
+	ExpiredRequests(ctx context.Context, now time.Time, after *PendingRequest, limit int) ([]PendingRequest, error)
+	// CountRequests returns how many requests of every tenant are
+	// pending: what a server's metrics report.
+	CountRequests(ctx context.Context) (int64, error)
+}
+
+// LeaseIndex is the optional capability of a Leaser to find, across
+// tenants and without looking at every session, the running sessions
+// whose run may have stopped with its process: what recovery looks for.
+type LeaseIndex interface {
+	// ExpiredLeases returns the sessions of every tenant whose status is
+	// running and whose lease expired, by the store's clock (the one its
+	// leases expire by), or that have none: ordered by lease expiry (none
+	// first), then tenant and id, those after the session after (nil:
+	// from the first; its Lease, Tenant and ID place it), at most limit
+	// (zero or less: 50).
+	ExpiredLeases(ctx context.Context, after *Session, limit int) ([]*Session, error)
+	// LeaseOwners returns the owners of the leases, live or expired, of
+	// the sessions of every tenant whose status is running, whose names
+	// begin with ownerPrefix (not empty): each once, in the order of
+	// their bytes. A runner finds there the processes of its own host,
+	// which it can tell are gone before their leases expire; their
+	// number, not the sessions', bounds the work.
+	LeaseOwners(ctx context.Context, ownerPrefix string) ([]string, error)
+	// LeasedTo returns the sessions of every tenant whose status is
+	// running and whose lease, live or expired, owner holds: ordered by
+	// tenant and id, after the session after (nil: from the first), at
+	// most limit (zero or less: 50).
+	LeasedTo(ctx context.Context, owner string, after *Session, limit int) ([]*Session, error)
 }
 
 // Follower is the optional store capability of following a session's log

@@ -63,6 +63,9 @@ type Options struct {
 	// that nobody's call returns (gateway.Config.OnError).
 	GatewayModules []gateway.Module
 	GatewayOnError func(source string, err error)
+	// Observer, when set, hears of every commit and the end of every run
+	// (agentrt.Config.Observer): the server's metrics and traces.
+	Observer agentrt.Observer
 	// ReadOnly says the caller only reads sessions (listing, showing):
 	// a SQLite database this process may not write is then opened
 	// read-only, and the agents' memory is not opened, rather than
@@ -108,6 +111,7 @@ type App struct {
 	closed bool // guarded by mu
 
 	closeOnce sync.Once
+	providers sync.Map // model name → provider, for traces
 	closeErr  error
 }
 
@@ -343,7 +347,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	r, err := agentrt.NewRunner(agentrt.Config{Store: st, Agents: agents, Now: opts.Now,
+	r, err := agentrt.NewRunner(agentrt.Config{Store: st, Agents: agents, Now: opts.Now, Observer: opts.Observer,
 		Owner: getenv("AGENTRT_OWNER"), LeaseTTL: cfg.LeaseTTL.Std(), MaxRecoveries: cfg.MaxRecoveries,
 		ControlPoll: cfg.ControlPoll.Std(), DefaultAgent: cfg.DefaultAgentName})
 	if err != nil {

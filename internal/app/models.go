@@ -82,6 +82,9 @@ func (a *App) buildModel(ctx context.Context, cfg *config.Config, name string, t
 	if err != nil {
 		return nil, fmt.Errorf("model %q: %w", name, err)
 	}
+	if mc.Provider == "openai" || mc.Provider == "anthropic" {
+		a.providers.Store(m.Name(), mc.Provider)
+	}
 	if p := mc.Price; p != nil {
 		m = model.Priced(m, model.Price{Input: p.InputPerMTok, Output: p.OutputPerMTok, Cached: p.CachedPerMTok})
 	}
@@ -263,4 +266,14 @@ func (a *App) recordTraffic(opts *Options) error {
 	}
 	a.Notices = append(a.Notices, "agentrt: "+verb+" "+path)
 	return nil
+}
+
+// ModelProvider names the provider ("openai", "anthropic") of the
+// configured model whose events name it model, or "" when the app does
+// not know (a scripted model, the automatic choice): what traces record
+// as gen_ai.provider.name.
+func (a *App) ModelProvider(model string) string {
+	p, _ := a.providers.Load(model)
+	s, _ := p.(string)
+	return s
 }

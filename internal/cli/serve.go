@@ -2,12 +2,18 @@ package cli
 
 import (
 	"context"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
+	"github.com/agentrt/agentrt/telemetry"
 
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -45,18 +51,54 @@ machine.`,
 			if err != nil {
 				return err
 			}
-			a, err := g.open(cmd.Context())
+			logSignals(cmd.Context(), log)
+			// What the gateway does with input nobody waits on (a turn
+			// that failed and set its inputs aside, an inbox it could not
+			// read) is said nowhere else.
+			g.opts.GatewayOnError = func(source string, err error) {
+				attrs := []any{"source", source, "error", err.Error()}
+				if re := (*agentrt.Error)(nil); errors.As(err, &re) && re.Code != "" {
+					attrs = append(attrs, "code", re.Code)
+				}
+				log.Warn("gateway", attrs...)
+			}
+			ctx := cmd.Context()
+			// Metrics and traces observe every run of the app's runner.
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			tp, stopTraces, err := telemetry.TracerProvider(ctx)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer stopTraces(context.WithoutCancel(ctx))
+			var built atomic.Pointer[app.App]
+			tel, err := telemetry.New(telemetry.Config{Registry: reg, TracerProvider: tp, Provider: func(m string) string {
+				if a := built.Load(); a != nil {
+					return a.ModelProvider(m)
+				}
+				return ""
+			}})
+			if err != nil {
+				return err
+			}
+			g.opts.Observer = tel
+			a, err := g.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
+			built.Store(a)
+			if err := storeGauges(reg, a); err != nil {
+				return err
+			}
+			obs := observability{metrics: telemetry.Handler(reg), streams: func(kind string) server.Gauge { return tel.OpenStreams(kind) }}
 			if addr == "" {
 				addr = a.Config.Server.Addr
 			}
 			if addr == "" {
 				addr = DefaultAddr
 			}
-			return serve(cmd.Context(), g, a, addr, log)
+			return serve(ctx, g, a, addr, log, obs)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "address to listen on (default server.addr, else "+DefaultAddr+")")
@@ -80,7 +122,13 @@ func newLogger(w interface{ Write([]byte) (int, error) }, format, level string) 
 	return nil, usageErr("--log-format %q: want text or json", format)
 }
 
-func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.Logger) error {
+// observability is what the server exposes of the runtime's metrics.
+type observability struct {
+	metrics http.Handler
+	streams func(kind string) server.Gauge
+}
+
+func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.Logger, obs observability) error {
 	gw, err := a.NeedGateway()
 	if err != nil {
 		return err
@@ -97,7 +145,8 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	cfg := server.Config{Runner: a.Runner, Gateway: gw, Keys: keys, Tenant: tenant, Log: log,
 		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std()},
 		CORS:      server.CORS{Origins: sc.CORSOrigins},
-		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std()}
+		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(),
+		Metrics: obs.metrics, Streams: obs.streams}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
@@ -145,11 +194,19 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if grace <= 0 {
 		grace = 10 * time.Second
 	}
-	log.Info("shutting down", "grace", grace)
+	log.Info("shutting down", "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
+	// The listener closes first: a client reconnecting meanwhile is
+	// refused its connection, which a browser's EventSource retries,
+	// rather than answered 503, after which it gives up.
+	httpDown := make(chan struct{})
+	go func() {
+		defer close(httpDown)
+		_ = hs.Shutdown(sctx)
+	}()
 	_ = srv.Shutdown(sctx)
-	_ = hs.Shutdown(sctx)
+	<-httpDown
 	stopGateway()
 	<-gwDone
 	<-sweepDone
@@ -170,23 +227,9 @@ func sweep(ctx context.Context, a *app.App, log *slog.Logger) {
 	if every <= 0 {
 		every = agentrt.DefaultLeaseTTL
 	}
-	for {
-		// ±20 %: replicas started together drift apart.
-		d := time.Duration(float64(every) * (0.8 + 0.4*mrand.Float64()))
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		runs, err := a.Runner.Recover(ctx)
-		if err != nil && ctx.Err() == nil {
-			log.Warn("recovery sweep", "error", err)
-		}
-		for _, h := range runs {
-			log.Info("resumed a run whose process stopped", "session", h.SessionID(), "tenant", h.Tenant(), "run", h.ID())
-		}
+	sw := &agentrt.Sweeper{Runner: a.Runner, Every: every, Report: func(err error) { log.Warn("recovery sweep", "error", err) }}
+	if err := sw.Run(ctx); err != nil {
+		log.Warn("recovery sweeps stopped", "error", err)
 	}
 }
 
@@ -240,4 +283,35 @@ func newKeysCmd(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(newCmd, hashCmd)
 	return cmd
+}
+
+// storeGauges registers the gauges read from the store at each scrape:
+// the requests waiting for a person and the inputs waiting in the inbox,
+// of every tenant.
+func storeGauges(reg prometheus.Registerer, a *app.App) error {
+	if ri, ok := a.Store.(session.RequestIndex); ok {
+		err := telemetry.GaugeFunc(reg, "pending_requests", "Requests waiting for a person, every tenant's.", 0,
+			func(ctx context.Context) (float64, error) {
+				n, err := ri.CountRequests(ctx)
+				return float64(n), err
+			})
+		if err != nil {
+			return err
+		}
+	}
+	if ib, ok := a.Store.(session.Inbox); ok {
+		err := telemetry.GaugeFunc(reg, "inbox_depth", "Inputs waiting in the gateway's inbox, every tenant's.", 0,
+			func(ctx context.Context) (float64, error) {
+				states, err := ib.PendingSources(ctx, 0)
+				n := 0
+				for _, s := range states {
+					n += s.Pending
+				}
+				return float64(n), err
+			})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

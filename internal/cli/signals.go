@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -24,6 +26,8 @@ import (
 func Execute(args []string, s Streams, opts app.Options) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	notices := &signalNotices{w: s.Err}
+	ctx = context.WithValue(ctx, signalNoticesKey{}, notices)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	var wg sync.WaitGroup
@@ -31,7 +35,7 @@ func Execute(args []string, s Streams, opts app.Options) int {
 		n := 0
 		for sig := range sigs {
 			if n++; n == 1 {
-				fmt.Fprintln(s.Err, "agentrt: stopping (send the signal again to exit at once)")
+				notices.say("stopping (send the signal again to exit at once)")
 				var cause error // context.Canceled
 				if sig == os.Interrupt {
 					cause = agentrt.ErrSignalInterrupt
@@ -39,7 +43,7 @@ func Execute(args []string, s Streams, opts app.Options) int {
 				cancel(cause)
 				continue
 			}
-			fmt.Fprintln(s.Err, "agentrt: exiting at once")
+			notices.say("exiting at once")
 			code := 130
 			if ss, ok := sig.(syscall.Signal); ok {
 				code = 128 + int(ss)
@@ -52,4 +56,35 @@ func Execute(args []string, s Streams, opts app.Options) int {
 	close(sigs)
 	wg.Wait()
 	return code
+}
+
+// signalNotices says what a signal does: as a line on stderr, or through
+// the logger of a command that logs (agentrt serve), so that a log
+// written as JSON stays JSON to its last line.
+type signalNotices struct {
+	w   io.Writer
+	mu  sync.Mutex
+	log *slog.Logger // guarded by mu; nil: a line on w
+}
+
+type signalNoticesKey struct{}
+
+func (n *signalNotices) say(msg string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.log != nil {
+		n.log.Info(msg)
+		return
+	}
+	fmt.Fprintln(n.w, "agentrt: "+msg)
+}
+
+// logSignals makes the notices of the signals that stop the command of ctx
+// go to log.
+func logSignals(ctx context.Context, log *slog.Logger) {
+	if n, ok := ctx.Value(signalNoticesKey{}).(*signalNotices); ok {
+		n.mu.Lock()
+		n.log = log
+		n.mu.Unlock()
+	}
 }

@@ -100,3 +100,63 @@ func TestFaultyInbox(t *testing.T) {
 		t.Errorf("Failed() = %d, want 6", got)
 	}
 }
+
+// requestsOnly has a store's request index and none of its other
+// capabilities.
+type requestsOnly struct {
+	session.Store
+	session.RequestIndex
+}
+
+// Faulty keeps a store's two indexes, together, and fails their queries
+// as reads.
+func TestFaultyIndexes(t *testing.T) {
+	var f storetest.Faults
+	m := memstore.New()
+	s := storetest.Faulty(m, &f)
+	ri, ok := s.(session.RequestIndex)
+	li, ok2 := s.(session.LeaseIndex)
+	if !ok || !ok2 {
+		t.Fatalf("Faulty(memstore) is a RequestIndex: %v, a LeaseIndex: %v", ok, ok2)
+	}
+	for name, st := range map[string]session.Store{"plain": plain{m}, "requests only": requestsOnly{m, m}} {
+		fs := storetest.Faulty(st, &f)
+		_, isR := fs.(session.RequestIndex)
+		_, isL := fs.(session.LeaseIndex)
+		if isR || isL {
+			t.Errorf("Faulty of a store with %s: a RequestIndex %v, a LeaseIndex %v; want neither", name, isR, isL)
+		}
+	}
+	if _, ok := storetest.Faulty(struct {
+		session.Store
+		session.RequestIndex
+		session.LeaseIndex
+	}{m, m, m}, &f).(session.Leaser); ok {
+		t.Error("Faulty of a store with the indexes only is a Leaser")
+	}
+
+	ctx := t.Context()
+	f.FailRead(1, true)
+	if _, err := ri.PendingRequests(ctx, session.RequestListOptions{}); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("PendingRequests: %v, want injected", err)
+	}
+	if _, err := ri.ExpiredRequests(ctx, time.Now(), nil, 0); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("ExpiredRequests: %v, want injected", err)
+	}
+	if _, err := li.ExpiredLeases(ctx, nil, 0); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("ExpiredLeases: %v, want injected", err)
+	}
+	if _, err := li.LeaseOwners(ctx, "h:"); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("LeaseOwners: %v, want injected", err)
+	}
+	if _, err := li.LeasedTo(ctx, "h:1:x", nil, 0); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("LeasedTo: %v, want injected", err)
+	}
+	f.FailRead(0, false)
+	if got, err := ri.PendingRequests(ctx, session.RequestListOptions{}); err != nil || len(got) != 0 {
+		t.Errorf("PendingRequests once disarmed: %+v, %v", got, err)
+	}
+	if got := f.Failed(); got != 5 {
+		t.Errorf("Failed() = %d, want 5", got)
+	}
+}

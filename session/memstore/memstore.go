@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/reqindex"
 )
 
 const (
@@ -52,6 +53,11 @@ type Store struct {
 	controlled map[key]*entry
 	// inbox holds the inputs (session.Inbox), guarded by mu.
 	inbox inbox
+	// requests are the pending requests (session.RequestIndex), and
+	// runningSet the sessions whose status is running, which
+	// session.LeaseIndex looks through; both guarded by mu.
+	requests   requests
+	runningSet map[key]*entry
 }
 
 // key names a session: its tenant and its id.
@@ -147,7 +153,10 @@ func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease
 	if _, ok := st.sessions[k]; ok {
 		return fmt.Errorf("memstore: create session %q: %w", s.ID, session.ErrExists)
 	}
-	st.sessions[k] = &entry{row: row, lease: l}
+	e := &entry{row: row, lease: l}
+	e.row.Status = ""
+	st.setStatus(e, row.Status)
+	st.sessions[k] = e
 	s.Tenant = row.Tenant
 	return nil
 }
@@ -242,6 +251,8 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	e.wakeFollowers()
 	delete(st.sessions, k)
 	delete(st.controlled, k)
+	delete(st.requests, k)
+	delete(st.runningSet, k)
 	if st.last == e {
 		st.last = nil // a commit to the deleted session must not find it
 	}
@@ -257,6 +268,10 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	}
 	last := c.ExpectSeq + int64(len(c.Events))
 	if err := c.Check(); err != nil {
+		return fmt.Errorf("memstore: commit to session %q: %w", c.SessionID, err)
+	}
+	asked, resolved, err := reqindex.Changes(c.Events)
+	if err != nil {
 		return fmt.Errorf("memstore: commit to session %q: %w", c.SessionID, err)
 	}
 	now := c.Time
@@ -295,7 +310,10 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		e.log = slices.Grow(e.log, max(len(c.Events), minLogGrowth))
 	}
 	e.log = append(e.log, c.Events...)
-	e.row.Status = c.Status
+	if len(asked) > 0 || len(resolved) > 0 {
+		st.requests.apply(e, asked, resolved)
+	}
+	st.setStatus(e, c.Status)
 	e.row.Turn = c.Turn
 	e.row.Usage = c.Usage
 	e.row.LastSeq = last

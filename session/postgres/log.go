@@ -16,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/internal/follow"
 	"github.com/agentrt/agentrt/session/internal/group"
+	"github.com/agentrt/agentrt/session/internal/reqindex"
 )
 
 // migrations[v] takes the schema from version v to v+1; len(migrations) is
@@ -112,6 +113,39 @@ var migrations = [][]string{
 		`CREATE INDEX inbox_source ON inbox (tenant, source, seq)`,
 		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq) WHERE state = 'pending'`,
 	},
+	// Version 4: the indexes of recovery and of a person's inbox. requests
+	// holds the pending requests for people (session.RequestIndex): a row
+	// per request, written by the commits of its input_required and
+	// input_resolved events; data is the event's payload as JSON text,
+	// asked the event's time, expires when it gets its default decision
+	// (NULL: never), rounded up to the microsecond. requests_asked lists
+	// a tenant's, oldest first; requests_expires, the ones with a
+	// deadline, across tenants. Sessions written before have theirs
+	// filled in from their logs (fills).
+	//
+	// sessions_leases and sessions_owners hold the running sessions only
+	// (session.LeaseIndex), by lease expiry (0 when none is held) and by
+	// owner, in the order of its bytes (so that the owners that begin
+	// with a prefix are one range): what recovery looks through, without
+	// the others.
+	{
+		`CREATE TABLE requests (
+			tenant     text   NOT NULL,
+			session_id text   NOT NULL,
+			request_id text   NOT NULL,
+			seq        bigint NOT NULL,
+			agent      text   NOT NULL,
+			kind       text   NOT NULL,
+			asked      bigint NOT NULL,
+			expires    bigint,
+			data       text   NOT NULL,
+			PRIMARY KEY (tenant, session_id, request_id)
+		)`,
+		`CREATE INDEX requests_asked ON requests (tenant, asked, session_id, seq)`,
+		`CREATE INDEX requests_expires ON requests (expires, tenant, session_id, seq) WHERE expires IS NOT NULL`,
+		`CREATE INDEX sessions_leases ON sessions (lease_expires, tenant, id) WHERE status = 'running'`,
+		`CREATE INDEX sessions_owners ON sessions ((lease_owner COLLATE "C"), tenant, id) WHERE status = 'running' AND lease_owner IS NOT NULL`,
+	},
 }
 
 // migrate brings the schema up to date under an advisory lock.
@@ -150,6 +184,11 @@ func (st *Store) migrate(ctx context.Context) error {
 					return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
 				}
 			}
+			if fill := fills[v+1]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
+					return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+				}
+			}
 		}
 		_, err := tx.Exec(ctx, `UPDATE schema_version SET version = $1 WHERE id = 1`, len(migrations))
 		return err
@@ -180,6 +219,10 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	if err != nil {
 		return fmt.Errorf("postgres: commit to session %q: %w", c.SessionID, err)
 	}
+	asked, resolved, err := reqindex.Changes(c.Events)
+	if err != nil {
+		return fmt.Errorf("postgres: commit to session %q: %w", c.SessionID, err)
+	}
 	now := c.Time
 	if now.IsZero() {
 		now = time.Now()
@@ -191,9 +234,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		snapSeq, snapData = c.Snapshot.Seq, []byte(c.Snapshot.Data)
 	}
 	// One statement, so one round trip and atomic on its own: the events,
-	// the snapshot and the notification happen only if the session row
-	// was updated, which is the seq and fence check (and, for a commit
-	// with answers, that every input it answers is pending).
+	// the snapshot, the requests and the notification happen only if the
+	// session row was updated, which is the seq and fence check (and, for
+	// a commit with answers, that every input it answers is pending).
 	w := &pendingCommit{tenant: tenant, id: c.SessionID, sql: commitSQL, args: []any{
 		string(c.Status), c.Turn, string(usage), last, now.UnixMicro(), tenant, c.SessionID, c.ExpectSeq,
 		c.Fence, st.now().UnixMicro(),
@@ -202,8 +245,14 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		snapSeq, snapData, c.Snapshot != nil,
 		c.Release && c.Fence != 0,
 	}}
-	if len(c.Answers) > 0 {
+	requests := len(asked) > 0 || len(resolved) > 0
+	switch {
+	case len(c.Answers) > 0 && requests:
+		w.sql, w.args = commitAnswersRequestsSQL, append(append(w.args, c.Answers, c.RunID), requestArgs(asked, resolved)...)
+	case len(c.Answers) > 0:
 		w.sql, w.args = commitAnswersSQL, append(w.args, c.Answers, c.RunID)
+	case requests:
+		w.sql, w.args = commitRequestsSQL, append(w.args, requestArgs(asked, resolved)...)
 	}
 	err = st.commits.Do(ctx, w)
 	if err == nil && w.updated == 0 {
@@ -219,7 +268,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 }
 
 // pendingCommit is a commit waiting in the group commit: its statement
-// (commitSQL or commitAnswersSQL) and arguments, and how many session
+// (commitSQL, or a variant of it) and arguments, and how many session
 // rows it updated once written.
 type pendingCommit struct {
 	tenant, id string
@@ -292,9 +341,21 @@ func (st *Store) flushCommits(ops []*group.Op[*pendingCommit]) {
 // commitSQL is a commit: the session row's update (which checks the seq
 // and the fence), and only if it matched, the events, the snapshot and the
 // notification. It returns how many rows were updated and notified.
-const commitSQL = `WITH u AS (` + updateSession + `
-	RETURNING 1
-), ` + commitWrites
+const commitSQL = commitUpdate + commitWrites
+
+// commitUpdate is commitSQL's update u, which returns the session's agent
+// (the agent of the requests whose events name none).
+const commitUpdate = `WITH u AS (` + updateSession + `
+	RETURNING agent
+), `
+
+// commitRequestsSQL is commitSQL for a commit whose events ask or answer
+// requests for people ($22 to $29, see requestWrites), and
+// commitAnswersRequestsSQL commitAnswersSQL for one ($24 to $31).
+var (
+	commitRequestsSQL        = commitUpdate + requestWrites(22) + commitWrites
+	commitAnswersRequestsSQL = commitAnswersUpdate + requestWrites(24) + commitWrites
+)
 
 // commitAnswersSQL is commitSQL for a commit with answers ($22, the ids,
 // and $23, the run): the inputs are locked first, in the order of their
@@ -304,15 +365,19 @@ const commitSQL = `WITH u AS (` + updateSession + `
 // row is updated only if they all are, and they are marked answered only
 // if it was. A commit earlier in the same batch that answered one of them
 // has made it answered for this one.
-const commitAnswersSQL = `WITH a AS (
+const commitAnswersSQL = commitAnswersUpdate + commitWrites
+
+// commitAnswersUpdate is commitAnswersSQL's updates: the inputs', then
+// the session's u, which returns its agent.
+const commitAnswersUpdate = `WITH a AS (
 	SELECT id FROM inbox WHERE tenant = $6 AND id = ANY($22::text[]) AND state = 'pending' ORDER BY id FOR UPDATE
 ), u AS (` + updateSession + `
 	AND (SELECT count(*) FROM a) = cardinality($22::text[])
-	RETURNING 1
+	RETURNING agent
 ), ans AS (
 	UPDATE inbox SET state = 'answered', run_id = $23
 	WHERE tenant = $6 AND id IN (SELECT id FROM a) AND EXISTS (SELECT 1 FROM u)
-), ` + commitWrites
+), `
 
 // updateSession is a commit's update of the session row, whose WHERE is
 // the seq and fence check; commitSQL and commitAnswersSQL end it.

@@ -3,8 +3,9 @@
 // replicas sharing sessions. It has every capability of the embedded
 // stores — leases with fencing (session.Leaser), following
 // (session.Follower, with LISTEN/NOTIFY across processes), control
-// requests (session.Controller), the inbox (session.Inbox) — and passes
-// the storetest suite.
+// requests (session.Controller), the inbox (session.Inbox), the indexes of
+// pending requests and of expired leases (session.RequestIndex,
+// session.LeaseIndex) — and passes the storetest suite.
 //
 //	st, err := postgres.Open(ctx, "postgres://agentrt@db/agentrt")
 //	if err != nil {
@@ -428,8 +429,8 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	return out, nil
 }
 
-// DeleteSession removes a session, its events and its snapshot, in one
-// transaction.
+// DeleteSession removes a session, its events, its snapshot and its
+// pending requests, in one transaction.
 func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	tenant := session.TenantOf(ctx)
 	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
@@ -444,6 +445,9 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM snapshots WHERE tenant = $1 AND session_id = $2`, tenant, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM requests WHERE tenant = $1 AND session_id = $2`, tenant, id); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, tenant+"\n"+id)

@@ -27,7 +27,9 @@ import (
 // WHERE is the checks, then insert their rows. A commit with Answers
 // first finds every input it names pending (else it is refused, having
 // written nothing), then marks them answered once the session's row is
-// updated. All statements are prepared by Open.
+// updated. The requests its events ask and answer go to the requests
+// table (session.RequestIndex) once its events are written. All
+// statements are prepared by Open.
 func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	last := c.ExpectSeq + int64(len(c.Events))
 	if err := c.Check(); err != nil {
@@ -43,6 +45,10 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
 	usage, err := json.Marshal(c.Usage)
+	if err != nil {
+		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
+	}
+	requests, err := changesOf(c)
 	if err != nil {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
@@ -79,6 +85,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 					return fmt.Errorf("events %d to %d: %w", r.last-int64(r.n)+1, r.last, err)
 				}
 				if err := st.saveSnapshot(tx, tenant, c); err != nil {
+					return err
+				}
+				if err := requests.write(tx, tenant, c.SessionID); err != nil {
 					return err
 				}
 				if c.Fence != 0 {
@@ -128,6 +137,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			}
 		}
 		if err := st.insertEventRows(tx, tenant, c.SessionID, rows, usage, now); err != nil {
+			return err
+		}
+		if err := requests.write(tx, tenant, c.SessionID); err != nil {
 			return err
 		}
 		return st.saveSnapshot(tx, tenant, c)
@@ -440,7 +452,7 @@ func (st *Store) Events(ctx context.Context, id string, after int64) iter.Seq2[*
 
 // readPage appends to page the events after seq after of the first
 // pageSize rows of session id with keys in (from, hi), and returns how
-// many rows it read. A row's events are its lines, seqs last-n+1 to last.
+// many rows it read.
 func (st *Store) readPage(ctx context.Context, id string, from, hi, after int64, page []*session.Event) ([]*session.Event, int, error) {
 	rows, err := st.eventsPage.QueryContext(ctx, from, hi, pageSize)
 	if err != nil {
@@ -458,32 +470,42 @@ func (st *Store) readPage(ctx context.Context, id string, from, hi, after int64,
 			return nil, 0, fmt.Errorf("sqlite: events of %q: %w", id, err)
 		}
 		read++
-		last := key & maxSeq
-		seq := last - n + 1
-		for line := range bytes.SplitSeq(raw, []byte("\n")) {
-			if seq > last {
-				return nil, 0, fmt.Errorf("sqlite: session %q events %d to %d: corrupt row: more than %d lines", id, last-n+1, last, n)
-			}
-			if seq > after {
-				ev := new(session.Event)
-				if err := json.Unmarshal(line, ev); err != nil {
-					return nil, 0, fmt.Errorf("sqlite: session %q event %d: undecodable row: %w", id, seq, err)
-				}
-				if ev.Seq != seq {
-					return nil, 0, fmt.Errorf("sqlite: session %q event %d: corrupt row: it holds seq %d", id, seq, ev.Seq)
-				}
-				page = append(page, ev)
-			}
-			seq++
-		}
-		if seq != last+1 {
-			return nil, 0, fmt.Errorf("sqlite: session %q events %d to %d: corrupt row: %d lines", id, last-n+1, last, seq-(last-n+1))
+		if page, err = appendRow(page, id, key, n, raw, after); err != nil {
+			return nil, 0, err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("sqlite: events of %q: %w", id, err)
 	}
 	return page, read, nil
+}
+
+// appendRow appends to page the events after seq after of a row of
+// session id's events: its lines, seqs last-n+1 to last, where last is
+// key's seq.
+func appendRow(page []*session.Event, id string, key, n int64, raw []byte, after int64) ([]*session.Event, error) {
+	last := key & maxSeq
+	seq := last - n + 1
+	for line := range bytes.SplitSeq(raw, []byte("\n")) {
+		if seq > last {
+			return nil, fmt.Errorf("sqlite: session %q events %d to %d: corrupt row: more than %d lines", id, last-n+1, last, n)
+		}
+		if seq > after {
+			ev := new(session.Event)
+			if err := json.Unmarshal(line, ev); err != nil {
+				return nil, fmt.Errorf("sqlite: session %q event %d: undecodable row: %w", id, seq, err)
+			}
+			if ev.Seq != seq {
+				return nil, fmt.Errorf("sqlite: session %q event %d: corrupt row: it holds seq %d", id, seq, ev.Seq)
+			}
+			page = append(page, ev)
+		}
+		seq++
+	}
+	if seq != last+1 {
+		return nil, fmt.Errorf("sqlite: session %q events %d to %d: corrupt row: %d lines", id, last-n+1, last, seq-(last-n+1))
+	}
+	return page, nil
 }
 
 // RequestControl keeps c for the owner of l. See session.Controller.

@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/reqindex"
 )
 
 // migrations[v] takes the schema from version v to version v+1, so
@@ -214,6 +217,118 @@ var migrations = [][]string{
 		`CREATE INDEX inbox_source ON inbox (tenant, source, seq)`,
 		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq) WHERE state = 'pending'`,
 	},
+	// Version 8: the indexes of recovery and of a person's inbox. requests
+	// holds the pending requests for people (session.RequestIndex): a row
+	// per request, written by the commits of its input_required and
+	// input_resolved events; data is the event's payload as JSON, asked
+	// the event's time, expires when it gets its default decision (NULL:
+	// never), rounded up to the microsecond. requests_asked lists a
+	// tenant's, oldest first; requests_expires, the ones with a deadline,
+	// across tenants. Sessions written before have theirs filled in from
+	// their logs (fills).
+	//
+	// sessions_leases and sessions_owners hold the running sessions only
+	// (session.LeaseIndex), by lease expiry (0 when none is held) and by
+	// owner: what recovery looks through, without the others.
+	{
+		`CREATE TABLE requests (
+			tenant     TEXT    NOT NULL,
+			session_id TEXT    NOT NULL,
+			request_id TEXT    NOT NULL,
+			seq        INTEGER NOT NULL,
+			agent      TEXT    NOT NULL,
+			kind       TEXT    NOT NULL,
+			asked      INTEGER NOT NULL,
+			expires    INTEGER,
+			data       TEXT    NOT NULL,
+			UNIQUE (tenant, session_id, request_id)
+		)`,
+		`CREATE INDEX requests_asked ON requests (tenant, asked, session_id, seq)`,
+		`CREATE INDEX requests_expires ON requests (expires, tenant, session_id, seq) WHERE expires IS NOT NULL`,
+		`CREATE INDEX sessions_leases ON sessions (lease_expires, tenant, id) WHERE status = 'running'`,
+		`CREATE INDEX sessions_owners ON sessions (lease_owner, tenant, id) WHERE status = 'running' AND lease_owner IS NOT NULL`,
+	},
+}
+
+// fills[v] fills in, after migrations[v-1], what version v keeps that the
+// versions before did not, from the rows they left: work in Go, in the
+// migration's transaction. A fill reads the schema of version v, never a
+// later one.
+var fills = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	8: fillRequests,
+}
+
+// fillRequests fills the requests of version 8 from the logs of the
+// sessions a run goes on in (running, waiting): only those have pending
+// requests (a run that ends otherwise answers or withdraws its own).
+func fillRequests(ctx context.Context, tx *sql.Tx) error {
+	type sess struct {
+		tenant, id string
+		log        int64
+	}
+	var all []sess
+	rows, err := tx.QueryContext(ctx, `SELECT tenant, id, log FROM sessions WHERE status IN ('running', 'waiting') AND log IS NOT NULL`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var s sess
+		if err := rows.Scan(&s.tenant, &s.id, &s.log); err != nil {
+			rows.Close()
+			return err
+		}
+		all = append(all, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, s := range all {
+		evs, err := requestEvents(ctx, tx, s.id, s.log)
+		if err != nil {
+			return err
+		}
+		pending, err := reqindex.Pending(evs)
+		if err != nil {
+			return fmt.Errorf("session %q: %w", s.id, err)
+		}
+		for _, r := range pending {
+			if _, err := tx.ExecContext(ctx, upsertRequest, requestArgs(s.tenant, s.id, r)...); err != nil {
+				return fmt.Errorf("session %q: request %q: %w", s.id, r.RequestID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// requestEvents reads the input_required and input_resolved events of
+// the log numbered log, of session id, in order.
+func requestEvents(ctx context.Context, tx *sql.Tx, id string, log int64) ([]*session.Event, error) {
+	lo, hi := keyRange(log)
+	rows, err := tx.QueryContext(ctx, `SELECT key, n, json FROM events WHERE key > ? AND key < ? ORDER BY key`, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out, row []*session.Event
+	for rows.Next() {
+		var (
+			key, n int64
+			raw    []byte
+		)
+		if err := rows.Scan(&key, &n, &raw); err != nil {
+			return nil, err
+		}
+		if row, err = appendRow(row[:0], id, key, n, raw, 0); err != nil {
+			return nil, err
+		}
+		for _, ev := range row {
+			if ev.Type == session.TypeInputRequired || ev.Type == session.TypeInputResolved {
+				out = append(out, ev)
+			}
+		}
+	}
+	return out, rows.Err()
 }
 
 // migrate brings the schema up to date in one write transaction, so that
@@ -257,6 +372,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		for v := version; v < len(migrations); v++ {
 			for _, stmt := range migrations[v] {
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+				}
+			}
+			if fill := fills[v+1]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
 					return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
 				}
 			}

@@ -748,8 +748,8 @@ func scanSessionToken(row interface{ Scan(...any) error }) (*session.Session, in
 	return &s, leaseToken, nil
 }
 
-// DeleteSession removes a session, its events and its snapshot, in one
-// transaction.
+// DeleteSession removes a session, its events, its snapshot and its
+// pending requests, in one transaction.
 func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
@@ -767,6 +767,9 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 			if _, err := tx.exec(sDeleteEvents, lo, hi); err != nil {
 				return err
 			}
+		}
+		if _, err := tx.exec(sDeleteSessionRequests, tenant, id); err != nil {
+			return err
 		}
 		_, err = tx.exec(sDeleteSnapshot, tenant, id)
 		return err

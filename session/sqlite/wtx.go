@@ -41,6 +41,9 @@ const (
 	sRefuseInputs
 	sUnanswerable
 	sAnswerInputs
+	sUpsertRequest
+	sDeleteRequests
+	sDeleteSessionRequests
 	numStmts
 )
 
@@ -112,6 +115,10 @@ var writeSQL = [numStmts]string{
 	sUnanswerable: `SELECT j.value, coalesce(i.state, '') FROM json_each(?) j
 		LEFT JOIN inbox i ON i.tenant = ? AND i.id = j.value
 		WHERE i.state IS NOT 'pending' LIMIT 1`,
+	sUpsertRequest: upsertRequest,
+	// The requests of a session that ids, a JSON array, name.
+	sDeleteRequests:        `DELETE FROM requests WHERE tenant = ? AND session_id = ? AND request_id IN (SELECT value FROM json_each(?))`,
+	sDeleteSessionRequests: `DELETE FROM requests WHERE tenant = ? AND session_id = ?`,
 }
 
 // A wtx is the writer's transaction: the driver's connection, which the

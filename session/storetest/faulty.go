@@ -15,8 +15,9 @@ var ErrInjected = errors.New("storetest: injected store failure")
 
 // Faults says which calls of a store made by Faulty fail. Calls are
 // counted by class from 1: commits (Commit), reads (GetSession,
-// ListSessions, LoadSnapshot, Events, Follow, and the inbox's
-// PendingSources, Pending and Inputs), lease calls (Acquire, Renew,
+// ListSessions, LoadSnapshot, Events, Follow, the inbox's
+// PendingSources, Pending and Inputs, and the indexes' PendingRequests,
+// ExpiredRequests, ExpiredLeases, LeaseOwners and LeasedTo), lease calls (Acquire, Renew,
 // Release) and inbox writes (Submit, Refuse). A class fails at its Nth
 // call, and at every later one too when told so. The methods are safe for
 // concurrent use, so a test can arm a fault while a run is in progress.
@@ -106,17 +107,77 @@ func (f *Faults) hit(c class) error {
 
 // Faulty wraps s so that its calls fail as f says. The store it returns
 // has the optional capabilities (session.Leaser, session.Follower,
-// session.Inbox) that s has, and no others. A failing call does nothing
-// and returns an error wrapping ErrInjected; Events and Follow yield it as
-// their only value.
+// session.Inbox, and session.RequestIndex with session.LeaseIndex) that
+// s has, and no others; the two indexes go together, kept when s has
+// both (every store of this module does). A failing call does nothing
+// and returns an error wrapping ErrInjected; Events and Follow yield it
+// as their only value.
 func Faulty(s session.Store, f *Faults) session.Store {
 	fs := faultyStore{s: s, f: f}
 	l, isLeaser := s.(session.Leaser)
 	fo, isFollower := s.(session.Follower)
 	b, isInbox := s.(session.Inbox)
+	ri, hasRequests := s.(session.RequestIndex)
+	li, hasLeases := s.(session.LeaseIndex)
 	fl, ff, fb := faultyLeaser{l, f}, faultyFollower{fo, f}, faultyInbox{b, f}
+	fi := faultyIndex{ri, li, f}
 	// Each combination of capabilities is a type of its own: a type
 	// assertion must find exactly those of s.
+	if hasRequests && hasLeases {
+		switch {
+		case isLeaser && isFollower && isInbox:
+			return struct {
+				faultyStore
+				faultyLeaser
+				faultyFollower
+				faultyInbox
+				faultyIndex
+			}{fs, fl, ff, fb, fi}
+		case isLeaser && isFollower:
+			return struct {
+				faultyStore
+				faultyLeaser
+				faultyFollower
+				faultyIndex
+			}{fs, fl, ff, fi}
+		case isLeaser && isInbox:
+			return struct {
+				faultyStore
+				faultyLeaser
+				faultyInbox
+				faultyIndex
+			}{fs, fl, fb, fi}
+		case isFollower && isInbox:
+			return struct {
+				faultyStore
+				faultyFollower
+				faultyInbox
+				faultyIndex
+			}{fs, ff, fb, fi}
+		case isLeaser:
+			return struct {
+				faultyStore
+				faultyLeaser
+				faultyIndex
+			}{fs, fl, fi}
+		case isFollower:
+			return struct {
+				faultyStore
+				faultyFollower
+				faultyIndex
+			}{fs, ff, fi}
+		case isInbox:
+			return struct {
+				faultyStore
+				faultyInbox
+				faultyIndex
+			}{fs, fb, fi}
+		}
+		return struct {
+			faultyStore
+			faultyIndex
+		}{fs, fi}
+	}
 	switch {
 	case isLeaser && isFollower && isInbox:
 		return struct {
@@ -302,4 +363,53 @@ func (fb faultyInbox) Refuse(ctx context.Context, ids []string, reason string) e
 		return err
 	}
 	return fb.b.Refuse(ctx, ids, reason)
+}
+
+// faultyIndex is the two indexes of a store, whose queries are reads.
+type faultyIndex struct {
+	ri session.RequestIndex
+	li session.LeaseIndex
+	f  *Faults
+}
+
+func (fi faultyIndex) PendingRequests(ctx context.Context, opt session.RequestListOptions) ([]session.PendingRequest, error) {
+	if err := fi.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fi.ri.PendingRequests(ctx, opt)
+}
+
+func (fi faultyIndex) ExpiredRequests(ctx context.Context, now time.Time, after *session.PendingRequest, limit int) ([]session.PendingRequest, error) {
+	if err := fi.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fi.ri.ExpiredRequests(ctx, now, after, limit)
+}
+
+func (fi faultyIndex) CountRequests(ctx context.Context) (int64, error) {
+	if err := fi.f.hit(reads); err != nil {
+		return 0, err
+	}
+	return fi.ri.CountRequests(ctx)
+}
+
+func (fi faultyIndex) ExpiredLeases(ctx context.Context, after *session.Session, limit int) ([]*session.Session, error) {
+	if err := fi.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fi.li.ExpiredLeases(ctx, after, limit)
+}
+
+func (fi faultyIndex) LeaseOwners(ctx context.Context, ownerPrefix string) ([]string, error) {
+	if err := fi.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fi.li.LeaseOwners(ctx, ownerPrefix)
+}
+
+func (fi faultyIndex) LeasedTo(ctx context.Context, owner string, after *session.Session, limit int) ([]*session.Session, error) {
+	if err := fi.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fi.li.LeasedTo(ctx, owner, after, limit)
 }

@@ -46,8 +46,9 @@
 //
 // The optional capabilities have sections of their own, run when the
 // store implements them: session.Leaser (leases and fencing, with the
-// clock under the suite's control), session.Follower, session.Controller
-// and session.Inbox (with Commit.Answers).
+// clock under the suite's control), session.Follower, session.Controller,
+// session.Inbox (with Commit.Answers), session.RequestIndex (kept by
+// Commit) and session.LeaseIndex.
 package storetest
 
 import (
@@ -126,6 +127,8 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Follower", func(t *testing.T) { runFollower(t, newStore) })
 	t.Run("Controller", func(t *testing.T) { runController(t, newStore) })
 	t.Run("Inbox", func(t *testing.T) { runInbox(t, newStore) })
+	t.Run("RequestIndex", func(t *testing.T) { runRequests(t, newStore) })
+	t.Run("LeaseIndex", func(t *testing.T) { runLeaseIndex(t, newStore) })
 }
 
 // base is the suite's reference time: whole milliseconds, UTC.
