@@ -493,10 +493,19 @@ func TestWSLiveTokens(t *testing.T) {
 	}
 }
 
+// countGauge is a server.Gauge that counts.
+type countGauge struct{ atomic.Int64 }
+
+func (g *countGauge) Inc() { g.Add(1) }
+func (g *countGauge) Dec() { g.Add(-1) }
+
 // One connection follows two sessions at once, each event frame naming
-// its subscription; the connection counts as one client.
+// its subscription; the connection counts as one client, one open "ws"
+// stream.
 func TestWSTwoSessions(t *testing.T) {
-	e := newWSEnv(t, server.Config{}, wsTextAgent("a", scripted.Reply{Text: "hi"}, scripted.Reply{Text: "hi"}))
+	streams := map[string]*countGauge{"ws": {}, "sse": {}}
+	e := newWSEnv(t, server.Config{Streams: func(kind string) server.Gauge { return streams[kind] }},
+		wsTextAgent("a", scripted.Reply{Text: "hi"}, scripted.Reply{Text: "hi"}))
 	e.session(t, "", "a", "s1")
 	e.session(t, "", "a", "s2")
 	cl := e.dial(t, "")
@@ -506,6 +515,9 @@ func TestWSTwoSessions(t *testing.T) {
 	cl.await(t, "two")
 	if n := e.srv.Clients(); n != 1 {
 		t.Errorf("Clients() = %d with one connection of two subscriptions, want 1", n)
+	}
+	if ws, sse := streams["ws"].Load(), streams["sse"].Load(); ws != 1 || sse != 0 {
+		t.Errorf("open streams: ws %d, sse %d; want one ws", ws, sse)
 	}
 	cl.send(t, wsMsg{"type": "input", "session": "s1", "text": "a"})
 	cl.send(t, wsMsg{"type": "input", "session": "s2", "text": "b"})
