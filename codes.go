@@ -105,6 +105,7 @@ const (
 	// Server: requests the HTTP server refuses before they reach a
 	// session (package server, agentrt serve).
 	CodeUnauthorized     = "unauthorized"       // no API key, or one the server does not know
+	CodeOriginNotAllowed = "origin_not_allowed" // a browser page of an origin the server does not allow
 	CodeMalformedRequest = "malformed_request"  // the request's JSON or parameters are malformed
 	CodeBodyTooLarge     = "body_too_large"     // the request's body is over the server's limit
 	CodeTooManyRequests  = "too_many_requests"  // the API key is over its rate limit
@@ -227,6 +228,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeModuleFailed, FailInternal, "a module of the turn failed, panicked or timed out; the turn's inputs are set aside, refused with the reason", http.StatusInternalServerError),
 		in(CodeTurnStopped, FailInput, "a module stopped the turn (the reason says why); its inputs are refused with it", http.StatusUnprocessableEntity),
 		in(CodeUnauthorized, FailInput, "the request has no API key (Authorization: Bearer), or one the server does not know; without keys configured, the server answers only loopback clients", http.StatusUnauthorized),
+		in(CodeOriginNotAllowed, FailInput, "the request comes from a web page whose origin is neither the server's own nor one of server.cors_origins", http.StatusForbidden),
 		in(CodeMalformedRequest, FailInput, "the request's JSON is malformed, has unknown fields or is nested too deep, or a parameter is unusable (the message says which)", http.StatusBadRequest),
 		in(CodeBodyTooLarge, FailInput, "the request's body is larger than server.max_body_bytes", http.StatusRequestEntityTooLarge),
 		in(CodeTooManyRequests, FailState, "the API key made more requests than its rate allows; Retry-After says when to try again", http.StatusTooManyRequests),

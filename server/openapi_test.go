@@ -612,6 +612,16 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 	})
 
+	t.Run("websocket", func(t *testing.T) {
+		// Not a handshake; a handshake from another site's page; then the
+		// upgrade itself (its frames are docs/http-api.md's, tested in
+		// ws_test.go).
+		c.send(t, call{method: "GET", path: "/v1/ws"}, 400, "malformed_request")
+		c.send(t, call{method: "GET", path: "/v1/ws", header: map[string]string{"Connection": "Upgrade", "Upgrade": "websocket",
+			"Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": "https://elsewhere.example"}}, 403, "origin_not_allowed")
+		c.upgrade(t, "/v1/ws")
+	})
+
 	t.Run("shutdown", func(t *testing.T) {
 		last := e.lastSeq(t, "chat")
 		s := c.stream(t, call{method: "GET", path: "/v1/sessions/chat/events", header: map[string]string{"Last-Event-ID": strconv.FormatInt(last-1, 10)}})

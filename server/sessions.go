@@ -35,6 +35,7 @@ func (s *Server) routes() []Route {
 		{Method: "POST", Pattern: "/v1/sessions/{id}/resume", h: s.resume},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/fork", h: s.fork},
 		{Method: "GET", Pattern: "/v1/requests", h: s.listRequests},
+		{Method: "GET", Pattern: "/v1/ws", Stream: true, h: s.serveWS},
 	}
 }
 

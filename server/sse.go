@@ -59,7 +59,13 @@ func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[
 		g.Inc()
 		defer g.Dec()
 	}
+	return s.copyEvents(ctx, open, after, sink, done)
+}
 
+// copyEvents is pump without counting the stream as a client: a
+// WebSocket connection counts once, however many subscriptions it
+// carries.
+func (s *Server) copyEvents(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := make(chan item, s.cfg.ClientBuffer)
