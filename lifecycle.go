@@ -571,6 +571,9 @@ func (x *Exec) interrupt(ctx context.Context, reason string) {
 // returns only once the handle says how the run ended.
 func (r *Runner) finish(x *Exec) {
 	r.observeEnd(x)
+	// The run's result is read from its state before the state goes to
+	// the cache, where the session's next run may take it at once.
+	x.handle.settle(x)
 	if len(x.pending) == 0 && !x.dirty {
 		// Everything this run applied is in the store: keep the state for
 		// the session's next run.
@@ -580,7 +583,7 @@ func (r *Runner) finish(x *Exec) {
 	r.hub.release(x.topic)
 	r.reg.unclaim(x.key)
 	if h := x.handle; h != nil {
-		h.finish(x)
+		h.finish()
 		h.cancel(nil)
 	}
 	r.putExec(x)

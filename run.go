@@ -340,14 +340,15 @@ func (h *Run) giveUp(err error) {
 	h.mu.Unlock()
 }
 
-// finish records the run's outcome, as the store holds it, and wakes Wait
-// and the run's streams.
-func (h *Run) finish(x *Exec) {
+// settle records the run's outcome, as the store holds it, from x's
+// state, which the caller still owns (before it goes to the cache).
+func (h *Run) settle(x *Exec) {
 	if h == nil {
 		return
 	}
 	st := x.st
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.res = Result{SessionID: st.SessionID, RunID: st.RunID, Status: x.stored, Reason: x.storedReason, Usage: st.RunUsage}
 	if x.stored == session.StatusDone {
 		h.res.Text = st.Final
@@ -368,6 +369,15 @@ func (h *Run) finish(x *Exec) {
 			h.err = &Error{Kind: FailStore, Code: CodeEndNotStored, Msg: "the run stopped without storing how it ended", Err: why}
 		}
 	}
+}
+
+// finish ends h, whose result settle recorded: it wakes Wait and the
+// run's streams.
+func (h *Run) finish() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
 	h.finished = true
 	if h.done != nil {
 		close(h.done)

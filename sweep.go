@@ -159,6 +159,9 @@ type Sweeper struct {
 	// Report, when set, is told of each sweep that fails (the store
 	// failed, say); the sweeper goes on, and the next sweep tries again.
 	Report func(error)
+	// Resumed, when set, is told of each run a sweep resumed (it goes on
+	// in the background).
+	Resumed func(*Run)
 	// Rand, when set, draws the jitter: a number in [0, 1). It defaults
 	// to math/rand/v2's Float64.
 	Rand func() float64
@@ -199,7 +202,13 @@ func (s *Sweeper) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if _, err := sweep(ctx); err != nil {
+		runs, err := sweep(ctx)
+		if s.Resumed != nil {
+			for _, h := range runs {
+				s.Resumed(h)
+			}
+		}
+		if err != nil {
 			var e *Error
 			switch {
 			case ctx.Err() != nil:

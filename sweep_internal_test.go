@@ -76,14 +76,19 @@ func TestSweepReports(t *testing.T) {
 		failed := errors.New("the store is down")
 		var reported []error
 		sweeps := 0
-		s := &Sweeper{Every: time.Minute, Rand: func() float64 { return 0.5 }, Report: func(err error) { reported = append(reported, err) }}
+		var resumed []*Run
+		s := &Sweeper{Every: time.Minute, Rand: func() float64 { return 0.5 }, Report: func(err error) { reported = append(reported, err) },
+			Resumed: func(h *Run) { resumed = append(resumed, h) }}
+		h1, h2 := &Run{sessionID: "a"}, &Run{sessionID: "b"}
 		s.sweep = func(context.Context) ([]*Run, error) {
 			sweeps++
 			switch sweeps {
-			case 1, 2:
+			case 1:
 				return nil, failed
+			case 2:
+				return []*Run{h1}, failed // some resumed, then the store failed
 			case 3:
-				return nil, nil
+				return []*Run{h2}, nil
 			}
 			return nil, &Error{Kind: FailConfig, Code: CodeNoLeases}
 		}
@@ -93,6 +98,9 @@ func TestSweepReports(t *testing.T) {
 		}
 		if len(reported) != 2 || !errors.Is(reported[0], failed) || !errors.Is(reported[1], failed) {
 			t.Errorf("reported %v, want the two failures", reported)
+		}
+		if len(resumed) != 2 || resumed[0] != h1 || resumed[1] != h2 {
+			t.Errorf("told of %d resumed runs, want the two the sweeps resumed", len(resumed))
 		}
 	})
 }

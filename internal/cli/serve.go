@@ -227,7 +227,10 @@ func sweep(ctx context.Context, a *app.App, log *slog.Logger) {
 	if every <= 0 {
 		every = agentrt.DefaultLeaseTTL
 	}
-	sw := &agentrt.Sweeper{Runner: a.Runner, Every: every, Report: func(err error) { log.Warn("recovery sweep", "error", err) }}
+	sw := &agentrt.Sweeper{Runner: a.Runner, Every: every, Report: func(err error) { log.Warn("recovery sweep", "error", err) },
+		Resumed: func(h *agentrt.Run) {
+			log.Info("resumed a run whose process stopped", "session", h.SessionID(), "tenant", h.Tenant(), "run", h.ID())
+		}}
 	if err := sw.Run(ctx); err != nil {
 		log.Warn("recovery sweeps stopped", "error", err)
 	}
