@@ -74,10 +74,10 @@ type relay struct {
 	sending chan struct{}
 
 	mu         sync.Mutex
-	starting   chan struct{}   // guarded by mu: closed when the start attempt ends; nil before it
-	stop       func()          // guarded by mu: ends the subscription; nil if none
-	closed     bool            // guarded by mu
-	learnUntil time.Time       // guarded by mu
+	starting   chan struct{}     // guarded by mu: closed when the start attempt ends; nil before it
+	stop       func()            // guarded by mu: ends the subscription; nil if none
+	closed     bool              // guarded by mu
+	learnUntil time.Time         // guarded by mu
 	queue      []session.Relayed // guarded by mu: waiting to be published
 	queued     []*topic          // guarded by mu: queue[i]'s topic, nil for a notice
 	spareQ     []session.Relayed // guarded by mu: the other buffer

@@ -472,11 +472,12 @@ type Follower interface {
 // delivers its own messages to its own subscribers.
 //
 // Delivery is best effort, like the live events themselves: a message
-// may be lost (a connection that broke, a subscriber too slow), never
-// reordered among those one Publish call sends, and never made up.
+// may be lost (a connection that broke, a subscriber too slow) but is
+// never made up, and a session's live events come in the order they
+// were published (the messages of different sessions may not).
 // Publish and Subscribe may be called concurrently.
 type Relay interface {
-	// Publish sends msgs, in order, to the subscribers of every other
+	// Publish sends msgs to the subscribers of every other
 	// process sharing the store, in as few round trips as the transport
 	// allows (one for the Postgres store). It does not keep msgs. A
 	// message the transport cannot carry (too large, and not a token whose
@@ -484,7 +485,7 @@ type Relay interface {
 	// are sent; any other error means none may have been sent.
 	Publish(ctx context.Context, msgs []Relayed) error
 	// Subscribe has deliver called with the messages other processes
-	// publish, in the order each published them, until stop is called or
+	// publish, until stop is called or
 	// the store is closed. It returns once the subscription is in place
 	// (or could not be, for now: the store keeps trying, see
 	// RelayListening), or with ctx's error if ctx ends first. Calls of

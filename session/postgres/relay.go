@@ -13,7 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentrt/agentrt/session"
@@ -193,12 +193,17 @@ func (h *relayHub) notified(payload string) {
 // errTooLarge is why a message was left out: it fits in no payload.
 var errTooLarge = errors.New("a message too large for a NOTIFY payload was left out")
 
-// encode makes the payloads that carry msgs, in order. A token too large
-// for one payload is cut in pieces at character boundaries (a watcher
-// shows them one after the other, which reads the same); any other
-// message too large is left out, and the error says so.
+// encode makes the payloads that carry msgs: the notices first, then
+// the live events of each run together, in the order they came (a
+// watcher needs its session's in order, and the events of one run share
+// an envelope: a token then costs some 30 bytes instead of a hundred). A
+// token too large for one payload is cut in pieces at character
+// boundaries (a watcher shows them one after the other, which reads the
+// same); any other message too large is left out, and the error says so.
 func (h *relayHub) encode(msgs []session.Relayed) (payloads []string, err error) {
 	en := relayEncoder{hub: h}
+	var order []groupKey
+	runs := make(map[groupKey][]int)
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Kind {
@@ -207,9 +212,11 @@ func (h *relayHub) encode(msgs []session.Relayed) (payloads []string, err error)
 				err = errors.Join(err, fmt.Errorf("message %d: a live message without an event", i))
 				continue
 			}
-			if e := en.live(m); e != nil {
-				err = errors.Join(err, fmt.Errorf("message %d (%s of session %q): %w", i, m.Event.Type, m.SessionID, e))
+			k := keyOf(m)
+			if _, ok := runs[k]; !ok {
+				order = append(order, k)
 			}
+			runs[k] = append(runs[k], i)
 		case session.RelayWatching:
 			if !en.add(appendNotice(nil, m)) {
 				err = errors.Join(err, fmt.Errorf("message %d (watching session %q): %w", i, m.SessionID, errTooLarge))
@@ -220,8 +227,20 @@ func (h *relayHub) encode(msgs []session.Relayed) (payloads []string, err error)
 			err = errors.Join(err, fmt.Errorf("message %d: kind %d cannot be published", i, m.Kind))
 		}
 	}
+	for _, k := range order {
+		for _, i := range runs[k] {
+			m := &msgs[i]
+			if e := en.live(m); e != nil {
+				err = errors.Join(err, fmt.Errorf("message %d (%s of session %q): %w", i, m.Event.Type, m.SessionID, e))
+			}
+		}
+	}
 	en.finish()
 	return en.out, err
+}
+
+func keyOf(m *session.Relayed) groupKey {
+	return groupKey{tenant: m.Tenant, session: m.SessionID, run: m.Event.RunID, agent: m.Event.Agent, turn: m.Event.Turn}
 }
 
 // relayEncoder writes messages into payloads of at most maxPayload bytes.
@@ -318,12 +337,13 @@ func (en *relayEncoder) live(m *session.Relayed) error {
 	}
 	rest := tok.Text
 	for rest != "" {
+		en.finish()
+		en.start()
 		cut := en.cutFitting(m, rest)
 		if cut == 0 {
 			return errTooLarge // the envelope alone is too large
 		}
 		piece := &session.Token{Text: rest[:cut], Pulse: tok.Pulse}
-		en.finish()
 		if !en.tryLive(m, piece) {
 			return errTooLarge // cutFitting said it fits alone
 		}
@@ -340,9 +360,8 @@ func (en *relayEncoder) tryLive(m *session.Relayed, tok *session.Token) bool {
 		en.start()
 	}
 	mark := en.cur
-	e := m.Event
-	k := groupKey{tenant: m.Tenant, session: m.SessionID, run: e.RunID, agent: e.Agent, turn: e.Turn}
-	at := e.Time.UnixMicro()
+	k := keyOf(m)
+	at := m.Event.Time.UnixMicro()
 	if !en.cur.in || en.cur.group != k {
 		if en.cur.in {
 			en.buf = append(en.buf, "]}"...)
@@ -369,11 +388,11 @@ func (en *relayEncoder) tryLive(m *session.Relayed, tok *session.Token) bool {
 }
 
 // cutFitting returns the length of the longest start of text (at a
-// character boundary) that fits, as m's token, alone in a payload.
+// character boundary) that fits, as m's token, alone in the payload just
+// started.
 func (en *relayEncoder) cutFitting(m *session.Relayed, text string) int {
-	k := groupKey{tenant: m.Tenant, session: m.SessionID, run: m.Event.RunID, agent: m.Event.Agent, turn: m.Event.Turn}
-	// A payload's start with the longest count there can be.
-	fixed := len(en.hub.prefix) + len(`,"n":`) + 20 + len(`,"m":[`) + len(appendGroup(nil, k, 0)) + 20 + closers
+	k := keyOf(m)
+	fixed := len(en.buf) + len(appendGroup(nil, k, m.Event.Time.UnixMicro())) + closers
 	fits := func(n int) bool {
 		b, ok := appendLive(nil, m, &session.Token{Text: text[:n], Pulse: m.Event.Data.(*session.Token).Pulse}, 0)
 		return ok && fixed+len(b) <= maxPayload
