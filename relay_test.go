@@ -2,11 +2,15 @@ package agentrt_test
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -19,18 +23,24 @@ import (
 )
 
 // echoModel streams back the words of the last user message, one chunk
-// each, at once: the run commits the model call's end right after its
-// last token.
-type echoModel struct{}
+// each. While hold is set, it then waits for a value on release before
+// it ends its reply: a test lets it go once a watcher elsewhere has shown
+// the tokens, rather than race the relay with the commit that follows.
+type echoModel struct {
+	hold    atomic.Bool
+	release chan struct{}
+}
 
-func (echoModel) Name() string { return "echo" }
+func newEchoModel() *echoModel { return &echoModel{release: make(chan struct{}, 8)} }
 
-func (echoModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+func (*echoModel) Name() string { return "echo" }
+
+func (m *echoModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
 		var text string
-		for _, m := range slices.Backward(req.Messages) {
-			if m.Role == model.RoleUser && len(m.Parts) > 0 {
-				text = m.Parts[0].Text
+		for _, msg := range slices.Backward(req.Messages) {
+			if msg.Role == model.RoleUser && len(msg.Parts) > 0 {
+				text = msg.Parts[0].Text
 				break
 			}
 		}
@@ -39,8 +49,78 @@ func (echoModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 				return
 			}
 		}
+		if m.hold.Load() {
+			select {
+			case <-m.release:
+			case <-time.After(holdGuard):
+				yield(model.Chunk{}, errors.New("no watcher let the reply end: the relay did not bring it the tokens"))
+				return
+			case <-ctx.Done():
+				yield(model.Chunk{}, ctx.Err())
+				return
+			}
+		}
 		yield(model.Chunk{FinishReason: model.FinishStop}, nil)
 	}
+}
+
+// holdGuard is how long a held reply waits before it fails the test
+// rather than hang it.
+const holdGuard = 30 * time.Second
+
+// stagedModel plays its replies in order: each streams its chunks, then
+// waits for a value on release before its last chunk if it holds.
+type stagedModel struct {
+	mu      sync.Mutex
+	replies []stagedReply // guarded by mu
+	release chan struct{}
+}
+
+type stagedReply struct {
+	chunks []model.Chunk // the last ends the reply
+	hold   bool
+}
+
+func (*stagedModel) Name() string { return "staged" }
+
+func (m *stagedModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) {
+		m.mu.Lock()
+		if len(m.replies) == 0 {
+			m.mu.Unlock()
+			yield(model.Chunk{}, errors.New("staged: no reply left"))
+			return
+		}
+		r := m.replies[0]
+		m.replies = m.replies[1:]
+		m.mu.Unlock()
+		last := len(r.chunks) - 1
+		for _, c := range r.chunks[:last] {
+			if !yield(c, nil) {
+				return
+			}
+		}
+		if r.hold {
+			select {
+			case <-m.release:
+			case <-time.After(holdGuard):
+				yield(model.Chunk{}, errors.New("no watcher let the reply end: the relay did not bring it the tokens"))
+				return
+			case <-ctx.Done():
+				yield(model.Chunk{}, ctx.Err())
+				return
+			}
+		}
+		yield(r.chunks[last], nil)
+	}
+}
+
+func textChunks(parts ...string) []model.Chunk {
+	var out []model.Chunk
+	for _, p := range parts {
+		out = append(out, model.Chunk{Text: p})
+	}
+	return out
 }
 
 // process is a runner on a store of its own: another process, as far as
@@ -78,12 +158,13 @@ func shown(e *session.Event) string {
 // watchTurn watches session id (in ctx's tenant) on r from seq 0, and
 // returns a channel closed once the watcher has shown the log up to seq
 // from (it is subscribed then), and one that gets what it shows after
-// from, up to the next run_finished.
-func watchTurn(t *testing.T, ctx context.Context, r *agentrt.Runner, id string, from int64) (<-chan struct{}, <-chan []string) {
+// from, up to the next run_finished. live, if not nil, is called with
+// the number of live events shown so far after from, at each.
+func watchTurn(t *testing.T, ctx context.Context, r *agentrt.Runner, id string, from int64, live func(n int)) (<-chan struct{}, <-chan []string) {
 	ready, seen := make(chan struct{}), make(chan []string, 1)
 	go func() {
 		var evs []string
-		pos := int64(0)
+		pos, n := int64(0), 0
 		for e, err := range r.Watch(ctx, id, 0) {
 			if err != nil {
 				t.Error(err)
@@ -99,6 +180,10 @@ func watchTurn(t *testing.T, ctx context.Context, r *agentrt.Runner, id string, 
 				continue
 			}
 			evs = append(evs, shown(e))
+			if e.Seq == 0 && live != nil {
+				n++
+				live(n)
+			}
 			if e.Type == session.TypeRunFinished {
 				break
 			}
@@ -125,14 +210,30 @@ func runTurn(t *testing.T, ctx context.Context, r *agentrt.Runner, id, text stri
 // Two processes on one Postgres: a watcher in B sees the tokens of A's
 // run, each where A's caller sees it — after the committed event it
 // follows, before the next — through a turn with a tool call (tokens,
-// tool-call deltas, a second model call).
+// tool-call deltas, a second model call). Each model call holds its
+// reply's end until B has shown its live events: what is tested is
+// where they land, not who wins between B's read of the commit that
+// follows them and the relay (TestRelayPublishesWatchedSessions tests
+// that A publishes them before that commit).
 func TestRelayTokensAcrossProcesses(t *testing.T) {
 	dsn, _ := pgtest.Schema(t)
-	m := scripted.New("m",
-		scripted.Reply{Text: "warming up", Chunks: 2},
-		scripted.Reply{Text: "let me compute", ToolCalls: []scripted.Call{scripted.ToolCall("calculator", `{"expression":"2*3"}`)}, Chunks: 3},
-		scripted.Reply{Text: "the answer is six", Chunks: 4},
-	)
+	call := func(id, name string, args ...string) []model.Chunk {
+		var out []model.Chunk
+		for i, a := range args {
+			d := model.ToolCallDelta{Index: 0, Arguments: a}
+			if i == 0 {
+				d.ID, d.Name = id, name
+			}
+			out = append(out, model.Chunk{ToolCalls: []model.ToolCallDelta{d}})
+		}
+		return out
+	}
+	m := &stagedModel{release: make(chan struct{}, 2), replies: []stagedReply{
+		{chunks: append(textChunks("warming ", "up"), model.Chunk{FinishReason: model.FinishStop})},
+		{chunks: append(append(textChunks("let ", "me co", "mpute"), call("c1", "calculator", `{"expr`, `ession"`, `:"2*3"}`)...),
+			model.Chunk{FinishReason: model.FinishToolCalls}), hold: true},
+		{chunks: append(textChunks("the ", "answer ", "is ", "six"), model.Chunk{FinishReason: model.FinishStop}), hold: true},
+	}}
 	a := process(t, dsn, "process-a", agentrt.Config{}, calcAgent(m, registry(t)))
 	b := process(t, dsn, "process-b", agentrt.Config{}, calcAgent(scripted.New("unused"), nil))
 	ctx := t.Context()
@@ -141,7 +242,11 @@ func TestRelayTokensAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	warm := runTurn(t, ctx, a, s.ID, "warm up")
-	ready, seen := watchTurn(t, ctx, b, s.ID, int64(len(warm)-2)) // the warm turn's events, less its two tokens
+	ready, seen := watchTurn(t, ctx, b, s.ID, int64(len(warm)-2), func(n int) { // the warm turn's events, less its two tokens
+		if n == 6 || n == 10 { // the first call's 3 tokens and 3 deltas; the second's 4 tokens
+			m.release <- struct{}{}
+		}
+	})
 	<-ready
 	want := runTurn(t, ctx, a, s.ID, "2*3?")
 	got := <-seen
@@ -157,8 +262,9 @@ func TestRelayTokensAcrossProcesses(t *testing.T) {
 // is another session, and its watchers never see them.
 func TestRelayKeepsTenantsApart(t *testing.T) {
 	dsn, _ := pgtest.Schema(t)
-	a := process(t, dsn, "process-a", agentrt.Config{}, &agentrt.Agent{Name: "echo", Model: echoModel{}})
-	b := process(t, dsn, "process-b", agentrt.Config{}, &agentrt.Agent{Name: "echo", Model: echoModel{}})
+	m := newEchoModel()
+	a := process(t, dsn, "process-a", agentrt.Config{}, &agentrt.Agent{Name: "echo", Model: m})
+	b := process(t, dsn, "process-b", agentrt.Config{}, &agentrt.Agent{Name: "echo", Model: newEchoModel()})
 	acme, beta := session.WithTenant(t.Context(), "acme"), session.WithTenant(t.Context(), "beta")
 	for _, ctx := range []context.Context{acme, beta} {
 		if _, err := a.CreateSession(ctx, "echo", "shared-id", nil); err != nil {
@@ -166,17 +272,23 @@ func TestRelayKeepsTenantsApart(t *testing.T) {
 		}
 		runTurn(t, ctx, a, "shared-id", "first") // 6 events
 	}
-	readyA, seenAcme := watchTurn(t, acme, b, "shared-id", 6)
-	readyB, seenBeta := watchTurn(t, beta, b, "shared-id", 6)
+	release := func(n int) {
+		if n == 3 { // each turn streams three words: let it end
+			m.release <- struct{}{}
+		}
+	}
+	readyA, seenAcme := watchTurn(t, acme, b, "shared-id", 6, release)
+	readyB, seenBeta := watchTurn(t, beta, b, "shared-id", 6, release)
 	<-readyA
 	<-readyB
+	m.hold.Store(true)
 	wantBeta := runTurn(t, beta, a, "shared-id", "beta words only")
 	wantAcme := runTurn(t, acme, a, "shared-id", "acme words only")
 	if diff := cmp.Diff(wantBeta, <-seenBeta); diff != "" {
 		t.Errorf("beta's watcher (-beta's caller +watcher):\n%s", diff)
 	}
-	// acme's watcher saw beta's run go first: had its tokens leaked, they
-	// would be there.
+	// acme's watcher was there while beta's run streamed: had its tokens
+	// leaked, they would be among what it showed.
 	if diff := cmp.Diff(wantAcme, <-seenAcme); diff != "" {
 		t.Errorf("acme's watcher (-acme's caller +watcher):\n%s", diff)
 	}
@@ -191,14 +303,14 @@ func TestRelayOffShowsCommitsOnly(t *testing.T) {
 	}{{"off where the run is", true, false}, {"off where the watcher is", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dsn, _ := pgtest.Schema(t)
-			a := process(t, dsn, "process-a", agentrt.Config{NoRelay: tc.aOff}, &agentrt.Agent{Name: "echo", Model: echoModel{}})
-			b := process(t, dsn, "process-b", agentrt.Config{NoRelay: tc.bOff}, &agentrt.Agent{Name: "echo", Model: echoModel{}})
+			a := process(t, dsn, "process-a", agentrt.Config{NoRelay: tc.aOff}, &agentrt.Agent{Name: "echo", Model: newEchoModel()})
+			b := process(t, dsn, "process-b", agentrt.Config{NoRelay: tc.bOff}, &agentrt.Agent{Name: "echo", Model: newEchoModel()})
 			ctx := t.Context()
 			if _, err := a.CreateSession(ctx, "echo", "s1", nil); err != nil {
 				t.Fatal(err)
 			}
 			runTurn(t, ctx, a, "s1", "first")
-			ready, seen := watchTurn(t, ctx, b, "s1", 6)
+			ready, seen := watchTurn(t, ctx, b, "s1", 6, nil)
 			<-ready
 			ran := runTurn(t, ctx, a, "s1", "some words here")
 			committed := slices.DeleteFunc(slices.Clone(ran), func(s string) bool { return strings.HasPrefix(s, "token ") })
