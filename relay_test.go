@@ -323,3 +323,77 @@ func TestRelayOffShowsCommitsOnly(t *testing.T) {
 		})
 	}
 }
+
+// gatedRelay is a Postgres store whose subscriptions are handed the live
+// events of other processes late: once armed, not before a Sync call —
+// as when the relay's notification is handled after the log was read.
+type gatedRelay struct {
+	*postgres.Store
+	mu    sync.Mutex
+	armed bool          // guarded by mu
+	open  chan struct{} // closed by the first Sync once armed
+	once  sync.Once
+}
+
+func (s *gatedRelay) arm() {
+	s.mu.Lock()
+	s.armed = true
+	s.mu.Unlock()
+}
+
+func (s *gatedRelay) release() { s.once.Do(func() { close(s.open) }) }
+
+func (s *gatedRelay) Subscribe(ctx context.Context, deliver func([]session.Relayed)) (func(), error) {
+	return s.Store.Subscribe(ctx, func(msgs []session.Relayed) {
+		s.mu.Lock()
+		armed := s.armed
+		s.mu.Unlock()
+		if armed && slices.ContainsFunc(msgs, func(m session.Relayed) bool { return m.Kind == session.RelayLive }) {
+			<-s.open
+		}
+		deliver(msgs)
+	})
+}
+
+func (s *gatedRelay) Sync(ctx context.Context) error {
+	s.mu.Lock()
+	if s.armed {
+		s.release()
+	}
+	s.mu.Unlock()
+	return s.Store.Sync(ctx)
+}
+
+// A watcher that reads from the log the commit ending a model call of a
+// run elsewhere before the relay has handed it the call's tokens waits
+// for them (Relay.Sync), and shows them first.
+func TestRelayWatcherWaitsForTheRelay(t *testing.T) {
+	dsn, _ := pgtest.Schema(t)
+	a := process(t, dsn, "process-a", agentrt.Config{}, &agentrt.Agent{Name: "echo", Model: newEchoModel()})
+	st, err := postgres.Open(t.Context(), dsn, postgres.WithPollInterval(20*time.Millisecond)) // its listener is held up: it polls
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := &gatedRelay{Store: st, open: make(chan struct{})}
+	t.Cleanup(func() {
+		gated.release() // the listener goes on, and the store can close
+		st.Close()
+	})
+	b, err := agentrt.NewRunner(agentrt.Config{Store: gated, Owner: "process-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	ctx := t.Context()
+	if _, err := a.CreateSession(ctx, "echo", "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	runTurn(t, ctx, a, "s1", "first")
+	ready, seen := watchTurn(t, ctx, b, "s1", 6, nil)
+	<-ready
+	gated.arm()
+	want := runTurn(t, ctx, a, "s1", "late but in place")
+	if diff := cmp.Diff(want, <-seen); diff != "" {
+		t.Errorf("B's watcher (-A's caller +B's watcher):\n%s", diff)
+	}
+}

@@ -49,7 +49,7 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 			return
 		}
 
-		w := &watcher{r: r, id: sessionID, last: max(after, 0), yield: yield}
+		w := &watcher{r: r, id: sessionID, key: t.key, last: max(after, 0), yield: yield}
 		wctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		defer func() {
@@ -103,6 +103,9 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 					}
 					return
 				}
+				if w.open && f.ev.Seq == w.last+1 && !w.syncRelay(ctx, sub) {
+					return
+				}
 				if !w.take(ctx, f.ev, 0) {
 					return
 				}
@@ -131,9 +134,44 @@ type followed struct {
 type watcher struct {
 	r     *Runner
 	id    string
+	key   skey
 	last  int64 // the seq of the last event yielded
+	open  bool  // it is a model_started: the model call streams
 	yield func(*session.Event, error) bool
 	held  []hubMsg // tokens that came before the event they follow
+}
+
+// relaySyncWait bounds how long a watcher waits for the relay before it
+// shows the commit that ends a model call.
+const relaySyncWait = time.Second
+
+// syncRelay is called before the watcher shows the commit that ends a
+// model call (its next event after model_started) read from the log.
+// When the run is in another process, the relay may not have delivered
+// yet the call's last tokens, though they were published before that
+// commit (see topic.settle): the log can be read sooner. It waits until
+// the relay has delivered everything published so far (Relay.Sync), and
+// takes what is in the watcher's inbox, before the commit. Best effort:
+// waiting fails, and the commit goes first, if it takes longer than
+// relaySyncWait.
+func (w *watcher) syncRelay(ctx context.Context, sub *subscriber) bool {
+	rl := w.r.hub.relay
+	if rl == nil || w.r.reg.run(w.key) != nil {
+		return true // no relay, or the run is here: its tokens came first
+	}
+	sctx, cancel := context.WithTimeout(ctx, relaySyncWait)
+	_ = rl.rl.Sync(sctx)
+	cancel()
+	for {
+		select {
+		case m := <-sub.ch:
+			if !w.take(ctx, m.ev, m.pos) {
+				return false
+			}
+		default:
+			return ctx.Err() == nil
+		}
+	}
 }
 
 // maxHeld is the most tokens a watcher keeps waiting for their place.
@@ -165,7 +203,7 @@ func (w *watcher) yieldCommitted(e *session.Event) bool {
 	if !w.yield(e, nil) {
 		return false
 	}
-	w.last = e.Seq
+	w.last, w.open = e.Seq, e.Type == session.TypeModelStarted
 	if len(w.held) > 0 {
 		// Tokens that follow this event; older ones are stale.
 		keep := w.held[:0]

@@ -493,6 +493,13 @@ type Relay interface {
 	// must return quickly, must not keep the slice and must not call stop.
 	// Once stop returns, deliver is not called any more.
 	Subscribe(ctx context.Context, deliver func(msgs []Relayed)) (stop func(), err error)
+	// Sync returns once this process's subscribers have been handed
+	// every message published, by any process, before Sync was called —
+	// at once if the store is not listening. A watcher that has read a
+	// commit from the log calls it to be sure the live events published
+	// before that commit have reached it: the log can be read sooner
+	// than they are delivered. It returns ctx's error if ctx ends first.
+	Sync(ctx context.Context) error
 }
 
 // RelayKind says what a Relayed message is.

@@ -57,12 +57,20 @@ var _ session.Relay = (*Store)(nil)
 // the subscribers its listening connection delivers to.
 type relayHub struct {
 	channel string // set by Open
-	prefix  string // how this store's payloads begin
-	sent    atomic.Int64
+	prefix  string       // how this store's payloads begin
+	sent    atomic.Int64 // payloads made: each is numbered
 
 	mu        sync.Mutex
 	subs      []*relaySub // guarded by mu
 	listening bool        // guarded by mu: the listening connection LISTENs
+	// Syncs: a barrier is a payload of this store's that its listening
+	// connection waits to hear; the messages published before it have
+	// been delivered then. next gathers the Sync calls for a barrier not
+	// sent yet; barriers holds those sent and not yet heard, by payload
+	// number. Guarded by mu.
+	next     chan struct{}
+	sending  bool
+	barriers map[int64]chan struct{}
 }
 
 type relaySub struct{ deliver func([]session.Relayed) }
@@ -151,12 +159,88 @@ func (st *Store) Subscribe(ctx context.Context, deliver func([]session.Relayed))
 	}, nil
 }
 
+// Sync sends a barrier through the relay's channel and waits until the
+// listening connection hears it: NOTIFY delivers in the order of the
+// commits, so every message published before has been delivered then.
+// The Sync calls that come while a barrier is being sent share the next.
+// See session.Relay.
+func (st *Store) Sync(ctx context.Context) error {
+	h := &st.relay
+	h.mu.Lock()
+	if !h.listening {
+		h.mu.Unlock()
+		return nil
+	}
+	if h.next == nil {
+		h.next = make(chan struct{})
+	}
+	heard := h.next
+	send := !h.sending
+	h.sending = true
+	h.mu.Unlock()
+	if send {
+		st.sendBarriers()
+	}
+	select {
+	case <-heard:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sendBarriers sends a barrier for the Sync calls gathered, until none
+// is waiting for one.
+func (st *Store) sendBarriers() {
+	h := &st.relay
+	for {
+		h.mu.Lock()
+		heard := h.next
+		h.next = nil
+		if heard == nil {
+			h.sending = false
+			h.mu.Unlock()
+			return
+		}
+		n := h.sent.Add(1)
+		if h.barriers == nil {
+			h.barriers = make(map[int64]chan struct{})
+		}
+		h.barriers[n] = heard
+		h.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+		payload := h.prefix + `,"n":` + strconv.FormatInt(n, 10) + `,"sync":1}`
+		_, err := st.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, h.channel, payload)
+		cancel()
+		if err != nil {
+			// Not sent: let the callers go on (best effort).
+			h.mu.Lock()
+			if c, ok := h.barriers[n]; ok {
+				delete(h.barriers, n)
+				close(c)
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+// syncTimeout bounds the sending of a barrier.
+const syncTimeout = 5 * time.Second
+
 // setListening records whether the listening connection LISTENs; when it
 // starts to, the subscribers learn that they may have missed messages.
+// When it stops, the barriers not heard yet never will be: their Sync
+// calls return.
 func (h *relayHub) setListening(on bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.listening = on
+	if !on {
+		for n, c := range h.barriers {
+			delete(h.barriers, n)
+			close(c)
+		}
+	}
 	if on {
 		msgs := []session.Relayed{{Kind: session.RelayListening}}
 		for _, s := range h.subs {
@@ -170,8 +254,20 @@ func (h *relayHub) setListening(on bool) {
 // decode are skipped: the relay is best effort, and a sender that wrote
 // a bad payload is not this process's to fail.
 func (h *relayHub) notified(payload string) {
-	if strings.HasPrefix(payload, h.prefix) {
-		return // our own
+	if rest, ok := strings.CutPrefix(payload, h.prefix); ok {
+		// Our own: skipped, but for a barrier, which says that all
+		// before it was delivered.
+		if num, ok := strings.CutSuffix(strings.TrimPrefix(rest, `,"n":`), `,"sync":1}`); ok {
+			if n, err := strconv.ParseInt(num, 10, 64); err == nil {
+				h.mu.Lock()
+				if c, ok := h.barriers[n]; ok {
+					delete(h.barriers, n)
+					close(c)
+				}
+				h.mu.Unlock()
+			}
+		}
+		return
 	}
 	h.mu.Lock()
 	none := len(h.subs) == 0
