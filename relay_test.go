@@ -375,15 +375,15 @@ func TestRelayWatcherWaitsForTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	gated := &gatedRelay{Store: st, open: make(chan struct{})}
-	t.Cleanup(func() {
-		gated.release() // the listener goes on, and the store can close
-		st.Close()
-	})
 	b, err := agentrt.NewRunner(agentrt.Config{Store: gated, Owner: "process-b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close(context.Background()) })
+	t.Cleanup(func() {
+		gated.release() // the listener goes on: the runner and the store can close
+		b.Close(context.Background())
+		st.Close()
+	})
 	ctx := t.Context()
 	if _, err := a.CreateSession(ctx, "echo", "s1", nil); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,4 +254,44 @@ func TestRelayRefuses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "message 0: kind 3 cannot be published") {
 		t.Errorf("Publish(listening): %v", err)
 	}
+}
+
+// Sync returns once what was published before it has been delivered;
+// at once on a store that does not listen yet.
+func TestRelaySync(t *testing.T) {
+	a, dsn := open(t)
+	b, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Sync(t.Context()); err != nil {
+		t.Fatalf("Sync before listening: %v", err)
+	}
+	in, _ := subscribe(t, b)
+	in.next(t) // listening
+	for i := range 20 {
+		publish(t, a, token("default", "s1", int64(i), fmt.Sprint("token ", i)))
+		if err := b.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-in:
+			if m.After != int64(i) {
+				t.Fatalf("got %+v, want token %d", m, i)
+			}
+		default:
+			t.Fatalf("Sync returned before token %d, published before it, was delivered", i)
+		}
+	}
+	// Sync calls together share barriers, and all return.
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if err := b.Sync(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }
