@@ -56,7 +56,7 @@ var _ session.Relay = (*Store)(nil)
 // relayHub is a Store's side of the relay: its channel and origin, and
 // the subscribers its listening connection delivers to.
 type relayHub struct {
-	channel string // set by Open
+	channel string       // set by Open
 	prefix  string       // how this store's payloads begin
 	sent    atomic.Int64 // payloads made: each is numbered
 
