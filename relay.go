@@ -339,7 +339,7 @@ func (r *relay) deliver(msgs []session.Relayed) {
 		}
 	}
 	var watched []skey
-	if hello {
+	if hello || listening {
 		watched = h.watchedLocked()
 	}
 	remote := len(h.remote) > 0
@@ -352,6 +352,9 @@ func (r *relay) deliver(msgs []session.Relayed) {
 	if listening {
 		// Whatever was said while this process was not listening is
 		// lost: ask again, and relay everything until the answers come.
+		// And say again what this process watches: it may have said so
+		// before another process listened, whose hello came before this
+		// one listened, so that neither heard the other.
 		r.learning.Store(true)
 		r.learnUntil = now.Add(r.learn)
 		r.notice(session.Relayed{Kind: session.RelayHello})

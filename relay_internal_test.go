@@ -55,9 +55,11 @@ func newBus() *bus {
 }
 
 // busStore is one process's store: the shared memstore and the bus.
+// Subscribe waits for gate, if not nil.
 type busStore struct {
 	*memstore.Store
-	bus *bus
+	bus  *bus
+	gate chan struct{}
 }
 
 func (s *busStore) Publish(ctx context.Context, msgs []session.Relayed) error {
@@ -87,6 +89,9 @@ func (s *busStore) Publish(ctx context.Context, msgs []session.Relayed) error {
 }
 
 func (s *busStore) Subscribe(ctx context.Context, deliver func([]session.Relayed)) (func(), error) {
+	if s.gate != nil {
+		<-s.gate
+	}
 	b := s.bus
 	d := &deliver
 	b.mu.Lock()
@@ -172,8 +177,8 @@ func describe(e *session.Event) string {
 func TestRelayPublishesWatchedSessions(t *testing.T) {
 	clk := storetest.NewClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
 	mem, bus := memstore.New(), newBus()
-	a := relayRunner(t, &busStore{mem, bus}, clk, Config{})
-	b := relayRunner(t, &busStore{mem, bus}, clk, Config{})
+	a := relayRunner(t, &busStore{Store: mem, bus: bus}, clk, Config{})
+	b := relayRunner(t, &busStore{Store: mem, bus: bus}, clk, Config{})
 	ra := a.hub.relay
 	ctx := t.Context()
 	if _, err := a.CreateSession(ctx, "a", "s1", nil); err != nil {
@@ -275,7 +280,7 @@ func TestRelayPublishesWatchedSessions(t *testing.T) {
 func TestRelayHelloIsAnswered(t *testing.T) {
 	clk := storetest.NewClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
 	mem, bus := memstore.New(), newBus()
-	b := relayRunner(t, &busStore{mem, bus}, clk, Config{})
+	b := relayRunner(t, &busStore{Store: mem, bus: bus}, clk, Config{})
 	ctx := t.Context()
 	if _, err := b.CreateSession(ctx, "a", "s1", nil); err != nil {
 		t.Fatal(err)
@@ -291,7 +296,7 @@ func TestRelayHelloIsAnswered(t *testing.T) {
 	<-watching
 	bus.await(t, "b's notice", func(m session.Relayed) bool { return m.Kind == session.RelayWatching })
 	// A new process: its hello gets b's answer.
-	a := relayRunner(t, &busStore{mem, bus}, clk, Config{})
+	a := relayRunner(t, &busStore{Store: mem, bus: bus}, clk, Config{})
 	a.hub.relay.await(ctx)
 	bus.await(t, "b's answer", func(m session.Relayed) bool { return m.Kind == session.RelayWatching })
 	a.hub.mu.Lock()
@@ -306,7 +311,7 @@ func TestRelayHelloIsAnswered(t *testing.T) {
 func TestRelayOff(t *testing.T) {
 	clk := storetest.NewClock(time.Now())
 	mem, bus := memstore.New(), newBus()
-	a := relayRunner(t, &busStore{mem, bus}, clk, Config{NoRelay: true})
+	a := relayRunner(t, &busStore{Store: mem, bus: bus}, clk, Config{NoRelay: true})
 	if a.hub.relay != nil {
 		t.Fatal("NoRelay: the runner has a relay")
 	}
@@ -318,5 +323,40 @@ func TestRelayOff(t *testing.T) {
 	defer bus.mu.Unlock()
 	if len(bus.subs) != 0 || slices.ContainsFunc(bus.log, func(l string) bool { return strings.HasPrefix(l, "publish") }) {
 		t.Errorf("subscribers %v, log %v", bus.subs, bus.log)
+	}
+}
+
+// Two processes that start listening at about the same time: B said it
+// watches s1 before A listened, and A said hello before B listened, so
+// neither heard the other. B, once listening, says again what it
+// watches.
+func TestRelayNoticesCrossTheStart(t *testing.T) {
+	clk := storetest.NewClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
+	mem, bus := memstore.New(), newBus()
+	gate := make(chan struct{})
+	a := relayRunner(t, &busStore{Store: mem, bus: bus}, clk, Config{})
+	b := relayRunner(t, &busStore{Store: mem, bus: bus, gate: gate}, clk, Config{})
+	ctx := t.Context()
+	if _, err := a.CreateSession(ctx, "a", "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for range b.Watch(wctx, "s1", 0) {
+		}
+	}()
+	// B's notice goes while nobody listens; then A listens and says
+	// hello, which B, not listening yet, does not hear.
+	bus.await(t, "b's notice", func(m session.Relayed) bool { return m.Kind == session.RelayWatching })
+	a.hub.relay.await(ctx)
+	bus.await(t, "a's hello", func(m session.Relayed) bool { return m.Kind == session.RelayHello })
+	close(gate) // B listens
+	bus.await(t, "b's hello", func(m session.Relayed) bool { return m.Kind == session.RelayHello })
+	a.hub.mu.Lock()
+	_, known := a.hub.remote[skey{session.DefaultTenant, "s1"}]
+	a.hub.mu.Unlock()
+	if !known {
+		t.Error("a does not know that b watches s1")
 	}
 }
