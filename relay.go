@@ -27,8 +27,11 @@ import (
 // every run's live events for relayLearn, until the answers are in.
 //
 // A token is published before the commit that ends its model call (see
-// topic.settle): the store delivers the two in that order, so a watcher
-// elsewhere sees the token before the commit, as one here does.
+// topic.settle), and the store delivers them in the order of their
+// commits; a watcher elsewhere, which reads that commit from the log,
+// first waits for its relay to deliver what was published before it
+// (see watcher.syncRelay). So it shows the token before the commit, as a
+// watcher here does.
 
 const (
 	// relayWindow is how long a live event may wait for others to be
@@ -63,7 +66,7 @@ type relay struct {
 	hub *hub
 	now func() time.Time // the wall clock; tests set their own
 
-	// Timings: the constants above; tests shorten them.
+	// Timings: the constants above, kept in fields for tests.
 	window, refresh, ttl, learn time.Duration
 
 	// learning: this process does not know yet who watches what, and

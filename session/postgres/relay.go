@@ -36,7 +36,9 @@ import (
 // is {"p":AFTER,"d":MICROS_AFTER_b,"x":TEXT} for a token ("z":1 for a
 // pulse), or {"p":…,"d":…,"y":TYPE,"j":DATA} for any other live event.
 // A token a few dozen bytes long costs some 30 bytes of envelope: a
-// payload carries a couple of hundred of them.
+// payload carries a couple of hundred of them. A barrier (Sync) is
+// {"v":1,"o":ORIGIN,"n":N,"sync":1}: the store that sent it waits to
+// hear it; the others skip it as they skip any payload they cannot use.
 
 // relayChannelBase names the relay's channel; the schema's name follows
 // it (see relayChannelFor).
