@@ -474,24 +474,24 @@ type Follower interface {
 // Delivery is best effort, like the live events themselves: a message
 // may be lost (a connection that broke, a subscriber too slow) but is
 // never made up, and a session's live events come in the order they
-// were published (the messages of different sessions may not).
-// Publish and Subscribe may be called concurrently.
+// were published (the messages of different sessions may not). All
+// methods may be called concurrently.
 type Relay interface {
-	// Publish sends msgs to the subscribers of every other
-	// process sharing the store, in as few round trips as the transport
-	// allows (one for the Postgres store). It does not keep msgs. A
-	// message the transport cannot carry (too large, and not a token whose
-	// text can be cut) is left out, and the error says so after the rest
-	// are sent; any other error means none may have been sent.
+	// Publish sends msgs to the subscribers of every other process
+	// sharing the store, in as few round trips as the transport allows
+	// (one for the Postgres store). It does not keep msgs. A message the
+	// transport cannot carry (too large, and not a token whose text can
+	// be cut) is left out, and the error says so after the rest are
+	// sent; any other error means none may have been sent.
 	Publish(ctx context.Context, msgs []Relayed) error
 	// Subscribe has deliver called with the messages other processes
-	// publish, until stop is called or
-	// the store is closed. It returns once the subscription is in place
-	// (or could not be, for now: the store keeps trying, see
-	// RelayListening), or with ctx's error if ctx ends first. Calls of
-	// deliver come one at a time, from the store's own goroutine; deliver
-	// must return quickly, must not keep the slice and must not call stop.
-	// Once stop returns, deliver is not called any more.
+	// publish, until stop is called or the store is closed. It returns
+	// once the subscription is in place (or could not be, for now: the
+	// store keeps trying, see RelayListening), or with ctx's error if
+	// ctx ends first. Calls of deliver come one at a time, from the
+	// store's own goroutine; deliver must return quickly, must not keep
+	// the slice and must not call stop. Once stop returns, deliver is not
+	// called any more.
 	Subscribe(ctx context.Context, deliver func(msgs []Relayed)) (stop func(), err error)
 	// Sync returns once this process's subscribers have been handed
 	// every message published, by any process, before Sync was called —
