@@ -442,6 +442,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	go func() {
 		r.reg.uses.Wait()
 		r.control.close()
+		r.hub.relay.close()
 		close(done)
 	}()
 	select {

@@ -400,6 +400,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 		x.snapshot = session.Snapshot{Seq: x.st.Seq, Data: b}
 		c.Snapshot = &x.snapshot
 	}
+	x.topic.settle() // the tokens relayed to other processes go first
 	err := x.r.store.Commit(ctx, c)
 	if err == nil && c.Snapshot != nil {
 		x.st.SnapshotSeq = c.Snapshot.Seq

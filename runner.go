@@ -20,7 +20,8 @@ type Config struct {
 	// Store keeps sessions and their logs. Required. A store that
 	// implements session.Leaser gives the runner leases (one owner per
 	// session across processes); one that implements session.Follower lets
-	// Watch see commits made by other processes.
+	// Watch see commits made by other processes, and one that implements
+	// session.Relay their live tokens too (see NoRelay).
 	Store session.Store
 	// Agents the runner can run, by name.
 	Agents []*Agent
@@ -74,6 +75,12 @@ type Config struct {
 	// Observer, when not nil, sees the events of every commit and the end
 	// of every run (see Observer): metrics and traces attach here.
 	Observer Observer
+	// NoRelay turns off relaying live events (tokens) through a store
+	// that implements session.Relay (Postgres): this runner then neither
+	// publishes the tokens of its runs to the watchers of other processes
+	// nor shows theirs to its own, whose watchers see only committed
+	// events of runs elsewhere.
+	NoRelay bool
 }
 
 // DefaultSnapshotEvery is the snapshot cadence when Config.SnapshotEvery
@@ -144,6 +151,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	r.reg.active = make(map[skey]*Run)
 	r.leaser, _ = cfg.Store.(session.Leaser)
 	r.follower, _ = cfg.Store.(session.Follower)
+	if rl, ok := cfg.Store.(session.Relay); ok && !cfg.NoRelay {
+		r.hub.relay = newRelay(rl, &r.hub)
+	}
 	if r.leaser != nil {
 		r.control.ctrl, _ = cfg.Store.(session.Controller)
 	}

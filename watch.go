@@ -6,14 +6,17 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentrt/agentrt/session"
 )
 
 // Watch yields a session's events with seq > after, then each new one as
 // it commits, in order and without gaps, plus the live token events of a
-// run of this session in this process, each after the last committed event
-// before it. It ends when ctx ends (without an error) or the consumer
+// run of this session, each after the last committed event before it: a
+// run in this process, or, with a store that relays (session.Relay, the
+// Postgres store) and unless Config.NoRelay, a run in any process sharing
+// the store. It ends when ctx ends (without an error) or the consumer
 // stops; the error, when it yields one, is the store's (an unknown or
 // deleted session is not_found).
 //
@@ -21,8 +24,9 @@ import (
 // session.Follower sees the commits of every process), and a watcher that
 // falls behind reads them from there when it catches up. Live tokens are
 // best effort: a watcher too slow for them loses some, never a committed
-// event. With a store that cannot follow, Watch sees only the commits made
-// by runs of this process.
+// event, and so may one that starts while the run is streaming (a token
+// older than what it has shown is dropped). With a store that cannot
+// follow, Watch sees only the commits made by runs of this process.
 func (r *Runner) Watch(ctx context.Context, sessionID string, after int64) iter.Seq2[*session.Event, error] {
 	return r.watch(ctx, sessionID, after, nil)
 }
@@ -39,11 +43,16 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 		defer r.hub.release(t)
 		sub := t.subscribe()
 		defer t.unsubscribe(sub)
+		if rl := r.hub.relay; rl != nil && !rl.await(ctx) {
+			// Subscribed to other processes' tokens before the first
+			// event, so that none published from then on is missed.
+			return
+		}
 		if subscribed, ok := ctx.Value(subscribedKey{}).(func()); ok {
 			subscribed()
 		}
 
-		w := &watcher{r: r, id: sessionID, last: max(after, 0), yield: yield}
+		w := &watcher{r: r, id: sessionID, key: t.key, last: max(after, 0), yield: yield}
 		wctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		defer func() {
@@ -97,6 +106,9 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 					}
 					return
 				}
+				if w.open && f.ev.Seq == w.last+1 && !w.syncRelay(ctx, sub) {
+					return
+				}
 				if !w.take(ctx, f.ev, 0) {
 					return
 				}
@@ -125,9 +137,44 @@ type followed struct {
 type watcher struct {
 	r     *Runner
 	id    string
+	key   skey
 	last  int64 // the seq of the last event yielded
+	open  bool  // it is a model_started: the model call streams
 	yield func(*session.Event, error) bool
 	held  []hubMsg // tokens that came before the event they follow
+}
+
+// relaySyncWait bounds how long a watcher waits for the relay before it
+// shows the commit that ends a model call.
+const relaySyncWait = time.Second
+
+// syncRelay is called before the watcher shows the commit that ends a
+// model call (its next event after model_started) read from the log.
+// When the run is in another process, the relay may not have delivered
+// yet the call's last tokens, though they were published before that
+// commit (see topic.settle): the log can be read sooner. It waits until
+// the relay has delivered everything published so far (Relay.Sync), and
+// takes what is in the watcher's inbox, before the commit. Best effort:
+// waiting fails, and the commit goes first, if it takes longer than
+// relaySyncWait.
+func (w *watcher) syncRelay(ctx context.Context, sub *subscriber) bool {
+	rl := w.r.hub.relay
+	if rl == nil || w.r.reg.run(w.key) != nil {
+		return true // no relay, or the run is here: its tokens came first
+	}
+	sctx, cancel := context.WithTimeout(ctx, relaySyncWait)
+	_ = rl.rl.Sync(sctx)
+	cancel()
+	for {
+		select {
+		case m := <-sub.ch:
+			if !w.take(ctx, m.ev, m.pos) {
+				return false
+			}
+		default:
+			return ctx.Err() == nil
+		}
+	}
 }
 
 // maxHeld is the most tokens a watcher keeps waiting for their place.
@@ -159,7 +206,7 @@ func (w *watcher) yieldCommitted(e *session.Event) bool {
 	if !w.yield(e, nil) {
 		return false
 	}
-	w.last = e.Seq
+	w.last, w.open = e.Seq, e.Type == session.TypeModelStarted
 	if len(w.held) > 0 {
 		// Tokens that follow this event; older ones are stale.
 		keep := w.held[:0]
@@ -199,20 +246,29 @@ func (w *watcher) catchUp(ctx context.Context) bool {
 }
 
 // hub holds the watchers of this process, by session, and the positions
-// of the tokens published to them.
+// of the tokens published to them. With a relay (relay.go), it also
+// publishes the tokens of runs here to the watchers of other processes,
+// and hands theirs to the watchers here.
 type hub struct {
+	relay *relay // nil: this process's runs and watchers only
+
 	mu     sync.Mutex
 	topics map[skey]*topic // guarded by mu
+	// remote holds, for the sessions that other processes said they
+	// watch, until when that holds (see relay). Guarded by mu.
+	remote map[skey]time.Time
 }
 
 // topic is one session's watchers. A run and each watcher retain it while
 // they use it.
 type topic struct {
-	key   skey
-	refs  int           // guarded by hub.mu
-	subs  []*subscriber // guarded by hub.mu
-	nsubs atomic.Int32  // len(subs), read without the lock
-	hub   *hub
+	key    skey
+	refs   int           // guarded by hub.mu
+	subs   []*subscriber // guarded by hub.mu
+	nsubs  atomic.Int32  // len(subs), read without the lock
+	remote atomic.Bool   // another process watches the session (hub.remote has it)
+	queued atomic.Int32  // the session's live events in the relay's queue
+	hub    *hub
 }
 
 // subscriber is one Watch's inbox. Publishing never blocks: an inbox that
@@ -233,8 +289,12 @@ type hubMsg struct {
 const subscriberBuffer = 512
 
 // retain returns session id's topic, made from spare (zero, and the
-// caller's to give) or new if the session has none.
+// caller's to give) or new if the session has none. The first use
+// starts the relay.
 func (h *hub) retain(k skey, spare *topic) *topic {
+	if h.relay != nil {
+		h.relay.start()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[k]
@@ -244,6 +304,9 @@ func (h *hub) retain(k skey, spare *topic) *topic {
 			t = new(topic)
 		}
 		t.key, t.hub = k, h
+		if until, ok := h.remote[k]; ok && h.relay.now().Before(until) {
+			t.remote.Store(true)
+		}
 		h.topics[k] = t
 	}
 	t.refs++
@@ -266,6 +329,9 @@ func (t *topic) subscribe() *subscriber {
 	t.hub.mu.Lock()
 	t.subs = append(t.subs, s)
 	t.nsubs.Store(int32(len(t.subs)))
+	if len(t.subs) == 1 && t.hub.relay != nil {
+		t.hub.relay.watching(t.key)
+	}
 	t.hub.mu.Unlock()
 	return s
 }
@@ -282,21 +348,27 @@ func (t *topic) unsubscribe(s *subscriber) {
 	t.hub.mu.Unlock()
 }
 
-// watched reports whether anyone in this process watches the session.
-func (t *topic) watched() bool { return t != nil && t.nsubs.Load() > 0 }
+// watched reports whether anyone may watch the session: in this process,
+// or in another through the relay.
+func (t *topic) watched() bool { return t != nil && (t.nsubs.Load() > 0 || t.relayed()) }
 
 // publish hands a token, which follows the committed event pos, to the
-// watchers.
+// watchers, here and through the relay.
 func (t *topic) publish(e *session.Event, pos int64) {
-	if !t.watched() {
+	if t == nil {
 		return
 	}
-	t.send(hubMsg{ev: e, pos: pos})
+	if t.nsubs.Load() > 0 {
+		t.send(hubMsg{ev: e, pos: pos})
+	}
+	if t.relayed() {
+		t.hub.relay.enqueue(t, e, pos)
+	}
 }
 
 // publishCommitted hands committed events to the watchers.
 func (t *topic) publishCommitted(evs []*session.Event) {
-	if !t.watched() {
+	if t == nil || t.nsubs.Load() == 0 {
 		return
 	}
 	for _, e := range evs {
@@ -307,6 +379,11 @@ func (t *topic) publishCommitted(evs []*session.Event) {
 func (t *topic) send(m hubMsg) {
 	t.hub.mu.Lock()
 	defer t.hub.mu.Unlock()
+	t.sendLocked(m)
+}
+
+// sendLocked is send with hub.mu held.
+func (t *topic) sendLocked(m hubMsg) {
 	for _, s := range t.subs {
 		select {
 		case s.ch <- m:

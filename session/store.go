@@ -598,6 +598,83 @@ type Follower interface {
 	Follow(ctx context.Context, id string, after int64) iter.Seq2[*Event, error]
 }
 
+// Relay is the optional store capability of passing live messages — the
+// tokens of runs, which are never stored — between the processes that
+// share the store, so that a watcher in one process sees the tokens of a
+// run in another. A "process" here is one Store value: a store never
+// delivers its own messages to its own subscribers.
+//
+// Delivery is best effort, like the live events themselves: a message
+// may be lost (a connection that broke, a subscriber too slow) but is
+// never made up, and a session's live events come in the order they
+// were published (the messages of different sessions may not). All
+// methods may be called concurrently.
+type Relay interface {
+	// Publish sends msgs to the subscribers of every other process
+	// sharing the store, in as few round trips as the transport allows
+	// (one for the Postgres store). It does not keep msgs. A message the
+	// transport cannot carry (too large, and not a token whose text can
+	// be cut) is left out, and the error says so after the rest are
+	// sent; any other error means none may have been sent.
+	Publish(ctx context.Context, msgs []Relayed) error
+	// Subscribe has deliver called with the messages other processes
+	// publish, until stop is called or the store is closed. It returns
+	// once the subscription is in place (or could not be, for now: the
+	// store keeps trying, see RelayListening), or with ctx's error if
+	// ctx ends first. Calls of deliver come one at a time, from the
+	// store's own goroutine; deliver must return quickly, must not keep
+	// the slice and must not call stop. Once stop returns, deliver is not
+	// called any more.
+	Subscribe(ctx context.Context, deliver func(msgs []Relayed)) (stop func(), err error)
+	// Sync returns once this process's subscribers have been handed
+	// every message published, by any process, before Sync was called —
+	// at once if the store is not listening. A watcher that has read a
+	// commit from the log calls it to be sure the live events published
+	// before that commit have reached it: the log can be read sooner
+	// than they are delivered. It returns ctx's error if ctx ends first.
+	Sync(ctx context.Context) error
+}
+
+// RelayKind says what a Relayed message is.
+type RelayKind uint8
+
+// Kinds of relayed messages.
+const (
+	// RelayLive carries a live event of a run of the session.
+	RelayLive RelayKind = iota
+	// RelayWatching says that the publisher has watchers of the session:
+	// it wants the session's live events. It holds for a while only (the
+	// subscriber decides how long), so a watching process says it again
+	// every so often.
+	RelayWatching
+	// RelayHello asks the other processes to say at once which sessions
+	// they watch (RelayWatching): the publisher has just started
+	// listening and knows nothing yet.
+	RelayHello
+	// RelayListening is delivered, never published: from now on the
+	// subscriber receives what others publish. It comes when Subscribe
+	// finds the store listening, and again each time the store listens
+	// anew after losing its connection — messages published in between
+	// were lost.
+	RelayListening
+)
+
+// Relayed is one message carried by a Relay.
+type Relayed struct {
+	Kind RelayKind
+	// Tenant and SessionID name the session (none in RelayHello and
+	// RelayListening).
+	Tenant    string
+	SessionID string
+	// Event is the live event (Seq 0: a token, a tool-call delta) of a
+	// RelayLive message; nil otherwise. Its SessionID is SessionID.
+	Event *Event
+	// After is, in a RelayLive message, the seq of the last event the
+	// session had committed when Event was made: a watcher shows Event
+	// right after that event.
+	After int64
+}
+
 // CheckID reports whether id is usable as the id of a session that
 // takes input: 1 to 128 letters, digits, '_', '.', '-', ':' or '@', and
 // not a hidden session's — ids starting with "_rules." (an agent's rule

@@ -151,7 +151,7 @@ func childMain() bool {
 	if os.Getenv("AGENTRT_CLI_CHILD") != "1" {
 		return false
 	}
-	code := cli.Execute(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, app.Options{ExtraTools: childTools(), GatewayModules: childModules()})
+	code := cli.Execute(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, app.Options{ExtraTools: childTools(), GatewayModules: childModules(), Models: childModels()})
 	os.Exit(code)
 	return true
 }

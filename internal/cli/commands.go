@@ -470,7 +470,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	var follow bool
 	events := &cobra.Command{
 		Use:   "events ID [--after N] [--follow] [--json]",
-		Short: "print a session's events as JSON lines; with --follow, then each new one as it commits (Ctrl-C ends)",
+		Short: "print a session's events as JSON lines; with --follow, then each new one as it commits, and live tokens (Ctrl-C ends)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			after, err := strconv.ParseInt(afterText, 10, 64)
@@ -481,13 +481,12 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				enc := json.NewEncoder(g.s.Out)
 				if follow {
 					// Committed events, from this process or any other,
-					// until Ctrl-C (which cancels ctx and ends Watch).
+					// and the live tokens of a run in a process that
+					// relays them to this one (Postgres), until Ctrl-C
+					// (which cancels ctx and ends Watch).
 					for e, err := range a.Runner.Watch(ctx, args[0], after) {
 						if err != nil {
 							return notFound(args[0], err)
-						}
-						if e.Seq == 0 {
-							continue // live tokens of a run in this process: not part of the log
 						}
 						if err := enc.Encode(e); err != nil {
 							return err
@@ -508,7 +507,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		},
 	}
 	events.Flags().StringVar(&afterText, "after", "0", "only events with seq greater than N")
-	events.Flags().BoolVar(&follow, "follow", false, "keep printing events as they commit, until Ctrl-C")
+	events.Flags().BoolVar(&follow, "follow", false, "keep printing events as they commit, and a running turn's tokens (no seq: they are not stored) when its process relays them, until Ctrl-C")
 	events.Flags().Bool("json", false, "print JSON lines (they always are; the flag is for scripts that pass it to every command)")
 	var force bool
 	del := &cobra.Command{

@@ -122,7 +122,11 @@ func (t *answering) followElsewhere(ctx context.Context, a *app.App, id string, 
 		case *session.InputSteered: // the steer policy: given to a running turn
 			in = in || e.RunID == runID && slices.Contains(d.Inputs, t.input)
 		}
-		if !in || e.RunID != runID {
+		if !in || e.RunID != runID || e.Seq == 0 {
+			// Live tokens relayed from the other process are left out:
+			// this watcher may have joined the stream half way (or lost
+			// some), and the printer, having shown tokens, would not
+			// show the whole final text.
 			continue
 		}
 		if !t.yield(e, nil) {

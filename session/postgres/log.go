@@ -613,7 +613,8 @@ func (st *Store) readPage(ctx context.Context, tenant, id string, from int64) ([
 }
 
 // listen starts, once, the goroutine that LISTENs for other processes'
-// commits and wakes this process's followers; Close stops it. It returns
+// commits and wakes this process's followers, and hands the relay's
+// messages to its subscribers (relay.go); Close stops it. It returns
 // a channel closed once the first LISTEN is in place (or failed), so that
 // a Follow reads the log only when no later commit can go unheard.
 func (st *Store) listen() <-chan struct{} {
@@ -660,11 +661,18 @@ func (st *Store) listenOnceConn(ctx context.Context, ready chan struct{}) {
 	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
 		return
 	}
+	// The relay's channel too, on the same connection: the goroutine
+	// and the connection serve both.
+	if _, err := conn.Exec(ctx, st.relay.listenSQL()); err != nil {
+		return
+	}
 	signal()
+	st.relay.setListening(true)
 	defer func() {
+		st.relay.setListening(false)
 		// The connection goes back to the pool: stop listening on it.
 		uctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, _ = conn.Exec(uctx, `UNLISTEN `+notifyChannel)
+		_, _ = conn.Exec(uctx, `UNLISTEN *`)
 		cancel()
 	}()
 	for {
@@ -674,6 +682,10 @@ func (st *Store) listenOnceConn(ctx context.Context, ready chan struct{}) {
 				conn.Conn().Close(context.Background()) // do not reuse a broken connection
 			}
 			return
+		}
+		if n.Channel == st.relay.channel {
+			st.relay.notified(n.Payload)
+			continue
 		}
 		if tenant, id, ok := strings.Cut(n.Payload, "\n"); ok && st.waiters.Any() {
 			st.waiters.Wake(tenant, id)

@@ -5,7 +5,10 @@
 // (session.Follower, with LISTEN/NOTIFY across processes), control
 // requests (session.Controller), the inbox (session.Inbox), the indexes of
 // pending requests and of expired leases (session.RequestIndex,
-// session.LeaseIndex) — and passes the storetest suite.
+// session.LeaseIndex) — and passes the storetest suite. It also relays
+// live events (tokens) between the processes that share it
+// (session.Relay), which the embedded stores, one process's each, have no
+// need of.
 //
 //	st, err := postgres.Open(ctx, "postgres://agentrt@db/agentrt")
 //	if err != nil {
@@ -67,6 +70,8 @@ type Store struct {
 	// go in one round trip (see flushCommits).
 	commits *group.Group[*pendingCommit]
 	submits *group.Group[*pendingSubmit] // inbox submits, batched: see flushSubmits
+
+	relay relayHub // live messages between processes: see relay.go
 
 	listenOnce  sync.Once
 	listenStop  context.CancelFunc
@@ -144,6 +149,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("postgres: cannot reach %s: %s", Redact(dsn), redactErr(err, dsn))
 	}
 	if err := st.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: %w", Redact(dsn), err)
+	}
+	if err := st.initRelay(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", Redact(dsn), err)
 	}
