@@ -299,11 +299,19 @@ func TestRelayHelloIsAnswered(t *testing.T) {
 	a := relayRunner(t, &busStore{Store: mem, bus: bus}, clk, Config{})
 	a.hub.relay.await(ctx)
 	bus.await(t, "b's answer", func(m session.Relayed) bool { return m.Kind == session.RelayWatching })
-	a.hub.mu.Lock()
-	_, known := a.hub.remote[skey{session.DefaultTenant, "s1"}]
-	a.hub.mu.Unlock()
-	if !known {
-		t.Error("a does not know b watches s1")
+	// The bus has seen the answer; a hears it on its own goroutine.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a.hub.mu.Lock()
+		_, known := a.hub.remote[skey{session.DefaultTenant, "s1"}]
+		a.hub.mu.Unlock()
+		if known {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a does not know b watches s1")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
