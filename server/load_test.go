@@ -1,0 +1,292 @@
+package server_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// loadSessions is how many sessions stream at once in the load tests.
+const loadSessions = 1000
+
+// 1,000 sessions each stream a turn at once over SSE (POST messages with
+// Accept: text/event-stream), the model taking 50 ms a reply: every
+// stream is complete (run_started … run_finished), its seqs run 1, 2, …
+// with no gap and no duplicate, and what it carried is what the store
+// holds. The heap is measured with every stream open (the runs held at
+// their model call until all 1,000 have started) and after; the test
+// logs both, per session.
+func TestLoadConcurrentStreams(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			s := newLoadServer(t, loadOptions{store: st.open(t), model: &slowEcho{delay: 50 * time.Millisecond, gate: gate},
+				workers: loadSessions})
+			c := newClient(t, s.http.URL, loadSessions)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+
+			ids := make([]string, loadSessions)
+			for i := range ids {
+				id, err := c.create(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = id
+			}
+			c.tr.CloseIdleConnections()
+			s.conns.waitClosed()
+			before := measureHeap()
+
+			var started sync.WaitGroup
+			started.Add(loadSessions)
+			errs := make([]error, loadSessions)
+			var wg sync.WaitGroup
+			for i, id := range ids {
+				wg.Go(func() {
+					var once sync.Once
+					defer once.Do(started.Done) // a stream that failed early
+					body, err := c.open(ctx, "POST", "/v1/sessions/"+id+"/messages", fmt.Sprintf(`{"text":"hello from %d"}`, i))
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					defer body.Close()
+					evs, err := readEvents(body, func(e sseEvent) bool {
+						if e.typ == "run_started" {
+							once.Do(started.Done)
+						}
+						return false
+					})
+					if err != nil {
+						errs[i] = fmt.Errorf("session %s: %w", id, err)
+						return
+					}
+					if _, err := checkRun(ctx, s.store, id, 0, evs); err != nil {
+						errs[i] = err
+					}
+				})
+			}
+			started.Wait()
+			open := measureHeap()
+			opened := s.srv.Clients()
+			close(gate)
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.tr.CloseIdleConnections()
+			s.conns.waitClosed()
+			if err := s.settle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			after := measureHeap()
+
+			if opened != loadSessions {
+				t.Errorf("the server had %d streams open at the measure, want %d", opened, loadSessions)
+			}
+			openInuse, openAlloc, openG := open.per(before, loadSessions)
+			afterInuse, afterAlloc, _ := after.per(before, loadSessions)
+			t.Logf("with %d streams open: %d KB of heap in use a session (%d KB live), %.1f goroutines a session",
+				loadSessions, openInuse>>10, openAlloc>>10, openG)
+			t.Logf("after: %+d B of heap in use a session (%+d B live); %d goroutines before, %d after",
+				afterInuse, afterAlloc, before.goroutines, after.goroutines)
+			// Client and server share this process: the figure is both
+			// ends of each stream, and the run's own state.
+			if openInuse > 200<<10 {
+				t.Errorf("%d KB of heap a session with its stream open, want < 200 KB", openInuse>>10)
+			}
+			// What stays: the runner's cache of recent sessions' states
+			// (bounded: agentrt.DefaultStateCache), the store's caches, and
+			// the runtime's descriptors of the goroutines that ran (Go
+			// keeps them for reuse: about 6 KB a session here).
+			if afterInuse > 32<<10 {
+				t.Errorf("%d B of heap in use a session once the streams ended, want < 32 KB", afterInuse)
+			}
+			// A store's pool may have opened connections meanwhile (pgx:
+			// a goroutine each): a few, never one a session.
+			if after.goroutines > before.goroutines+8 {
+				t.Errorf("%d goroutines before the streams, %d after", before.goroutines, after.goroutines)
+				if pf := os.Getenv("GPROF"); pf != "" {
+					f, _ := os.Create(pf)
+					_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+					f.Close()
+				}
+			}
+		})
+	}
+}
+
+// 1,000 clients close their streams at a random point — before the first
+// event, in the middle of one, after the last — and none of that stops a
+// run: every turn finishes done (the store says so), and a reconnect to
+// the session's events with Last-Event-ID (none for a client that got no
+// committed event) gets exactly the rest: the next seq up to the turn's
+// run_finished, with no gap and no duplicate, as the store holds it. The
+// points are drawn from a seed the test logs; -load.seed replays one.
+func TestLoadDisconnects(t *testing.T) {
+	seed := *loadSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (go test -run TestLoadDisconnects -load.seed %d replays these points)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+
+	s := newLoadServer(t, loadOptions{store: stores[0].open(t),
+		model: &slowEcho{delay: 50 * time.Millisecond, tokenGap: 20 * time.Millisecond}, workers: loadSessions})
+	c := newClient(t, s.http.URL, loadSessions)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const text = "please answer this message one word at a time"
+
+	// A whole stream's length in bytes, to draw the points from.
+	id, err := c.create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := c.open(ctx, "POST", "/v1/sessions/"+id+"/messages", `{"text":"`+text+`"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := io.ReadAll(body)
+	body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type client struct {
+		id  string
+		cut int // bytes read before the client closes the stream
+	}
+	clients := make([]client, loadSessions)
+	for i := range clients {
+		id, err := c.create(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = client{id: id, cut: rng.IntN(len(whole) + 1)}
+	}
+	errs := make([]error, len(clients))
+	outs := make([]cutOutcome, len(clients))
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Go(func() { outs[i], errs[i] = disconnectAndResume(ctx, c, s.store, cl.id, text, cl.cut) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("a client that closed its stream after %d bytes: %v", clients[i].cut, err)
+		}
+	}
+	var running, none, complete int
+	for _, o := range outs {
+		if o.running {
+			running++
+		}
+		if o.last == 0 {
+			none++
+		}
+		if o.complete {
+			complete++
+		}
+	}
+	t.Logf("of %d clients, %d closed while their run was running; %d had no committed event, %d the whole turn",
+		len(outs), running, none, complete)
+	// The points are uniform over a stream whose bytes come mostly while
+	// its run is running (the model's wait, then a token every 20 ms);
+	// a client on a busy machine reads late, so not every close is
+	// early, but if few were, the test did not test what it says.
+	if running < len(outs)/4 {
+		t.Errorf("only %d of %d clients closed their stream while its run was running", running, len(outs))
+	}
+}
+
+// cutOutcome is what a client that closed its stream early saw.
+type cutOutcome struct {
+	last     int64 // the last seq it got before it closed
+	running  bool  // its run had not finished when it closed
+	complete bool  // it had the whole turn before it closed
+}
+
+var loadSeed = flag.Uint64("load.seed", 0, "the seed of TestLoadDisconnects' points (0: a new one)")
+
+// disconnectAndResume streams a turn of session id, closes the stream
+// after cut bytes, reconnects from the last id it got and checks what
+// both streams carried (see TestLoadDisconnects).
+func disconnectAndResume(ctx context.Context, c *client, store session.Store, id, text string, cut int) (cutOutcome, error) {
+	var o cutOutcome
+	body, err := c.open(ctx, "POST", "/v1/sessions/"+id+"/messages", `{"text":"`+text+`"}`)
+	if err != nil {
+		return o, err
+	}
+	first, err := readEvents(io.LimitReader(body, int64(cut)), nil)
+	body.Close()
+	closed := time.Now()
+	if err != nil {
+		return o, err
+	}
+	got, err := committed(id, 0, first)
+	if err != nil {
+		return o, err
+	}
+	last := int64(len(got))
+	o.last = last
+	if len(first) > 0 && first[len(first)-1].typ == "run_finished" {
+		// The client had it all (a stream can be a few bytes shorter
+		// than the one the points were drawn from): nothing to resume.
+		o.complete = true
+		return o, checkDone(ctx, store, id, got)
+	}
+
+	var hdr []string
+	if last > 0 {
+		hdr = []string{"Last-Event-ID", strconv.FormatInt(last, 10)}
+	}
+	body, err = c.open(ctx, "GET", "/v1/sessions/"+id+"/events", "", hdr...)
+	if err != nil {
+		return o, err
+	}
+	rest, err := readEvents(body, func(e sseEvent) bool { return e.typ == "run_finished" })
+	body.Close()
+	if err != nil {
+		return o, err
+	}
+	if len(rest) == 0 || rest[len(rest)-1].typ != "run_finished" {
+		return o, fmt.Errorf("session %s: the reconnect after %d got %v, want the rest to run_finished", id, last, typesOf(rest))
+	}
+	more, err := committed(id, last, rest)
+	if err != nil {
+		return o, fmt.Errorf("the reconnect after %d: %w", last, err)
+	}
+	// The runner stamps events with this process's clock.
+	o.running = closed.Before(rest[len(rest)-1].ev.Time)
+	return o, checkDone(ctx, store, id, append(got, more...))
+}
+
+// checkDone checks that session id's log is streamed (every event, byte
+// for byte) and that the store says its turn is done.
+func checkDone(ctx context.Context, store session.Store, id string, streamed [][]byte) error {
+	if err := sameAsStored(ctx, store, id, 0, streamed); err != nil {
+		return err
+	}
+	ss, err := store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	if ss.Status != session.StatusDone {
+		return fmt.Errorf("session %s: status %s once its turn finished, want done", id, ss.Status)
+	}
+	return nil
+}
