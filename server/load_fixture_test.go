@@ -557,3 +557,6 @@ var stores = []struct {
 		return st
 	}},
 }
+
+// mb is n bytes in MiB.
+func mb(n uint64) float64 { return float64(n) / (1 << 20) }

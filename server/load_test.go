@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -13,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -289,4 +293,158 @@ func checkDone(ctx context.Context, store session.Store, id string, streamed [][
 		return fmt.Errorf("session %s: status %s once its turn finished, want done", id, ss.Status)
 	}
 	return nil
+}
+
+// Sessions waiting for a person cost the server nothing beyond their rows
+// in the store: no goroutine, no stream, no timer, and no memory but the
+// runner's cache of recent sessions' states, which is bounded. With
+// 1,000 and then 10,000 sessions waiting (each a real turn whose tool
+// call needs an approval, run by the server's runner), the goroutines are
+// the same and the heap the same within noise; the server lists them all
+// and an approval over HTTP finishes one. BenchmarkWaitingSessions
+// measures 1,000 against 100,000 (which takes minutes to create).
+func TestLoadWaitingSessionsHoldNothing(t *testing.T) {
+	s := newLoadServer(t, loadOptions{store: stores[0].open(t)})
+	c := newClient(t, s.http.URL, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	few, many := 1000, 10000
+	if err := makeWaiting(ctx, s.r, 0, few); err != nil {
+		t.Fatal(err)
+	}
+	base, err := waitingHeap(ctx, s, c, few)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := makeWaiting(ctx, s.r, few, many); err != nil {
+		t.Fatal(err)
+	}
+	more, err := waitingHeap(ctx, s, c, many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inuse, alloc, _ := more.per(base, many-few)
+	t.Logf("%d sessions waiting: %d goroutines, %.1f MB of heap in use (%.1f MB live); %d waiting: %d goroutines, %.1f MB (%.1f MB live): %+d B in use a session more (%+d B live)",
+		few, base.goroutines, mb(base.inuse), mb(base.alloc), many, more.goroutines, mb(more.inuse), mb(more.alloc), inuse, alloc)
+	if more.goroutines != base.goroutines {
+		t.Errorf("%d goroutines with %d sessions waiting, %d with %d", base.goroutines, few, more.goroutines, many)
+	}
+	// Noise: the live heap moves by tens of KB (the store's statement
+	// caches, the runner's cache holding other sessions' states); the
+	// heap in use by up to about a MB more, spans that the churn of 9,000
+	// turns left partly used.
+	if d := int64(more.alloc) - int64(base.alloc); d > 512<<10 {
+		t.Errorf("the live heap grew by %d KB from %d to %d sessions waiting, want the same within 512 KB", d>>10, few, many)
+	}
+	if d := int64(more.inuse) - int64(base.inuse); d > 2<<20 {
+		t.Errorf("the heap in use grew by %d KB from %d to %d sessions waiting, want the same within 2 MB", d>>10, few, many)
+	}
+
+	// They are real waiting sessions: an approval over HTTP finishes one.
+	id := waitingID(few + 7)
+	code, body, err := c.do(ctx, "GET", "/v1/sessions/"+id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info server.SessionInfo
+	if err := json.Unmarshal(body, &info); err != nil || code != http.StatusOK || info.Status != session.StatusWaiting || len(info.Requests) != 1 {
+		t.Fatalf("GET a waiting session: %d %s", code, body)
+	}
+	code, body, err = c.do(ctx, "POST", "/v1/sessions/"+id+"/requests/"+info.Requests[0].ID, `{"decision":"approve"}`)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("approve: %d %s %v", code, body, err)
+	}
+	rest, err := c.open(ctx, "GET", "/v1/sessions/"+id+"/events", "", "Last-Event-ID", strconv.FormatInt(info.LastSeq, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := readEvents(rest, func(e sseEvent) bool { return e.typ == "run_finished" })
+	rest.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].typ != "run_finished" {
+		t.Fatalf("after the approval: %v", typesOf(evs))
+	}
+	if ss, err := s.store.GetSession(ctx, id); err != nil || ss.Status != session.StatusDone {
+		t.Fatalf("after the approval: %+v %v, want done", ss, err)
+	}
+}
+
+func waitingID(i int) string { return fmt.Sprintf("waiting-%06d", i) }
+
+// makeWaiting runs the turns of sessions waitingID(from) … waitingID(to-1)
+// through the runner, 16 at a time: each asks to deploy, which needs a
+// person's approval, and ends waiting for it.
+func makeWaiting(ctx context.Context, r *agentrt.Runner, from, to int) error {
+	next := make(chan int)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				res, err := agentrt.Collect(r.Run(ctx, waitingID(i), agentrt.Input{Agent: "assistant", Text: `call deploy {"env":"prod"}`}))
+				if err == nil && res.Status != session.StatusWaiting {
+					err = fmt.Errorf("session %s: %s, want waiting", waitingID(i), res.Status)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for i := from; i < to; i++ {
+		select {
+		case next <- i:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	select {
+	case err = <-errs:
+	default:
+	}
+	return err
+}
+
+// waitingHeap checks that the server lists n sessions waiting, then
+// measures the heap and the goroutines once its connections are closed.
+func waitingHeap(ctx context.Context, s *loadServer, c *client, n int) (heap, error) {
+	got, after := 0, ""
+	for {
+		code, body, err := c.do(ctx, "GET", "/v1/sessions?status=waiting&limit=500&after="+after, "")
+		if err != nil {
+			return heap{}, err
+		}
+		var page struct {
+			Sessions []server.SessionInfo `json:"sessions"`
+			Next     string               `json:"next"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil || code != http.StatusOK {
+			return heap{}, fmt.Errorf("list the waiting sessions: %d %s", code, body)
+		}
+		got += len(page.Sessions)
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	if got != n {
+		return heap{}, fmt.Errorf("the server lists %d sessions waiting, want %d", got, n)
+	}
+	c.tr.CloseIdleConnections()
+	s.conns.waitClosed()
+	if err := s.settle(ctx); err != nil {
+		return heap{}, err
+	}
+	return measureHeap(), nil
 }
