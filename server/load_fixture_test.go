@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,22 +41,33 @@ import (
 
 // slowEcho is the echo model (helpers_test.go) after a delay: each reply
 // waits delay, then streams "echo: " and the message a word a token, with
-// tokenGap between tokens. gate, when set, is waited for before the
-// delay, so that a test can hold every run at its model call (to measure
-// what many open streams cost at once) and let them all go.
+// tokenGap between tokens. While a gate is up (hold), replies wait for it
+// before the delay, so that a test can hold every run at its model call
+// (to measure what many open streams cost at once) and let them all go.
 type slowEcho struct {
 	delay    time.Duration
 	tokenGap time.Duration
-	gate     chan struct{}
+	gate     atomic.Pointer[chan struct{}]
+}
+
+// hold puts a gate up: replies wait until the returned func opens it
+// (once; calling it again does nothing).
+func (m *slowEcho) hold() (open func()) {
+	ch := make(chan struct{})
+	m.gate.Store(&ch)
+	return sync.OnceFunc(func() {
+		m.gate.Store(nil)
+		close(ch)
+	})
 }
 
 func (m *slowEcho) Name() string { return "slow-echo" }
 
 func (m *slowEcho) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
-		if m.gate != nil {
+		if g := m.gate.Load(); g != nil {
 			select {
-			case <-m.gate:
+			case <-*g:
 			case <-ctx.Done():
 				yield(model.Chunk{}, ctx.Err())
 				return
@@ -394,6 +406,57 @@ func (c *client) turn(ctx context.Context, id, text string) ([]sseEvent, error) 
 	}
 	defer body.Close()
 	return readEvents(body, nil)
+}
+
+// streamAll streams a turn in each of sessions ids at once (POST
+// path(id), {"text": …}) and checks every stream with checkRun against
+// store. With hold set, the model's gate is up until every stream has its
+// run_started: then atOpen is called, with every stream open and every
+// run waiting at its model call, and the gate opens.
+func streamAll(ctx context.Context, c *client, ids []string, path func(id string) string, store session.Store, m *slowEcho, hold bool, atOpen func()) error {
+	var open func()
+	var started sync.WaitGroup
+	if hold {
+		open = m.hold()
+		defer open() // on an early return too: nothing stays held
+		started.Add(len(ids))
+	}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			var once sync.Once
+			if hold {
+				defer once.Do(started.Done) // a stream that failed early
+			}
+			body, err := c.open(ctx, "POST", path(id), fmt.Sprintf(`{"text":"hello from %d"}`, i))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer body.Close()
+			evs, err := readEvents(body, func(e sseEvent) bool {
+				if hold && e.typ == "run_started" {
+					once.Do(started.Done)
+				}
+				return false
+			})
+			if err != nil {
+				errs[i] = fmt.Errorf("session %s: %w", id, err)
+				return
+			}
+			if _, err := checkRun(ctx, store, id, 0, evs); err != nil {
+				errs[i] = err
+			}
+		})
+	}
+	if hold {
+		started.Wait()
+		atOpen()
+		open()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // readEvents reads server-sent events from r until it ends, or stop says

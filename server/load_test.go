@@ -23,6 +23,9 @@ import (
 // loadSessions is how many sessions stream at once in the load tests.
 const loadSessions = 1000
 
+// messages is the path that streams a turn of session id.
+func messages(id string) string { return "/v1/sessions/" + id + "/messages" }
+
 // 1,000 sessions each stream a turn at once over SSE (POST messages with
 // Accept: text/event-stream), the model taking 50 ms a reply: every
 // stream is complete (run_started … run_finished), its seqs run 1, 2, …
@@ -33,9 +36,8 @@ const loadSessions = 1000
 func TestLoadConcurrentStreams(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
-			gate := make(chan struct{})
-			s := newLoadServer(t, loadOptions{store: st.open(t), model: &slowEcho{delay: 50 * time.Millisecond, gate: gate},
-				workers: loadSessions})
+			m := &slowEcho{delay: 50 * time.Millisecond}
+			s := newLoadServer(t, loadOptions{store: st.open(t), model: m, workers: loadSessions})
 			c := newClient(t, s.http.URL, loadSessions)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
@@ -51,45 +53,14 @@ func TestLoadConcurrentStreams(t *testing.T) {
 			c.tr.CloseIdleConnections()
 			s.conns.waitClosed()
 			before := measureHeap()
-
-			var started sync.WaitGroup
-			started.Add(loadSessions)
-			errs := make([]error, loadSessions)
-			var wg sync.WaitGroup
-			for i, id := range ids {
-				wg.Go(func() {
-					var once sync.Once
-					defer once.Do(started.Done) // a stream that failed early
-					body, err := c.open(ctx, "POST", "/v1/sessions/"+id+"/messages", fmt.Sprintf(`{"text":"hello from %d"}`, i))
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					defer body.Close()
-					evs, err := readEvents(body, func(e sseEvent) bool {
-						if e.typ == "run_started" {
-							once.Do(started.Done)
-						}
-						return false
-					})
-					if err != nil {
-						errs[i] = fmt.Errorf("session %s: %w", id, err)
-						return
-					}
-					if _, err := checkRun(ctx, s.store, id, 0, evs); err != nil {
-						errs[i] = err
-					}
-				})
-			}
-			started.Wait()
-			open := measureHeap()
-			opened := s.srv.Clients()
-			close(gate)
-			wg.Wait()
-			for _, err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
+			var open heap
+			var opened int64
+			err := streamAll(ctx, c, ids, messages, s.store, m, true, func() {
+				open = measureHeap()
+				opened = s.srv.Clients()
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
 			c.tr.CloseIdleConnections()
 			s.conns.waitClosed()
