@@ -217,8 +217,9 @@ func (ls *loadServer) settle(ctx context.Context) error {
 // auth, no watch) and writes each event it yields as the server's SSE
 // does. POST /floor/{id} {"text": …} streams the turn of session id.
 type floor struct {
-	r    *agentrt.Runner
-	http *httptest.Server
+	r     *agentrt.Runner
+	http  *httptest.Server
+	conns *connCount
 }
 
 func newFloor(tb testing.TB, m *slowEcho) *floor {
@@ -227,10 +228,12 @@ func newFloor(tb testing.TB, m *slowEcho) *floor {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &floor{r: r}
+	f := &floor{r: r, conns: newConnCount()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /floor/{id}", f.turn)
-	f.http = httptest.NewServer(mux)
+	f.http = httptest.NewUnstartedServer(mux)
+	f.http.Config.ConnState = f.conns.track
+	f.http.Start()
 	tb.Cleanup(func() {
 		f.http.CloseClientConnections()
 		f.http.Close()
@@ -410,24 +413,22 @@ func (c *client) turn(ctx context.Context, id, text string) ([]sseEvent, error) 
 
 // streamAll streams a turn in each of sessions ids at once (POST
 // path(id), {"text": …}) and checks every stream with checkRun against
-// store. With hold set, the model's gate is up until every stream has its
-// run_started: then atOpen is called, with every stream open and every
-// run waiting at its model call, and the gate opens.
-func streamAll(ctx context.Context, c *client, ids []string, path func(id string) string, store session.Store, m *slowEcho, hold bool, atOpen func()) error {
-	var open func()
-	var started sync.WaitGroup
-	if hold {
-		open = m.hold()
-		defer open() // on an early return too: nothing stays held
-		started.Add(len(ids))
+// store (with no store, with checkStream). started, when set, is called
+// once every stream has its run_started (with the model's gate up —
+// slowEcho.hold — every stream is open then and every run waits at its
+// model call, until started opens the gate).
+func streamAll(ctx context.Context, c *client, ids []string, path func(id string) string, store session.Store, started func()) error {
+	var open sync.WaitGroup
+	if started != nil {
+		open.Add(len(ids))
 	}
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
 			var once sync.Once
-			if hold {
-				defer once.Do(started.Done) // a stream that failed early
+			if started != nil {
+				defer once.Do(open.Done) // a stream that failed early
 			}
 			body, err := c.open(ctx, "POST", path(id), fmt.Sprintf(`{"text":"hello from %d"}`, i))
 			if err != nil {
@@ -436,8 +437,8 @@ func streamAll(ctx context.Context, c *client, ids []string, path func(id string
 			}
 			defer body.Close()
 			evs, err := readEvents(body, func(e sseEvent) bool {
-				if hold && e.typ == "run_started" {
-					once.Do(started.Done)
+				if started != nil && e.typ == "run_started" {
+					once.Do(open.Done)
 				}
 				return false
 			})
@@ -445,15 +446,17 @@ func streamAll(ctx context.Context, c *client, ids []string, path func(id string
 				errs[i] = fmt.Errorf("session %s: %w", id, err)
 				return
 			}
-			if _, err := checkRun(ctx, store, id, 0, evs); err != nil {
-				errs[i] = err
+			if store == nil {
+				_, err = checkStream(id, evs)
+			} else {
+				_, err = checkRun(ctx, store, id, 0, evs)
 			}
+			errs[i] = err
 		})
 	}
-	if hold {
-		started.Wait()
-		atOpen()
-		open()
+	if started != nil {
+		open.Wait()
+		started()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -464,16 +467,24 @@ func streamAll(ctx context.Context, c *client, ids []string, path func(id string
 // live events get ev (decoded from data) and seq; data keeps the bytes
 // as sent.
 func readEvents(r io.Reader, stop func(sseEvent) bool) ([]sseEvent, error) {
-	br := bufio.NewReaderSize(r, 16<<10)
+	br := bufio.NewReader(r)
 	var out []sseEvent
 	var cur sseEvent
+	var long []byte // a line longer than br's buffer
 	for {
 		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = nil
 			}
 			return out, err
+		}
+		if long != nil {
+			line, long = append(long, line...), nil
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		switch {
@@ -520,6 +531,17 @@ func checkRun(ctx context.Context, store session.Store, id string, after int64, 
 		return 0, err
 	}
 	return after + int64(len(streamed)), sameAsStored(ctx, store, id, after, streamed)
+}
+
+// checkStream is checkRun of a session's first turn without the store:
+// run_started … run_finished, seqs 1, 2, … with no gap and no duplicate.
+// The benchmarks check their streams with it while they are timed.
+func checkStream(id string, evs []sseEvent) (int64, error) {
+	if len(evs) == 0 || evs[0].typ != "run_started" || evs[len(evs)-1].typ != "run_finished" {
+		return 0, fmt.Errorf("session %s: streamed %v, want run_started … run_finished", id, typesOf(evs))
+	}
+	streamed, err := committed(id, 0, evs)
+	return int64(len(streamed)), err
 }
 
 // committed returns the data of the committed events of evs, checking

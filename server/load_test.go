@@ -55,10 +55,13 @@ func TestLoadConcurrentStreams(t *testing.T) {
 			before := measureHeap()
 			var open heap
 			var opened int64
-			err := streamAll(ctx, c, ids, messages, s.store, m, true, func() {
+			release := m.hold()
+			err := streamAll(ctx, c, ids, messages, s.store, func() {
 				open = measureHeap()
 				opened = s.srv.Clients()
+				release()
 			})
+			release()
 			if err != nil {
 				t.Fatal(err)
 			}
