@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -42,9 +43,9 @@ type target struct {
 	srv    *loadServer // nil for the floor
 }
 
-func floorTarget(b *testing.B, m *slowEcho) target {
+func floorTarget(b *testing.B, m *slowEcho, route string) target {
 	f := newFloor(b, m)
-	return target{url: f.http.URL, path: func(id string) string { return "/floor/" + id }, r: f.r, store: f.r.Store(), conns: f.conns}
+	return target{url: f.http.URL, path: func(id string) string { return route + id }, r: f.r, store: f.r.Store(), conns: f.conns}
 }
 
 func serverTarget(b *testing.B, store session.Store, m *slowEcho, workers int) target {
@@ -52,10 +53,15 @@ func serverTarget(b *testing.B, store session.Store, m *slowEcho, workers int) t
 	return target{url: s.http.URL, path: messages, r: s.r, store: s.store, conns: s.conns, settle: s.settle, srv: s}
 }
 
-// targets are the floor and the server over memstore, and the server over
-// SQLite when sqlite is set.
-func targets(sqlite bool) []string {
-	names := []string{"floor", "server"}
+// targets are the floor and the server over memstore; with watch, the
+// floor's turn through a watch between them (what of the server's cost
+// is the watch's); with sqlite, the server over SQLite.
+func targets(watch, sqlite bool) []string {
+	names := []string{"floor"}
+	if watch {
+		names = append(names, "floor-watch")
+	}
+	names = append(names, "server")
 	if sqlite {
 		names = append(names, "server-sqlite")
 	}
@@ -65,7 +71,9 @@ func targets(sqlite bool) []string {
 func newTarget(b *testing.B, name string, m *slowEcho, workers int) target {
 	switch name {
 	case "floor":
-		return floorTarget(b, m)
+		return floorTarget(b, m, "/floor/")
+	case "floor-watch":
+		return floorTarget(b, m, "/watch/")
 	case "server":
 		return serverTarget(b, memstore.New(), m, workers)
 	case "server-sqlite":
@@ -110,7 +118,7 @@ func (t target) turn(ctx context.Context, c *client, id, text string) error {
 // time: ns/op is the latency of a turn over HTTP, from the request to
 // the stream's last byte. Bar: server ≤ 1.3× floor.
 func BenchmarkTurnLatency(b *testing.B) {
-	for _, name := range targets(false) {
+	for _, name := range targets(true, false) {
 		b.Run(name, func(b *testing.B) {
 			tg := newTarget(b, name, &slowEcho{}, 0)
 			c := newClient(b, tg.url, 1)
@@ -137,7 +145,7 @@ func BenchmarkTurnLatency(b *testing.B) {
 // across them, and turns/s its inverse. Bar: server ≥ 0.8× floor.
 func BenchmarkThroughput(b *testing.B) {
 	const clients = 16
-	for _, name := range targets(false) {
+	for _, name := range targets(true, false) {
 		b.Run(name, func(b *testing.B) {
 			tg := newTarget(b, name, &slowEcho{}, 0)
 			c := newClient(b, tg.url, clients)
@@ -179,7 +187,7 @@ func BenchmarkThroughput(b *testing.B) {
 // connection, the stream, the run); bar with SQLite ≤ 80 KB.
 func BenchmarkConcurrentStreams(b *testing.B) {
 	const sessions = 1000
-	for _, name := range targets(true) {
+	for _, name := range targets(false, true) {
 		b.Run(name, func(b *testing.B) {
 			m := &slowEcho{delay: 50 * time.Millisecond}
 			tg := newTarget(b, name, m, sessions)
@@ -425,4 +433,47 @@ func reportQuantiles(b *testing.B, lat []time.Duration) {
 	q := func(p float64) float64 { return float64(s[min(len(s)-1, int(p*float64(len(s))))]) / 1e6 }
 	b.ReportMetric(q(0.50), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
+}
+
+var waitingMany = flag.Int("waiting.many", 100_000, "BenchmarkWaitingSessions: how many sessions wait at the second measure")
+
+// BenchmarkWaitingSessions: sessions waiting for a person, made as
+// TestLoadWaitingSessionsHoldNothing makes them (a turn each through the
+// server's runner, on SQLite), 1,000 and then -waiting.many (100,000);
+// at each, the server lists them all, and the goroutines and the heap are
+// measured (goroutines-1k, heap-MB-1k, … -100k; live-MB: the live
+// objects alone). One op makes them all: run it with -benchtime 1x
+// (minutes: about 1,000 turns a second here).
+func BenchmarkWaitingSessions(b *testing.B) {
+	few, many := 1000, *waitingMany
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		s := newLoadServer(b, loadOptions{store: stores[0].open(b)})
+		c := newClient(b, s.http.URL, 4)
+		b.StartTimer()
+		if err := makeWaiting(ctx, s.r, 0, few); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		base, err := waitingHeap(ctx, s, c, few)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := makeWaiting(ctx, s.r, few, many); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		more, err := waitingHeap(ctx, s, c, many)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(base.goroutines), "goroutines-1k")
+		b.ReportMetric(float64(more.goroutines), fmt.Sprintf("goroutines-%dk", many/1000))
+		b.ReportMetric(mb(base.inuse), "heap-MB-1k")
+		b.ReportMetric(mb(more.inuse), fmt.Sprintf("heap-MB-%dk", many/1000))
+		b.ReportMetric(mb(base.alloc), "live-MB-1k")
+		b.ReportMetric(mb(more.alloc), fmt.Sprintf("live-MB-%dk", many/1000))
+	}
 }

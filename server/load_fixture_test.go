@@ -215,7 +215,8 @@ func (ls *loadServer) settle(ctx context.Context) error {
 // floor is what the server is measured against: a plain net/http handler
 // that runs the same turn over memstore with Runner.Run (no gateway, no
 // auth, no watch) and writes each event it yields as the server's SSE
-// does. POST /floor/{id} {"text": …} streams the turn of session id.
+// does. POST /floor/{id} {"text": …} streams the turn of session id;
+// POST /watch/{id} streams it through a watch (watched).
 type floor struct {
 	r     *agentrt.Runner
 	http  *httptest.Server
@@ -231,6 +232,7 @@ func newFloor(tb testing.TB, m *slowEcho) *floor {
 	f := &floor{r: r, conns: newConnCount()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /floor/{id}", f.turn)
+	mux.HandleFunc("POST /watch/{id}", f.watched)
 	f.http = httptest.NewUnstartedServer(mux)
 	f.http.Config.ConnState = f.conns.track
 	f.http.Start()
@@ -250,11 +252,49 @@ func (f *floor) turn(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	f.write(w, f.r.Run(r.Context(), r.PathValue("id"), agentrt.Input{Text: req.Text}))
+}
+
+// watched is the turn as the server runs it without the gateway: the run
+// started in the background (Runner.Start) once a watch of the session
+// is subscribed, and the watch's events written until the run's
+// run_finished. POST /watch/{id} {"text": …}. It tells what of the
+// server's cost is the watch rather than the gateway.
+func (f *floor) watched(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Text string `json:"text"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	id := r.PathValue("id")
+	var startErr error
+	events := f.r.WatchSubscribed(ctx, id, 0, func() {
+		_, startErr = f.r.Start(ctx, id, agentrt.Input{Text: req.Text})
+	})
+	f.write(w, func(yield func(*session.Event, error) bool) {
+		for ev, err := range events {
+			if startErr != nil {
+				yield(nil, startErr)
+				return
+			}
+			if !yield(ev, err) || err != nil || ev.Type == session.TypeRunFinished {
+				return
+			}
+		}
+	})
+}
+
+// write writes events as the server's SSE does, until they end.
+func (f *floor) write(w http.ResponseWriter, events iter.Seq2[*session.Event, error]) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 0, 1024)
-	for ev, err := range f.r.Run(r.Context(), r.PathValue("id"), agentrt.Input{Text: req.Text}) {
+	for ev, err := range events {
 		if err != nil {
 			buf = append(buf[:0], "event: error\ndata: "...)
 			buf = strconv.AppendQuote(buf, err.Error())
