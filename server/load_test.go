@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testenv"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
@@ -34,6 +35,7 @@ func messages(id string) string { return "/v1/sessions/" + id + "/messages" }
 // their model call until all 1,000 have started) and after; the test
 // logs both, per session.
 func TestLoadConcurrentStreams(t *testing.T) {
+	testenv.SkipShort(t, "1,000 concurrent streams")
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			m := &slowEcho{delay: 50 * time.Millisecond}
@@ -113,6 +115,7 @@ func TestLoadConcurrentStreams(t *testing.T) {
 // run_finished, with no gap and no duplicate, as the store holds it. The
 // points are drawn from a seed the test logs; -load.seed replays one.
 func TestLoadDisconnects(t *testing.T) {
+	testenv.SkipShort(t, "1,000 streams closed early")
 	seed := *loadSeed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -276,6 +279,7 @@ func checkDone(ctx context.Context, store session.Store, id string, streamed [][
 // and an approval over HTTP finishes one. BenchmarkWaitingSessions
 // measures 1,000 against 100,000 (which takes minutes to create).
 func TestLoadWaitingSessionsHoldNothing(t *testing.T) {
+	testenv.SkipShort(t, "10,000 sessions waiting")
 	s := newLoadServer(t, loadOptions{store: stores[0].open(t)})
 	c := newClient(t, s.http.URL, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
