@@ -532,7 +532,9 @@ func readEvents(r io.Reader, stop func(sseEvent) bool) ([]sseEvent, error) {
 			if cur.typ == "" && !cur.ping {
 				continue
 			}
-			if cur.data != nil && cur.typ != "reconnect" && cur.typ != "error" {
+			// A session's events, error among them, have a seq as id; the
+			// stream's own error (no id) and reconnect are not events.
+			if cur.data != nil && cur.typ != "reconnect" && cur.typ != "stream_error" && (cur.typ != "error" || cur.id != "") {
 				var ev session.Event
 				if err := json.Unmarshal(cur.data, &ev); err != nil {
 					return out, fmt.Errorf("event %s: %v: %s", cur.typ, err, cur.data)
