@@ -240,7 +240,7 @@ func disconnectAndResume(ctx context.Context, c *client, store session.Store, id
 	rest, err := readEvents(body, func(e sseEvent) bool { return e.typ == "run_finished" })
 	body.Close()
 	if err != nil {
-		return o, err
+		return o, fmt.Errorf("session %s: the reconnect after %d, having got %v: %w", id, last, typesOf(rest), err)
 	}
 	if len(rest) == 0 || rest[len(rest)-1].typ != "run_finished" {
 		return o, fmt.Errorf("session %s: the reconnect after %d got %v, want the rest to run_finished", id, last, typesOf(rest))
