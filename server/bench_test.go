@@ -68,6 +68,10 @@ func targets(watch, sqlite bool) []string {
 	return names
 }
 
+// sub names a sub-benchmark of target name, as key=value so that
+// benchstat can compare them: benchstat -col /target.
+func sub(name string) string { return "target=" + name }
+
 func newTarget(b *testing.B, name string, m *slowEcho, workers int) target {
 	switch name {
 	case "floor":
@@ -119,7 +123,7 @@ func (t target) turn(ctx context.Context, c *client, id, text string) error {
 // the stream's last byte. Bar: server ≤ 1.3× floor.
 func BenchmarkTurnLatency(b *testing.B) {
 	for _, name := range targets(true, false) {
-		b.Run(name, func(b *testing.B) {
+		b.Run(sub(name), func(b *testing.B) {
 			tg := newTarget(b, name, &slowEcho{}, 0)
 			c := newClient(b, tg.url, 1)
 			ctx := context.Background()
@@ -146,7 +150,7 @@ func BenchmarkTurnLatency(b *testing.B) {
 func BenchmarkThroughput(b *testing.B) {
 	const clients = 16
 	for _, name := range targets(true, false) {
-		b.Run(name, func(b *testing.B) {
+		b.Run(sub(name), func(b *testing.B) {
 			tg := newTarget(b, name, &slowEcho{}, 0)
 			c := newClient(b, tg.url, clients)
 			ctx := context.Background()
@@ -188,7 +192,7 @@ func BenchmarkThroughput(b *testing.B) {
 func BenchmarkConcurrentStreams(b *testing.B) {
 	const sessions = 1000
 	for _, name := range targets(false, true) {
-		b.Run(name, func(b *testing.B) {
+		b.Run(sub(name), func(b *testing.B) {
 			m := &slowEcho{delay: 50 * time.Millisecond}
 			tg := newTarget(b, name, m, sessions)
 			c := newClient(b, tg.url, sessions)
@@ -306,14 +310,15 @@ func TestLoadClientProcess(t *testing.T) {
 // waits for it, for the whole measurement. The log is there in "alone"
 // too (the same heap for the garbage collector), only nobody streams it.
 // p99-ms is the other clients' p99 latency of a turn; bar: paused ≤ 1.05×
-// alone. The model takes model-0ms no time, model-50ms 50 ms a reply.
+// alone. The model takes no time (model=0ms) or 50 ms a reply
+// (model=50ms). benchstat -col /client compares them.
 func BenchmarkPausedClient(b *testing.B) {
 	const clients = 16
 	for _, delay := range []time.Duration{0, 50 * time.Millisecond} {
 		for _, paused := range []bool{false, true} {
-			name := fmt.Sprintf("model-%dms/alone", delay.Milliseconds())
+			name := fmt.Sprintf("model=%dms/client=alone", delay.Milliseconds())
 			if paused {
-				name = fmt.Sprintf("model-%dms/paused", delay.Milliseconds())
+				name = fmt.Sprintf("model=%dms/client=paused", delay.Milliseconds())
 			}
 			b.Run(name, func(b *testing.B) {
 				m := &slowEcho{}
