@@ -114,6 +114,11 @@ func TestLoadConcurrentStreams(t *testing.T) {
 // committed event) gets exactly the rest: the next seq up to the turn's
 // run_finished, with no gap and no duplicate, as the store holds it. The
 // points are drawn from a seed the test logs; -load.seed replays one.
+//
+// The model holds every run at its call until each client has closed its
+// stream or seen model_started, so that the clients whose point comes
+// before model_started (about a fifth) certainly leave a run in flight;
+// the others close while the model streams or after the run.
 func TestLoadDisconnects(t *testing.T) {
 	testenv.SkipShort(t, "1,000 streams closed early")
 	seed := *loadSeed
@@ -123,8 +128,8 @@ func TestLoadDisconnects(t *testing.T) {
 	t.Logf("seed %d (go test -run TestLoadDisconnects -load.seed %d replays these points)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 
-	s := newLoadServer(t, loadOptions{store: stores[0].open(t),
-		model: &slowEcho{delay: 50 * time.Millisecond, tokenGap: 20 * time.Millisecond}, workers: loadSessions})
+	m := &slowEcho{delay: 50 * time.Millisecond, tokenGap: 20 * time.Millisecond}
+	s := newLoadServer(t, loadOptions{store: stores[0].open(t), model: m, workers: loadSessions})
 	c := newClient(t, s.http.URL, loadSessions)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -157,22 +162,30 @@ func TestLoadDisconnects(t *testing.T) {
 		}
 		clients[i] = client{id: id, cut: rng.IntN(len(whole) + 1)}
 	}
+	release := m.hold()
+	defer release()
+	var reached sync.WaitGroup
+	reached.Add(len(clients))
 	errs := make([]error, len(clients))
 	outs := make([]cutOutcome, len(clients))
 	var wg sync.WaitGroup
 	for i, cl := range clients {
-		wg.Go(func() { outs[i], errs[i] = disconnectAndResume(ctx, c, s.store, cl.id, text, cl.cut) })
+		wg.Go(func() {
+			outs[i], errs[i] = disconnectAndResume(ctx, c, s.store, cl.id, text, cl.cut, sync.OnceFunc(reached.Done))
+		})
 	}
+	reached.Wait()
+	release()
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("a client that closed its stream after %d bytes: %v", clients[i].cut, err)
 		}
 	}
-	var running, none, complete int
+	var held, none, complete int
 	for _, o := range outs {
-		if o.running {
-			running++
+		if o.held {
+			held++
 		}
 		if o.last == 0 {
 			none++
@@ -181,21 +194,17 @@ func TestLoadDisconnects(t *testing.T) {
 			complete++
 		}
 	}
-	t.Logf("of %d clients, %d closed while their run was running; %d had no committed event, %d the whole turn",
-		len(outs), running, none, complete)
-	// The points are uniform over a stream whose bytes come mostly while
-	// its run is running (the model's wait, then a token every 20 ms);
-	// a client on a busy machine reads late, so not every close is
-	// early, but if few were, the test did not test what it says.
-	if running < len(outs)/4 {
-		t.Errorf("only %d of %d clients closed their stream while its run was running", running, len(outs))
+	t.Logf("of %d clients, %d closed before model_started, their runs held in flight; %d had no committed event, %d the whole turn",
+		len(outs), held, none, complete)
+	if held == 0 {
+		t.Errorf("no client closed its stream while its run was held: the points did not test a run in flight")
 	}
 }
 
 // cutOutcome is what a client that closed its stream early saw.
 type cutOutcome struct {
 	last     int64 // the last seq it got before it closed
-	running  bool  // its run had not finished when it closed
+	held     bool  // it closed before model_started: its run was held in flight
 	complete bool  // it had the whole turn before it closed
 }
 
@@ -203,16 +212,26 @@ var loadSeed = flag.Uint64("load.seed", 0, "the seed of TestLoadDisconnects' poi
 
 // disconnectAndResume streams a turn of session id, closes the stream
 // after cut bytes, reconnects from the last id it got and checks what
-// both streams carried (see TestLoadDisconnects).
-func disconnectAndResume(ctx context.Context, c *client, store session.Store, id, text string, cut int) (cutOutcome, error) {
+// both streams carried (see TestLoadDisconnects). It calls reached once
+// it has closed the stream or seen model_started, whichever comes first.
+func disconnectAndResume(ctx context.Context, c *client, store session.Store, id, text string, cut int, reached func()) (cutOutcome, error) {
+	defer reached() // on an early return too
 	var o cutOutcome
 	body, err := c.open(ctx, "POST", "/v1/sessions/"+id+"/messages", `{"text":"`+text+`"}`)
 	if err != nil {
 		return o, err
 	}
-	first, err := readEvents(io.LimitReader(body, int64(cut)), nil)
+	sawModel := false
+	first, err := readEvents(io.LimitReader(body, int64(cut)), func(e sseEvent) bool {
+		if e.typ == "model_started" {
+			sawModel = true
+			reached()
+		}
+		return false
+	})
 	body.Close()
-	closed := time.Now()
+	o.held = !sawModel
+	reached()
 	if err != nil {
 		return o, err
 	}
@@ -249,8 +268,6 @@ func disconnectAndResume(ctx context.Context, c *client, store session.Store, id
 	if err != nil {
 		return o, fmt.Errorf("the reconnect after %d: %w", last, err)
 	}
-	// The runner stamps events with this process's clock.
-	o.running = closed.Before(rest[len(rest)-1].ev.Time)
 	return o, checkDone(ctx, store, id, append(got, more...))
 }
 
