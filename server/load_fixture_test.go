@@ -439,18 +439,6 @@ func (c *client) open(ctx context.Context, method, path, body string, hdr ...str
 	return resp.Body, nil
 }
 
-// turn posts text to session id as a message, streams its run, and
-// returns the events until the run's end (the server ends the stream
-// there), and the error that cut it short if any.
-func (c *client) turn(ctx context.Context, id, text string) ([]sseEvent, error) {
-	body, err := c.open(ctx, "POST", "/v1/sessions/"+id+"/messages", `{"text":`+strconv.Quote(text)+`}`)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	return readEvents(body, nil)
-}
-
 // streamAll streams a turn in each of sessions ids at once (POST
 // path(id), {"text": …}) and checks every stream with checkRun against
 // store (with no store, with checkStream). started, when set, is called
