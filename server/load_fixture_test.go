@@ -131,7 +131,6 @@ type loadServer struct {
 	srv   *server.Server
 	http  *httptest.Server
 	conns *connCount
-	model *slowEcho
 }
 
 type loadOptions struct {
@@ -140,7 +139,6 @@ type loadOptions struct {
 	// workers are the gateway's workers (gateway.workers): the sessions
 	// that run at once. Zero: the default, 64.
 	workers int
-	config  func(*server.Config)
 }
 
 func newLoadServer(tb testing.TB, o loadOptions) *loadServer {
@@ -151,7 +149,7 @@ func newLoadServer(tb testing.TB, o loadOptions) *loadServer {
 	if o.model == nil {
 		o.model = &slowEcho{}
 	}
-	ls := &loadServer{store: o.store, model: o.model}
+	ls := &loadServer{store: o.store}
 	var err error
 	ls.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{loadAgent(tb, o.model)}})
 	if err != nil {
@@ -164,11 +162,7 @@ func newLoadServer(tb testing.TB, o loadOptions) *loadServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = ls.gw.Run(ctx) })
-	cfg := server.Config{Runner: ls.r, Gateway: ls.gw, Heartbeat: time.Hour}
-	if o.config != nil {
-		o.config(&cfg)
-	}
-	ls.srv, err = server.New(cfg)
+	ls.srv, err = server.New(server.Config{Runner: ls.r, Gateway: ls.gw, Heartbeat: time.Hour})
 	if err != nil {
 		tb.Fatal(err)
 	}
