@@ -60,14 +60,41 @@ agents:
 	t.Run("input on one, followed on the other", func(t *testing.T) {
 		create(apis[0], "s1", "assistant")
 		follow := startCurl(t, reps[1].url+"/v1/sessions/s1/events", 0)
+		here := startCurl(t, reps[0].url+"/v1/sessions/s1/events", 0)
 		apis[0].send("s1", "what is 6*7")
 		evs := follow.until("the turn's end", typeIs("run_finished"))
+		here.until("the turn's end", typeIs("run_finished"))
 		checkIDs(t, "the other replica's stream", evs, 1, lastID(t, evs))
 		if st := runStatus(t, evs[len(evs)-1]); st != "done" {
 			t.Fatalf("the turn ended %s", st)
 		}
 		if !strings.Contains(eventsOf(evs, "final")[0].Data, "42") {
 			t.Errorf("the answer: %s", eventsOf(evs, "final")[0].Data)
+		}
+
+		// A second turn followed on both replicas, which have both watched
+		// the session since the first turn: each stream has the turn's
+		// live tokens — those of the replica running it, and those the
+		// other gets relayed through Postgres.
+		follows := []*curlStream{here, follow}
+		apis[1].send("s1", "what is 5*5")
+		for i, f := range follows {
+			evs := f.until("the second turn's end", typeIs("run_finished"))
+			var text strings.Builder
+			for _, ev := range eventsOf(evs, "token") {
+				var d struct {
+					Data struct{ Text string } `json:"data"`
+				}
+				_ = json.Unmarshal([]byte(ev.Data), &d)
+				text.WriteString(d.Data.Text)
+			}
+			var fin struct {
+				Data struct{ Text string } `json:"data"`
+			}
+			_ = json.Unmarshal([]byte(eventsOf(evs, "final")[0].Data), &fin)
+			if text.Len() == 0 || !strings.HasSuffix(fin.Data.Text, text.String()) {
+				t.Errorf("replica %d's stream: tokens %q, answer %q; want the answer's tokens", i, text.String(), fin.Data.Text)
+			}
 		}
 	})
 
