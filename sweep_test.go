@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrt/agentrt/internal/testenv"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -96,7 +97,7 @@ func recovered(t *testing.T, runs []*agentrt.Run) []string {
 func TestRecoverThroughIndexes(t *testing.T) {
 	host, _ := os.Hostname()
 	if host == "" {
-		t.Skip("this host has no name: its dead processes cannot be told")
+		t.Fatal("this host has no name: its dead processes cannot be told")
 	}
 	for _, is := range indexedStores() {
 		t.Run(is.name, func(t *testing.T) {
@@ -196,9 +197,7 @@ func TestRecoverWithoutIndexes(t *testing.T) {
 // Recover pages through the index: more stopped runs than a page holds
 // are all recovered, once each.
 func TestRecoverManyPages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stops 450 runs")
-	}
+	testenv.SkipShort(t, "stops 450 runs")
 	store := memstore.New()
 	ctx := context.Background()
 	const n = 450 // over two pages of recovery

@@ -237,18 +237,18 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 	}
 }
 
-// clientEnv, when set, makes TestLoadClientProcess the client of a
+// clientEnv, when set, makes BenchmarkLoadClientProcess the client of a
 // benchmark's server: streamAll in a process of its own.
 const clientEnv = "AGENTRT_LOAD_CLIENT"
 
 // clientProcess runs streamAll against the server at url in another
-// process (this test binary again, TestLoadClientProcess), so that what
+// process (this test binary again, BenchmarkLoadClientProcess), so that what
 // the clients hold is not in this process's heap: path is a session's
 // stream, "{id}" standing for its id. It calls started once the client
 // says that every stream has its run_started, and returns when the
 // client is done: an error if a stream failed its checks.
 func clientProcess(b *testing.B, url, path string, ids []string, started func()) error {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadClientProcess$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkLoadClientProcess$", "-test.benchtime=1x", "-test.count=1")
 	cmd.Env = append(os.Environ(), clientEnv+"="+url)
 	cmd.Stdin = strings.NewReader(path + "\n" + strings.Join(ids, "\n") + "\n")
 	var stderr strings.Builder
@@ -283,12 +283,13 @@ func clientProcess(b *testing.B, url, path string, ids []string, started func())
 	return nil
 }
 
-// TestLoadClientProcess is the client process of clientProcess; without
-// AGENTRT_LOAD_CLIENT (a benchmark runs it) it has nothing to do.
-func TestLoadClientProcess(t *testing.T) {
+// BenchmarkLoadClientProcess is the client process of clientProcess, not
+// a measure of its own: without AGENTRT_LOAD_CLIENT (clientProcess sets
+// it) it returns at once.
+func BenchmarkLoadClientProcess(t *testing.B) {
 	url := os.Getenv(clientEnv)
 	if url == "" {
-		t.Skip("the client process of BenchmarkConcurrentStreams: run by it")
+		return
 	}
 	in, err := io.ReadAll(os.Stdin)
 	if err != nil {

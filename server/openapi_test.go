@@ -433,7 +433,7 @@ func TestOpenAPIConformance(t *testing.T) {
 
 	t.Run("answer the request", func(t *testing.T) {
 		if rid == "" {
-			t.Skip("no request to answer")
+			t.Fatal("no request to answer: the subtest before failed to get one")
 		}
 		path := "/v1/sessions/chat/requests/" + rid
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/requests/nothing", body: `{"decision":"approve"}`}, 404, "unknown_request")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -362,16 +361,13 @@ type curlStream struct {
 	err    error // how the process ended; set before done closes
 }
 
-// needTool returns the path of a program the test runs. Without it the
-// test is skipped, except under CI (CI set), where it fails.
+// needTool returns the path of a program the test runs; without it the
+// test fails (the test command installs what the tests need).
 func needTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed: %v", name, err)
-		}
-		t.Skipf("%s is not installed", name)
+		t.Fatalf("%s is not installed (scripts/test.sh installs what the tests need): %v", name, err)
 	}
 	return p
 }

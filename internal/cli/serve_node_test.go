@@ -28,10 +28,7 @@ func nodeScript(t *testing.T, name string) (node, script string) {
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "node")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "eventsource", "package.json")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the npm packages of testdata/node are not installed (scripts/test.sh installs them): %v", err)
-		}
-		t.Skipf("the npm packages of testdata/node are not installed: run scripts/test.sh, or npm ci --prefix testdata/node")
+		t.Fatalf("the npm packages of testdata/node are not installed (scripts/test.sh installs them, or npm ci --prefix testdata/node): %v", err)
 	}
 	return node, filepath.Join(dir, name)
 }
