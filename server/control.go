@@ -47,12 +47,7 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, rid := r.PathValue("id"), r.PathValue("rid")
 	var req ResolveRequest
-	if err := decode(r, &req, s.cfg.Limits.MaxJSONDepth, false); err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	if _, err := s.getSessionRow(ctx, id); err != nil {
-		writeError(w, r, s.log, err)
+	if _, ok := s.sessionRequest(w, r, &req, false); !ok {
 		return
 	}
 	res := agentrt.Resolution{Decision: req.Decision, Arguments: req.Arguments, Text: req.Text, Selected: req.Selected,
@@ -84,12 +79,7 @@ func (s *Server) control(interrupt bool) http.HandlerFunc {
 		ctx := r.Context()
 		id := r.PathValue("id")
 		var req ControlRequest
-		if err := decode(r, &req, s.cfg.Limits.MaxJSONDepth, true); err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
-		if _, err := s.getSessionRow(ctx, id); err != nil {
-			writeError(w, r, s.log, err)
+		if _, ok := s.sessionRequest(w, r, &req, true); !ok {
 			return
 		}
 		stop := s.r.Cancel
@@ -114,12 +104,7 @@ type RunStarted struct {
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	if err := decode(r, &struct{}{}, s.cfg.Limits.MaxJSONDepth, true); err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	if _, err := s.getSessionRow(ctx, id); err != nil {
-		writeError(w, r, s.log, err)
+	if _, ok := s.sessionRequest(w, r, &struct{}{}, true); !ok {
 		return
 	}
 	// The run outlives the request: StartResume runs it in the
@@ -159,4 +144,20 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/sessions/"+ss.ID)
 	writeJSON(w, http.StatusCreated, sessionInfo(ss))
+}
+
+// sessionRequest reads the JSON body of a request on session {id} into
+// body (an empty body is allowed when empty is true) and the session's
+// row; on failure it answers the error and returns false.
+func (s *Server) sessionRequest(w http.ResponseWriter, r *http.Request, body any, empty bool) (*session.Session, bool) {
+	if err := decode(r, body, s.cfg.Limits.MaxJSONDepth, empty); err != nil {
+		writeError(w, r, s.log, err)
+		return nil, false
+	}
+	ss, err := s.getSessionRow(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return nil, false
+	}
+	return ss, true
 }

@@ -271,13 +271,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	var req MessageRequest
-	if err := decode(r, &req, s.cfg.Limits.MaxJSONDepth, false); err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	ss, err := s.getSessionRow(ctx, id)
-	if err != nil {
-		writeError(w, r, s.log, err)
+	ss, ok := s.sessionRequest(w, r, &req, false)
+	if !ok {
 		return
 	}
 	source := req.Source
