@@ -34,6 +34,7 @@ func (s *blockingSink) event(ev *session.Event) error {
 	return nil
 }
 func (s *blockingSink) kind() string     { return "test" }
+func (s *blockingSink) flush() error     { return nil }
 func (s *blockingSink) heartbeat() error { s.beats++; return nil }
 func (s *blockingSink) behind(last int64) error {
 	s.behindCalled, s.behindAt = true, last

@@ -298,109 +298,57 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	// Stream the run that answers the input. The watch starts before the
 	// input is stored, from the log as it was, so that it sees every
 	// token of the run.
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	w2 := s.startWatch(wctx, id, ss.LastSeq)
-	if err := w2.ready(); err != nil {
+	after := ss.LastSeq
+	f, err := s.subscribe(ctx, id, after)
+	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
+	defer func() { f.stop() }()
 	sub, err := s.gw.Submit(ctx, in)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	w2.sub = sub
-	after := ss.LastSeq
 	if sub.Duplicate {
 		// Its run may be anywhere in the log: watch it from the start.
-		stop()
-		wctx, stop = context.WithCancel(ctx)
-		defer stop()
+		f.stop()
 		after = 0
-		w2 = s.startWatch(wctx, id, 0)
-		w2.sub = sub
-		if err := w2.ready(); err != nil {
+		if f, err = s.subscribe(ctx, id, 0); err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}
 	}
 	w.Header().Set("Agentrt-Input-Id", sub.ID)
-	f := &inputFollower{inputID: sub.ID}
+	fw := &inputFollower{inputID: sub.ID}
 	sink := newSSE(w, s.cfg.WriteTimeout)
-	s.pump(ctx, func(context.Context) iter.Seq2[*session.Event, error] {
-		return f.filter(w2.events())
-	}, after, sink, f.done)
+	s.pumpFeed(ctx, f, after, sink, following{keep: fw.keep, done: fw.done,
+		check: func() error { return s.refused(ctx, sub) }}, false)
 }
 
-// inputWatch is a session's events, read by a goroutine from before an
-// input is submitted (see postMessage).
-type inputWatch struct {
-	s     *Server
-	ctx   context.Context
-	ch    chan item
-	first chan error // nil once subscribed, or the error that came first
-	sub   *gateway.Submitted
-}
-
-func (s *Server) startWatch(ctx context.Context, id string, after int64) *inputWatch {
-	w := &inputWatch{s: s, ctx: ctx, ch: make(chan item), first: make(chan error, 1)}
-	go func() {
-		defer close(w.ch)
-		subscribed := func() { w.first <- nil }
-		for ev, err := range s.r.WatchSubscribed(ctx, id, after, subscribed) {
-			if err != nil {
-				select {
-				case w.first <- err: // failed before it subscribed
-					return
-				default:
-				}
-			}
-			select {
-			case w.ch <- item{ev, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return w
-}
-
-// ready waits until the watch is subscribed, or failed.
-func (w *inputWatch) ready() error {
+// subscribe starts a stream's reader on a session's events after seq
+// after and returns once it sees the session's live tokens (see
+// Runner.WatchSubscribed), or with the error the watch failed with
+// first.
+func (s *Server) subscribe(ctx context.Context, id string, after int64) (*feed, error) {
+	subscribed := make(chan struct{})
+	f := s.startFeed(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
+		return s.r.WatchSubscribed(ctx, id, after, func() { close(subscribed) })
+	})
 	select {
-	case err := <-w.first:
-		return err
-	case <-w.ctx.Done():
-		return w.ctx.Err()
-	}
-}
-
-// events yields what the watch reads, ending with an error if the input
-// is refused (no run will answer it): the input's state is looked at
-// whenever the session is quiet for a heartbeat.
-func (w *inputWatch) events() iter.Seq2[*session.Event, error] {
-	return func(yield func(*session.Event, error) bool) {
-		tick := time.NewTicker(w.s.cfg.Heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case it, ok := <-w.ch:
-				if !ok || !yield(it.ev, it.err) || it.err != nil {
-					return
-				}
-			case <-tick.C:
-				if err := w.s.refused(w.ctx, w.sub); err != nil {
-					yield(nil, err)
-					return
-				}
-			case <-w.ctx.Done():
-				return
-			}
+	case <-subscribed:
+		return f, nil
+	case <-f.ended:
+		f.mu.Lock()
+		err := f.err
+		f.mu.Unlock()
+		if err == nil {
+			err = ctx.Err()
 		}
+		if err == nil {
+			err = &agentrt.Error{Kind: agentrt.FailInternal, Msg: "the watch of session " + id + " ended before it began"}
+		}
+		return nil, err
 	}
 }
 
@@ -439,31 +387,22 @@ type inputFollower struct {
 	runID   string // the run being followed; "" until it starts
 }
 
-func (f *inputFollower) filter(seq iter.Seq2[*session.Event, error]) iter.Seq2[*session.Event, error] {
-	return func(yield func(*session.Event, error) bool) {
-		for ev, err := range seq {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if f.runID == "" {
-				rs, ok := ev.Data.(*session.RunStarted)
-				if ev.Type != session.TypeRunStarted || !ok || !slices.Contains(rs.Inputs, f.inputID) {
-					continue
-				}
-				f.runID = ev.RunID
-			}
-			if ev.RunID != f.runID {
-				if ev.Type != session.TypeRunStarted {
-					continue
-				}
-				f.runID = ev.RunID // the restart of an interrupted turn
-			}
-			if !yield(ev, nil) {
-				return
-			}
+// keep reports whether ev belongs to the followed turn.
+func (f *inputFollower) keep(ev *session.Event) bool {
+	if f.runID == "" {
+		rs, ok := ev.Data.(*session.RunStarted)
+		if ev.Type != session.TypeRunStarted || !ok || !slices.Contains(rs.Inputs, f.inputID) {
+			return false
 		}
+		f.runID = ev.RunID
 	}
+	if ev.RunID != f.runID {
+		if ev.Type != session.TypeRunStarted {
+			return false
+		}
+		f.runID = ev.RunID // the restart of an interrupted turn
+	}
+	return true
 }
 
 // done reports the end of the followed turn: its run finished other than

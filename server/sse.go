@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt/session"
@@ -15,8 +15,11 @@ import (
 
 // eventSink is where a stream's events go: an SSE response, a WebSocket.
 type eventSink interface {
-	// event writes one event; token events have seq 0.
+	// event writes one event, or buffers it until flush; token events
+	// have seq 0.
 	event(ev *session.Event) error
+	// flush sends what event buffered.
+	flush() error
 	// heartbeat tells the client the stream is alive.
 	heartbeat() error
 	// behind tells the client it fell behind: reconnect after last.
@@ -34,21 +37,162 @@ type item struct {
 	err error
 }
 
+// feed is a stream's events between its reader, a goroutine that takes
+// them from open(ctx) (a Runner.Watch), and its writer, which sends them
+// to the client. It holds at most limit events, queued or being
+// written: the run never waits for a client, as the watch reads
+// committed events from the store, and tokens are dropped, not queued,
+// for a client that has no room. A client that leaves its buffer full of
+// committed events for timeout is behind: the reader stops, and the
+// client is told to reconnect from its last id once it has taken the
+// rest. The queue grows with what the client has not taken, so a client
+// that keeps up costs a few slots, not its limit.
+type feed struct {
+	limit   int
+	timeout time.Duration
+	cancel  context.CancelFunc
+
+	mu       sync.Mutex
+	q        []item // guarded by mu
+	inflight int    // guarded by mu: taken by the writer, not yet written
+	over     bool   // guarded by mu: the reader ended
+	behind   bool   // guarded by mu: it ended as the client fell behind
+	err      error  // guarded by mu: the error it ended with
+
+	ready chan struct{} // one value: q has items, or the reader ended
+	room  chan struct{} // one value: the writer wrote what it took
+	ended chan struct{} // closed when the reader ends
+}
+
+// startFeed starts a stream's reader; stop ends it.
+func (s *Server) startFeed(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error]) *feed {
+	rctx, cancel := context.WithCancel(ctx)
+	f := &feed{limit: max(s.cfg.ClientBuffer, 1), timeout: s.cfg.WriteTimeout, cancel: cancel,
+		ready: make(chan struct{}, 1), room: make(chan struct{}, 1), ended: make(chan struct{})}
+	go f.read(rctx, open)
+	return f
+}
+
+// stop ends the reader.
+func (f *feed) stop() {
+	if f != nil {
+		f.cancel()
+	}
+}
+
+func (f *feed) read(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error]) {
+	behind := false
+	var failed error
+	defer func() {
+		f.mu.Lock()
+		f.over, f.behind, f.err = true, behind, failed
+		f.mu.Unlock()
+		close(f.ended)
+		f.wake()
+	}()
+	for ev, err := range open(ctx) {
+		if err != nil {
+			failed = err
+			f.mu.Lock()
+			f.q = append(f.q, item{err: err}) // past the limit: it ends the stream
+			f.mu.Unlock()
+			return
+		}
+		if f.put(ev) || ev.Seq == 0 {
+			continue // queued, or a live token with no room: best effort
+		}
+		// The buffer is full of what the client has not taken: wait as
+		// long as a write may take, then give up on it.
+		t := time.NewTimer(f.timeout)
+		for !f.put(ev) {
+			select {
+			case <-f.room:
+				continue
+			case <-ctx.Done():
+			case <-t.C:
+				behind = true
+			}
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
+
+// put queues ev if there is room.
+func (f *feed) put(ev *session.Event) bool {
+	f.mu.Lock()
+	if len(f.q)+f.inflight >= f.limit {
+		f.mu.Unlock()
+		return false
+	}
+	f.q = append(f.q, item{ev: ev})
+	first := len(f.q) == 1
+	f.mu.Unlock()
+	if first {
+		f.wake()
+	}
+	return true
+}
+
+func (f *feed) wake() {
+	select {
+	case f.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take hands the writer what is queued, swapping in spare (emptied) as
+// the queue, and whether the reader ended and why.
+func (f *feed) take(spare []item) (q []item, over, behind bool) {
+	f.mu.Lock()
+	q, f.q = f.q, spare[:0]
+	f.inflight = len(q)
+	over, behind = f.over, f.behind
+	f.mu.Unlock()
+	return q, over, behind
+}
+
+// wrote tells the reader the writer is done with what it took.
+func (f *feed) wrote() {
+	f.mu.Lock()
+	f.inflight = 0
+	f.mu.Unlock()
+	select {
+	case f.room <- struct{}{}:
+	default:
+	}
+}
+
+// following says which of a stream's events the client gets: keep (nil:
+// all), until done says the stream is complete (after writing the
+// event); check, when set, is called at each heartbeat and ends the
+// stream with the error it returns.
+type following struct {
+	keep  func(*session.Event) bool
+	done  func(*session.Event) bool
+	check func() error
+}
+
 // pump copies the events open yields to sink until they end, done says the
 // stream is complete (after writing the event), ctx ends, the server
-// shuts down, or the client cannot keep up.
-//
-// A reader goroutine takes events from open(ctx) into a buffer of
-// ClientBuffer events; the caller's goroutine writes them out. The run
-// never waits for a client: open reads committed events from the store
-// (Runner.Watch), and tokens are dropped, not queued, for a client whose
-// buffer is full. A client that leaves its buffer full of committed
-// events for WriteTimeout is told to reconnect from its last id, and its
-// reader stops: a paused client costs its buffer, nothing more. It returns the seq of the last
-// committed event written.
+// shuts down, or the client cannot keep up (see feed). It returns the
+// seq of the last committed event written.
 func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
 	if !s.openStream() {
 		// Shutting down: the client reconnects, to another replica.
+		_ = sink.behind(after)
+		return after
+	}
+	f := s.startFeed(ctx, open)
+	defer f.stop()
+	return s.pumpFeed(ctx, f, after, sink, following{done: done}, true)
+}
+
+// pumpFeed is pump of a feed already started; opened says the caller
+// has counted the stream with openStream.
+func (s *Server) pumpFeed(ctx context.Context, f *feed, after int64, sink eventSink, fl following, opened bool) int64 {
+	if !opened && !s.openStream() {
 		_ = sink.behind(after)
 		return after
 	}
@@ -59,83 +203,84 @@ func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[
 		g.Inc()
 		defer g.Dec()
 	}
-	return s.copyEvents(ctx, open, after, sink, done)
+	return s.drain(ctx, f, after, sink, fl)
 }
 
 // copyEvents is pump without counting the stream as a client: a
 // WebSocket connection counts once, however many subscriptions it
 // carries.
 func (s *Server) copyEvents(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan item, s.cfg.ClientBuffer)
-	var behind atomic.Bool
-	go func() {
-		defer close(ch)
-		for ev, err := range open(rctx) {
-			if err != nil {
-				select {
-				case ch <- item{err: err}:
-				case <-rctx.Done():
-				}
-				return
-			}
-			select {
-			case ch <- item{ev: ev}:
-				continue
-			case <-rctx.Done():
-				return
-			default:
-			}
-			if ev.Seq == 0 {
-				continue // a live token: best effort
-			}
-			// The buffer is full of what the client has not taken: wait
-			// as long as a write may take, then give up on it.
-			t := time.NewTimer(s.cfg.WriteTimeout)
-			select {
-			case ch <- item{ev: ev}:
-				t.Stop()
-				continue
-			case <-rctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			behind.Store(true)
-			return
-		}
-	}()
+	f := s.startFeed(ctx, open)
+	defer f.stop()
+	return s.drain(ctx, f, after, sink, following{done: done})
+}
 
+// drain is the writer of a stream: it writes what the feed has queued,
+// all of it before one flush, and heartbeats while the session is quiet.
+func (s *Server) drain(ctx context.Context, f *feed, after int64, sink eventSink, fl following) int64 {
 	last := after
 	hb := time.NewTicker(s.cfg.Heartbeat)
 	defer hb.Stop()
+	var spare []item
 	for {
 		select {
-		case it, ok := <-ch:
+		case <-f.ready:
+			q, over, behind := f.take(spare)
+			end, ok := false, true
+			wrote := false
+			for _, it := range q {
+				if it.err != nil {
+					if wrote {
+						_ = sink.flush()
+					}
+					_ = sink.fail(it.err)
+					return last
+				}
+				ev := it.ev
+				if fl.keep != nil && !fl.keep(ev) {
+					continue
+				}
+				if ev.Seq != 0 && ev.Seq <= last {
+					continue // the watcher's own replay overlap: never twice
+				}
+				if err := sink.event(ev); err != nil {
+					if wrote {
+						_ = sink.flush()
+					}
+					ok, wrote = false, false
+					break
+				}
+				wrote = true
+				if ev.Seq != 0 {
+					last = ev.Seq
+				}
+				if fl.done != nil && fl.done(ev) {
+					end = true
+					break
+				}
+			}
+			if ok && wrote && sink.flush() != nil {
+				ok = false
+			}
+			clear(q)
+			spare = q
+			f.wrote()
 			switch {
-			case !ok:
-				if behind.Load() {
+			case !ok, end:
+				return last
+			case over:
+				if behind {
 					_ = sink.behind(last)
 				}
 				return last
-			case it.err != nil:
-				_ = sink.fail(it.err)
-				return last
-			}
-			if it.ev.Seq != 0 && it.ev.Seq <= last {
-				continue // the watcher's own replay overlap: never twice
-			}
-			if err := sink.event(it.ev); err != nil {
-				return last
-			}
-			if it.ev.Seq != 0 {
-				last = it.ev.Seq
-			}
-			if done != nil && done(it.ev) {
-				return last
 			}
 		case <-hb.C:
+			if fl.check != nil {
+				if err := fl.check(); err != nil {
+					_ = sink.fail(err)
+					return last
+				}
+			}
 			if err := sink.heartbeat(); err != nil {
 				return last
 			}
@@ -197,7 +342,7 @@ func (s *sseSink) event(ev *session.Event) error {
 		return err
 	}
 	s.buf = append(s.buf, "\n\n"...)
-	return s.flush()
+	return nil
 }
 
 func (s *sseSink) heartbeat() error {

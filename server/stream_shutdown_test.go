@@ -90,6 +90,7 @@ func (r *recordingSink) event(ev *session.Event) error { r.got = append(r.got, "
 func (r *recordingSink) heartbeat() error              { r.got = append(r.got, "heartbeat"); return nil }
 func (r *recordingSink) fail(err error) error          { r.got = append(r.got, "fail"); return nil }
 func (r *recordingSink) kind() string                  { return "test" }
+func (r *recordingSink) flush() error                  { return nil }
 func (r *recordingSink) behind(last int64) error {
 	r.got = append(r.got, fmt.Sprint("behind ", last))
 	return nil

@@ -793,6 +793,9 @@ func (k *wsSink) event(ev *session.Event) error {
 	return k.wc.send(k.sub.ctx.Done(), b)
 }
 
+// flush has nothing to do: each event is a frame of its own.
+func (k *wsSink) flush() error { return nil }
+
 // kind is "ws", though copyEvents does not count a subscription: the
 // connection counts once.
 func (k *wsSink) kind() string { return "ws" }
