@@ -173,6 +173,13 @@ type Gateway struct {
 	serving map[skey]*serving  // sources with a worker; guarded by mu
 	backoff map[skey]time.Time // sources whose session runs elsewhere: not before; guarded by mu
 	running bool               // Run is running; guarded by mu
+	// While Run takes work: its context, and its workers, to which
+	// Submit hands a source that can start at once. Guarded by mu.
+	runCtx  context.Context
+	workers *sync.WaitGroup
+	// starved says Run's loop left a settled source waiting because every
+	// worker was busy: the next worker to end wakes it. Guarded by mu.
+	starved bool
 }
 
 // skey names a source: its tenant and name.
@@ -185,6 +192,10 @@ type serving struct {
 	interrupted bool                 // newer input interrupted the turn
 	interruptBy []string             // the inputs that did
 	steer       []session.InboxInput // input to steer into the run once it starts
+	// recheck says Run's loop found input for the source while it was
+	// served: the worker wakes the loop when it ends, should the input
+	// have come after its last look.
+	recheck bool
 	// upto is the Seq of the newest input pending when the turn started
 	// (zero before the first turn): input up to it is not newer input the
 	// policy applies to — the turn's own, or left to a later turn for its
@@ -331,14 +342,46 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	if err := g.arrived(ctx, stored); err != nil {
 		return out, err
 	}
-	// Wake the loop unless it looks at the inbox again before the input
-	// can settle anyway: a busy source's every input would otherwise make
-	// the loop list the inbox once more.
+	// An idle source whose input need not wait goes straight to a
+	// worker. Else wake the loop, unless it looks at the inbox again
+	// before the input can settle anyway: a busy source's every input
+	// would otherwise make the loop list the inbox once more.
 	debounce, _, _ := g.settings(stored.Source, stored.Metadata[agentKey])
+	if debounce <= 0 && g.dispatch(skey{stored.Tenant, stored.Source}) {
+		return out, nil
+	}
 	if debounce <= 0 || stored.At.Add(debounce).UnixNano() < g.nextLook.Load() {
 		g.poke()
 	}
 	return out, nil
+}
+
+// dispatch starts a worker for source k, as Run's loop would once it
+// listed the inbox, if Run takes work in this process, k has no worker
+// and no back-off, and a worker is free. The worker claims the source
+// and reads its inbox as any does.
+func (g *Gateway) dispatch(k skey) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.workers == nil || g.runCtx.Err() != nil {
+		return false
+	}
+	if _, busy := g.serving[k]; busy {
+		return false
+	}
+	if until, ok := g.backoff[k]; ok && g.now().Before(until) {
+		return false
+	}
+	if len(g.serving) >= g.cfg.Workers {
+		g.starved = true
+		return false
+	}
+	s := &serving{}
+	g.serving[k] = s
+	delete(g.backoff, k)
+	ctx := g.runCtx
+	g.workers.Go(func() { g.serve(ctx, k, s, serveOpts{}) })
+	return true
 }
 
 // agentKey is the metadata key an input's agent travels under.

@@ -39,7 +39,15 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.mu.Unlock()
 	}()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	g.mu.Lock()
+	g.runCtx, g.workers = ctx, &wg
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.runCtx, g.workers = nil, nil // Submit starts no worker from now on
+		g.mu.Unlock()
+		wg.Wait()
+	}()
 	g.resumeStopped(ctx)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -66,9 +74,15 @@ func (g *Gateway) Run(ctx context.Context) error {
 		for _, st := range states {
 			k := skey{st.Tenant, st.Source}
 			g.mu.Lock()
-			_, busy := g.serving[k]
+			cur, busy := g.serving[k]
+			if busy {
+				cur.recheck = true
+			}
 			until, backing := g.backoff[k]
 			full := len(g.serving) >= g.cfg.Workers
+			if full && !busy {
+				g.starved = true
+			}
 			g.mu.Unlock()
 			if busy || full {
 				continue
@@ -155,41 +169,57 @@ func claimName(source string) string { return "gateway.source:" + source }
 // of — submitted by another process — and applies the source's policy
 // to it, as Submit does to input submitted here. stop ends the watch.
 func (g *Gateway) watch(ctx context.Context, k skey, s *serving) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(g.cfg.Poll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			g.mu.Lock()
-			upto, running := s.upto, s.turn != nil
-			g.mu.Unlock()
-			if !running {
-				continue
-			}
-			pending, err := g.inbox.Pending(ctx, k.source)
-			if err != nil {
-				continue // the worker's next read of the inbox reports it
-			}
-			for _, in := range pending {
-				if in.Seq > upto && in.Corrupt == "" {
-					if err := g.apply(ctx, k, s, in); err != nil && !isRejected(err) {
-						g.report(k.source, err)
-					}
-				}
-			}
+	// A timer rather than a goroutine: most turns end before the first
+	// look.
+	var (
+		mu      sync.Mutex
+		stopped bool
+		looking sync.WaitGroup
+		t       *time.Timer
+	)
+	t = time.AfterFunc(g.cfg.Poll, func() {
+		mu.Lock()
+		if stopped || ctx.Err() != nil {
+			mu.Unlock()
+			return
 		}
+		looking.Add(1)
+		mu.Unlock()
+		defer looking.Done()
+		g.look(ctx, k, s)
+		mu.Lock()
+		if !stopped {
+			t.Reset(g.cfg.Poll)
+		}
+		mu.Unlock()
 	})
 	return func() {
-		close(done)
-		wg.Wait()
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+		looking.Wait()
+	}
+}
+
+// look is one look of watch at source k's inbox.
+func (g *Gateway) look(ctx context.Context, k skey, s *serving) {
+	g.mu.Lock()
+	upto, running := s.upto, s.turn != nil
+	g.mu.Unlock()
+	if !running {
+		return
+	}
+	pending, err := g.inbox.Pending(ctx, k.source)
+	if err != nil {
+		return // the worker's next read of the inbox reports it
+	}
+	for _, in := range pending {
+		if in.Seq > upto && in.Corrupt == "" {
+			if err := g.apply(ctx, k, s, in); err != nil && !isRejected(err) {
+				g.report(k.source, err)
+			}
+		}
 	}
 }
 
@@ -216,11 +246,20 @@ type serveOpts struct {
 // settled, restarting a turn that newer input interrupted. It returns the
 // first failure, which it has reported (OnError) too.
 func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (failed error) {
+	done := false // it ended as the source had nothing pending
 	defer func() {
+		// Wake the loop, unless the worker ended as the source had nothing
+		// pending and the loop saw nothing since that it left for later.
 		g.mu.Lock()
 		delete(g.serving, k)
+		again := !done || s.recheck || g.starved
+		if again {
+			g.starved = false
+		}
 		g.mu.Unlock()
-		g.poke()
+		if again {
+			g.poke()
+		}
 	}()
 	fail := func(err error) {
 		g.report(k.source, err)
@@ -257,7 +296,11 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 			fail(err)
 			return failed
 		}
-		if len(pending) == 0 || o.until != "" && !slices.ContainsFunc(pending, func(in session.InboxInput) bool { return in.ID == o.until }) {
+		if len(pending) == 0 {
+			done = true
+			return failed
+		}
+		if o.until != "" && !slices.ContainsFunc(pending, func(in session.InboxInput) bool { return in.ID == o.until }) {
 			return failed
 		}
 		newest := pending[len(pending)-1]

@@ -192,11 +192,20 @@ func runModule(ctx context.Context, m Module, t *Turn) (err error) {
 	if _, agent := m.(agentModule); agent {
 		timeout = 0
 	}
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+	if timeout <= 0 {
+		// Nothing to give up on: run it here.
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("module %s panicked: %v\n%s", m.Name(), v, debug.Stack())
+			}
+		}()
+		if err := m.Run(ctx, t); err != nil {
+			return fmt.Errorf("module %s: %w", m.Name(), err)
+		}
+		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -227,16 +236,24 @@ func runModule(ctx context.Context, m Module, t *Turn) (err error) {
 // interrupted or failed.
 func (t *Turn) runGroups(ctx context.Context, groups [][]Module) error {
 	for _, group := range groups {
-		var wg sync.WaitGroup
-		errs := make([]error, len(group))
-		for i, m := range group {
-			if t.masked(m) {
-				continue
+		var err error
+		if len(group) == 1 {
+			if !t.masked(group[0]) {
+				err = runModule(ctx, group[0], t)
 			}
-			wg.Go(func() { errs[i] = runModule(ctx, m, t) })
+		} else {
+			var wg sync.WaitGroup
+			errs := make([]error, len(group))
+			for i, m := range group {
+				if t.masked(m) {
+					continue
+				}
+				wg.Go(func() { errs[i] = runModule(ctx, m, t) })
+			}
+			wg.Wait()
+			err = errors.Join(errs...)
 		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err != nil {
 			return err
 		}
 		t.mu.Lock()

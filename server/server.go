@@ -131,6 +131,7 @@ type Server struct {
 
 	clients atomic.Int64     // open streams (SSE and WebSocket)
 	gauges  map[string]Gauge // open streams by kind, for metrics
+	bufs    sync.Pool        // SSE streams' buffers (*[]byte)
 }
 
 type nopGauge struct{}

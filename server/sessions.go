@@ -321,7 +321,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Agentrt-Input-Id", sub.ID)
 	fw := &inputFollower{inputID: sub.ID}
-	sink := newSSE(w, s.cfg.WriteTimeout)
+	sink := s.newSSE(w)
+	defer sink.release()
 	s.pumpFeed(ctx, f, after, sink, following{keep: fw.keep, done: fw.done,
 		check: func() error { return s.refused(ctx, sub) }}, false)
 }
@@ -435,7 +436,8 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, s.log, badRequest("cannot resume after event %d: it is past the session's last event %d (resume from an id this session's stream gave)", after, ss.LastSeq))
 			return
 		}
-		sink := newSSE(w, s.cfg.WriteTimeout)
+		sink := s.newSSE(w)
+		defer sink.release()
 		s.pump(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
 			return s.r.Watch(ctx, id, after)
 		}, after, sink, nil)

@@ -164,6 +164,10 @@ func (f *feed) wrote() {
 	}
 }
 
+// streamOpenWait is how long a stream's headers wait for its first
+// events to go out with them.
+const streamOpenWait = 50 * time.Millisecond
+
 // following says which of a stream's events the client gets: keep (nil:
 // all), until done says the stream is complete (after writing the
 // event); check, when set, is called at each heartbeat and ends the
@@ -221,9 +225,17 @@ func (s *Server) drain(ctx context.Context, f *feed, after int64, sink eventSink
 	last := after
 	hb := time.NewTicker(s.cfg.Heartbeat)
 	defer hb.Stop()
+	// The response's headers go out with its first events, which mostly
+	// come at once, or after streamOpenWait: one write fewer a stream.
+	opening := time.NewTimer(streamOpenWait)
+	defer opening.Stop()
 	var spare []item
 	for {
 		select {
+		case <-opening.C:
+			if err := sink.flush(); err != nil {
+				return last
+			}
 		case <-f.ready:
 			q, over, behind := f.take(spare)
 			end, ok := false, true
@@ -259,8 +271,11 @@ func (s *Server) drain(ctx context.Context, f *feed, after int64, sink eventSink
 					break
 				}
 			}
-			if ok && wrote && sink.flush() != nil {
-				ok = false
+			if ok && wrote {
+				opening.Stop() // the headers went with these events
+				if sink.flush() != nil {
+					ok = false
+				}
 			}
 			clear(q)
 			spare = q
@@ -301,20 +316,39 @@ type sseSink struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	buf     []byte
+	pool    *sync.Pool
 }
 
-func newSSE(w http.ResponseWriter, timeout time.Duration) *sseSink {
+func (srv *Server) newSSE(w http.ResponseWriter) *sseSink {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	s := &sseSink{w: w, rc: http.NewResponseController(w), timeout: timeout, buf: make([]byte, 0, 1024)}
-	// Browsers wait a second before they reconnect.
+	s := &sseSink{w: w, rc: http.NewResponseController(w), timeout: srv.cfg.WriteTimeout, pool: &srv.bufs}
+	if b, ok := srv.bufs.Get().(*[]byte); ok {
+		s.buf = (*b)[:0]
+	} else {
+		s.buf = make([]byte, 0, 4096)
+	}
+	// Browsers wait a second before they reconnect. This and the headers
+	// go out with the first events, or after streamOpenWait (drain).
 	s.buf = append(s.buf, "retry: 1000\n\n"...)
-	_ = s.flush()
 	return s
 }
+
+// release gives the sink's buffer back for another stream's use.
+func (s *sseSink) release() {
+	if cap(s.buf) <= maxPooledBuf {
+		b := s.buf[:0]
+		s.pool.Put(&b)
+	}
+	s.buf = nil
+}
+
+// maxPooledBuf is the largest stream buffer kept for another stream: a
+// larger one was for a rare, large batch.
+const maxPooledBuf = 64 << 10
 
 func (s *sseSink) kind() string { return "sse" }
 
