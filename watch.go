@@ -83,19 +83,15 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 			// This process's messages first: a token is published before
 			// the commit that ends its model call, which the follower may
 			// deliver first.
-			select {
-			case m := <-sub.ch:
-				if !w.take(ctx, m.ev, m.pos) {
-					return
-				}
-				continue
-			default:
+			if !w.drain(ctx, sub) {
+				return
+			}
+			if sub.lagged.Swap(false) && !w.catchUp(ctx) {
+				// Events this watcher had no room for: the store has them.
+				return
 			}
 			select {
-			case m := <-sub.ch:
-				if !w.take(ctx, m.ev, m.pos) {
-					return
-				}
+			case <-sub.ready:
 			case f, ok := <-follow:
 				switch {
 				case !ok:
@@ -104,6 +100,9 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 					if ctx.Err() == nil {
 						yield(nil, notFound(sessionID, f.err))
 					}
+					return
+				}
+				if !w.drain(ctx, sub) {
 					return
 				}
 				if w.open && f.ev.Seq == w.last+1 && !w.syncRelay(ctx, sub) {
@@ -120,11 +119,25 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 			case <-ctx.Done():
 				return
 			}
-			if sub.lagged.Swap(false) && !w.catchUp(ctx) {
-				// Events this watcher had no room for: the store has them.
-				return
+		}
+	}
+}
+
+// drain takes the messages in the watcher's inbox.
+func (w *watcher) drain(ctx context.Context, sub *subscriber) bool {
+	for {
+		q := sub.take(w.spare)
+		w.spare = q
+		if len(q) == 0 {
+			return ctx.Err() == nil
+		}
+		for _, m := range q {
+			if !w.take(ctx, m.ev, m.pos) {
+				clear(q)
+				return false
 			}
 		}
+		clear(q)
 	}
 }
 
@@ -142,6 +155,7 @@ type watcher struct {
 	open  bool  // it is a model_started: the model call streams
 	yield func(*session.Event, error) bool
 	held  []hubMsg // tokens that came before the event they follow
+	spare []hubMsg // the inbox's other queue (subscriber.take)
 }
 
 // relaySyncWait bounds how long a watcher waits for the relay before it
@@ -165,16 +179,7 @@ func (w *watcher) syncRelay(ctx context.Context, sub *subscriber) bool {
 	sctx, cancel := context.WithTimeout(ctx, relaySyncWait)
 	_ = rl.rl.Sync(sctx)
 	cancel()
-	for {
-		select {
-		case m := <-sub.ch:
-			if !w.take(ctx, m.ev, m.pos) {
-				return false
-			}
-		default:
-			return ctx.Err() == nil
-		}
-	}
+	return w.drain(ctx, sub)
 }
 
 // maxHeld is the most tokens a watcher keeps waiting for their place.
@@ -275,8 +280,39 @@ type topic struct {
 // is full drops the message and marks the watcher lagged, which then
 // reads the committed events it missed from the store.
 type subscriber struct {
-	ch     chan hubMsg
+	mu     sync.Mutex
+	q      []hubMsg      // guarded by mu; grows up to subscriberBuffer
+	ready  chan struct{} // one value: q has messages
 	lagged atomic.Bool
+}
+
+// put queues m, or drops it and marks the watcher lagged if its inbox
+// is full.
+func (s *subscriber) put(m hubMsg) {
+	s.mu.Lock()
+	if len(s.q) >= subscriberBuffer {
+		s.mu.Unlock()
+		s.lagged.Store(true)
+		return
+	}
+	s.q = append(s.q, m)
+	first := len(s.q) == 1
+	s.mu.Unlock()
+	if first {
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take returns the queued messages, leaving spare, emptied, as the queue.
+func (s *subscriber) take(spare []hubMsg) []hubMsg {
+	s.mu.Lock()
+	q := s.q
+	s.q = spare[:0]
+	s.mu.Unlock()
+	return q
 }
 
 type hubMsg struct {
@@ -325,7 +361,7 @@ func (h *hub) release(t *topic) {
 }
 
 func (t *topic) subscribe() *subscriber {
-	s := &subscriber{ch: make(chan hubMsg, subscriberBuffer)}
+	s := &subscriber{ready: make(chan struct{}, 1)}
 	t.hub.mu.Lock()
 	t.subs = append(t.subs, s)
 	t.nsubs.Store(int32(len(t.subs)))
@@ -385,10 +421,6 @@ func (t *topic) send(m hubMsg) {
 // sendLocked is send with hub.mu held.
 func (t *topic) sendLocked(m hubMsg) {
 	for _, s := range t.subs {
-		select {
-		case s.ch <- m:
-		default:
-			s.lagged.Store(true)
-		}
+		s.put(m)
 	}
 }
