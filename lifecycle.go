@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/agentrt/agentrt/internal/stack"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -147,7 +148,10 @@ func (r *Runner) startResumeBackground(ctx context.Context, sessionID string, re
 // waits for, covers it.
 func (r *Runner) background(ctx context.Context, x *Exec) *Run {
 	h := x.handle
-	go r.drive(ctx, x)
+	go func() {
+		stack.Presize()
+		r.drive(ctx, x)
+	}()
 	return h
 }
 

@@ -53,6 +53,7 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 		}
 
 		w := &watcher{r: r, id: sessionID, key: t.key, last: max(after, 0), yield: yield}
+		w.seen.Store(w.last)
 		wctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		defer func() {
@@ -61,11 +62,14 @@ func (r *Runner) watch(ctx context.Context, sessionID string, after int64, until
 		}()
 		var follow chan followed
 		if r.follower != nil {
-			follow = make(chan followed, 64)
+			follow = make(chan followed, 16)
 			from := w.last
 			wg.Go(func() {
 				defer close(follow)
 				for e, err := range r.follower.Follow(wctx, sessionID, from) {
+					if err == nil && e.Seq <= w.seen.Load() {
+						continue // the watcher has it (a commit of this process)
+					}
 					select {
 					case follow <- followed{e, err}:
 					case <-wctx.Done():
@@ -156,6 +160,9 @@ type watcher struct {
 	yield func(*session.Event, error) bool
 	held  []hubMsg // tokens that came before the event they follow
 	spare []hubMsg // the inbox's other queue (subscriber.take)
+	// seen is last, for the goroutine that follows the store: it skips
+	// the events the watcher has had from this process's runs.
+	seen atomic.Int64
 }
 
 // relaySyncWait bounds how long a watcher waits for the relay before it
@@ -212,6 +219,7 @@ func (w *watcher) yieldCommitted(e *session.Event) bool {
 		return false
 	}
 	w.last, w.open = e.Seq, e.Type == session.TypeModelStarted
+	w.seen.Store(e.Seq)
 	if len(w.held) > 0 {
 		// Tokens that follow this event; older ones are stale.
 		keep := w.held[:0]
@@ -361,7 +369,7 @@ func (h *hub) release(t *topic) {
 }
 
 func (t *topic) subscribe() *subscriber {
-	s := &subscriber{ready: make(chan struct{}, 1)}
+	s := &subscriber{ready: make(chan struct{}, 1), q: make([]hubMsg, 0, 16)}
 	t.hub.mu.Lock()
 	t.subs = append(t.subs, s)
 	t.nsubs.Store(int32(len(t.subs)))

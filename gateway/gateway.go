@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/stack"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -380,7 +381,10 @@ func (g *Gateway) dispatch(k skey) bool {
 	g.serving[k] = s
 	delete(g.backoff, k)
 	ctx := g.runCtx
-	g.workers.Go(func() { g.serve(ctx, k, s, serveOpts{}) })
+	g.workers.Go(func() {
+		stack.Presize()
+		g.serve(ctx, k, s, serveOpts{})
+	})
 	return true
 }
 

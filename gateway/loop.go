@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/stack"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -100,7 +101,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 			g.serving[k] = s
 			delete(g.backoff, k)
 			g.mu.Unlock()
-			wg.Go(func() { g.serve(ctx, k, s, serveOpts{}) })
+			wg.Go(func() {
+				stack.Presize()
+				g.serve(ctx, k, s, serveOpts{})
+			})
 		}
 		next = max(next, time.Millisecond)
 		g.nextLook.Store(g.now().Add(next).UnixNano())
@@ -177,6 +181,8 @@ func (g *Gateway) watch(ctx context.Context, k skey, s *serving) (stop func()) {
 		looking sync.WaitGroup
 		t       *time.Timer
 	)
+	mu.Lock() // t is set before the first look reads it
+	defer mu.Unlock()
 	t = time.AfterFunc(g.cfg.Poll, func() {
 		mu.Lock()
 		if stopped || ctx.Err() != nil {

@@ -67,7 +67,7 @@ type feed struct {
 // startFeed starts a stream's reader; stop ends it.
 func (s *Server) startFeed(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error]) *feed {
 	rctx, cancel := context.WithCancel(ctx)
-	f := &feed{limit: max(s.cfg.ClientBuffer, 1), timeout: s.cfg.WriteTimeout, cancel: cancel,
+	f := &feed{limit: max(s.cfg.ClientBuffer, 1), timeout: s.cfg.WriteTimeout, cancel: cancel, q: make([]item, 0, 16),
 		ready: make(chan struct{}, 1), room: make(chan struct{}, 1), ended: make(chan struct{})}
 	go f.read(rctx, open)
 	return f
