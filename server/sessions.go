@@ -295,36 +295,18 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// Stream the run that answers the input. The watch starts before the
-	// input is stored, from the log as it was, so that it sees every
-	// token of the run.
-	after := ss.LastSeq
-	f, err := s.subscribe(ctx, id, after)
+	// Stream the run that answers the input, watched from before the
+	// input is stored so that no token of it is missed.
+	t, err := s.submitTurn(ctx, in, ss.LastSeq)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	defer func() { f.stop() }()
-	sub, err := s.gw.Submit(ctx, in)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	if sub.Duplicate {
-		// Its run may be anywhere in the log: watch it from the start.
-		f.stop()
-		after = 0
-		if f, err = s.subscribe(ctx, id, 0); err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
-	}
-	w.Header().Set("Agentrt-Input-Id", sub.ID)
-	fw := &inputFollower{inputID: sub.ID}
+	defer t.Close()
+	w.Header().Set("Agentrt-Input-Id", t.Submitted.ID)
 	sink := s.newSSE(w)
 	defer sink.release()
-	s.pumpFeed(ctx, f, after, sink, following{keep: fw.keep, done: fw.done,
-		check: func() error { return s.refused(ctx, sub) }}, false)
+	s.pumpFeed(ctx, t.f, t.After, sink, t.following(), false)
 }
 
 // subscribe starts a stream's reader on a session's events after seq
