@@ -18,6 +18,10 @@ import (
 // tables from it (the tools' specs and approval policies).
 type Agent struct {
 	Name string
+	// Description says in a sentence or two what the agent is for: what
+	// a parent agent sees of it as a sub-agent tool, and what the
+	// protocol adapters show of it (an A2A agent card, an MCP tool).
+	Description string
 	// SystemPrompt is sent first in every model request (the agent
 	// package renders a Profile and instructions into it).
 	SystemPrompt string

@@ -99,6 +99,9 @@ func (b *Builder) Profile(p Profile) *Builder { b.profile = p; return b }
 // Instructions sets the instructions appended to the profile.
 func (b *Builder) Instructions(s string) *Builder { b.instr = s; return b }
 
+// Description says what the agent is for (Agent.Description).
+func (b *Builder) Description(s string) *Builder { b.a.Description = s; return b }
+
 // Model sets the model.
 func (b *Builder) Model(m model.Model) *Builder { b.a.Model = m; return b }
 

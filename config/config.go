@@ -152,6 +152,9 @@ type Agent struct {
 	FallbackModels []string `yaml:"fallback_models,omitempty"`
 	Profile        Profile  `yaml:"profile,omitempty"`
 	Instructions   string   `yaml:"instructions,omitempty"`
+	// Description says what the agent is for: what a parent agent sees of
+	// it as a tool, and what the protocol adapters show of it.
+	Description string `yaml:"description,omitempty"`
 	// Strategy is StrategyReact (also the empty string) or StrategyPlanExecute.
 	Strategy string `yaml:"strategy,omitempty"`
 	// Plan configures strategy plan_execute.

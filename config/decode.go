@@ -596,6 +596,7 @@ func (d *decoder) agent(n *yaml.Node, path string, a *Agent) {
 			)
 		}},
 		field{"instructions", d.str(&a.Instructions)},
+		field{"description", d.str(&a.Description)},
 		field{"strategy", d.str(&a.Strategy)},
 		field{"plan", func(n *yaml.Node, path string) {
 			p := &a.Plan

@@ -64,10 +64,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // AgentInfo is an agent as GET /v1/agents shows it.
 type AgentInfo struct {
-	Name    string     `json:"name"`
-	Default bool       `json:"default,omitempty"`
-	Model   string     `json:"model,omitempty"`
-	Tools   []ToolInfo `json:"tools"`
+	Name        string     `json:"name"`
+	Description string     `json:"description,omitempty"`
+	Default     bool       `json:"default,omitempty"`
+	Model       string     `json:"model,omitempty"`
+	Tools       []ToolInfo `json:"tools"`
 }
 
 // ToolInfo is a tool an agent may call.
@@ -84,7 +85,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	}{Agents: []AgentInfo{}}
 	for _, name := range s.r.AgentNames() {
 		a, _ := s.r.Agent(name)
-		info := AgentInfo{Name: name, Default: name == def, Tools: []ToolInfo{}}
+		info := AgentInfo{Name: name, Description: a.Description, Default: name == def, Tools: []ToolInfo{}}
 		if a.Model != nil {
 			info.Model = a.Model.Name()
 		}

@@ -260,6 +260,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		b := agentrt.NewAgent(name).
 			Profile(agentrt.Profile(ac.Profile)).
 			Instructions(ac.Instructions).
+			Description(ac.Description).
 			Model(m).
 			Fallbacks(fallbacks...).
 			Registry(reg).
@@ -301,7 +302,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		}
 		for _, t := range ac.Tools {
 			if _, isAgent := cfg.Agents[t]; isAgent {
-				b.Tools(agentrt.SubAgent(t, "")) // another agent, as a tool
+				b.Tools(agentrt.SubAgent(t, cfg.Agents[t].Description)) // another agent, as a tool
 			}
 		}
 		ra, err := b.Build()

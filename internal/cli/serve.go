@@ -151,6 +151,9 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if err != nil {
 		return err
 	}
+	if err := mountProtocols(srv, a); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
