@@ -1,0 +1,131 @@
+package mcp_test
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An approval during a call is an elicitation to the client, over the
+// 2025 protocol (elicitation/create while the call waits) and over
+// 2026-07-28 (input requests in the result, answered by the call again):
+// approve runs the call, edit runs it with the client's arguments,
+// decline rejects it; the call's result is the turn's answer after.
+func TestApprovalIsElicitation(t *testing.T) {
+	f := newFixture(t)
+	for _, version := range []string{"2025-11-25", ""} {
+		for _, tc := range []struct {
+			name    string
+			answer  *sdk.ElicitResult
+			want    string
+			wantErr bool
+		}{
+			{"approve", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, "deployed to prod", false},
+			{"edit", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "edit", "arguments": `{"env":"staging"}`}}, "deployed to staging", false},
+			{"decline", &sdk.ElicitResult{Action: "decline"}, "rejected", false},
+		} {
+			t.Run("version="+version+"/"+tc.name, func(t *testing.T) {
+				var mu sync.Mutex
+				var asked []string
+				cs := f.connect(t, "key-a", version, &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					asked = append(asked, req.Params.Message)
+					return tc.answer, nil
+				}})
+				res, out := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": `call deploy {"env":"prod"}`}})
+				mu.Lock()
+				defer mu.Unlock()
+				if len(asked) != 1 || !strings.Contains(asked[0], `deploy {"env":"prod"}`) {
+					t.Errorf("elicitations %q: want one showing the call", asked)
+				}
+				if res.IsError || out.Status != "done" || !strings.Contains(out.Answer, tc.want) {
+					t.Errorf("result %q %+v: want done with %q", text(res), out, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// A prompt is an elicitation too, answered with text; a client that
+// cancels leaves the request waiting, and the result says how to answer
+// it.
+func TestNoElicitationSaysHowToAnswer(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name string
+		opts *sdk.ClientOptions
+	}{
+		{"no elicitation", nil},
+		{"cancelled", &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "cancel"}, nil
+		}}},
+	} {
+		for _, version := range []string{"2025-11-25", ""} {
+			t.Run(tc.name+"/version="+version, func(t *testing.T) {
+				cs := f.connect(t, "key-a", version, tc.opts)
+				res, out := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": `call deploy {"env":"prod"}`}})
+				if res.IsError || out.Status != "waiting" || len(out.Requests) != 1 {
+					t.Fatalf("result %q %+v: want waiting with the request", text(res), out)
+				}
+				q := out.Requests[0]
+				if q.Kind != "approval" || len(q.Calls) != 1 || q.Calls[0].Name != "deploy" || q.Resolve != "/v1/sessions/"+out.SessionID+"/requests/"+q.ID {
+					t.Errorf("request %+v: want the approval of deploy with its endpoint", q)
+				}
+				if !strings.Contains(text(res), q.Resolve) || !strings.Contains(text(res), "agentrt approve "+out.SessionID+" "+q.ID) {
+					t.Errorf("text %q: want how to answer", text(res))
+				}
+			})
+		}
+	}
+}
+
+// With a progress token, a call reports the agent's progress: its
+// rounds, tool calls and results, in order.
+func TestProgress(t *testing.T) {
+	f := newFixture(t)
+	got := make(chan *sdk.ProgressNotificationParams, 64)
+	cs := f.connect(t, "key-a", "2025-11-25", &sdk.ClientOptions{ProgressNotificationHandler: func(ctx context.Context, req *sdk.ProgressNotificationClientRequest) {
+		got <- req.Params
+	}})
+	params := &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "call lookup {}"}}
+	params.SetProgressToken("p1")
+	res, out := call(t, cs, params)
+	if res.IsError || out.Status != "done" {
+		t.Fatalf("call: %q", text(res))
+	}
+	// The client hands notifications to its handler on a goroutine of
+	// their own: they may come in after the result.
+	want := []string{"round 1", "calling lookup", "lookup done", "round 2"}
+	var ps []*sdk.ProgressNotificationParams
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for len(ps) < len(want) {
+		select {
+		case p := <-got:
+			if p.ProgressToken != "p1" {
+				t.Errorf("progress %+v: want token p1", p)
+			}
+			ps = append(ps, p)
+		case <-ctx.Done():
+			t.Fatalf("%d progress notifications: want %q", len(ps), want)
+		}
+	}
+	slices.SortFunc(ps, func(a, b *sdk.ProgressNotificationParams) int { return cmp.Compare(a.Progress, b.Progress) })
+	var msgs []string
+	for i, p := range ps {
+		if p.Progress != float64(i+1) {
+			t.Errorf("progress values %v: want 1, 2, 3, ...", p.Progress)
+		}
+		msgs = append(msgs, p.Message)
+	}
+	if !slices.Equal(msgs, want) {
+		t.Errorf("progress %q: want %q", msgs, want)
+	}
+}

@@ -1,0 +1,133 @@
+package mcp_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentrt/agentrt/server/mcp"
+)
+
+// Each agent is a tool named as the agent, described by its description;
+// a call is a turn whose answer is the result, with the session, run,
+// status and usage as structured content; a call with that session
+// continues the conversation.
+func TestAgentsAreTools(t *testing.T) {
+	f := newFixture(t)
+	for _, version := range []string{"2025-06-18", "2025-11-25", ""} {
+		t.Run("version="+version, func(t *testing.T) {
+			cs := f.connect(t, "key-a", version, nil)
+			lr, err := cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tl := range lr.Tools {
+				names = append(names, tl.Name)
+				if tl.Name == "assistant" && !strings.HasPrefix(tl.Description, "Answers questions and deploys.") {
+					t.Errorf("assistant's description %q: want the agent's", tl.Description)
+				}
+				if tl.OutputSchema == nil {
+					t.Errorf("tool %s has no output schema", tl.Name)
+				}
+			}
+			if !cmp.Equal(names, []string{"assistant", "other"}) {
+				t.Errorf("tools %v: want the agents", names)
+			}
+			res, out := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "hello"}})
+			if res.IsError || text(res) != "echo: hello" || out.Status != "done" || out.Answer != "echo: hello" || out.SessionID == "" || out.RunID == "" ||
+				out.Usage.InputTokens != 10 || out.Usage.OutputTokens != 5 {
+				t.Fatalf("call: %q %+v: want echo: hello, done, with session, run and usage", text(res), out)
+			}
+			res2, out2 := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "again", "session": out.SessionID}})
+			if res2.IsError || out2.SessionID != out.SessionID || out2.RunID == out.RunID || out2.Answer != "echo: again" {
+				t.Errorf("second call in session %s: %+v: want its next turn", out.SessionID, out2)
+			}
+			st, err := f.r.Load(tenantCtx(t, "ta"), out.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Turn != 2 || st.Agent != "assistant" {
+				t.Errorf("session after two calls: turn %d agent %s: want turn 2 of assistant", st.Turn, st.Agent)
+			}
+		})
+	}
+}
+
+// Bad input is the tool's error result with a code saying why: an empty
+// message, an unknown session, another agent's session.
+func TestCallErrors(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, "key-a", "", nil)
+	_, other := call(t, cs, &sdk.CallToolParams{Name: "other", Arguments: map[string]any{"message": "hi"}})
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"empty", map[string]any{"message": "  "}, "empty_input"},
+		{"unknown session", map[string]any{"message": "hi", "session": "nope"}, "not_found"},
+		{"other agent's session", map[string]any{"message": "hi", "session": other.SessionID}, "wrong_agent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: tc.args})
+			if !res.IsError || !strings.HasPrefix(text(res), tc.want+":") {
+				t.Errorf("result %v %q: want an error result %s", res.IsError, text(res), tc.want)
+			}
+		})
+	}
+	// An argument of the wrong type is refused by the input schema.
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": 3}})
+	if err == nil && !res.IsError {
+		t.Errorf("message 3: %q; want refused", text(res))
+	}
+}
+
+// A session is its tenant's: another key's call with it finds none, and
+// another key cannot use an MCP session it did not open.
+func TestTenants(t *testing.T) {
+	f := newFixture(t)
+	a := f.connect(t, "key-a", "2025-11-25", nil)
+	_, out := call(t, a, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "secret"}})
+	b := f.connect(t, "key-b", "2025-11-25", nil)
+	res, _ := call(t, b, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "hi", "session": out.SessionID}})
+	if !res.IsError || !strings.HasPrefix(text(res), "not_found:") {
+		t.Errorf("tenant b with tenant a's session: %q; want not_found", text(res))
+	}
+	// Tenant b's own session is in its tenant.
+	_, outB := call(t, b, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "hi"}})
+	if _, err := f.r.Load(tenantCtx(t, "tb"), outB.SessionID); err != nil {
+		t.Errorf("tenant b's session %s in tenant tb: %v", outB.SessionID, err)
+	}
+	if _, err := f.r.Load(tenantCtx(t, "ta"), outB.SessionID); err == nil {
+		t.Errorf("tenant b's session %s found in tenant ta", outB.SessionID)
+	}
+	// Key b on key a's MCP session.
+	req, _ := http.NewRequest("POST", f.http.URL+mcp.Path, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer key-b")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", a.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("key b on key a's MCP session: %d; want 403", resp.StatusCode)
+	}
+	// No key: the server's 401.
+	req, _ = http.NewRequest("POST", f.http.URL+mcp.Path, strings.NewReader(`{}`))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no key: %d; want 401", resp.StatusCode)
+	}
+}
