@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync"
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -32,6 +33,23 @@ const (
 type executor struct {
 	srv   *server.Server
 	agent string
+
+	// canceling holds the tasks a CancelTask is stopping, each with a
+	// channel closed once the cancel's CANCELED event is written. The
+	// task's execution, which sees its run end canceled, waits for it and
+	// ends without an event of its own: a2a-go takes the cancel's event
+	// on the execution's queue, which closes when the execution ends.
+	mu        sync.Mutex
+	canceling map[spec.TaskID]chan struct{} // guarded by mu
+}
+
+// canceled reports a CancelTask of task id in progress, with the channel
+// closed when it has written its event.
+func (x *executor) canceled(id spec.TaskID) (<-chan struct{}, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ch, ok := x.canceling[id]
+	return ch, ok
 }
 
 var _ a2asrv.AgentExecutor = (*executor)(nil)
@@ -87,7 +105,7 @@ func (x *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 		return
 	}
 	defer turn.Close()
-	newTranslator(ec).follow(turn.Events(), yield)
+	x.newTranslator(ec).follow(turn.Events(), yield)
 }
 
 // session makes sure session id exists, for this agent, in ctx's tenant.
@@ -154,7 +172,7 @@ func (x *executor) answer(ctx context.Context, ec *a2asrv.ExecutorContext, yield
 	}
 	// Follow the run the answer continued (here, or wherever the last
 	// answer was given) from where the task stopped.
-	tr := newTranslator(ec)
+	tr := x.newTranslator(ec)
 	tr.runID = runID
 	tr.follow(r.Watch(ctx, id, after), yield)
 }
@@ -182,6 +200,19 @@ func position(t *spec.Task) (runID string, seq int64) {
 // leaves the task canceled all the same.
 func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
+		done := make(chan struct{})
+		x.mu.Lock()
+		if x.canceling == nil {
+			x.canceling = map[spec.TaskID]chan struct{}{}
+		}
+		x.canceling[ec.TaskID] = done
+		x.mu.Unlock()
+		defer func() {
+			x.mu.Lock()
+			delete(x.canceling, ec.TaskID)
+			x.mu.Unlock()
+			close(done)
+		}()
 		_, err := x.srv.Runner().Cancel(ctx, ec.ContextID, "A2A CancelTask "+string(ec.TaskID))
 		if err != nil && agentrt.AsError(err).ErrorCode() != agentrt.CodeNotRunning {
 			yield(nil, err)

@@ -55,7 +55,7 @@ func TestJavaScriptSDKClient(t *testing.T) {
 		"final":    "echo: one two three",
 		"approval": map[string]any{"asked": "TASK_STATE_INPUT_REQUIRED", "answered": "TASK_STATE_COMPLETED", "sameTask": true,
 			"text": `echo: "deployed to staging"`},
-		"cancel": map[string]any{"first": "task:TASK_STATE_WORKING", "states": []any{"TASK_STATE_CANCELED"},
+		"cancel": map[string]any{"first": "task:TASK_STATE_WORKING", "last": "TASK_STATE_CANCELED",
 			"cancelTask": "TASK_STATE_CANCELED", "get": "TASK_STATE_CANCELED"},
 	}
 	// The question's wording is checked in Go (TestApprovalIsInputRequired);

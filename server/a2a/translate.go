@@ -28,6 +28,8 @@ import (
 // An interrupted run is not the end: the turn goes on in a new run.
 type translator struct {
 	ec *a2asrv.ExecutorContext
+	// canceled reports a CancelTask of the task in progress.
+	canceled func(spec.TaskID) (<-chan struct{}, bool)
 	// runID is the run followed; "" takes the first run_started.
 	runID string
 	// restart: the run followed was interrupted; the next run_started
@@ -41,7 +43,9 @@ type translator struct {
 	requests []*session.InputRequired
 }
 
-func newTranslator(ec *a2asrv.ExecutorContext) *translator { return &translator{ec: ec} }
+func (x *executor) newTranslator(ec *a2asrv.ExecutorContext) *translator {
+	return &translator{ec: ec, canceled: x.canceled}
+}
 
 // follow translates events until the turn's end (or input-required),
 // yielding the task's events. A stream error fails the task.
@@ -153,6 +157,11 @@ func (t *translator) finished(d *session.RunFinished) ([]spec.Event, bool) {
 	case session.StatusWaiting:
 		return []spec.Event{spec.NewStatusUpdateEvent(t.ec, spec.TaskStateInputRequired, t.question())}, true
 	case session.StatusCanceled:
+		if done, ok := t.canceled(t.ec.TaskID); ok {
+			// CancelTask's own event ends the task (see executor.canceling).
+			<-done
+			return nil, true
+		}
 		return []spec.Event{spec.NewStatusUpdateEvent(t.ec, spec.TaskStateCanceled, nil)}, true
 	default:
 		msg := t.errMsg

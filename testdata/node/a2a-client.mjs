@@ -98,12 +98,13 @@ out.approval.text = artifactText(answered)
 const running = await client.sendMessage(send(message('call gate {}'), {
   acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true,
 }))
-out.cancel = { states: [] }
+out.cancel = {}
 let canceled = false
 for await (const ev of client.resubscribeTask({ tenant: '', id: running.id })) {
   const p = ev.payload ?? ev
   if (p.$case === 'task') out.cancel.first = 'task:' + state(p.value.status)
-  if (p.$case === 'statusUpdate') out.cancel.states.push(state(p.value.status))
+  // WORKING updates (the tool call) may come first; the last is the end.
+  if (p.$case === 'statusUpdate') out.cancel.last = state(p.value.status)
   if (!canceled) {
     canceled = true
     const c = await client.cancelTask({ tenant: '', id: running.id, metadata: undefined })
