@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/server/a2a"
 	"github.com/agentrt/agentrt/server/mcp"
 )
 
@@ -11,6 +12,9 @@ import (
 // human requests as the rest of the API.
 func mountProtocols(srv *server.Server, a *app.App) error {
 	_ = a
+	if err := a2a.Mount(srv, a2a.Config{}); err != nil {
+		return err
+	}
 	if err := mcp.Mount(srv, mcp.Config{}); err != nil {
 		return err
 	}

@@ -1,0 +1,208 @@
+// Package a2a serves agentrt's agents over the A2A protocol (v1.0,
+// JSON-RPC binding), on the same server, gateway, log and tenants as the
+// native HTTP API.
+//
+// Each agent is an A2A agent at /v1/a2a/{agent}, its card at
+// /v1/a2a/{agent}/.well-known/agent-card.json. A task is one turn of a
+// session: the task's contextId is the session's id, so the messages of
+// one context go to one session, which the REST API, the other protocols
+// and the CLI read and answer as any other. The turn's streamed text is
+// the task's artifact (replaced by the agent's final answer when the turn
+// ends); a human request turns the task to INPUT_REQUIRED, and the next
+// message on the same task answers it and the turn goes on; CancelTask
+// cancels the session's run (Runner.Cancel).
+//
+// The protocol itself (methods, task store, streams, push notifications)
+// is a2a-go's server (a2asrv) over an AgentExecutor that runs turns
+// through the gateway: tasks are held in this process's memory, while the
+// sessions they ran are in the store.
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	spec "github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Config configures the A2A endpoints. The zero value serves every agent
+// of the server's runner.
+type Config struct {
+	// Log is where the A2A server logs; nil: slog.Default().
+	Log *slog.Logger
+	// PublicURL is the server's URL as clients reach it
+	// ("https://agents.example.com"), for the agent cards' interface
+	// URLs; empty: the scheme and host of the request for the card.
+	PublicURL string
+	// AllowPrivateWebhooks lets push notifications go to loopback and
+	// private addresses. Off by default: a client could otherwise make the
+	// server POST into its own network (A2A's SSRF guidance).
+	AllowPrivateWebhooks bool
+	// PushTimeout bounds one push notification; zero: 10 s.
+	PushTimeout time.Duration
+	// Version is the agents' version on their cards; empty: "1".
+	Version string
+}
+
+// Paths of the A2A endpoints, {agent} an agent's name.
+const (
+	RPCPath  = "/v1/a2a/{agent}"
+	CardPath = "/v1/a2a/{agent}/.well-known/agent-card.json"
+)
+
+// Mount adds the A2A endpoints of every agent of srv's runner to srv:
+// JSON-RPC at RPCPath and the agent card at CardPath. Requests get the
+// server's authentication: a task belongs to the tenant that created it,
+// and another tenant's tasks and sessions are not found.
+func Mount(srv *server.Server, cfg Config) error {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.PushTimeout <= 0 {
+		cfg.PushTimeout = 10 * time.Second
+	}
+	if cfg.Version == "" {
+		cfg.Version = "1"
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	r := srv.Runner()
+	names := r.AgentNames()
+	if len(names) == 0 {
+		return fmt.Errorf("a2a: the runner has no agent to serve")
+	}
+	m := &mux{cfg: cfg, r: r, agents: map[string]*agentEndpoint{}}
+	for _, name := range names {
+		a, ok := r.Agent(name)
+		if !ok {
+			return fmt.Errorf("a2a: agent %q listed but not found", name)
+		}
+		m.agents[name] = newAgentEndpoint(srv, cfg, a)
+	}
+	srv.Mount(http.MethodPost, RPCPath, true, http.HandlerFunc(m.serveRPC))
+	srv.Mount(http.MethodGet, CardPath, false, http.HandlerFunc(m.serveCard))
+	return nil
+}
+
+// mux routes a request to its agent's endpoint.
+type mux struct {
+	cfg    Config
+	r      *agentrt.Runner
+	agents map[string]*agentEndpoint // set by Mount, then only read
+}
+
+// agentEndpoint is one agent's A2A server: its own tasks, push configs
+// and JSON-RPC handler.
+type agentEndpoint struct {
+	agent *agentrt.Agent
+	rpc   http.Handler
+}
+
+func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) *agentEndpoint {
+	// A task belongs to the tenant that made it: the store answers a
+	// task of another tenant as not found.
+	tasks := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
+		Authenticator: func(ctx context.Context) (string, error) { return session.TenantOf(ctx), nil },
+	})
+	sender := push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: cfg.PushTimeout, AllowPrivateNetworks: cfg.AllowPrivateWebhooks})
+	caps := capabilities()
+	h := a2asrv.NewHandler(&executor{srv: srv, agent: a.Name},
+		a2asrv.WithTaskStore(tasks),
+		a2asrv.WithPushNotifications(push.NewInMemoryStore(), sender),
+		a2asrv.WithCapabilityChecks(&caps),
+		a2asrv.WithLogger(cfg.Log.With("agent", a.Name, "protocol", "a2a")),
+	)
+	return &agentEndpoint{agent: a, rpc: a2asrv.NewJSONRPCHandler(h)}
+}
+
+func capabilities() spec.AgentCapabilities {
+	return spec.AgentCapabilities{Streaming: true, PushNotifications: true}
+}
+
+func (m *mux) endpoint(w http.ResponseWriter, r *http.Request) (*agentEndpoint, bool) {
+	name := r.PathValue("agent")
+	ep, ok := m.agents[name]
+	if !ok {
+		writeError(w, http.StatusNotFound, agentrt.CodeNotFound, fmt.Sprintf("no agent %q (agents: %s)", name, strings.Join(slices.Sorted(maps.Keys(m.agents)), ", ")))
+		return nil, false
+	}
+	return ep, true
+}
+
+func (m *mux) serveRPC(w http.ResponseWriter, r *http.Request) {
+	if ep, ok := m.endpoint(w, r); ok {
+		ep.rpc.ServeHTTP(flusher{w}, r)
+	}
+}
+
+// flusher lets a2a-go's SSE writer, which asks for an http.Flusher,
+// flush through the server's wrapped ResponseWriter (which unwraps).
+type flusher struct{ http.ResponseWriter }
+
+func (f flusher) Flush() { _ = http.NewResponseController(f.ResponseWriter).Flush() }
+
+func (f flusher) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+func (m *mux) serveCard(w http.ResponseWriter, r *http.Request) {
+	ep, ok := m.endpoint(w, r)
+	if !ok {
+		return
+	}
+	base := m.cfg.PublicURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	card := Card(ep.agent, base+"/v1/a2a/"+ep.agent.Name, m.cfg.Version)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(card)
+}
+
+// Card is agent a's A2A card, served at url: its description, a skill for
+// what it is for and one for each of its tools, JSON-RPC at url, streaming
+// and push notifications.
+func Card(a *agentrt.Agent, url, version string) *spec.AgentCard {
+	desc := a.Description
+	if desc == "" {
+		desc = "agentrt agent " + a.Name
+	}
+	skills := []spec.AgentSkill{{ID: a.Name, Name: a.Name, Description: desc, Tags: []string{"agent"}}}
+	if a.Tools != nil {
+		for _, d := range a.Tools.Definitions() {
+			skills = append(skills, spec.AgentSkill{ID: a.Name + "." + d.Name, Name: d.Name, Description: d.Description, Tags: []string{"tool"}})
+		}
+	}
+	return &spec.AgentCard{
+		Name:                a.Name,
+		Description:         desc,
+		Version:             version,
+		SupportedInterfaces: []*spec.AgentInterface{{URL: url, ProtocolBinding: spec.TransportProtocolJSONRPC, ProtocolVersion: spec.Version}},
+		Capabilities:        capabilities(),
+		DefaultInputModes:   []string{"text/plain", "application/json"},
+		DefaultOutputModes:  []string{"text/plain"},
+		Skills:              skills,
+	}
+}
+
+// writeError answers with the server's error shape.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(server.ErrorBody{Error: server.ErrorDetail{Code: code, Message: msg}})
+}
