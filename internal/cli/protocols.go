@@ -3,12 +3,16 @@ package cli
 import (
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/server/openai"
 )
 
 // mountProtocols mounts the protocol adapters (OpenAI-compatible, AG-UI,
 // A2A, MCP) on srv: handlers over the same gateway, log, tenants and
 // human requests as the rest of the API.
 func mountProtocols(srv *server.Server, a *app.App) error {
-	_, _ = srv, a
+	_ = a
+	if _, err := openai.Mount(srv, openai.Config{}); err != nil {
+		return err
+	}
 	return nil
 }
