@@ -99,8 +99,8 @@ func TestChatCompletionSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := sessionOf(t, resp)
-	if other == id {
-		t.Fatalf("a request without the header went to session %s", id)
+	if other == id || got.Choices[0].Message.Content != "echo: and again" {
+		t.Fatalf("without the header: session %s (the first was %s), answer %q", other, id, got.Choices[0].Message.Content)
 	}
 	var types []session.Type
 	for ev, err := range f.r.Store().Events(t.Context(), other, 0) {

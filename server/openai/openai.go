@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -51,7 +50,6 @@ type Adapter struct {
 	srv *server.Server
 	r   *agentrt.Runner
 	now func() time.Time
-	ids atomic.Uint64
 }
 
 // Mount adds the OpenAI-compatible endpoints to srv.
