@@ -1,7 +1,9 @@
 package openai_test
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -269,5 +271,65 @@ func TestChatCompletionBadRequests(t *testing.T) {
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != tc.status || apiErr.Param != tc.param || apiErr.Code != tc.code || apiErr.Message == "" {
 			t.Errorf("%s: %v; want %d %s param %q", tc.name, err, tc.status, tc.code, tc.param)
 		}
+	}
+}
+
+// A session started over the OpenAI API is the REST API's too: the
+// request it waits for is in GET /v1/sessions/{id} and answered through
+// POST /v1/sessions/{id}/requests/{rid}, and the next chat completion
+// goes on from the run that answer continued.
+func TestChatCompletionSessionOverREST(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.client("")
+	var resp *http.Response
+	got, err := c.Chat.Completions.New(t.Context(), userMsg(`call deploy {"env":"staging"}`), option.WithResponseInto(&resp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sessionOf(t, resp)
+	var ext struct {
+		Requests []session.InputRequired `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(got.JSON.ExtraFields["agentrt"].Raw()), &ext); err != nil || len(ext.Requests) != 1 {
+		t.Fatalf("agentrt field: %v %+v", err, ext)
+	}
+	rid := ext.Requests[0].RequestID
+	rest := func(method, path, body string) []byte {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), method, f.http.URL+path, strings.NewReader(body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, b)
+		}
+		return b
+	}
+	if b := rest("GET", "/v1/sessions/"+id, ""); !strings.Contains(string(b), rid) {
+		t.Fatalf("GET /v1/sessions/%s: %s; want request %s", id, b, rid)
+	}
+	rest("POST", "/v1/sessions/"+id+"/requests/"+rid, `{"decision":"approve"}`)
+	got, err = c.Chat.Completions.New(t.Context(), userMsg("and now?"), option.WithHeader("Agentrt-Session", id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Choices[0].Message.Content != "echo: and now?" {
+		t.Errorf("after the REST answer: %q", got.Choices[0].Message.Content)
+	}
+	var types []session.Type
+	for ev, err := range f.r.Store().Events(t.Context(), id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == session.TypeToolResult || ev.Type == session.TypeInputResolved {
+			types = append(types, ev.Type)
+		}
+	}
+	if diff := cmp.Diff([]session.Type{session.TypeInputResolved, session.TypeToolResult}, types); diff != "" {
+		t.Errorf("the log's answer and tool result (-want +got):\n%s", diff)
 	}
 }

@@ -40,7 +40,11 @@ func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversatio
 			return nil, badRequest("model", "session %s is of agent %q, not %q: name its agent as the model", id, ss.Agent, agent)
 		}
 		if ss.Status == session.StatusWaiting {
-			return a.answerPending(ctx, ss, conv.input)
+			x, err := a.answerPending(ctx, ss, conv.input)
+			if x != nil || err != nil {
+				return x, err
+			}
+			// Answered meanwhile, through another way: the input is new.
 		}
 	case len(conv.history) > 0:
 		if ss, err = a.r.ImportSession(ctx, agent, "", conv.history, "openai", nil); err != nil {
@@ -74,7 +78,8 @@ func sessionNotFound(id string, err error) error {
 }
 
 // answerPending answers the one request a waiting session has with the
-// new input's text, and returns the run that goes on. The text answers a
+// new input's text, and returns the run that goes on (nil, when no
+// request waits any more). The text answers a
 // prompt as it is; a selection's options are separated by commas; an
 // approval takes approve (yes) or reject (no), and a call in doubt done,
 // failed or retry. A session waiting for several answers takes them
@@ -86,8 +91,7 @@ func (a *Adapter) answerPending(ctx context.Context, ss *session.Session, text s
 	}
 	switch len(pend) {
 	case 0:
-		return nil, apiError(http.StatusConflict, agentrt.CodeWaiting, "",
-			"session %s waits, but for no request this server can answer; resume it (POST /v1/sessions/%s/resume)", ss.ID, ss.ID)
+		return nil, nil
 	case 1:
 	default:
 		ids := make([]string, len(pend))
