@@ -5,6 +5,7 @@ import (
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/a2a"
 	"github.com/agentrt/agentrt/server/mcp"
+	"github.com/agentrt/agentrt/server/openai"
 )
 
 // mountProtocols mounts the protocol adapters (OpenAI-compatible, AG-UI,
@@ -12,6 +13,9 @@ import (
 // human requests as the rest of the API.
 func mountProtocols(srv *server.Server, a *app.App) error {
 	_ = a
+	if _, err := openai.Mount(srv, openai.Config{}); err != nil {
+		return err
+	}
 	if err := a2a.Mount(srv, a2a.Config{}); err != nil {
 		return err
 	}

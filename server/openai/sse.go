@@ -1,0 +1,51 @@
+package openai
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// sse writes server-sent events as OpenAI's streams do: "data: JSON"
+// events, flushed one by one, ended by "data: [DONE]".
+type sse struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, rc: http.NewResponseController(w)}
+}
+
+func (s *sse) write(b []byte) error {
+	s.buf = append(append(append(s.buf[:0], "data: "...), b...), "\n\n"...)
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// data sends v as an event.
+func (s *sse) data(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.write(b)
+}
+
+// fail ends the stream with an error event, which OpenAI's clients raise
+// as the error it carries.
+func (s *sse) fail(e *Error) error {
+	return s.data(struct {
+		Error *Error `json:"error"`
+	}{e})
+}
+
+// done ends the stream.
+func (s *sse) done() error { return s.write([]byte("[DONE]")) }

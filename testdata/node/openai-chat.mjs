@@ -1,0 +1,63 @@
+// The official openai npm client against agentrt's OpenAI-compatible
+// endpoints (server/openai/node_test.go runs it): prints one JSON object
+// with what each call came to, for the Go test to check.
+import OpenAI from 'openai';
+
+const [base] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: base + '/v1', apiKey: 'unused', maxRetries: 0 });
+const out = {};
+
+const models = await client.models.list();
+out.models = models.data.map((m) => m.id);
+
+// Not streamed, with the raw response for the session header.
+const { data: plain, response } = await client.chat.completions
+  .create({ model: 'assistant', messages: [{ role: 'user', content: 'hello node' }] })
+  .withResponse();
+out.plain = { content: plain.choices[0].message.content, finish: plain.choices[0].finish_reason,
+  total: plain.usage.total_tokens, session: response.headers.get('agentrt-session') !== null };
+
+// Streamed, with the usage chunk.
+const stream = await client.chat.completions.create({ model: 'assistant', stream: true,
+  stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'stream me' }] });
+let text = '';
+let finish = null;
+let usage = null;
+for await (const chunk of stream) {
+  if (chunk.choices.length === 0) usage = chunk.usage.total_tokens;
+  for (const c of chunk.choices) {
+    text += c.delta.content ?? '';
+    finish = c.finish_reason ?? finish;
+  }
+}
+out.streamed = { content: text, finish, usage };
+
+// The stream() helper, which checks finish_reason when it assembles the
+// completion.
+const helper = client.chat.completions.stream({ model: 'assistant',
+  messages: [{ role: 'user', content: 'help me' }] });
+const deltas = [];
+helper.on('content', (delta) => deltas.push(delta));
+const final = await helper.finalChatCompletion();
+out.helper = { content: final.choices[0].message.content, finish: final.choices[0].finish_reason, deltas: deltas.length };
+
+// A run that waits for an approval, answered by the next message.
+const { data: asked, response: r2 } = await client.chat.completions
+  .create({ model: 'assistant', messages: [{ role: 'user', content: 'call deploy {"env":"prod"}' }] })
+  .withResponse();
+const session = r2.headers.get('agentrt-session');
+const answered = await client.chat.completions.create(
+  { model: 'assistant', messages: [{ role: 'user', content: 'approve' }] },
+  { headers: { 'Agentrt-Session': session } });
+out.approval = { asked: asked.choices[0].message.content.startsWith('Allow deploy'),
+  kind: asked.agentrt.requests[0].kind, answer: answered.choices[0].message.content };
+
+// An unknown model is an APIError in OpenAI's shape.
+try {
+  await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] });
+  out.unknown = 'no error';
+} catch (e) {
+  out.unknown = { isAPIError: e instanceof OpenAI.APIError, status: e.status, code: e.code, param: e.param };
+}
+
+console.log(JSON.stringify(out));
