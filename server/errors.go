@@ -262,3 +262,10 @@ func (s *Server) cors(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// WriteError answers err in the API's error shape (ErrorBody, with the
+// status of its code), as the server's own handlers do: for the adapters
+// mounted on it.
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	writeError(w, r, s.log, err)
+}

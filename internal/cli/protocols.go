@@ -4,6 +4,7 @@ import (
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/a2a"
+	"github.com/agentrt/agentrt/server/agui"
 	"github.com/agentrt/agentrt/server/mcp"
 	"github.com/agentrt/agentrt/server/openai"
 )
@@ -14,6 +15,9 @@ import (
 func mountProtocols(srv *server.Server, a *app.App) error {
 	_ = a
 	if _, err := openai.Mount(srv, openai.Config{}); err != nil {
+		return err
+	}
+	if err := agui.Mount(srv); err != nil {
 		return err
 	}
 	if err := a2a.Mount(srv, a2a.Config{}); err != nil {
