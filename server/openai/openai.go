@@ -66,6 +66,8 @@ func Mount(srv *server.Server, cfg Config) (*Adapter, error) {
 	// A completion may stream, and one that does not still waits for the
 	// whole turn: neither gets the server's request timeout.
 	srv.Mount("POST", "/v1/chat/completions", true, http.HandlerFunc(a.chatCompletions))
+	srv.Mount("POST", "/v1/responses", true, http.HandlerFunc(a.createResponse))
+	srv.Mount("GET", "/v1/responses/{id}", true, http.HandlerFunc(a.getResponse))
 	return a, nil
 }
 

@@ -39,6 +39,20 @@ func (s *sse) data(v any) error {
 	return s.write(b)
 }
 
+// event sends v as an event named name, as the Responses API's streams
+// name theirs.
+func (s *sse) event(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.buf = append(append(append(append(append(s.buf[:0], "event: "...), name...), "\ndata: "...), b...), "\n\n"...)
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
 // fail ends the stream with an error event, which OpenAI's clients raise
 // as the error it carries.
 func (s *sse) fail(e *Error) error {

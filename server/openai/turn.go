@@ -19,8 +19,13 @@ import (
 // person's request), to the turn's end.
 type exchange struct {
 	session string
-	events  iter.Seq2[*session.Event, error]
-	close   func()
+	// after is the seq the turn's events come after, and input the
+	// gateway's id of the input it answers ("" for a turn that goes on
+	// after an answer to a person's request).
+	after  int64
+	input  string
+	events iter.Seq2[*session.Event, error]
+	close  func()
 }
 
 // begin sends the conversation's new input to the session the request
@@ -63,7 +68,7 @@ func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversatio
 	if err != nil {
 		return nil, err
 	}
-	return &exchange{session: ss.ID, events: t.Events(), close: t.Close}, nil
+	return &exchange{session: ss.ID, after: t.After, input: t.Submitted.ID, events: t.Events(), close: t.Close}, nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -118,7 +123,7 @@ func (a *Adapter) answerPending(ctx context.Context, ss *session.Session, text s
 		f.close()
 		return nil, err
 	}
-	return &exchange{session: ss.ID, events: f.events, close: f.close}, nil
+	return &exchange{session: ss.ID, after: ss.LastSeq, events: f.events, close: f.close}, nil
 }
 
 // resolutionOf reads a person's answer to request q from text.
