@@ -68,3 +68,34 @@ func TestOpenAINodeClient(t *testing.T) {
 		t.Errorf("the openai npm client saw (-want +got):\n%s", diff)
 	}
 }
+
+// The official openai npm package uses the Responses API: a response and
+// its continuation by previous_response_id, the responses.stream()
+// helper, a background response followed, polled and its stream resumed
+// with starting_after, and an unknown response id as its APIError.
+func TestOpenAINodeResponses(t *testing.T) {
+	t.Parallel()
+	node, script := nodeScript(t, "openai-responses.mjs")
+	f := newFixture(t)
+	cmd := exec.CommandContext(t.Context(), node, script, f.http.URL)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", script, err, stderr.String())
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %q: %v", out, err)
+	}
+	want := map[string]any{
+		"plain":  map[string]any{"status": "completed", "text": "echo: hello node", "total": 15.0, "next": "echo: again"},
+		"helper": map[string]any{"text": "echo: help me", "status": "completed", "deltas": "echo: help me"},
+		"background": map[string]any{"queued": "queued", "polled": "completed", "text": "echo: later",
+			"last": "response.completed", "resumedFrom": 4.0, "resumed": true},
+		"unknown": map[string]any{"isAPIError": true, "status": 404.0, "code": "not_found"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the openai npm client saw (-want +got):\n%s", diff)
+	}
+}
