@@ -188,9 +188,15 @@ func TestResponsesErrors(t *testing.T) {
 	}{
 		{"instructions", func() error { _, err := a.Responses.New(t.Context(), withInstr); return err }, 400, "malformed_request", "instructions"},
 		{"unknown model", func() error { _, err := a.Responses.New(t.Context(), unknownModel); return err }, 404, "model_not_found", "model"},
-		{"another tenant's response", func() error { _, err := b.Responses.Get(t.Context(), mine.ID, responses.ResponseGetParams{}); return err }, 404, "not_found", ""},
+		{"another tenant's response", func() error {
+			_, err := b.Responses.Get(t.Context(), mine.ID, responses.ResponseGetParams{})
+			return err
+		}, 404, "not_found", ""},
 		{"another tenant's previous response", func() error { _, err := b.Responses.New(t.Context(), prevTheirs); return err }, 404, "not_found", "previous_response_id"},
-		{"not a response id", func() error { _, err := a.Responses.Get(t.Context(), "resp_!!", responses.ResponseGetParams{}); return err }, 404, "not_found", ""},
+		{"not a response id", func() error {
+			_, err := a.Responses.Get(t.Context(), "resp_!!", responses.ResponseGetParams{})
+			return err
+		}, 404, "not_found", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
