@@ -188,7 +188,7 @@ func aguiRun(t *testing.T, f *fixture, key, id, text string) string {
 	var b strings.Builder
 	evs := aguiEvents(t, f, key, map[string]any{"threadId": id, "runId": "run-" + text, "state": map[string]any{},
 		"messages": []map[string]any{{"id": "m-" + text, "role": "user", "content": text}},
-		"tools": []any{}, "context": []any{}, "forwardedProps": map[string]any{}})
+		"tools":    []any{}, "context": []any{}, "forwardedProps": map[string]any{}})
 	for _, ev := range evs {
 		if ev["type"] == "TEXT_MESSAGE_CONTENT" {
 			b.WriteString(ev["delta"].(string))
