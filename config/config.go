@@ -89,9 +89,12 @@ type Config struct {
 	MCPServers    map[string]MCPServer `yaml:"mcp_servers,omitempty"`
 	// MCPSeparator joins a server's name and its tools' ("." when empty):
 	// server fs's read_file is fs.read_file.
-	MCPSeparator string           `yaml:"mcp_separator,omitempty"`
-	Agents       map[string]Agent `yaml:"agents,omitempty"`
-	Server       Server           `yaml:"server,omitempty"`
+	MCPSeparator string `yaml:"mcp_separator,omitempty"`
+	// A2AAgents are remote agents reached over A2A: an agent that lists
+	// one's name in its tools delegates to it as to a sub-agent.
+	A2AAgents map[string]A2AAgent `yaml:"a2a_agents,omitempty"`
+	Agents    map[string]Agent    `yaml:"agents,omitempty"`
+	Server    Server              `yaml:"server,omitempty"`
 	// Gateway configures the gateway: how input from the outside world
 	// (agentrt send, the server's transports) becomes turns.
 	Gateway Gateway `yaml:"gateway,omitempty"`
@@ -141,6 +144,23 @@ type MCPServer struct {
 	URL     string            `yaml:"url,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty"`
 	// Timeout bounds connecting and each call (default 60s).
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// A2AAgent is one entry of a2a_agents: a remote agent speaking A2A,
+// used as a tool of the agents that name it.
+type A2AAgent struct {
+	// URL is the agent's A2A base URL; its card is at
+	// URL/.well-known/agent-card.json.
+	URL string `yaml:"url"`
+	// Description is what the calling agent's model sees of the tool; empty
+	// means a generic one (the remote card is fetched only on the first call).
+	Description string `yaml:"description,omitempty"`
+	// Headers are sent with every request, e.g. the remote server's API key
+	// as Authorization: Bearer ${REMOTE_KEY}.
+	Headers map[string]string `yaml:"headers,omitempty"`
+	// Timeout bounds each call, waiting for the remote task included
+	// (default 10m).
 	Timeout Duration `yaml:"timeout,omitempty"`
 }
 
@@ -493,6 +513,9 @@ func (c *Config) AgentNames() []string { return sortedKeys(c.Agents) }
 
 // ModelNames returns the names of the models, sorted.
 func (c *Config) ModelNames() []string { return sortedKeys(c.Models) }
+
+// A2AAgentNames returns the names of the remote A2A agents, sorted.
+func (c *Config) A2AAgentNames() []string { return sortedKeys(c.A2AAgents) }
 
 // MCPServerNames returns the names of the MCP servers, sorted.
 func (c *Config) MCPServerNames() []string { return sortedKeys(c.MCPServers) }

@@ -489,6 +489,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		field{"models", func(n *yaml.Node, path string) { c.Models = named(d, n, path, d.model) }},
 		field{"mcp_servers", func(n *yaml.Node, path string) { c.MCPServers = named(d, n, path, d.mcpServer) }},
 		field{"mcp_separator", d.str(&c.MCPSeparator)},
+		field{"a2a_agents", func(n *yaml.Node, path string) { c.A2AAgents = named(d, n, path, d.a2aAgent) }},
 		field{"agents", func(n *yaml.Node, path string) { c.Agents = named(d, n, path, d.agent) }},
 		field{"server", func(n *yaml.Node, path string) { d.server(n, path, &c.Server) }},
 		field{"gateway", func(n *yaml.Node, path string) { d.gateway(n, path, &c.Gateway) }},
@@ -577,6 +578,15 @@ func (d *decoder) mcpServer(n *yaml.Node, path string, s *MCPServer) {
 		field{"url", d.str(&s.URL)},
 		field{"headers", d.stringMap(&s.Headers)},
 		field{"timeout", d.duration(&s.Timeout)},
+	)
+}
+
+func (d *decoder) a2aAgent(n *yaml.Node, path string, a *A2AAgent) {
+	d.mapping(n, path,
+		field{"url", d.str(&a.URL)},
+		field{"description", d.str(&a.Description)},
+		field{"headers", d.stringMap(&a.Headers)},
+		field{"timeout", d.duration(&a.Timeout)},
 	)
 }
 

@@ -156,6 +156,9 @@ func (d *decoder) validate(c *Config) {
 	for _, name := range sortedKeys(c.MCPServers) {
 		d.validateMCPServer(c, name, c.MCPServers[name])
 	}
+	for _, name := range sortedKeys(c.A2AAgents) {
+		d.validateA2AAgent(c, name, c.A2AAgents[name])
+	}
 	for _, name := range sortedKeys(c.Agents) {
 		d.validateAgent(c, name, c.Agents[name])
 	}
@@ -258,6 +261,30 @@ func (d *decoder) validateMCPServer(c *Config, name string, s MCPServer) {
 	}
 	if s.URL != "" {
 		if err := checkHTTPURL(s.URL); err != nil {
+			d.atValue(c, p+".url", "%v", err)
+		}
+	}
+}
+
+func (d *decoder) validateA2AAgent(c *Config, name string, a A2AAgent) {
+	p := join("a2a_agents", name)
+	if !toolName.MatchString(name) {
+		d.at(c, p, "bad name %q: a remote agent is a tool of the agents that list it, so use letters, digits, _ and - (at most 64)", name)
+	}
+	// The name is a tool name: two things under one name would make an
+	// agent's tools ambiguous.
+	if _, ok := c.Agents[name]; ok {
+		d.at(c, p, "%q is also the name of an agent; rename one (both would be the tool %s)", name, name)
+	}
+	if _, ok := c.MCPServers[name]; ok {
+		d.at(c, p, "%q is also the name of an MCP server; rename one", name)
+	}
+	switch {
+	case a.URL == "" && d.failed[p+".url"]:
+	case a.URL == "":
+		d.at(c, p, "%s: the remote agent's A2A base URL", c.empty(p+".url", "url"))
+	default:
+		if err := checkHTTPURL(a.URL); err != nil {
 			d.atValue(c, p+".url", "%v", err)
 		}
 	}
@@ -402,9 +429,25 @@ func (c *Config) CheckTools(known func(pattern string) bool, names ...string) er
 				if _, ok := c.Agents[pat]; ok || known(pat) {
 					continue
 				}
+				if _, ok := c.A2AAgents[pat]; ok {
+					continue
+				}
 				p := fmt.Sprintf("agents.%s.%s[%d]", name, list.key, i)
 				problems = append(problems, c.Problemf(p, "%q matches no tool%s", pat, suggest(pat, names)))
 			}
+		}
+	}
+	return errorOf(problems)
+}
+
+// CheckA2AAgents reports, at its entry, each remote A2A agent whose name
+// is already a tool's (isTool reports that for the runtime's tools): an
+// agent listing the name could not tell which one it means.
+func (c *Config) CheckA2AAgents(isTool func(name string) bool) error {
+	var problems []Problem
+	for _, name := range c.A2AAgentNames() {
+		if isTool(name) {
+			problems = append(problems, c.Problemf(join("a2a_agents", name), "%q is also the name of a tool; rename the remote agent", name))
 		}
 	}
 	return errorOf(problems)

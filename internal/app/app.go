@@ -195,6 +195,7 @@ func check(cfg *config.Config, opts Options, models []string) error {
 		return err
 	}
 	return errors.Join(
+		cfg.CheckA2AAgents(func(name string) bool { _, ok := reg.Get(name); return ok }),
 		cfg.CheckStrategies(config.StrategyReact, config.StrategyPlanExecute),
 		cfg.CheckTools(func(p string) bool {
 			if mcpServerOf(cfg, p) != "" {
@@ -225,6 +226,13 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		return nil, err
 	}
 	if err := a.addMCPTools(ctx, cfg); err != nil {
+		return nil, err
+	}
+	remotes, err := a2aTools(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Add(remotes...); err != nil {
 		return nil, err
 	}
 	if err := a.recordTraffic(&opts); err != nil {

@@ -13,7 +13,9 @@ import (
 // The README's set-up, as a new user types it: agentrt serve with no
 // config (the demo model), a session "demo", a turn streamed as
 // server-sent events with the ids and types the README shows, and a
-// stream resumed from Last-Event-ID 9 that starts with events 10 and 11.
+// stream resumed from Last-Event-ID 9 that starts with events 10 and 11;
+// then a chat completion of the OpenAI-compatible API, answered with the
+// session in the Agentrt-Session header.
 func TestServeTour(t *testing.T) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs agentrt serve")
@@ -66,6 +68,30 @@ func TestServeTour(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"10:final", "11:run_finished"}) {
 		t.Errorf("resumed from 9: %v, want 10:final and 11:run_finished", ids)
+	}
+
+	code, body, hdr := api.do("POST", "/v1/chat/completions", map[string]any{
+		"model": "assistant", "messages": []map[string]string{{"role": "user", "content": "what is 6*7"}}})
+	var cc struct {
+		Object  string `json:"object"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      struct{ Role, Content string } `json:"message"`
+			FinishReason string                         `json:"finish_reason"`
+		} `json:"choices"`
+		Agentrt struct {
+			SessionID string `json:"session_id"`
+			Status    string `json:"status"`
+		} `json:"agentrt"`
+	}
+	if err := json.Unmarshal(body, &cc); code != http.StatusOK || err != nil {
+		t.Fatalf("chat completion: %d %s (%v)", code, body, err)
+	}
+	sid := hdr.Get("Agentrt-Session")
+	if cc.Object != "chat.completion" || cc.Model != "assistant" || len(cc.Choices) != 1 ||
+		cc.Choices[0].Message.Content != "6*7 = 42" || cc.Choices[0].FinishReason != "stop" ||
+		sid == "" || cc.Agentrt.SessionID != sid || cc.Agentrt.Status != "done" {
+		t.Errorf("chat completion %s with Agentrt-Session %q; the README shows 6*7 = 42, finish_reason stop, and the session in the header and in agentrt", body, sid)
 	}
 	s.stopOK()
 }
