@@ -73,17 +73,18 @@ const (
 	CodeNoRequestIndex  = "no_request_index" // the store keeps no index of pending requests
 
 	// Policies, executors and hooks.
-	CodeNoExecutor     = "no_executor"     // no executor for the instruction
-	CodeBadInstruction = "bad_instruction" // an instruction that cannot be carried out
-	CodeNoProgress     = "no_progress"     // a step that changed nothing
-	CodePanic          = "panic"           // a policy or an executor panicked
-	CodeHookPanic      = "hook_panic"      // a hook panicked
-	CodeBadPlan        = "bad_plan"        // a plan that does not check
-	CodeBadOverrides   = "bad_overrides"   // per-run overrides that cannot apply
-	CodeLoopDetected   = "loop_detected"   // the model repeats itself
-	CodeModelError     = "model_error"     // a model failure of no known kind
-	CodeMemoryWrite    = "memory_write"    // the turn could not be remembered
-	CodeSubagentFailed = "failed"          // a sub-agent failed without saying why
+	CodeNoExecutor     = "no_executor"      // no executor for the instruction
+	CodeBadInstruction = "bad_instruction"  // an instruction that cannot be carried out
+	CodeNoProgress     = "no_progress"      // a step that changed nothing
+	CodePanic          = "panic"            // a policy or an executor panicked
+	CodeHookPanic      = "hook_panic"       // a hook panicked
+	CodeBadPlan        = "bad_plan"         // a plan that does not check
+	CodeBadOverrides   = "bad_overrides"    // per-run overrides that cannot apply
+	CodeBadClientTools = "bad_client_tools" // client tools declared for a run that cannot be offered
+	CodeLoopDetected   = "loop_detected"    // the model repeats itself
+	CodeModelError     = "model_error"      // a model failure of no known kind
+	CodeMemoryWrite    = "memory_write"     // the turn could not be remembered
+	CodeSubagentFailed = "failed"           // a sub-agent failed without saying why
 
 	// Budgets: the run pauses with the limit's key as its code and reason
 	// (docs/configuration.md, Budgets).
@@ -211,6 +212,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeHookPanic, FailHook, "a hook panicked", http.StatusInternalServerError),
 		in(CodeBadPlan, FailInput, "the plan does not check (the message says which step)", http.StatusBadRequest),
 		in(CodeBadOverrides, FailInput, "the per-run overrides cannot apply", http.StatusBadRequest),
+		in(CodeBadClientTools, FailInput, "the client tools declared for a run cannot be offered (no name, a name twice or an agent tool's, a schema that is not a JSON object)", http.StatusBadRequest),
 		in(CodeLoopDetected, FailPolicy, "the model kept repeating itself", http.StatusUnprocessableEntity),
 		in(CodeModelError, FailModel, "the model failed in a way of no known kind", http.StatusBadGateway),
 		in(CodeMemoryWrite, FailStore, "the turn could not be written to long-term memory", http.StatusServiceUnavailable),

@@ -429,7 +429,7 @@ func (x *Exec) request() *model.Request {
 	}
 	// Capacity capped at the length: a model that appends to its request's
 	// messages gets a new array instead of writing into the state's.
-	x.req = model.Request{System: x.systemPrompt(), Messages: msgs[:len(msgs):len(msgs)], Tools: x.agent.ToolSpecs()}
+	x.req = model.Request{System: x.systemPrompt(), Messages: msgs[:len(msgs):len(msgs)], Tools: x.toolSpecs()}
 	return &x.req
 }
 

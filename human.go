@@ -57,6 +57,10 @@ func AskHuman(_ context.Context, x *Exec, ins Instruction) error {
 		}
 		emit(x, session.InputRequired{RequestID: "req_" + x.r.newID(), Kind: ask.Kind, Question: ask.Question,
 			Options: ask.Options, Multi: ask.Multi && ask.Kind == session.RequestSelect, Metadata: ask.Metadata})
+	case session.RequestClientTool:
+		for _, c := range ins.Calls {
+			emit(x, clientToolRequest(x, c))
+		}
 	default:
 		return &Error{Kind: FailPolicy, Code: CodeBadInstruction, Msg: fmt.Sprintf("ask_human of unknown kind %q (approval, confirm, prompt or select)", ask.Kind)}
 	}
@@ -448,6 +452,9 @@ func (x *Exec) resolution(q *HumanRequest, res Resolution) (*session.InputResolv
 			return d, nil, nil
 		}
 		return d, answerResult(call, map[string]any{"selected": d.Selected}), nil
+	case session.RequestClientTool:
+		tr, err := clientToolResult(q, call, d, res)
+		return d, tr, err
 	}
 	return bad(CodeUnknownRequest, "request %s is of unknown kind %q", q.ID, q.Kind)
 }

@@ -97,7 +97,7 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 		// running), needing an approval, in doubt (a call of an at-most-once
 		// tool that was running when its process stopped), or waiting for
 		// a person.
-		var nready, nask, nconfirm, nuser int
+		var nready, nask, nconfirm, nuser, nclient int
 		waiting := false
 		// pristine: no call's arguments changed since the model made it
 		// (an edit on approval, or a tool_call event's, change them).
@@ -116,6 +116,8 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 				nconfirm++
 			case classUser:
 				nuser++
+			case classClient:
+				nclient++
 			case classWaiting:
 				waiting = true
 			}
@@ -136,6 +138,9 @@ func (React) Next(_ context.Context, a *Agent, s *State) (Instruction, error) {
 		case nuser > 0:
 			// ask_user: one request per call, its question from the call.
 			return Instruction{Kind: KindAskHuman, Ask: &Ask{Kind: session.RequestPrompt}, Calls: callsOf(a, s, classUser, nuser)}, nil
+		case nclient > 0:
+			// Calls of the client's tools: each handed to the client.
+			return Instruction{Kind: KindAskHuman, Ask: &Ask{Kind: session.RequestClientTool}, Calls: callsOf(a, s, classClient, nclient)}, nil
 		case waiting:
 			return Instruction{Kind: KindWait}, nil
 		}
@@ -161,7 +166,8 @@ const (
 	classReady
 	classAsk
 	classConfirm
-	classUser // a call of a tool that asks the user (ask_user)
+	classUser   // a call of a tool that asks the user (ask_user)
+	classClient // a call of a tool the client runs (Input.ClientTools)
 	classWaiting
 )
 
@@ -175,6 +181,9 @@ func callClass(a *Agent, s *State, c *CallState) callClassKind {
 		return classReady
 	case CallPending:
 		return classWaiting
+	}
+	if c.Approval == CallUndecided && s.clientTool(name) && a.tool(name) == nil {
+		return classClient
 	}
 	ap := a.approvalFor(name)
 	if ap == tool.ApprovalDeny && c.Approval != CallApproved {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/agentrt/agentrt/internal/stack"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -47,6 +49,13 @@ type Input struct {
 	// commit, which is refused if one was answered already (the gateway
 	// sets them).
 	Inputs []string
+	// ClientTools are tools the caller runs itself (an OpenAI request's
+	// tools, an AG-UI front end's): offered to the model beside the
+	// agent's for this run, recorded in run_started so a resumed run
+	// offers them too. A call of one is not run: it becomes a pending
+	// request of kind client_tool, and the run waits until the caller
+	// resolves it with the tool's result (Resolution.Result or Text).
+	ClientTools []model.ToolSpec
 }
 
 // Overrides change an agent for one run: a plan's step cap (MaxSteps,
@@ -215,6 +224,12 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		if o.Profile != (Profile{}) {
 			started.Overrides.Profile, _ = json.Marshal(o.Profile)
 		}
+	}
+	if len(in.ClientTools) > 0 {
+		if err := x.agent.checkClientTools(in.ClientTools); err != nil {
+			return r.abandon(x, err)
+		}
+		started.ClientTools = slices.Clone(in.ClientTools)
 	}
 	x.emitStart(runID, started)
 	if plan != nil {

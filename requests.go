@@ -34,9 +34,9 @@ func (r *Runner) PendingRequests(ctx context.Context, opt session.RequestListOpt
 			Msg: fmt.Sprintf("the store (%T) keeps no index of pending requests (session.RequestIndex): list a session's with Load", r.store)}
 	}
 	switch opt.Kind {
-	case "", session.RequestApproval, session.RequestConfirm, session.RequestPrompt, session.RequestSelect:
+	case "", session.RequestApproval, session.RequestConfirm, session.RequestPrompt, session.RequestSelect, session.RequestClientTool:
 	default:
-		return nil, &Error{Kind: FailInput, Msg: fmt.Sprintf("pending requests of kind %q: want approval, confirm, prompt or select", opt.Kind)}
+		return nil, &Error{Kind: FailInput, Msg: fmt.Sprintf("pending requests of kind %q: want approval, confirm, prompt, select or client_tool", opt.Kind)}
 	}
 	if opt.Limit < 0 || opt.Limit > MaxRequestPage {
 		return nil, &Error{Kind: FailInput, Msg: fmt.Sprintf("a page of %d pending requests: want 1 to %d (0 for 50)", opt.Limit, MaxRequestPage)}

@@ -36,6 +36,9 @@ type State struct {
 	Input string `json:"input,omitempty"`
 	// Overrides change the agent for the current run only.
 	Overrides *session.Overrides `json:"overrides,omitempty"`
+	// ClientTools are the tools the client declared for the current run
+	// (its run_started's): their calls go back to the client.
+	ClientTools []model.ToolSpec `json:"client_tools,omitempty"`
 	// Round is the number of model rounds in the current run; RoundBase
 	// is the round at which the run was last resumed from a pause, so the
 	// round limit applies per resume.
@@ -233,6 +236,7 @@ func (s *State) Apply(e *session.Event) error {
 		s.Parent = d.Parent
 		s.Input = d.Input
 		s.Overrides = d.Overrides
+		s.ClientTools = d.ClientTools
 		s.Status = session.StatusRunning
 		s.Round, s.RoundBase, s.Attempt, s.InModel = 0, 0, 0, false
 		s.RunUsage = model.Usage{}

@@ -35,6 +35,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/stack"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -84,6 +85,11 @@ type Input struct {
 	// processes it is submitted; the same key with other content is an
 	// error.
 	Key string
+	// ClientTools are tools the sender runs itself (agentrt.Input's): the
+	// turn offers them to the model and hands their calls back as
+	// client_tool requests. They travel with the input, in its metadata
+	// (key agentrt.client_tools), so a turn run later or elsewhere has them.
+	ClientTools []model.ToolSpec
 }
 
 // Submitted is a stored input.
@@ -325,6 +331,17 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 		meta = cloneMeta(meta)
 		meta[agentKey] = in.Agent
 	}
+	if len(in.ClientTools) > 0 {
+		b, err := json.Marshal(in.ClientTools)
+		if err != nil {
+			return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadClientTools,
+				Msg: fmt.Sprintf("the input from source %s: client tools: %v", in.Source, err)}
+		}
+		if in.Agent == "" {
+			meta = cloneMeta(meta)
+		}
+		meta[clientToolsKey] = string(b)
+	}
 	rec := &session.InboxInput{ID: "in_" + g.newID(), Source: in.Source, SessionID: sess, Parts: parts,
 		Metadata: meta, Key: in.Key, Digest: digest(sess, parts, meta)}
 	stored, dup, err := g.inbox.Submit(ctx, rec)
@@ -390,6 +407,10 @@ func (g *Gateway) dispatch(k skey) bool {
 
 // agentKey is the metadata key an input's agent travels under.
 const agentKey = "agentrt.agent"
+
+// clientToolsKey is the metadata key an input's client tools travel
+// under, as a JSON array of model.ToolSpec.
+const clientToolsKey = "agentrt.client_tools"
 
 func cloneMeta(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m)+1)

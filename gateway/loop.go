@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -492,6 +493,11 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 	in := agentrt.Input{Text: m.Text, Source: t.Source, Inputs: make([]string, len(fresh))}
 	for i, x := range fresh {
 		in.Inputs[i] = x.ID
+	}
+	if ct := t.Merged.Metadata[clientToolsKey]; ct != "" {
+		if err := json.Unmarshal([]byte(ct), &in.ClientTools); err != nil {
+			return &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadClientTools, Msg: "the input's client tools", Err: err}
+		}
 	}
 	if agent := t.Merged.Metadata[agentKey]; agent != "" {
 		in.Agent = agent

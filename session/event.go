@@ -118,6 +118,10 @@ type RunStarted struct {
 	// Inputs are the ids of the inbox inputs this turn answers (the
 	// gateway's, merged into Input), answered in this event's commit.
 	Inputs []string `json:"inputs,omitempty"`
+	// ClientTools are tools the client declared for this run: offered to
+	// the model beside the agent's, a call of one is not run but handed
+	// to the client as a client_tool request.
+	ClientTools []model.ToolSpec `json:"client_tools,omitempty"`
 }
 
 // Overrides change an agent for one run: its plan's step cap, and fields
@@ -372,6 +376,10 @@ const (
 	// repeated blindly completed before the process running it stopped:
 	// mark it done (with its result), failed, or retry it.
 	RequestConfirm RequestKind = "confirm"
+	// RequestClientTool hands a call of a tool the client declared for
+	// the run (RunStarted.ClientTools) to the client, which runs it and
+	// answers with its result; the runtime never runs it.
+	RequestClientTool RequestKind = "client_tool"
 )
 
 // InputRequired asks a human for a decision or an answer. The run waits

@@ -22,7 +22,8 @@ type ChatRequest struct {
 	Messages      []ChatMessage  `json:"messages"`
 	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
-	// Tools are the client's own tools; N must be 1 when set.
+	// Tools are the client's own function tools: offered to the agent's
+	// model for the turn; their calls come back as tool_calls.
 	Tools []json.RawMessage `json:"tools,omitempty"`
 	N     *int              `json:"n,omitempty"`
 	User  string            `json:"user,omitempty"`
@@ -47,6 +48,8 @@ type ChatMessage struct {
 
 // ChatToolCall is a call of a function tool in an assistant message.
 type ChatToolCall struct {
+	// Index is the call's place in a streamed delta's list.
+	Index    *int   `json:"index,omitempty"`
 	ID       string `json:"id"`
 	Type     string `json:"type"` // "function"
 	Function struct {

@@ -67,16 +67,26 @@ func (a *Adapter) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, modelNotFound(req.Model))
 		return
 	}
-	if len(req.Tools) > 0 {
-		writeError(w, badRequest("tools", "client-side tools are not served yet: the agent's own tools run on the server"))
-		return
-	}
-	conv, err := splitConversation(req.Messages)
+	tools, err := clientTools(req.Tools)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	x, err := a.begin(ctx, r.Header.Get(SessionHeader), req.Model, conv)
+	results, err := toolResults(req.Messages)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var x *exchange
+	if results != nil {
+		// The results of the client's tools the run waits for.
+		x, err = a.answerTools(ctx, r.Header.Get(SessionHeader), req.Model, results)
+	} else {
+		var conv *conversation
+		if conv, err = splitConversation(req.Messages); err == nil {
+			x, err = a.begin(ctx, r.Header.Get(SessionHeader), req.Model, conv, tools)
+		}
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -102,9 +112,18 @@ func (a *Adapter) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	text := o.answer()
+	msg := &ChatAnswer{Role: "assistant", Content: ptr(o.answer())}
+	if calls := o.clientCalls(); len(calls) > 0 {
+		for i := range calls {
+			calls[i].Index = nil
+		}
+		msg.ToolCalls = calls
+		if *msg.Content == "" {
+			msg.Content = nil
+		}
+	}
 	c := ChatCompletion{ID: "chatcmpl-" + o.runID, Object: "chat.completion", Created: a.now().Unix(), Model: req.Model,
-		Choices: []ChatChoice{{Message: &ChatAnswer{Role: "assistant", Content: &text}, FinishReason: ptr(o.finishReason()),
+		Choices: []ChatChoice{{Message: msg, FinishReason: ptr(o.finishReason()),
 			Logprobs: json.RawMessage("null")}},
 		Usage: usage(&o), Agentrt: o.extension(x.session)}
 	writeJSON(w, http.StatusOK, c)
@@ -179,6 +198,9 @@ func (a *Adapter) streamChat(w http.ResponseWriter, r *http.Request, req *ChatRe
 	}
 	if o.status == session.StatusWaiting {
 		if q := o.answer(); q != "" && !send(&ChatAnswer{Content: &q}, nil) {
+			return
+		}
+		if calls := o.clientCalls(); len(calls) > 0 && !send(&ChatAnswer{ToolCalls: calls}, nil) {
 			return
 		}
 	}

@@ -39,8 +39,10 @@ func nodeScript(t *testing.T, name string) (node, script string) {
 // The official openai npm package talks to the adapter: it lists the
 // models, creates a completion streamed and not, assembles one with the
 // chat.completions.stream() helper (which checks finish_reason), answers
-// a run that waits for an approval with the next message, and raises an
-// unknown model as its APIError.
+// a run that waits for an approval with the next message, does a
+// client-side tool round trip (the stream helper assembling the call, the
+// history sent back with the tool message), and raises an unknown model as
+// its APIError.
 func TestOpenAINodeClient(t *testing.T) {
 	t.Parallel()
 	node, script := nodeScript(t, "openai-chat.mjs")
@@ -62,7 +64,9 @@ func TestOpenAINodeClient(t *testing.T) {
 		"streamed": map[string]any{"content": "echo: stream me", "finish": "stop", "usage": 15.0},
 		"helper":   map[string]any{"content": "echo: help me", "finish": "stop", "deltas": 3.0},
 		"approval": map[string]any{"asked": true, "kind": "approval", "answer": `echo: "deployed to prod"`},
-		"unknown":  map[string]any{"isAPIError": true, "status": 404.0, "code": "model_not_found", "param": "model"},
+		"clientTool": map[string]any{"finish": "tool_calls", "name": "local_time", "args": `{"tz":"UTC"}`,
+			"answer": `echo: "12:00 UTC"`, "answerFinish": "stop"},
+		"unknown": map[string]any{"isAPIError": true, "status": 404.0, "code": "model_not_found", "param": "model"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the openai npm client saw (-want +got):\n%s", diff)

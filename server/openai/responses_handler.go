@@ -38,7 +38,7 @@ func (a *Adapter) createResponse(w http.ResponseWriter, r *http.Request) {
 		}
 		sessionID = ref.session
 	}
-	x, err := a.begin(ctx, sessionID, req.Model, conv)
+	x, err := a.begin(ctx, sessionID, req.Model, conv, nil)
 	if err != nil {
 		if e := toAPIError(err); e.Param != nil && *e.Param == "model" && req.PreviousResponseID != "" {
 			e.Message = "previous_response_id " + req.PreviousResponseID + " is a response of another agent: " + e.Message

@@ -33,7 +33,7 @@ type exchange struct {
 // starts from the conversation's history, and returns the turn that
 // answers it. The input to a session that waits for a person answers its
 // request (answerPending).
-func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversation) (*exchange, error) {
+func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversation, tools []model.ToolSpec) (*exchange, error) {
 	var ss *session.Session
 	var err error
 	switch {
@@ -64,7 +64,7 @@ func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversatio
 			return nil, err
 		}
 	}
-	t, err := a.srv.SubmitTurn(ctx, gateway.Input{Source: ss.ID, Session: ss.ID, Agent: agent, Text: conv.input})
+	t, err := a.srv.SubmitTurn(ctx, gateway.Input{Source: ss.ID, Session: ss.ID, Agent: agent, Text: conv.input, ClientTools: tools})
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +163,8 @@ func resolutionOf(q *session.InputRequired, text string) (agentrt.Resolution, er
 			return agentrt.Resolution{Decision: word}, nil
 		}
 		return bad("reply done, failed or retry")
+	case session.RequestClientTool:
+		return bad("end the conversation with a tool message whose tool_call_id is " + q.Calls[0].ID)
 	}
 	return bad("answer it through POST /v1/sessions/{id}/requests/{rid}")
 }
@@ -306,6 +308,9 @@ func (o *outcome) finishReason() string {
 	if o.status == session.StatusPaused {
 		return "length" // stopped at a limit; resume continues it
 	}
+	if len(o.clientCalls()) > 0 {
+		return "tool_calls" // the client runs them and sends their results
+	}
 	return "stop"
 }
 
@@ -313,9 +318,11 @@ func (o *outcome) finishReason() string {
 // questions of the requests it waits for.
 func (o *outcome) answer() string {
 	if o.status == session.StatusWaiting && len(o.requests) > 0 {
-		qs := make([]string, len(o.requests))
+		var qs []string
 		for i := range o.requests {
-			qs[i] = question(&o.requests[i])
+			if o.requests[i].Kind != session.RequestClientTool { // those are tool_calls
+				qs = append(qs, question(&o.requests[i]))
+			}
 		}
 		return strings.Join(qs, "\n\n")
 	}

@@ -52,6 +52,19 @@ const answered = await client.chat.completions.create(
 out.approval = { asked: asked.choices[0].message.content.startsWith('Allow deploy'),
   kind: asked.agentrt.requests[0].kind, answer: answered.choices[0].message.content };
 
+// A client-side tool: the chat.completions.stream() helper assembles the
+// call (finish_reason tool_calls); the client runs it and sends the whole
+// history back with the tool message; the agent answers with its result.
+const tools = [{ type: 'function', function: { name: 'local_time', description: 'the local time',
+  parameters: { type: 'object', properties: { tz: { type: 'string' } } } } }];
+const history = [{ role: 'user', content: 'call local_time {"tz":"UTC"}' }];
+const called = await client.chat.completions.stream({ model: 'assistant', messages: history, tools }).finalChatCompletion();
+const toolCall = called.choices[0].message.tool_calls[0];
+history.push(called.choices[0].message, { role: 'tool', tool_call_id: toolCall.id, content: '12:00 UTC' });
+const toolAnswer = await client.chat.completions.create({ model: 'assistant', messages: history, tools });
+out.clientTool = { finish: called.choices[0].finish_reason, name: toolCall.function.name, args: toolCall.function.arguments,
+  answer: toolAnswer.choices[0].message.content, answerFinish: toolAnswer.choices[0].finish_reason };
+
 // An unknown model is an APIError in OpenAI's shape.
 try {
   await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] });
