@@ -23,8 +23,8 @@ func types(t *testing.T, evs []*session.Event, ints []Interrupt) ([]string, []Ev
 	for _, e := range evs {
 		all = append(all, tr.event(e)...)
 	}
-	all = append(all, tr.finish(nil, ints)...)
-	if again := tr.finish(nil, ints); again != nil {
+	all = append(all, tr.finish(nil, waits{interrupts: ints})...)
+	if again := tr.finish(nil, waits{interrupts: ints}); again != nil {
 		t.Errorf("a second finish sent %v: want no second terminal event", again)
 	}
 	var out []string
