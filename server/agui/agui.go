@@ -93,7 +93,8 @@ type ResumeEntry struct {
 func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	agent := r.PathValue("agent")
-	if _, ok := h.r.Agent(agent); !ok {
+	ag, ok := h.r.Agent(agent)
+	if !ok {
 		h.srv.WriteError(w, r, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeUnknownAgent,
 			Msg: fmt.Sprintf("no agent %q (GET /v1/agents lists them)", agent)})
 		return
@@ -109,7 +110,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var tools []model.ToolSpec
 	if err == nil {
-		tools, err = frontendTools(in.Tools)
+		tools, err = frontendTools(in.Tools, ag.ToolSpecs())
 	}
 	var results map[string]toolAnswer
 	if err == nil && len(in.Resume) == 0 {

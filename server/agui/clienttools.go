@@ -22,10 +22,15 @@ import (
 // requests and streams the run they continue.
 
 // frontendTools reads an input's tools (AG-UI's Tool: name, description,
-// parameters) as the turn's client tools.
-func frontendTools(raw []json.RawMessage) ([]model.ToolSpec, error) {
+// parameters) as the turn's client tools. A name of one of the agent's
+// own tools is refused here, before the input is stored: a call must say
+// unambiguously who runs it.
+func frontendTools(raw []json.RawMessage, own []model.ToolSpec) ([]model.ToolSpec, error) {
 	out := make([]model.ToolSpec, 0, len(raw))
-	seen := make(map[string]bool, len(raw))
+	seen := make(map[string]bool, len(raw)+len(own))
+	for _, sp := range own {
+		seen[sp.Name] = true
+	}
 	for i, b := range raw {
 		var t struct {
 			Name        string          `json:"name"`
@@ -39,7 +44,7 @@ func frontendTools(raw []json.RawMessage) ([]model.ToolSpec, error) {
 			return nil, badTools("tools[%d] has no name", i)
 		}
 		if seen[t.Name] {
-			return nil, badTools("tools[%d]: %q is declared twice", i, t.Name)
+			return nil, badTools("tools[%d]: %q is declared twice or is a tool of the agent: give the frontend tool another name", i, t.Name)
 		}
 		seen[t.Name] = true
 		schema := bytes.TrimSpace(t.Parameters)

@@ -137,6 +137,7 @@ func TestFrontendToolBadInput(t *testing.T) {
 	}{
 		{"a tool without a name", `{"threadId":"fb1","runId":"r1","tools":[{"description":"x"}],"messages":[{"id":"u","role":"user","content":"hi"}]}`, 400, "bad_client_tools"},
 		{"a tool twice", `{"threadId":"fb1","runId":"r1","tools":[` + clockTool + `,` + clockTool + `],"messages":[{"id":"u","role":"user","content":"hi"}]}`, 400, "bad_client_tools"},
+		{"an agent tool's name", `{"threadId":"fb1","runId":"r1","tools":[{"name":"lookup"}],"messages":[{"id":"u","role":"user","content":"hi"}]}`, 400, "bad_client_tools"},
 		{"a tool that is not an object", `{"threadId":"fb1","runId":"r1","tools":["local_time"],"messages":[{"id":"u","role":"user","content":"hi"}]}`, 400, "bad_client_tools"},
 		{"a tool message without toolCallId", `{"threadId":"fb1","runId":"r1","messages":[{"id":"t","role":"tool","content":"x"}]}`, 400, "malformed_request"},
 		{"a result nobody waits for", `{"threadId":"fb1","runId":"r1","messages":[{"id":"t","role":"tool","toolCallId":"call_x","content":"x"}]}`, 404, "unknown_request"},

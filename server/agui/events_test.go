@@ -191,3 +191,30 @@ func TestNewInput(t *testing.T) {
 		}
 	}
 }
+
+// A run waiting for the client's tools alone ends with success and the
+// calls pending; one that also waits for a person ends with the
+// interrupts, the calls left for a later run's end to name.
+func TestFinishWaitingForClientTools(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    waits
+		want Outcome
+	}{
+		{"client tools", waits{calls: []string{"c1", "c2"}}, Outcome{Type: "success", PendingToolCallIDs: []string{"c1", "c2"}}},
+		{"and a person", waits{calls: []string{"c1"}, interrupts: []Interrupt{{ID: "req_1", Reason: "approval"}}},
+			Outcome{Type: "interrupt", Interrupts: []Interrupt{{ID: "req_1", Reason: "approval"}}}},
+		{"nothing left", waits{}, Outcome{Type: "success"}},
+	} {
+		tr := newTranslator("th", "r1")
+		tr.event(ev(1, &session.RunFinished{Status: session.StatusWaiting}))
+		out := tr.finish(nil, tc.w)
+		last := out[len(out)-1]
+		if last.Type != RunFinished || last.Outcome == nil {
+			t.Fatalf("%s: terminal %+v", tc.name, last)
+		}
+		if diff := cmp.Diff(tc.want, *last.Outcome); diff != "" {
+			t.Errorf("%s: outcome (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
