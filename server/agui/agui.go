@@ -12,7 +12,10 @@
 // the run in progress, if one is. A run that waits for a person ends
 // RUN_FINISHED with an interrupt outcome, one interrupt per request; the
 // next input's resume entries answer them and the run goes on in that
-// input's stream.
+// input's stream. The input's tools are frontend tools, run by the
+// client: a run that calls one ends RUN_FINISHED with the call pending
+// (pendingToolCallIds), and the next input's trailing tool messages give
+// the results and stream the run that goes on.
 //
 // Everything a stream opens (a text message, tool calls, steps) is
 // closed before its one terminal event, however the run ends.
@@ -29,6 +32,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
@@ -67,6 +71,10 @@ type InputMessage struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content,omitempty"`
+	// ToolCallID and Error are a tool message's: the call it answers and,
+	// when the tool failed, why.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // ContextItem is a piece of context the front end gives the agent.
@@ -85,7 +93,8 @@ type ResumeEntry struct {
 func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	agent := r.PathValue("agent")
-	if _, ok := h.r.Agent(agent); !ok {
+	ag, ok := h.r.Agent(agent)
+	if !ok {
 		h.srv.WriteError(w, r, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeUnknownAgent,
 			Msg: fmt.Sprintf("no agent %q (GET /v1/agents lists them)", agent)})
 		return
@@ -98,6 +107,14 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	text, err := newInput(in.Messages)
 	if err == nil {
 		err = in.check()
+	}
+	var tools []model.ToolSpec
+	if err == nil {
+		tools, err = frontendTools(in.Tools, ag.ToolSpecs())
+	}
+	var results map[string]toolAnswer
+	if err == nil && len(in.Resume) == 0 {
+		results, err = toolResults(in.Messages)
 	}
 	if err != nil {
 		h.srv.WriteError(w, r, err)
@@ -112,8 +129,10 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(in.Resume) > 0:
 		h.resume(ctx, st, ss, in, r)
+	case results != nil:
+		h.answer(ctx, st, ss, results, r)
 	case text != "":
-		h.turn(ctx, st, ss, in, text, r)
+		h.turn(ctx, st, ss, in, text, tools, r)
 	default:
 		h.reconnect(ctx, st, ss, r)
 	}
@@ -213,8 +232,8 @@ func (h *handler) thread(ctx context.Context, agent, id string) (*session.Sessio
 }
 
 // turn submits the new input and streams the turn that answers it.
-func (h *handler) turn(ctx context.Context, st *stream, ss *session.Session, in RunAgentInput, text string, r *http.Request) {
-	gin := gateway.Input{Source: ss.ID, Session: ss.ID, Agent: ss.Agent, Text: text, Parts: extraParts(in)}
+func (h *handler) turn(ctx context.Context, st *stream, ss *session.Session, in RunAgentInput, text string, tools []model.ToolSpec, r *http.Request) {
+	gin := gateway.Input{Source: ss.ID, Session: ss.ID, Agent: ss.Agent, Text: text, Parts: extraParts(in), ClientTools: tools}
 	if n := len(in.Messages); n > 0 && in.Messages[n-1].ID != "" {
 		// The same message sent again (a retry after a dropped stream)
 		// is the same input, and its stream the same run.
@@ -263,27 +282,41 @@ func extraParts(in RunAgentInput) []session.InputPart {
 
 // end sends the run's terminal event.
 func (h *handler) end(ctx context.Context, st *stream, id string, fail *failure) {
-	var ints []Interrupt
+	var w waits
 	if fail == nil && st.t.status == session.StatusWaiting {
 		var err error
-		if ints, err = h.interrupts(ctx, id); err != nil {
+		if w, err = h.waits(ctx, id); err != nil {
 			fail = &failure{code: agentrt.AsError(err).ErrorCode(), msg: err.Error()}
 		}
 	}
-	st.send(st.t.finish(fail, ints)...)
+	st.send(st.t.finish(fail, w)...)
 }
 
-// interrupts are the session's pending requests as interrupts.
-func (h *handler) interrupts(ctx context.Context, id string) ([]Interrupt, error) {
-	page, err := h.r.PendingRequests(ctx, session.RequestListOptions{SessionID: id, Limit: 500})
+// waits is what a waiting run waits for: a person's answers, as
+// interrupts, and the results of frontend calls, by call id.
+type waits struct {
+	interrupts []Interrupt
+	calls      []string
+}
+
+// waits reads the session's pending requests: client_tool requests are
+// the client's calls, the others interrupts.
+func (h *handler) waits(ctx context.Context, id string) (waits, error) {
+	page, err := h.r.PendingRequests(ctx, session.RequestListOptions{SessionID: id, Limit: agentrt.MaxRequestPage})
 	if err != nil {
-		return nil, err
+		return waits{}, err
 	}
-	out := make([]Interrupt, 0, len(page))
+	var w waits
 	for _, p := range page {
-		out = append(out, interrupt(p.Request))
+		if p.Request.Kind == session.RequestClientTool {
+			for _, c := range p.Request.Calls {
+				w.calls = append(w.calls, c.ID)
+			}
+			continue
+		}
+		w.interrupts = append(w.interrupts, interrupt(p.Request))
 	}
-	return out, nil
+	return w, nil
 }
 
 // resume answers the interrupts the input's resume entries name and
@@ -431,7 +464,7 @@ func (h *handler) pipe(ctx context.Context, st *stream, f *follower) bool {
 				return ctx.Err() == nil
 			}
 			if it.err != nil {
-				st.send(st.t.finish(&failure{code: agentrt.AsError(it.err).ErrorCode(), msg: it.err.Error()}, nil)...)
+				st.send(st.t.finish(&failure{code: agentrt.AsError(it.err).ErrorCode(), msg: it.err.Error()}, waits{})...)
 				return false
 			}
 			if !st.send(st.t.event(it.ev)...) {

@@ -22,9 +22,10 @@ import (
 type clientRun struct {
 	Types   []string `json:"types"`
 	Outcome *struct {
-		Outcome    string `json:"outcome"`
-		Result     any    `json:"result"`
-		Interrupts []struct {
+		Outcome            string   `json:"outcome"`
+		Result             any      `json:"result"`
+		PendingToolCallIDs []string `json:"pendingToolCallIds"`
+		Interrupts         []struct {
 			ID         string         `json:"id"`
 			Reason     string         `json:"reason"`
 			Message    string         `json:"message"`
@@ -213,6 +214,39 @@ func TestNodeClientInterruptAndResume(t *testing.T) {
 	}
 	if count(second.Types, "TOOL_CALL_RESULT") != 1 {
 		t.Errorf("events %v: want the approved call's result", second.Types)
+	}
+}
+
+// A frontend tool, through HttpAgent: the call streams and the run ends
+// with success and the call pending (the client derives the same list
+// from the stream); the client's tool message answers it in the next run,
+// which ends with the answer, the client's messages the whole exchange
+// once.
+func TestNodeClientFrontendTool(t *testing.T) {
+	f := newFixture(t)
+	runs := runClient(t, f, "frontend")
+	if len(runs) != 2 {
+		t.Fatalf("%d runs; want 2", len(runs))
+	}
+	first := runs[0]
+	first.ok(t, "success")
+	if !slices.Equal(first.Outcome.PendingToolCallIDs, []string{"call_local_time"}) || count(first.Types, "TOOL_CALL_END") != 1 {
+		t.Fatalf("pending calls %v, events %v; want call_local_time streamed and left pending", first.Outcome.PendingToolCallIDs, first.Types)
+	}
+	second := runs[1]
+	second.ok(t, "success")
+	if second.Outcome.Result != `done: "12:00 UTC"` || len(second.Outcome.PendingToolCallIDs) != 0 {
+		t.Errorf("outcome %+v; want the answer after the tool's result, nothing pending", *second.Outcome)
+	}
+	var roles []string
+	for _, m := range second.Messages {
+		roles = append(roles, m.Role)
+	}
+	if !slices.Equal(roles, []string{"user", "assistant", "tool", "assistant"}) {
+		t.Fatalf("the client's messages %v; want user, assistant (the call), tool, assistant", roles)
+	}
+	if c := second.Messages[1].ToolCalls; len(c) != 1 || c[0].ID != "call_local_time" || c[0].Arguments != `{"tz":"UTC"}` {
+		t.Errorf("the call as the client has it: %+v", c)
 	}
 }
 

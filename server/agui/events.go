@@ -60,6 +60,9 @@ type Event struct {
 type Outcome struct {
 	Type       string      `json:"type"`
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	// PendingToolCallIDs are the frontend calls a successful run left
+	// for the client to answer in its next input.
+	PendingToolCallIDs []string `json:"pendingToolCallIds,omitempty"`
 }
 
 // Interrupt is a human request of agentrt as AG-UI shows it: its id is
@@ -130,6 +133,7 @@ type translator struct {
 	quiet    bool
 	calls    map[int]*openCall
 	callSeen map[string]bool // call ids started, over the run
+	answered map[string]bool // frontend calls whose results the client sent
 
 	round string         // the open round's step name
 	plan  map[int]string // open plan steps' names, by index
@@ -144,7 +148,7 @@ type translator struct {
 }
 
 func newTranslator(threadID, runID string) *translator {
-	return &translator{threadID: threadID, runID: runID, calls: map[int]*openCall{}, callSeen: map[string]bool{}, plan: map[int]string{}}
+	return &translator{threadID: threadID, runID: runID, calls: map[int]*openCall{}, callSeen: map[string]bool{}, answered: map[string]bool{}, plan: map[int]string{}}
 }
 
 // started is the run's first event.
@@ -188,6 +192,9 @@ func (t *translator) event(ev *session.Event) []Event {
 		}
 		out = t.finishReply(out, d)
 	case *session.ToolResult:
+		if t.answered[d.CallID] {
+			break // the client's own tool message holds it
+		}
 		content := string(d.Result)
 		if !d.OK {
 			content = "error: " + d.Error
@@ -374,12 +381,14 @@ func (t *translator) closeAll(out []Event) []Event {
 
 // finish closes what is open and ends the run by how the turn ended:
 // done is success (the answer as the result), waiting an interrupt
-// outcome with interrupts, canceled and interrupted a cancelled outcome,
+// outcome with w's interrupts (a success naming w's calls as pending
+// when it waits for the client's tools alone), canceled and interrupted a
+// cancelled outcome,
 // failed and paused RUN_ERROR with the code. err, when set, is a failure
 // of the stream itself (the input refused, the follower behind), which
 // ends the run as RUN_ERROR whatever the turn did. It returns nothing
 // after the first terminal event.
-func (t *translator) finish(err *failure, interrupts []Interrupt) []Event {
+func (t *translator) finish(err *failure, w waits) []Event {
 	if t.done {
 		return nil
 	}
@@ -392,12 +401,16 @@ func (t *translator) finish(err *failure, interrupts []Interrupt) []Event {
 	case session.StatusDone:
 		return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Result: t.finalRes, Outcome: &Outcome{Type: "success"}})
 	case session.StatusWaiting:
-		if len(interrupts) == 0 {
-			// Answered meanwhile, elsewhere: the run goes on without this
-			// stream; nothing is asked of this client.
-			return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: &Outcome{Type: "success"}})
+		if len(w.interrupts) == 0 {
+			// Waiting for the client's tools, which AG-UI calls a finished
+			// run with calls left pending; or answered meanwhile, elsewhere,
+			// and the run goes on without this stream: nothing is asked of
+			// this client.
+			return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: &Outcome{Type: "success", PendingToolCallIDs: w.calls}})
 		}
-		return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: &Outcome{Type: "interrupt", Interrupts: interrupts}})
+		// A person's answer comes first; the client's calls stay pending
+		// and a later input's run ends naming them.
+		return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: &Outcome{Type: "interrupt", Interrupts: w.interrupts}})
 	case session.StatusCanceled, session.StatusInterrupted:
 		return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: &Outcome{Type: "cancelled"}})
 	case session.StatusPaused:

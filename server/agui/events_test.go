@@ -23,8 +23,8 @@ func types(t *testing.T, evs []*session.Event, ints []Interrupt) ([]string, []Ev
 	for _, e := range evs {
 		all = append(all, tr.event(e)...)
 	}
-	all = append(all, tr.finish(nil, ints)...)
-	if again := tr.finish(nil, ints); again != nil {
+	all = append(all, tr.finish(nil, waits{interrupts: ints})...)
+	if again := tr.finish(nil, waits{interrupts: ints}); again != nil {
 		t.Errorf("a second finish sent %v: want no second terminal event", again)
 	}
 	var out []string
@@ -188,6 +188,33 @@ func TestNewInput(t *testing.T) {
 		got, err := newInput(tc.msgs)
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("newInput: %q, %v; want %q (error %v)", got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// A run waiting for the client's tools alone ends with success and the
+// calls pending; one that also waits for a person ends with the
+// interrupts, the calls left for a later run's end to name.
+func TestFinishWaitingForClientTools(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    waits
+		want Outcome
+	}{
+		{"client tools", waits{calls: []string{"c1", "c2"}}, Outcome{Type: "success", PendingToolCallIDs: []string{"c1", "c2"}}},
+		{"and a person", waits{calls: []string{"c1"}, interrupts: []Interrupt{{ID: "req_1", Reason: "approval"}}},
+			Outcome{Type: "interrupt", Interrupts: []Interrupt{{ID: "req_1", Reason: "approval"}}}},
+		{"nothing left", waits{}, Outcome{Type: "success"}},
+	} {
+		tr := newTranslator("th", "r1")
+		tr.event(ev(1, &session.RunFinished{Status: session.StatusWaiting}))
+		out := tr.finish(nil, tc.w)
+		last := out[len(out)-1]
+		if last.Type != RunFinished || last.Outcome == nil {
+			t.Fatalf("%s: terminal %+v", tc.name, last)
+		}
+		if diff := cmp.Diff(tc.want, *last.Outcome); diff != "" {
+			t.Errorf("%s: outcome (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

@@ -18,7 +18,10 @@ async function run(a, params = {}, onEvent) {
   let outcome = null, error = null;
   const sub = {
     onEvent: ({ event }) => { types.push(event.type); onEvent?.(event); },
-    onRunFinishedEvent: (e) => { outcome = { outcome: e.outcome, result: e.result ?? null, interrupts: e.interrupts ?? null }; },
+    onRunFinishedEvent: (e) => {
+      outcome = { outcome: e.outcome, result: e.result ?? null, interrupts: e.interrupts ?? null,
+        pendingToolCallIds: e.pendingToolCallIds ?? null };
+    },
     onRunErrorEvent: ({ event }) => { error = { message: event.message, code: event.code ?? null }; },
   };
   let thrown = null;
@@ -73,6 +76,19 @@ const scenarios = {
     const first = await run(a);
     const ints = first.outcome?.interrupts ?? [];
     await run(a, { resume: ints.map((i) => ({ interruptId: i.id, status: "resolved", payload: { approved: true } })) });
+  },
+  async frontend() {
+    // A frontend tool: the run ends leaving its call for the application,
+    // which runs it and sends the result as a tool message.
+    const tools = [{ name: "local_time", description: "the time in the browser",
+      parameters: { type: "object", properties: { tz: { type: "string" } } } }];
+    const a = agent();
+    say(a, 'call local_time {"tz":"UTC"}');
+    const first = await run(a, { tools });
+    for (const id of first.outcome?.pendingToolCallIds ?? []) {
+      a.addMessage({ id: `t-${id}`, role: "tool", toolCallId: id, content: "12:00 UTC" });
+    }
+    await run(a, { tools });
   },
   async reconnect() {
     const a = agent();
