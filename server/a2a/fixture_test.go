@@ -2,7 +2,6 @@ package a2a_test
 
 import (
 	"context"
-	"iter"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
-	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/internal/echomodel"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/a2a"
 	"github.com/agentrt/agentrt/session"
@@ -24,41 +23,8 @@ import (
 	"github.com/agentrt/agentrt/tool"
 )
 
-// echo answers the last message with "echo: " and its text, a word a
-// token; a user message "call NAME ARGS" makes it call tool NAME first,
-// and "fail" makes the model call fail.
-type echo struct{}
-
-func (echo) Name() string { return "echo" }
-
-func (echo) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
-	return func(yield func(model.Chunk, error) bool) {
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == model.RoleUser {
-			if rest, ok := strings.CutPrefix(last.Text(), "call "); ok {
-				name, args, _ := strings.Cut(rest, " ")
-				yield(model.Chunk{ToolCalls: []model.ToolCallDelta{{Index: 0, ID: "call_1", Name: name, Arguments: args}},
-					FinishReason: model.FinishToolCalls}, nil)
-				return
-			}
-			if last.Text() == "fail" {
-				yield(model.Chunk{}, &model.Error{Code: model.CodeBadRequest, Message: "the model refused"})
-				return
-			}
-		}
-		words := strings.SplitAfter("echo: "+last.Text(), " ")
-		for i, w := range words {
-			c := model.Chunk{Text: w}
-			if i == len(words)-1 {
-				c.FinishReason = model.FinishStop
-				c.Usage = &model.Usage{InputTokens: 10, OutputTokens: 5}
-			}
-			if !yield(c, nil) {
-				return
-			}
-		}
-	}
-}
+// echo is the tests' scripted model (internal/echomodel).
+var echo = echomodel.Model{FailMessage: "the model refused"}
 
 // fixture is agentrt's server with the A2A endpoints, over a runner whose
 // agent "assistant" has a tool "deploy" that needs an approval and a tool
@@ -97,7 +63,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag := &agentrt.Agent{Name: "assistant", Description: "Answers questions and deploys the service.", Model: echo{},
+	ag := &agentrt.Agent{Name: "assistant", Description: "Answers questions and deploys the service.", Model: echo,
 		Tools: tools, Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}}}
 	f.r, err = agentrt.NewRunner(agentrt.Config{Store: memstore.New(), Agents: []*agentrt.Agent{ag}})
 	if err != nil {

@@ -2,58 +2,23 @@ package openai_test
 
 import (
 	"context"
-	"iter"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
-	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/internal/echomodel"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/openai"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
 )
 
-// echo answers the last message with "echo: " and its text, a word a
-// token; a user message "call NAME ARGS" makes it call tool NAME with
-// ARGS first, and "fail" makes the model call fail.
-type echo struct{}
-
-func (echo) Name() string { return "echo" }
-
-func (echo) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
-	return func(yield func(model.Chunk, error) bool) {
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == model.RoleUser {
-			if rest, ok := strings.CutPrefix(last.Text(), "call "); ok {
-				name, args, _ := strings.Cut(rest, " ")
-				yield(model.Chunk{ToolCalls: []model.ToolCallDelta{{Index: 0, ID: "call_1", Name: name, Arguments: args}},
-					FinishReason: model.FinishToolCalls, Usage: &model.Usage{InputTokens: 3, OutputTokens: 2}}, nil)
-				return
-			}
-			if last.Text() == "fail" {
-				yield(model.Chunk{}, &model.Error{Code: model.CodeBadRequest, Message: "the model refuses"})
-				return
-			}
-		}
-		words := strings.SplitAfter("echo: "+last.Text(), " ")
-		for i, w := range words {
-			c := model.Chunk{Text: w}
-			if i == len(words)-1 {
-				c.FinishReason = model.FinishStop
-				c.Usage = &model.Usage{InputTokens: 10, OutputTokens: 5}
-			}
-			if !yield(c, nil) {
-				return
-			}
-		}
-	}
-}
+// echo is the tests' scripted model (internal/echomodel).
+var echo = echomodel.Model{FailMessage: "the model refuses"}
 
 // fixture is a server with the OpenAI adapter over a runner whose agent
 // "assistant" has a weather tool that runs on the server and a deploy
@@ -81,9 +46,9 @@ func newFixture(t *testing.T, keys ...server.Key) *fixture {
 		t.Fatal(err)
 	}
 	agents := []*agentrt.Agent{
-		{Name: "assistant", Description: "Answers questions.", SystemPrompt: "You help.", Model: echo{}, Tools: tools,
+		{Name: "assistant", Description: "Answers questions.", SystemPrompt: "You help.", Model: echo, Tools: tools,
 			Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}}},
-		{Name: "writer", Description: "Writes.", Model: echo{}},
+		{Name: "writer", Description: "Writes.", Model: echo},
 	}
 	f := &fixture{}
 	f.r, err = agentrt.NewRunner(agentrt.Config{Store: memstore.New(), Agents: agents})
