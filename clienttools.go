@@ -9,11 +9,14 @@ import (
 	"github.com/agentrt/agentrt/session"
 )
 
-// checkClientTools checks the tools a caller declares for a run
+// CheckClientTools checks the tools a caller declares for a run of a
 // (Input.ClientTools): each named once, none an agent tool's name (a call
 // must say unambiguously who runs it), a schema, when given, a JSON
-// object.
-func (a *Agent) checkClientTools(specs []model.ToolSpec) error {
+// object. The run checks them when it starts; a caller that queues the
+// run's input (the gateway) checks them before, so that a bad declaration
+// is refused to its sender rather than set aside later. The error's code
+// is bad_client_tools.
+func (a *Agent) CheckClientTools(specs []model.ToolSpec) error {
 	bad := func(format string, args ...any) error {
 		return &Error{Kind: FailInput, Code: CodeBadClientTools, Msg: "client tools: " + fmt.Sprintf(format, args...)}
 	}

@@ -226,7 +226,7 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		}
 	}
 	if len(in.ClientTools) > 0 {
-		if err := x.agent.checkClientTools(in.ClientTools); err != nil {
+		if err := x.agent.CheckClientTools(in.ClientTools); err != nil {
 			return r.abandon(x, err)
 		}
 		started.ClientTools = slices.Clone(in.ClientTools)

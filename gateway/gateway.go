@@ -187,6 +187,8 @@ type Gateway struct {
 	// starved says Run's loop left a settled source waiting because every
 	// worker was busy: the next worker to end wakes it. Guarded by mu.
 	starved bool
+
+	refusals refusals // followers of inputs this process may set aside
 }
 
 // skey names a source: its tenant and name.
@@ -332,6 +334,9 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 		meta[agentKey] = in.Agent
 	}
 	if len(in.ClientTools) > 0 {
+		if err := g.checkClientTools(ctx, sess, in); err != nil {
+			return nil, err
+		}
 		b, err := json.Marshal(in.ClientTools)
 		if err != nil {
 			return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadClientTools,
@@ -453,6 +458,35 @@ func (g *Gateway) check(in Input, parts []session.InputPart) error {
 	return nil
 }
 
+// checkClientTools checks in's client tools against the agent that will
+// run them (in's agent, else the session's, else the default one), so
+// that a declaration its run would refuse is refused to its sender now,
+// not set aside once a worker takes it.
+func (g *Gateway) checkClientTools(ctx context.Context, sess string, in Input) error {
+	name := in.Agent
+	if name == "" {
+		s, err := g.r.Store().GetSession(ctx, sess)
+		switch {
+		case err == nil:
+			name = s.Agent
+		case errors.Is(err, session.ErrNotFound):
+			if name, err = g.r.DefaultAgent(); err != nil {
+				return err
+			}
+		default:
+			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the input's session", Err: err}
+		}
+	}
+	a, ok := g.r.Agent(name)
+	if !ok {
+		return nil // the run says so (unknown_agent), as for any input
+	}
+	if err := a.CheckClientTools(in.ClientTools); err != nil {
+		return fmt.Errorf("the input from source %s: %w", in.Source, err)
+	}
+	return nil
+}
+
 // digest is the hash of an input's content, which tells a repeated key
 // from a conflicting one.
 func digest(sess string, parts []session.InputPart, meta map[string]string) string {
@@ -501,6 +535,7 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 		if err := g.inbox.Refuse(ctx, []string{in.ID}, "the source's turn is running (policy reject)"); err != nil {
 			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "refuse the input", Err: err}
 		}
+		g.refusals.refused([]string{in.ID})
 		return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected,
 			Msg: fmt.Sprintf("source %s's turn is running, and its policy rejects input meanwhile; send it again once the turn is over", in.Source)}
 	case Interrupt:

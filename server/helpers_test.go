@@ -86,6 +86,8 @@ type options struct {
 	hold   bool
 	// observer watches the runner's runs (metrics, traces).
 	observer agentrt.Observer
+	// gateway changes the gateway's configuration.
+	gateway func(*gateway.Config)
 }
 
 // gateTool waits until released, or its ctx ends.
@@ -127,7 +129,11 @@ func newFixture(t *testing.T, o options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.gw, err = gateway.New(gateway.Config{Runner: f.r})
+	gc := gateway.Config{Runner: f.r}
+	if o.gateway != nil {
+		o.gateway(&gc)
+	}
+	f.gw, err = gateway.New(gc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,12 +228,18 @@ type sseEvent struct {
 // comments) until it ends or the caller stops, which closes it.
 func (f *fixture) stream(t *testing.T, method, path, key string, body any, hdr ...string) iter.Seq[sseEvent] {
 	t.Helper()
+	return f.streamCtx(t, context.Background(), method, path, key, body, hdr...)
+}
+
+// streamCtx is stream with the request's context.
+func (f *fixture) streamCtx(t *testing.T, ctx context.Context, method, path, key string, body any, hdr ...string) iter.Seq[sseEvent] {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		j, _ := json.Marshal(body)
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, f.http.URL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, f.http.URL+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}

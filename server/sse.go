@@ -176,6 +176,9 @@ type following struct {
 	keep  func(*session.Event) bool
 	done  func(*session.Event) bool
 	check func() error
+	// refused, when closed, says to run check now (the input was set
+	// aside by this process); else check runs with each heartbeat.
+	refused <-chan struct{}
 }
 
 // pump copies the events open yields to sink until they end, done says the
@@ -287,6 +290,12 @@ func (s *Server) drain(ctx context.Context, f *feed, after int64, sink eventSink
 				if behind {
 					_ = sink.behind(last)
 				}
+				return last
+			}
+		case <-fl.refused:
+			fl.refused = nil
+			if err := fl.check(); err != nil {
+				_ = sink.fail(err)
 				return last
 			}
 		case <-hb.C:

@@ -25,6 +25,10 @@ type Turn struct {
 	s   *Server
 	ctx context.Context
 	f   *feed
+	// refused is closed when this process's gateway sets the input
+	// aside; unwatch stops watching for it.
+	refused <-chan struct{}
+	unwatch func()
 }
 
 // SubmitTurn stores in through the gateway (coalescing, debounce and the
@@ -54,6 +58,7 @@ func (s *Server) submitTurn(ctx context.Context, in gateway.Input, after int64) 
 		return nil, err
 	}
 	t.Submitted = sub
+	t.refused, t.unwatch = s.gw.Refused(sub.ID)
 	if sub.Duplicate {
 		// Its run may be anywhere in the log: watch it from the start.
 		t.f.stop()
@@ -66,14 +71,17 @@ func (s *Server) submitTurn(ctx context.Context, in gateway.Input, after int64) 
 }
 
 // Close stops following the turn (the turn goes on).
-func (t *Turn) Close() { t.f.stop() }
+func (t *Turn) Close() {
+	t.f.stop()
+	t.unwatch()
+}
 
 // following is how a stream follows the turn: its events, to the end
 // of its last run, and the input's refusal.
 func (t *Turn) following() following {
 	fw := &inputFollower{inputID: t.Submitted.ID}
 	sub := t.Submitted
-	return following{keep: fw.keep, done: fw.done, check: func() error { return t.s.refused(t.ctx, sub) }}
+	return following{keep: fw.keep, done: fw.done, check: func() error { return t.s.refused(t.ctx, sub) }, refused: t.refused}
 }
 
 // Events yields the turn's events: the run that answers the input, from
@@ -122,6 +130,14 @@ func (t *Turn) Events() iter.Seq2[*session.Event, error] {
 						yield(nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeWatchBehind,
 							Msg: "the turn's follower fell behind; read the session's events after seq " + strconv.FormatInt(last, 10)})
 					}
+					return
+				}
+			case <-fl.refused:
+				// Set aside by this process: say why at once. (Refused
+				// elsewhere, the heartbeat's look at the inbox finds it.)
+				fl.refused = nil
+				if err := fl.check(); err != nil {
+					yield(nil, err)
 					return
 				}
 			case <-hb.C:

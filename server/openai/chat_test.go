@@ -262,6 +262,8 @@ func TestChatCompletionBadRequests(t *testing.T) {
 		{"two choices", n, nil, "key-a", 400, "n", "malformed_request"},
 		{"ends with the assistant", oa.ChatCompletionNewParams{Model: "assistant",
 			Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("x"), oa.AssistantMessage("y")}}, nil, "key-a", 400, "messages[1].role", "malformed_request"},
+		{"a tool of the agent's name", withTools(userMsg("x"), "weather"), nil, "key-a", 400, "tools", "bad_client_tools"},
+		{"a tool declared twice", withTools(userMsg("x"), "local_time", "local_time"), nil, "key-a", 400, "tools", "bad_client_tools"},
 		{"another tenant's session", userMsg("theirs"), []option.RequestOption{option.WithHeader("Agentrt-Session", id)}, "key-b", 404, "", "not_found"},
 		{"another agent's session", oa.ChatCompletionNewParams{Model: "writer", Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("x")}},
 			[]option.RequestOption{option.WithHeader("Agentrt-Session", id)}, "key-a", 400, "model", "malformed_request"},
@@ -272,6 +274,15 @@ func TestChatCompletionBadRequests(t *testing.T) {
 			t.Errorf("%s: %v; want %d %s param %q", tc.name, err, tc.status, tc.code, tc.param)
 		}
 	}
+}
+
+// withTools is p with client function tools of these names.
+func withTools(p oa.ChatCompletionNewParams, names ...string) oa.ChatCompletionNewParams {
+	for _, n := range names {
+		p.Tools = append(p.Tools, oa.ChatCompletionToolUnionParam{OfFunction: &oa.ChatCompletionFunctionToolParam{
+			Function: oa.FunctionDefinitionParam{Name: n, Parameters: oa.FunctionParameters{"type": "object"}}}})
+	}
+	return p
 }
 
 // A session started over the OpenAI API is the REST API's too: the

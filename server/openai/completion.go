@@ -63,11 +63,21 @@ func (a *Adapter) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, ok := a.r.Agent(req.Model); !ok {
+	ag, ok := a.r.Agent(req.Model)
+	if !ok {
 		writeError(w, modelNotFound(req.Model))
 		return
 	}
 	tools, err := clientTools(req.Tools)
+	if err == nil && len(tools) > 0 {
+		// Before a session is made for the request: a tool the agent has
+		// too, or one declared twice, is refused to the client now.
+		if err = ag.CheckClientTools(tools); err != nil {
+			e := toAPIError(err)
+			e.Param = ptr("tools")
+			err = e
+		}
+	}
 	if err != nil {
 		writeError(w, err)
 		return
