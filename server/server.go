@@ -128,6 +128,11 @@ type Server struct {
 	streams       sync.WaitGroup
 	stop          chan struct{} // closed by Shutdown: streams end
 	stopOnce      sync.Once
+	// abandon is closed when Shutdown's wait ends with streams still
+	// open: the turns adapters follow end (shutting_down), their runs
+	// left to another process.
+	abandon     chan struct{}
+	abandonOnce sync.Once
 
 	clients atomic.Int64     // open streams (SSE and WebSocket)
 	gauges  map[string]Gauge // open streams by kind, for metrics
@@ -179,7 +184,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, r: cfg.Runner, gw: cfg.Gateway, store: cfg.Runner.Store(), log: cfg.Log, now: cfg.Now,
-		keys: keys, mux: http.NewServeMux(), stop: make(chan struct{})}
+		keys: keys, mux: http.NewServeMux(), stop: make(chan struct{}), abandon: make(chan struct{})}
 	for _, rt := range s.routes() {
 		s.handle(rt)
 	}
@@ -256,9 +261,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	// The turns the protocol adapters follow are streams too, which
+	// Shutdown lets run to their end while ctx lasts (their clients may
+	// have no way to resume). Past it they end, saying so; give their
+	// handlers a moment to write that.
+	s.abandonOnce.Do(func() { close(s.abandon) })
+	t := time.NewTimer(abandonWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return ctx.Err()
 }
+
+// abandonWait is how long Shutdown waits, once its context has ended, for
+// the followers of turns to tell their clients.
+const abandonWait = time.Second
 
 // openStream counts a stream Shutdown waits for, unless Shutdown has
 // begun.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -29,6 +30,7 @@ type Turn struct {
 	// aside; unwatch stops watching for it.
 	refused <-chan struct{}
 	unwatch func()
+	closed  sync.Once
 }
 
 // SubmitTurn stores in through the gateway (coalescing, debounce and the
@@ -47,14 +49,20 @@ func (s *Server) SubmitTurn(ctx context.Context, in gateway.Input) (*Turn, error
 
 // submitTurn is SubmitTurn of a session whose last seq is after.
 func (s *Server) submitTurn(ctx context.Context, in gateway.Input, after int64) (*Turn, error) {
-	t := &Turn{s: s, ctx: ctx, After: after}
+	// A turn's follower is a stream Shutdown waits for.
+	if !s.openStream() {
+		return nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown, Msg: "the server is shutting down: send the input to another replica"}
+	}
+	t := &Turn{s: s, ctx: ctx, After: after, unwatch: func() {}}
 	var err error
 	if t.f, err = s.subscribe(ctx, in.Session, t.After); err != nil {
+		s.streams.Done()
 		return nil, err
 	}
 	sub, err := s.gw.Submit(ctx, in)
 	if err != nil {
 		t.f.stop()
+		s.streams.Done()
 		return nil, err
 	}
 	t.Submitted = sub
@@ -64,6 +72,8 @@ func (s *Server) submitTurn(ctx context.Context, in gateway.Input, after int64) 
 		t.f.stop()
 		t.After = 0
 		if t.f, err = s.subscribe(ctx, in.Session, 0); err != nil {
+			t.unwatch()
+			s.streams.Done()
 			return nil, err
 		}
 	}
@@ -72,8 +82,11 @@ func (s *Server) submitTurn(ctx context.Context, in gateway.Input, after int64) 
 
 // Close stops following the turn (the turn goes on).
 func (t *Turn) Close() {
-	t.f.stop()
-	t.unwatch()
+	t.closed.Do(func() {
+		t.f.stop()
+		t.unwatch()
+		t.s.streams.Done()
+	})
 }
 
 // following is how a stream follows the turn: its events, to the end
@@ -145,6 +158,11 @@ func (t *Turn) Events() iter.Seq2[*session.Event, error] {
 					yield(nil, err)
 					return
 				}
+			case <-t.s.abandon:
+				yield(nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown,
+					Msg: "the server shut down while following the turn, which goes on in another process: read session " +
+						t.Submitted.Session + "'s events after seq " + strconv.FormatInt(last, 10)})
+				return
 			case <-t.ctx.Done():
 				return
 			}

@@ -125,7 +125,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.srv.WriteError(w, r, err)
 		return
 	}
-	st := &stream{w: w, rc: http.NewResponseController(w), t: newTranslator(in.ThreadID, in.RunID)}
+	st := &stream{srv: h.srv, w: w, rc: http.NewResponseController(w), t: newTranslator(in.ThreadID, in.RunID)}
+	defer st.close()
 	switch {
 	case len(in.Resume) > 0:
 		h.resume(ctx, st, ss, in, r)

@@ -8,16 +8,21 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
 
 // stream writes AG-UI events as server-sent events.
 type stream struct {
+	srv    *server.Server
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	t      *translator
 	buf    []byte
 	broken bool // a write failed: the client is gone
+	// ka is held around each write once the stream is open: the
+	// server's keep-alive comments go between them.
+	ka *server.KeepAlive
 }
 
 // open starts the event stream: RUN_STARTED, the thread's state, and its
@@ -34,6 +39,16 @@ func (st *stream) open(ss *session.Session, msgs []Message) {
 		evs = append(evs, Event{Type: MessagesSnapshot, Messages: msgs})
 	}
 	st.send(evs...)
+	if st.ka == nil {
+		st.ka = st.srv.KeepAlive(st.w)
+	}
+}
+
+// close stops the keep-alive comments: the handler is about to return.
+func (st *stream) close() {
+	if st.ka != nil {
+		st.ka.Stop()
+	}
 }
 
 // send writes evs and flushes; it reports false once the client is gone.
@@ -54,6 +69,10 @@ func (st *stream) send(evs ...Event) bool {
 		st.buf = append(st.buf, "data: "...)
 		st.buf = append(st.buf, b...)
 		st.buf = append(st.buf, '\n', '\n')
+	}
+	if st.ka != nil {
+		st.ka.Lock()
+		defer st.ka.Unlock()
 	}
 	if _, err := st.w.Write(st.buf); err != nil {
 		st.broken = true

@@ -151,6 +151,9 @@ func usage(o *outcome) *ChatUsage {
 // error event instead, as OpenAI's streams do, and no [DONE].
 func (a *Adapter) streamChat(w http.ResponseWriter, r *http.Request, req *ChatRequest, x *exchange) {
 	s := newSSE(w)
+	ka := a.srv.KeepAlive(w)
+	defer ka.Stop()
+	s.ka = ka
 	var o outcome
 	chunk := ChatChunk{Object: "chat.completion.chunk", Created: a.now().Unix(), Model: req.Model}
 	send := func(delta *ChatAnswer, finish *string) bool {

@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
 )
 
 // sse writes server-sent events as OpenAI's streams do: "data: JSON"
@@ -11,6 +12,9 @@ type sse struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	buf []byte
+	// ka, when set, is held around each write: the server's keep-alive
+	// comments go between them.
+	ka sync.Locker
 }
 
 func newSSE(w http.ResponseWriter) *sse {
@@ -24,6 +28,15 @@ func newSSE(w http.ResponseWriter) *sse {
 
 func (s *sse) write(b []byte) error {
 	s.buf = append(append(append(s.buf[:0], "data: "...), b...), "\n\n"...)
+	return s.send()
+}
+
+// send writes and flushes the buffer.
+func (s *sse) send() error {
+	if s.ka != nil {
+		s.ka.Lock()
+		defer s.ka.Unlock()
+	}
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
@@ -47,10 +60,7 @@ func (s *sse) event(name string, v any) error {
 		return err
 	}
 	s.buf = append(append(append(append(append(s.buf[:0], "event: "...), name...), "\ndata: "...), b...), "\n\n"...)
-	if _, err := s.w.Write(s.buf); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.send()
 }
 
 // fail ends the stream with an error event, which OpenAI's clients raise

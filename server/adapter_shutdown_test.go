@@ -1,0 +1,126 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/server/agui"
+	"github.com/agentrt/agentrt/server/openai"
+)
+
+// adapterStream opens a streamed turn through an adapter on f and returns
+// a reader of its lines, once the stream has begun (its first data line
+// read).
+func adapterStream(t *testing.T, f *fixture, ctx context.Context, path, body string) (*bufio.Reader, func()) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "POST", f.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("%s: %d", path, resp.StatusCode)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			resp.Body.Close()
+			t.Fatalf("%s: the stream ended before its first event: %v", path, err)
+		}
+		if strings.HasPrefix(line, "data: ") {
+			return br, func() { resp.Body.Close() }
+		}
+	}
+}
+
+// rest reads the data lines left in a stream.
+func rest(br *bufio.Reader) []string {
+	var out []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return out
+		}
+		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
+			out = append(out, d)
+		}
+	}
+}
+
+// The turns the adapters follow are streams Shutdown waits for: while its
+// context lasts, a turn that runs is streamed to its end (its client may
+// have no way to resume); once it ends, the adapters' streams end saying
+// shutting_down in their protocol's shape (an OpenAI error event, an
+// AG-UI RUN_ERROR), and new turns are refused.
+func TestShutdownAndAdapterStreams(t *testing.T) {
+	mount := func(t *testing.T, f *fixture) {
+		if _, err := openai.Mount(f.srv, openai.Config{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := agui.Mount(f.srv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const chat = `{"model":"assistant","stream":true,"messages":[{"role":"user","content":"hello"}]}`
+	const run = `{"threadId":"sd","runId":"r1","messages":[{"id":"m1","role":"user","content":"hello"}]}`
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	t.Run("waited for while the context lasts", func(t *testing.T) {
+		f := newFixture(t, options{hold: true})
+		mount(t, f)
+		br, done := adapterStream(t, f, ctx, "/v1/chat/completions", chat)
+		defer done()
+		shut := make(chan error, 1)
+		go func() { shut <- f.srv.Shutdown(ctx) }()
+		select {
+		case err := <-shut:
+			t.Fatalf("Shutdown returned (%v) while a turn's stream was open", err)
+		default:
+		}
+		close(f.model.hold)
+		data := rest(br)
+		if len(data) == 0 || data[len(data)-1] != "[DONE]" || !strings.Contains(strings.Join(data, ""), "echo") {
+			t.Fatalf("the stream during Shutdown: %q; want the answer and [DONE]", data)
+		}
+		if err := <-shut; err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		code, body, _ := f.do(t, "POST", "/v1/chat/completions", "", map[string]any{"model": "assistant",
+			"messages": []map[string]string{{"role": "user", "content": "late"}}})
+		if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "shutting_down") {
+			t.Errorf("a chat completion after Shutdown: %d %s; want 503 shutting_down", code, body)
+		}
+	})
+
+	t.Run("told once the context ends", func(t *testing.T) {
+		f := newFixture(t, options{hold: true})
+		mount(t, f)
+		oa, done := adapterStream(t, f, ctx, "/v1/chat/completions", chat)
+		defer done()
+		ag, done2 := adapterStream(t, f, ctx, "/v1/agui/assistant", run)
+		defer done2()
+		ended, stop := context.WithCancel(ctx)
+		stop()
+		if err := f.srv.Shutdown(ended); err == nil {
+			t.Fatal("Shutdown with its context ended and streams open: no error")
+		}
+		if data := rest(oa); len(data) == 0 || !strings.Contains(data[len(data)-1], `"code":"shutting_down"`) || strings.Contains(strings.Join(data, ""), "[DONE]") {
+			t.Errorf("OpenAI stream at shutdown: %q; want an error event shutting_down and no [DONE]", data)
+		}
+		if data := rest(ag); len(data) == 0 || !strings.Contains(data[len(data)-1], `"RUN_ERROR"`) || !strings.Contains(data[len(data)-1], "shutting_down") {
+			t.Errorf("AG-UI stream at shutdown: %q; want RUN_ERROR shutting_down last", data)
+		}
+		close(f.model.hold)
+	})
+}
