@@ -13,13 +13,14 @@ import (
 )
 
 // An approval during a call is an elicitation to the client, over the
-// 2025 protocol (elicitation/create while the call waits) and over
-// 2026-07-28 (input requests in the result, answered by the call again):
+// 2025 protocol (elicitation/create while the call waits: Streamable
+// HTTP) and over 2026-07-28 (input requests in the result, answered by
+// the call again: stdio, as agentrt mcp serve serves it):
 // approve runs the call, edit runs it with the client's arguments,
 // decline rejects it; the call's result is the turn's answer after.
 func TestApprovalIsElicitation(t *testing.T) {
 	f := newFixture(t)
-	for _, version := range []string{"2025-11-25", ""} {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		for _, tc := range []struct {
 			name    string
 			answer  *sdk.ElicitResult
@@ -33,7 +34,7 @@ func TestApprovalIsElicitation(t *testing.T) {
 			t.Run("version="+version+"/"+tc.name, func(t *testing.T) {
 				var mu sync.Mutex
 				var asked []string
-				cs := f.connect(t, "key-a", version, &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				cs := connectAt(t, f, version, &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					asked = append(asked, req.Params.Message)
@@ -53,6 +54,23 @@ func TestApprovalIsElicitation(t *testing.T) {
 	}
 }
 
+// connectAt is a client of the fixture at protocol version: 2025-11-25
+// over Streamable HTTP with key-a, 2026-07-28 over stdio (tenant ta, as
+// key-a's).
+func connectAt(t *testing.T, f *fixture, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	var cs *sdk.ClientSession
+	if version == "2026-07-28" {
+		cs = f.connectStdio(t, version, opts, nil)
+	} else {
+		cs = f.connect(t, "key-a", version, opts)
+	}
+	if v := protocol(cs); v != version {
+		t.Fatalf("protocol %s: want %s", v, version)
+	}
+	return cs
+}
+
 // A prompt is an elicitation too, answered with text; a client that
 // cancels leaves the request waiting, and the result says how to answer
 // it.
@@ -67,9 +85,9 @@ func TestNoElicitationSaysHowToAnswer(t *testing.T) {
 			return &sdk.ElicitResult{Action: "cancel"}, nil
 		}}},
 	} {
-		for _, version := range []string{"2025-11-25", ""} {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
 			t.Run(tc.name+"/version="+version, func(t *testing.T) {
-				cs := f.connect(t, "key-a", version, tc.opts)
+				cs := connectAt(t, f, version, tc.opts)
 				res, out := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": `call deploy {"env":"prod"}`}})
 				if res.IsError || out.Status != "waiting" || len(out.Requests) != 1 {
 					t.Fatalf("result %q %+v: want waiting with the request", text(res), out)
