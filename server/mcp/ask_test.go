@@ -1,13 +1,10 @@
 package mcp_test
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -101,49 +98,5 @@ func TestNoElicitationSaysHowToAnswer(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// With a progress token, a call reports the agent's progress: its
-// rounds, tool calls and results, in order.
-func TestProgress(t *testing.T) {
-	f := newFixture(t)
-	got := make(chan *sdk.ProgressNotificationParams, 64)
-	cs := f.connect(t, "key-a", "2025-11-25", &sdk.ClientOptions{ProgressNotificationHandler: func(ctx context.Context, req *sdk.ProgressNotificationClientRequest) {
-		got <- req.Params
-	}})
-	params := &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "call lookup {}"}}
-	params.SetProgressToken("p1")
-	res, out := call(t, cs, params)
-	if res.IsError || out.Status != "done" {
-		t.Fatalf("call: %q", text(res))
-	}
-	// The client hands notifications to its handler on a goroutine of
-	// their own: they may come in after the result.
-	want := []string{"round 1", "calling lookup", "lookup done", "round 2"}
-	var ps []*sdk.ProgressNotificationParams
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	for len(ps) < len(want) {
-		select {
-		case p := <-got:
-			if p.ProgressToken != "p1" {
-				t.Errorf("progress %+v: want token p1", p)
-			}
-			ps = append(ps, p)
-		case <-ctx.Done():
-			t.Fatalf("%d progress notifications: want %q", len(ps), want)
-		}
-	}
-	slices.SortFunc(ps, func(a, b *sdk.ProgressNotificationParams) int { return cmp.Compare(a.Progress, b.Progress) })
-	var msgs []string
-	for i, p := range ps {
-		if p.Progress != float64(i+1) {
-			t.Errorf("progress values %v: want 1, 2, 3, ...", p.Progress)
-		}
-		msgs = append(msgs, p.Message)
-	}
-	if !slices.Equal(msgs, want) {
-		t.Errorf("progress %q: want %q", msgs, want)
 	}
 }
