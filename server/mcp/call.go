@@ -324,7 +324,9 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 				p.notify(ctx, d.Name+" failed: "+d.Error)
 			}
 		case *session.PlanCreated:
-			p.planSteps = planSteps(d.Plan)
+			p.planned(d)
+		case *session.PlanStepFinished:
+			p.planDone++
 		case *session.PlanStepStarted:
 			msg := fmt.Sprintf("plan step %d", d.Index+1)
 			if p.planSteps > 0 {
@@ -462,21 +464,30 @@ type progress struct {
 	req   *sdk.CallToolRequest
 	token any
 	n     float64
-	// planSteps is the number of steps of the turn's plan, once one is
-	// written (or written again).
-	planSteps int
+	// planSteps is the number of steps of the turn's plan as written, 0
+	// while unknown; planDone counts the steps finished since.
+	planSteps, planDone int
 }
 
-// planSteps is the number of steps of a plan_created event's plan, 0
-// when it cannot be read.
-func planSteps(plan json.RawMessage) int {
+// planned records a plan written for the turn. A plan written again
+// after a step failed (source replan) comes after the steps finished so
+// far; its count is known only if the first one's was.
+func (p *progress) planned(d *session.PlanCreated) {
 	var pl struct {
 		Steps []json.RawMessage `json:"steps"`
 	}
-	if json.Unmarshal(plan, &pl) != nil {
-		return 0
+	n := 0
+	if json.Unmarshal(d.Plan, &pl) == nil {
+		n = len(pl.Steps)
 	}
-	return len(pl.Steps)
+	switch {
+	case d.Source != "replan":
+		p.planSteps, p.planDone = n, 0
+	case p.planSteps > 0 && n > 0:
+		p.planSteps = p.planDone + n
+	default:
+		p.planSteps = 0
+	}
 }
 
 func (p *progress) notify(ctx context.Context, msg string) {
