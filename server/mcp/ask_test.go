@@ -1,25 +1,23 @@
 package mcp_test
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An approval during a call is an elicitation to the client, over the
-// 2025 protocol (elicitation/create while the call waits) and over
-// 2026-07-28 (input requests in the result, answered by the call again):
+// 2025 protocol (elicitation/create while the call waits: Streamable
+// HTTP) and over 2026-07-28 (input requests in the result, answered by
+// the call again: stdio, as agentrt mcp serve serves it):
 // approve runs the call, edit runs it with the client's arguments,
 // decline rejects it; the call's result is the turn's answer after.
 func TestApprovalIsElicitation(t *testing.T) {
 	f := newFixture(t)
-	for _, version := range []string{"2025-11-25", ""} {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		for _, tc := range []struct {
 			name    string
 			answer  *sdk.ElicitResult
@@ -33,7 +31,7 @@ func TestApprovalIsElicitation(t *testing.T) {
 			t.Run("version="+version+"/"+tc.name, func(t *testing.T) {
 				var mu sync.Mutex
 				var asked []string
-				cs := f.connect(t, "key-a", version, &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				cs := connectAt(t, f, version, &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					asked = append(asked, req.Params.Message)
@@ -53,6 +51,23 @@ func TestApprovalIsElicitation(t *testing.T) {
 	}
 }
 
+// connectAt is a client of the fixture at protocol version: 2025-11-25
+// over Streamable HTTP with key-a, 2026-07-28 over stdio (tenant ta, as
+// key-a's).
+func connectAt(t *testing.T, f *fixture, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	var cs *sdk.ClientSession
+	if version == "2026-07-28" {
+		cs = f.connectStdio(t, version, opts, nil)
+	} else {
+		cs = f.connect(t, "key-a", version, opts)
+	}
+	if v := protocol(cs); v != version {
+		t.Fatalf("protocol %s: want %s", v, version)
+	}
+	return cs
+}
+
 // A prompt is an elicitation too, answered with text; a client that
 // cancels leaves the request waiting, and the result says how to answer
 // it.
@@ -67,9 +82,9 @@ func TestNoElicitationSaysHowToAnswer(t *testing.T) {
 			return &sdk.ElicitResult{Action: "cancel"}, nil
 		}}},
 	} {
-		for _, version := range []string{"2025-11-25", ""} {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
 			t.Run(tc.name+"/version="+version, func(t *testing.T) {
-				cs := f.connect(t, "key-a", version, tc.opts)
+				cs := connectAt(t, f, version, tc.opts)
 				res, out := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": `call deploy {"env":"prod"}`}})
 				if res.IsError || out.Status != "waiting" || len(out.Requests) != 1 {
 					t.Fatalf("result %q %+v: want waiting with the request", text(res), out)
@@ -83,49 +98,5 @@ func TestNoElicitationSaysHowToAnswer(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// With a progress token, a call reports the agent's progress: its
-// rounds, tool calls and results, in order.
-func TestProgress(t *testing.T) {
-	f := newFixture(t)
-	got := make(chan *sdk.ProgressNotificationParams, 64)
-	cs := f.connect(t, "key-a", "2025-11-25", &sdk.ClientOptions{ProgressNotificationHandler: func(ctx context.Context, req *sdk.ProgressNotificationClientRequest) {
-		got <- req.Params
-	}})
-	params := &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "call lookup {}"}}
-	params.SetProgressToken("p1")
-	res, out := call(t, cs, params)
-	if res.IsError || out.Status != "done" {
-		t.Fatalf("call: %q", text(res))
-	}
-	// The client hands notifications to its handler on a goroutine of
-	// their own: they may come in after the result.
-	want := []string{"round 1", "calling lookup", "lookup done", "round 2"}
-	var ps []*sdk.ProgressNotificationParams
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	for len(ps) < len(want) {
-		select {
-		case p := <-got:
-			if p.ProgressToken != "p1" {
-				t.Errorf("progress %+v: want token p1", p)
-			}
-			ps = append(ps, p)
-		case <-ctx.Done():
-			t.Fatalf("%d progress notifications: want %q", len(ps), want)
-		}
-	}
-	slices.SortFunc(ps, func(a, b *sdk.ProgressNotificationParams) int { return cmp.Compare(a.Progress, b.Progress) })
-	var msgs []string
-	for i, p := range ps {
-		if p.Progress != float64(i+1) {
-			t.Errorf("progress values %v: want 1, 2, 3, ...", p.Progress)
-		}
-		msgs = append(msgs, p.Message)
-	}
-	if !slices.Equal(msgs, want) {
-		t.Errorf("progress %q: want %q", msgs, want)
 	}
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,8 +32,11 @@ type Output struct {
 	// (for a person: Requests).
 	Status string `json:"status" jsonschema:"done, failed, canceled, paused, or waiting (for the requests)"`
 	Answer string `json:"answer,omitempty" jsonschema:"the agent's answer"`
-	Error  string `json:"error,omitempty"`
-	Usage  Usage  `json:"usage"`
+	// Code and Error say why a failed or canceled turn ended: agentrt's
+	// stable error code (docs/errors.md) and its message.
+	Code  string `json:"code,omitempty" jsonschema:"why a failed or canceled turn ended: agentrt's error code"`
+	Error string `json:"error,omitempty"`
+	Usage Usage  `json:"usage"`
 	// Requests wait for a person (status waiting).
 	Requests []Request `json:"requests,omitempty"`
 }
@@ -73,6 +77,7 @@ type outcome struct {
 	runID    string
 	status   session.Status
 	answer   string
+	errCode  string
 	errMsg   string
 	usage    model.Usage
 	requests []*session.InputRequired // asked and not answered, in order
@@ -192,27 +197,45 @@ func (t *tool) answered(ctx context.Context, req *sdk.CallToolRequest, p *progre
 	if ss.Agent != t.agent {
 		return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeWrongAgent, Msg: "requestState names another agent's session"}
 	}
-	pending, err := t.pending(ctx, st.Session, ss.Requests)
+	pending, asked, err := t.requests(ctx, st.Session, ss.Requests)
 	if err != nil {
 		return nil, err
 	}
-	declined := false
+	// Every answer is checked before any is recorded: a call with one
+	// bad answer records none.
+	type answer struct {
+		r   *session.InputRequired
+		res *sdk.ElicitResult
+	}
+	var answers []answer
 	for rid, resp := range req.Params.InputResponses {
 		er, ok := resp.(*sdk.ElicitResult)
 		if !ok {
 			return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeMalformedRequest, Msg: fmt.Sprintf("input response %q is not an elicitation result", rid)}
 		}
-		ir := &session.InputRequired{RequestID: rid, Kind: session.RequestPrompt}
-		for _, q := range pending {
-			if q.RequestID == rid {
-				ir = q
-			}
+		i := slices.IndexFunc(pending, func(r *session.InputRequired) bool { return r.RequestID == rid })
+		switch {
+		case i >= 0:
+			answers = append(answers, answer{pending[i], er})
+		case !asked[rid]:
+			return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeUnknownRequest,
+				Msg: fmt.Sprintf("input response %q answers no request of session %s (it waits for %s)", rid, st.Session, requestIDs(pending))}
 		}
-		// A request answered elsewhere meanwhile, or never asked: the
-		// runner says which.
-		done, err := t.resolve(ctx, st.Session, ir, er)
+		// Asked and no longer pending: answered elsewhere meanwhile (the
+		// REST API, the CLI); that answer stands.
+	}
+	// In the order asked, so that the run goes on after the last.
+	slices.SortFunc(answers, func(a, b answer) int {
+		return slices.Index(pending, a.r) - slices.Index(pending, b.r)
+	})
+	declined := false
+	for _, a := range answers {
+		done, err := t.resolve(ctx, st.Session, a.r, a.res)
+		if agentrt.AsError(err).ErrorCode() == agentrt.CodeAlreadyResolved {
+			continue // answered elsewhere a moment ago
+		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("request %s: %w", a.r.RequestID, err)
 		}
 		declined = declined || !done
 	}
@@ -222,7 +245,7 @@ func (t *tool) answered(ctx context.Context, req *sdk.CallToolRequest, p *progre
 	if ss.Status == session.StatusWaiting {
 		// Not every request is answered: the turn has not gone on.
 		o := &outcome{session: st.Session, runID: st.RunID, last: ss.Seq, status: session.StatusWaiting, declined: declined}
-		if o.requests, err = t.pending(ctx, st.Session, ss.Requests); err != nil {
+		if o.requests, _, err = t.requests(ctx, st.Session, ss.Requests); err != nil {
 			return nil, err
 		}
 		return o, nil
@@ -230,24 +253,38 @@ func (t *tool) answered(ctx context.Context, req *sdk.CallToolRequest, p *progre
 	return t.follow(ctx, t.watch(ctx, st.Session, st.After), st.Session, st.RunID, p)
 }
 
-// pending are the input_required events of the requests of session id
-// that wait (reqs, from its state), read from its log: they have the
-// calls an approval is about.
-func (t *tool) pending(ctx context.Context, id string, reqs []agentrt.HumanRequest) ([]*session.InputRequired, error) {
-	var out []*session.InputRequired
-	if len(reqs) == 0 {
-		return nil, nil
-	}
+// requests reads session id's log for its human requests: the
+// input_required events of those that wait (reqs, from its state), in the
+// order asked, which have the calls an approval is about; and the ids of
+// every request it asked.
+func (t *tool) requests(ctx context.Context, id string, reqs []agentrt.HumanRequest) (pending []*session.InputRequired, asked map[string]bool, _ error) {
+	asked = map[string]bool{}
 	for ev, err := range t.cfg.Server.Runner().Store().Events(ctx, id, 0) {
 		if err != nil {
-			return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the session's events", Err: err}
+			return nil, nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the session's events", Err: err}
 		}
-		if d, ok := ev.Data.(*session.InputRequired); ok && slices.ContainsFunc(reqs, func(h agentrt.HumanRequest) bool { return h.ID == d.RequestID }) {
-			out = slices.DeleteFunc(out, func(r *session.InputRequired) bool { return r.RequestID == d.RequestID })
-			out = append(out, d)
+		d, ok := ev.Data.(*session.InputRequired)
+		if !ok {
+			continue
+		}
+		asked[d.RequestID] = true
+		if slices.ContainsFunc(reqs, func(h agentrt.HumanRequest) bool { return h.ID == d.RequestID }) {
+			pending = slices.DeleteFunc(pending, func(r *session.InputRequired) bool { return r.RequestID == d.RequestID })
+			pending = append(pending, d)
 		}
 	}
-	return out, nil
+	return pending, asked, nil
+}
+
+func requestIDs(rs []*session.InputRequired) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.RequestID
+	}
+	return strings.Join(ids, ", ")
 }
 
 // watch follows session id's log after seq after.
@@ -286,8 +323,16 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 			} else {
 				p.notify(ctx, d.Name+" failed: "+d.Error)
 			}
+		case *session.PlanCreated:
+			p.planned(d)
+		case *session.PlanStepFinished:
+			p.planDone++
 		case *session.PlanStepStarted:
-			p.notify(ctx, fmt.Sprintf("plan step %d", d.Index+1))
+			msg := fmt.Sprintf("plan step %d", d.Index+1)
+			if p.planSteps > 0 {
+				msg += fmt.Sprintf(" of %d", p.planSteps)
+			}
+			p.notify(ctx, msg)
 		case *session.InputRequired:
 			o.requests = append(o.requests, d)
 			p.notify(ctx, "waiting for a person: "+d.Question)
@@ -296,7 +341,12 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 		case *session.Final:
 			o.answer = d.Text
 		case *session.Error:
-			o.errMsg = d.Message
+			// An error the run goes on after (a model call retried or
+			// replaced) names its model or attempt; the run's own failure
+			// names neither.
+			if d.Model == "" && d.Attempt == 0 {
+				o.errCode, o.errMsg = d.Code, d.Message
+			}
 		case *session.RunFinished:
 			if d.Status == session.StatusInterrupted {
 				restart = true
@@ -305,6 +355,12 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 			o.status, o.usage = d.Status, d.Usage
 			if d.Reason != "" && o.errMsg == "" && d.Status != session.StatusDone {
 				o.errMsg = d.Reason
+			}
+			switch {
+			case d.Status == session.StatusCanceled:
+				o.errCode = agentrt.CodeCanceled
+			case d.Status == session.StatusFailed && o.errCode == "":
+				o.errCode = cmp.Or(d.Reason, agentrt.CodeInternal)
 			}
 			return o, nil
 		}
@@ -338,8 +394,20 @@ func result(o *outcome) *sdk.CallToolResult {
 		}
 		text = b.String()
 	default:
-		out.Error = o.errMsg
-		text = fmt.Sprintf("The agent's turn ended %s", o.status)
+		out.Code, out.Error = o.errCode, o.errMsg
+		// A failed or canceled turn's text starts with its code, as a
+		// call refused for bad input does (toolError).
+		switch o.status {
+		case session.StatusFailed, session.StatusPaused:
+			text = fmt.Sprintf("The agent's turn %s", o.status)
+		case session.StatusCanceled:
+			text = "The agent's turn was canceled"
+		default:
+			text = fmt.Sprintf("The agent's turn ended %s", o.status)
+		}
+		if o.errCode != "" {
+			text = o.errCode + ": " + text
+		}
 		if o.errMsg != "" {
 			text += ": " + o.errMsg
 		}
@@ -386,10 +454,40 @@ func describe(err error) string {
 
 // progress sends a call's progress notifications, when its client asked
 // for them with a progress token.
+//
+// A notification carries no total: MCP's progress value must grow with
+// every notification of the call, and how many rounds and tool calls a
+// turn takes is the model's to decide as it goes (max_rounds is a
+// ceiling, not a count). The one count known ahead, a plan's steps, is
+// in the plan steps' messages ("plan step 2 of 5").
 type progress struct {
 	req   *sdk.CallToolRequest
 	token any
 	n     float64
+	// planSteps is the number of steps of the turn's plan as written, 0
+	// while unknown; planDone counts the steps finished since.
+	planSteps, planDone int
+}
+
+// planned records a plan written for the turn. A plan written again
+// after a step failed (source replan) comes after the steps finished so
+// far; its count is known only if the first one's was.
+func (p *progress) planned(d *session.PlanCreated) {
+	var pl struct {
+		Steps []json.RawMessage `json:"steps"`
+	}
+	n := 0
+	if json.Unmarshal(d.Plan, &pl) == nil {
+		n = len(pl.Steps)
+	}
+	switch {
+	case d.Source != "replan":
+		p.planSteps, p.planDone = n, 0
+	case p.planSteps > 0 && n > 0:
+		p.planSteps = p.planDone + n
+	default:
+		p.planSteps = 0
+	}
 }
 
 func (p *progress) notify(ctx context.Context, msg string) {

@@ -12,6 +12,8 @@
 // supports it: over the 2025 protocol versions as an elicitation/create
 // request while the call waits, over 2026-07-28 as the call's input
 // requests (the client answers and calls again with the request state).
+// Over Streamable HTTP the SDK's handler keeps an MCP session per client,
+// which it serves at versions up to 2025-11-25; 2026-07-28 is stdio's.
 // A client without elicitation gets a result whose status is waiting and
 // which names each request and how to answer it (REST, CLI, or the same
 // tool call again once answered). With a progress token, the call sends

@@ -131,3 +131,36 @@ func TestTenants(t *testing.T) {
 		t.Errorf("no key: %d; want 401", resp.StatusCode)
 	}
 }
+
+// A turn that fails, or is canceled, is the tool's error result whose
+// text starts with the code saying why, which the structured content
+// carries too.
+func TestTurnFailureIsError(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, "key-a", "2025-11-25", nil)
+	t.Run("failed", func(t *testing.T) {
+		res, out := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "fail"}})
+		if !res.IsError || !strings.HasPrefix(text(res), "auth: ") || !strings.Contains(text(res), "the provider refused the key") {
+			t.Errorf("result %v %q: want an error result starting with the model's code, auth", res.IsError, text(res))
+		}
+		if out.Status != "failed" || out.Code != "auth" || !strings.Contains(out.Error, "the provider refused the key") {
+			t.Errorf("structured content %+v: want failed, code auth, the error", out)
+		}
+	})
+	t.Run("canceled", func(t *testing.T) {
+		id := f.newSession(t)
+		done := make(chan called, 1)
+		go callAsync(t.Context(), cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "block", "session": id}}, done)
+		f.waitEntered(t, done)
+		if code := f.rest(t, "POST", "/v1/sessions/"+id+"/cancel", `{}`, nil); code/100 != 2 {
+			t.Fatalf("cancel: %d", code)
+		}
+		c := (<-done).check(t)
+		if !c.res.IsError || !strings.HasPrefix(text(c.res), "canceled: ") {
+			t.Errorf("result %v %q: want an error result starting canceled", c.res.IsError, text(c.res))
+		}
+		if c.out.Status != "canceled" || c.out.Code != "canceled" || c.out.SessionID != id {
+			t.Errorf("structured content %+v: want canceled, code canceled, session %s", c.out, id)
+		}
+	})
+}
