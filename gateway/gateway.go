@@ -352,8 +352,11 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	stored, dup, err := g.inbox.Submit(ctx, rec)
 	if err != nil {
 		if errors.Is(err, session.ErrConflict) {
+			// The store's error is not the caller's to read: its
+			// ErrConflict says "changed concurrently", and it names the
+			// store. The code says what happened.
 			return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeKeyConflict,
-				Msg: fmt.Sprintf("key %q of source %s was given to another input", in.Key, in.Source), Err: err}
+				Msg: fmt.Sprintf("key %q of source %s was given to another input before; send new content with a new key", in.Key, in.Source)}
 		}
 		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "store the input", Err: err}
 	}

@@ -349,8 +349,14 @@ func TestSubmitBadInputAndKeys(t *testing.T) {
 	if err != nil || !b.Duplicate || b.ID != a.ID {
 		t.Fatalf("the same key again: %+v %v, want the first input, duplicate", b, err)
 	}
-	if _, err := e.g.Submit(ctx, gateway.Input{Source: "s", Text: "bye", Key: "k1"}); agentrt.AsError(err).ErrorCode() != agentrt.CodeKeyConflict {
+	_, err = e.g.Submit(ctx, gateway.Input{Source: "s", Text: "bye", Key: "k1"})
+	if agentrt.AsError(err).ErrorCode() != agentrt.CodeKeyConflict {
 		t.Fatalf("the key with other content: %v", err)
+	}
+	// The caller reads the refusal (agentrt send, a 409's message), not
+	// the store's error, whose ErrConflict says "changed concurrently".
+	if want := `key "k1" of source s was given to another input before; send new content with a new key`; err.Error() != want {
+		t.Errorf("the key with other content: %q, want %q", err, want)
 	}
 	if ins, _ := e.store.Inputs(ctx, "s", 0, 0); len(ins) != 1 {
 		t.Fatalf("stored %d inputs, want 1", len(ins))

@@ -571,8 +571,14 @@ func TestConfigCheck(t *testing.T) {
 
 	t.Run("valid", func(t *testing.T) {
 		path, r := check(t, "models:\n  m: {provider: demo}\nagents:\n  a:\n    model: m\n    tools: [calculator, clock]\n    timeouts: {idle: 60s}\n")
-		if r.code != cli.ExitOK || r.out != path+": ok (1 agents, 1 models)\n" {
-			t.Errorf("want exit 0 and %q, got %v", path+": ok (1 agents, 1 models)", r)
+		if r.code != cli.ExitOK || r.out != path+": ok (1 agent, 1 model)\n" {
+			t.Errorf("want exit 0 and %q, got %v", path+": ok (1 agent, 1 model)", r)
+		}
+	})
+	t.Run("valid, counted in words", func(t *testing.T) {
+		path, r := check(t, "models:\n  m: {provider: demo}\n  n: {provider: demo}\nagents:\n  a: {model: m}\n  b: {model: n}\n")
+		if want := path + ": ok (2 agents, 2 models)\n"; r.code != cli.ExitOK || r.out != want {
+			t.Errorf("want exit 0 and %q, got %v", want, r)
 		}
 	})
 
@@ -952,7 +958,7 @@ func TestNewUserFrictions(t *testing.T) {
 	})
 	t.Run("config check FILE, and a model that cannot plan", func(t *testing.T) {
 		e := newEnv(t, demoConfig+"agents:\n  a: {model: demo, strategy: plan_execute}\n", nil)
-		if r := agentrt(t, app.Options{}, "config", "check", e.config); r.code != cli.ExitOK || !strings.Contains(r.out, "agentrt.yaml: ok (1 agents, 1 models)") {
+		if r := agentrt(t, app.Options{}, "config", "check", e.config); r.code != cli.ExitOK || !strings.Contains(r.out, "agentrt.yaml: ok (1 agent, 1 model)") {
 			t.Errorf("%v", r)
 		}
 		// The demo model cannot plan this: its plan's one reply step says

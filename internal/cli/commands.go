@@ -800,9 +800,17 @@ func newConfigCmd(g *globals) *cobra.Command {
 			if name == "" {
 				name = "built-in defaults"
 			}
-			fmt.Fprintf(g.s.Out, "%s: ok (%d agents, %d models)\n", name, len(cfg.Agents), len(cfg.Models))
+			fmt.Fprintf(g.s.Out, "%s: ok (%s, %s)\n", name, count(len(cfg.Agents), "agent"), count(len(cfg.Models), "model"))
 			return nil
 		},
 	})
 	return cmd
+}
+
+// count is n nouns, in words: "1 agent", "2 agents".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

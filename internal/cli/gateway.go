@@ -60,7 +60,7 @@ func newSendCmd(g *globals) *cobra.Command {
 						}
 					}
 				}
-				if text, err = readStdinInput(g.s.In, text, a.Config.InputLimit()); err != nil {
+				if text, err = readStdinInput(g.s, text, a.Config.InputLimit()); err != nil {
 					return err
 				}
 				sub, err := gw.Submit(ctx, gateway.Input{Source: f.source, Session: f.session, Agent: f.agent, Text: text, Key: f.key})
@@ -89,13 +89,13 @@ func newSendCmd(g *globals) *cobra.Command {
 // readStdinInput returns text, or with "-" what stdin holds, read through
 // limit. Unlike readInput it leaves the checks of the text (empty, too
 // large) to the gateway, whose codes the caller gets.
-func readStdinInput(in io.Reader, text string, limit int64) (string, error) {
+func readStdinInput(s Streams, text string, limit int64) (string, error) {
 	if text != "-" {
 		return text, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(in, limit+1))
+	b, err := readStdin(s, limit)
 	if err != nil {
-		return "", fmt.Errorf("reading the input from stdin: %w", err)
+		return "", err
 	}
 	if int64(len(b)) > limit {
 		return "", &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeInputTooLarge,

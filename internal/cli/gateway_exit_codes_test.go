@@ -46,12 +46,13 @@ func TestGatewayExitCodesAreTheCatalogs(t *testing.T) {
 	}{
 		{rt.CodeUnknownSource, []string{"send", "--source", " ", "hi"}, "an input needs a source"},
 		{rt.CodeEmptyInput, []string{"send", "--source", "chat", " "}, "the input from source chat is empty"},
-		{rt.CodeInputTooLarge, []string{"send", "--source", "chat", strings.Repeat("x", 21)}, "holds 21 bytes; at most 20 are taken"},
-		{rt.CodeKeyConflict, []string{"send", "--source", "chat", "--key", "k1", "bye"}, `key "k1" of source chat was given to another input`},
+		{rt.CodeInputTooLarge, []string{"send", "--source", "chat", strings.Repeat("x", 21)}, "the input from source chat holds 21 bytes; at most 20 are taken"},
+		{rt.CodeKeyConflict, []string{"send", "--source", "chat", "--key", "k1", "bye"}, `key "k1" of source chat was given to another input before; send new content with a new key`},
 	} {
+		// One sentence for a person, not the store's chain of causes.
 		r := e.run(tc.args...)
-		if !strings.Contains(r.err, tc.want) {
-			t.Errorf("agentrt %q: %v, want it to say %q", tc.args, r, tc.want)
+		if want := "agentrt: " + tc.want + "\n"; r.err != want {
+			t.Errorf("agentrt %q: %v, want it to say %q", tc.args, r, want)
 			continue
 		}
 		wantCatalogExit(t, r, tc.code)

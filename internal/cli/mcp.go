@@ -101,6 +101,11 @@ respond). The same tools are served over HTTP at /v1/mcp by agentrt serve.`,
 				gctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 				gwDone := make(chan error, 1)
 				go func() { gwDone <- a.RunGateway(gctx) }()
+				if g.s.interactive() {
+					// A person typed the command a client is meant to
+					// start: say what the silence is.
+					fmt.Fprintln(g.s.Err, mcpServeHint)
+				}
 				in := io.NopCloser(g.s.In)
 				err = s.Run(ctx, &sdkmcp.IOTransport{Reader: in, Writer: nopCloser{g.s.Out}})
 				stop()
@@ -113,6 +118,9 @@ respond). The same tools are served over HTTP at /v1/mcp by agentrt serve.`,
 		},
 	}
 }
+
+// mcpServeHint is what agentrt mcp serve says when it runs on a terminal.
+const mcpServeHint = "agentrt mcp serve: serving the agents as MCP tools over stdin and stdout, for an MCP client that starts this command (Ctrl-D ends)"
 
 type nopCloser struct{ io.Writer }
 

@@ -48,7 +48,7 @@ agents:
 	}{
 		{[]string{"mcp", "check"}, "go: ok, 1 tool(s): go.hello"},
 		{[]string{"tools"}, "go.hello"},
-		{[]string{"config", "check"}, ": ok (1 agents, 1 models)"},
+		{[]string{"config", "check"}, ": ok (1 agent, 1 model)"},
 	} {
 		r := e.must(cli.ExitOK, tc.args...)
 		if !strings.Contains(r.out, tc.want) {

@@ -51,7 +51,7 @@ func newRunCmd(g *globals) *cobra.Command {
 				}
 			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				text, err := readInput(g.s.In, text, a.Config.InputLimit())
+				text, err := readInput(g.s, text, a.Config.InputLimit())
 				if err != nil {
 					return err
 				}
@@ -95,14 +95,14 @@ func newRunCmd(g *globals) *cobra.Command {
 // readInput returns the turn's input: text, or with "-" what stdin holds,
 // read through a limit so that an input too large is refused without being
 // held in memory.
-func readInput(in io.Reader, text string, limit int64) (string, error) {
+func readInput(s Streams, text string, limit int64) (string, error) {
 	tooLarge := func(what string) error {
 		return usageErr("%s is larger than %d bytes, the most agentrt takes (max_input_bytes in agentrt.yaml)", what, limit)
 	}
 	if text == "-" {
-		b, err := io.ReadAll(io.LimitReader(in, limit+1))
+		b, err := readStdin(s, limit)
 		if err != nil {
-			return "", fmt.Errorf("reading the input from stdin: %w", err)
+			return "", err
 		}
 		if int64(len(b)) > limit {
 			return "", tooLarge("the input on stdin")
@@ -116,6 +116,23 @@ func readInput(in io.Reader, text string, limit int64) (string, error) {
 		return "", usageErr("the input text is empty")
 	}
 	return text, nil
+}
+
+// stdinHint is what a person at a terminal is told when agentrt reads the
+// input "-" names from it; without it agentrt just waits, saying nothing.
+const stdinHint = "agentrt: reading the input from the terminal; end it with Ctrl-D on an empty line"
+
+// readStdin reads what stdin holds, at most limit+1 bytes (one more than
+// an input may hold, to tell an input too large).
+func readStdin(s Streams, limit int64) ([]byte, error) {
+	if s.interactive() {
+		fmt.Fprintln(s.Err, stdinHint)
+	}
+	b, err := io.ReadAll(io.LimitReader(s.In, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the input from stdin: %w", err)
+	}
+	return b, nil
 }
 
 // ensureSession returns the session to run: id when it exists, else a new
