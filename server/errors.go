@@ -62,6 +62,11 @@ func message(e *agentrt.Error) string {
 		}
 		return string(e.Kind) + " failure"
 	}
+	if e.Code == agentrt.CodeNotFound && e.Msg != "" {
+		// Its sentence names what is missing; the store's wording of the
+		// same (its wrapped error) says it again.
+		return e.Msg
+	}
 	return strings.TrimSpace(e.Error())
 }
 
