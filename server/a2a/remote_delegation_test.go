@@ -1,0 +1,241 @@
+package a2a_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	spec "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/server/a2a"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// stepClock advances a millisecond a reading: a delegation's progress in
+// one state is recorded once (at most every second).
+func stepClock() func() time.Time {
+	var mu sync.Mutex
+	t := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(time.Millisecond)
+		return t
+	}
+}
+
+// parent is a runner on store whose agent "boss" has the fixture's agent
+// as its remote tool "helper"; its model is the echo model, so that the
+// input `call helper {"task": …}` delegates the task.
+func (f *fixture) parent(t *testing.T, store session.Store) *agentrt.Runner {
+	t.Helper()
+	helper, err := a2a.Remote("helper", f.http.URL+"/v1/a2a/assistant", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := tool.NewRegistry(helper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Now: stepClock(),
+		Agents: []*agentrt.Agent{{Name: "boss", Model: echo, Tools: tools}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
+// delegate runs a turn of session id of r that calls helper with args,
+// and returns its events, live ones included.
+func delegate(t *testing.T, r *agentrt.Runner, id, args string) []*session.Event {
+	t.Helper()
+	var out []*session.Event
+	for ev, err := range r.Run(t.Context(), id, agentrt.Input{Agent: "boss", Text: "call helper " + args}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// delegationLog is what the events show of the delegations: the
+// helper's calls, the subagent_* events (child "C" standing for child)
+// and the calls' results, in order; a call's live subagent_event tokens
+// are joined into one line, before the delegation's end.
+func delegationLog(events []*session.Event, child string) []string {
+	var out []string
+	var live strings.Builder
+	flush := func() {
+		if live.Len() > 0 {
+			out = append(out, "live "+live.String())
+			live.Reset()
+		}
+	}
+	c := func(s string) string {
+		if s == child {
+			return "C"
+		}
+		return s
+	}
+	for _, ev := range events {
+		switch d := ev.Data.(type) {
+		case *session.ToolCall:
+			out = append(out, fmt.Sprintf("tool_call %s %s", d.Name, d.Arguments))
+		case *session.SubagentStarted:
+			out = append(out, fmt.Sprintf("subagent_started %s %s %q resumed=%v", d.Agent, c(d.ChildSession), d.Task, d.Resumed))
+		case *session.SubagentProgress:
+			out = append(out, fmt.Sprintf("subagent_progress %s %s", c(d.ChildSession), d.State))
+		case *session.SubagentEvent:
+			if tok, ok := d.Event.Data.(*session.Token); ok && c(d.ChildSession) == "C" && d.Event.SessionID == d.ChildSession {
+				live.WriteString(tok.Text)
+			}
+			continue
+		case *session.SubagentPaused:
+			flush()
+			out = append(out, fmt.Sprintf("subagent_paused %s %s", c(d.ChildSession), d.Reason))
+		case *session.SubagentFinished:
+			flush()
+			out = append(out, fmt.Sprintf("subagent_finished %s %q", c(d.ChildSession), d.Answer))
+		case *session.SubagentError:
+			flush()
+			out = append(out, fmt.Sprintf("subagent_error %s %s %q", c(d.ChildSession), d.Code, d.Message))
+		case *session.ToolResult:
+			if d.OK {
+				out = append(out, fmt.Sprintf("tool_result ok %s", d.Result))
+			} else {
+				out = append(out, fmt.Sprintf("tool_result failed %q", d.Error))
+			}
+		default:
+			continue
+		}
+	}
+	return out
+}
+
+// childOf returns the child of the last subagent_started in events.
+func childOf(t *testing.T, events []*session.Event) string {
+	t.Helper()
+	child := ""
+	for _, ev := range events {
+		if d, ok := ev.Data.(*session.SubagentStarted); ok {
+			child = d.ChildSession
+		}
+	}
+	if !strings.HasPrefix(child, a2a.RemoteChildPrefix) {
+		t.Fatalf("no subagent_started naming a remote task (child %q)", child)
+	}
+	return child
+}
+
+// storedLog returns session id's log as the store has it.
+func storedLog(t *testing.T, st session.Store, id string) []*session.Event {
+	t.Helper()
+	var out []*session.Event
+	for ev, err := range st.Events(context.Background(), id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// A call of a remote A2A agent is a delegation in the parent's log: the
+// remote task as the child (a2a:ID), its states as progress, its answer
+// streaming live as the child's tokens, then its answer. The log holds
+// the durable events, in that order; the run's stream has the live ones.
+func TestRemoteDelegationEvents(t *testing.T) {
+	f := newFixture(t, options{})
+	mem := memstore.New()
+	r := f.parent(t, mem)
+	events := delegate(t, r, "p1", `{"task":"hello"}`)
+	child := childOf(t, events)
+	want := []string{
+		`tool_call helper {"task":"hello"}`,
+		`subagent_started helper C "hello" resumed=false`,
+		`subagent_progress C submitted`,
+		`subagent_progress C working`,
+		`live echo: hello`,
+		`subagent_finished C "echo: hello"`,
+		`tool_result ok "echo: hello"`,
+	}
+	if diff := cmp.Diff(want, delegationLog(events, child)); diff != "" {
+		t.Errorf("the run's events (-want +got):\n%s", diff)
+	}
+	stored := delegationLog(storedLog(t, mem, "p1"), child)
+	if diff := cmp.Diff(append(want[:4:4], want[5:]...), stored); diff != "" {
+		t.Errorf("the stored log (-want +got):\n%s", diff)
+	}
+	// The child names the remote task, as the remote agent has it.
+	task, err := f.client(t, "").GetTask(t.Context(), &spec.GetTaskRequest{ID: spec.TaskID(strings.TrimPrefix(child, a2a.RemoteChildPrefix))})
+	if err != nil || task.Status.State != spec.TaskStateCompleted || task.ContextID != "p1" {
+		t.Fatalf("the remote task %s: %+v, %v", child, task, err)
+	}
+}
+
+// A remote task that fails is the delegation's error; one that asks
+// something pauses the delegation, and the call that answers it (task_id)
+// goes on with the same child, to its answer.
+func TestRemoteDelegationFailsAndAsks(t *testing.T) {
+	f := newFixture(t, options{})
+	mem := memstore.New()
+	r := f.parent(t, mem)
+
+	events := delegate(t, r, "p1", `{"task":"fail"}`)
+	child := childOf(t, events)
+	msg := "the remote agent helper's task " + strings.TrimPrefix(child, a2a.RemoteChildPrefix) +
+		" ended TASK_STATE_FAILED: model: bad_request: the model refused"
+	want := []string{
+		`tool_call helper {"task":"fail"}`,
+		`subagent_started helper C "fail" resumed=false`,
+		`subagent_progress C submitted`,
+		`subagent_progress C working`,
+		fmt.Sprintf("subagent_error C failed %q", msg),
+		fmt.Sprintf("tool_result failed %q", msg),
+	}
+	if diff := cmp.Diff(want, delegationLog(storedLog(t, mem, "p1"), child)); diff != "" {
+		t.Errorf("a failed remote task (-want +got):\n%s", diff)
+	}
+
+	events = delegate(t, r, "p2", `{"task":"call deploy {\"env\":\"qa\"}"}`)
+	child = childOf(t, events)
+	id := strings.TrimPrefix(child, a2a.RemoteChildPrefix)
+	log := delegationLog(storedLog(t, mem, "p2"), child)
+	want = []string{
+		`tool_call helper {"task":"call deploy {\"env\":\"qa\"}"}`,
+		`subagent_started helper C "call deploy {\"env\":\"qa\"}" resumed=false`,
+		`subagent_progress C submitted`,
+		`subagent_progress C working`,
+		`subagent_paused C input_required`,
+	}
+	if len(log) != len(want)+1 || !strings.Contains(log[len(want)], `asks: Allow deploy with arguments {\"env\":\"qa\"}?`) ||
+		!strings.Contains(log[len(want)], `task_id \"`+id+`\"`) {
+		t.Fatalf("the question's result %q: want the question and the task id", log[len(log)-1])
+	}
+	if diff := cmp.Diff(want, log[:len(want)]); diff != "" {
+		t.Errorf("a remote task that asks (-want +got):\n%s", diff)
+	}
+
+	events = delegate(t, r, "p2", `{"task":"approve","task_id":"`+id+`"}`)
+	want = []string{
+		`tool_call helper {"task":"approve","task_id":"` + id + `"}`,
+		`subagent_started helper C "approve" resumed=true`,
+		`subagent_progress C working`,
+		`live echo: "deployed to qa"`,
+		`subagent_finished C "echo: \"deployed to qa\""`,
+		`tool_result ok "echo: \"deployed to qa\""`,
+	}
+	if diff := cmp.Diff(want, delegationLog(events, child)); diff != "" {
+		t.Errorf("the answer's call (-want +got):\n%s", diff)
+	}
+}
