@@ -56,10 +56,11 @@ type RemoteInput struct {
 // subagent_event tokens, then subagent_finished, subagent_paused (the
 // agent asks something) or subagent_error. A call that runs again after
 // its process stopped goes on with the task its earlier attempt started
-// (SubscribeToTask, or GetTask) rather than start another; when the
-// remote agent no longer knows that task, it sends the message again with
-// the same message id (the call's idempotency key), which agentrt's own
-// A2A server takes as the same input.
+// (GetTask, then SubscribeToTask) rather than start another; when the
+// remote agent no longer knows that task (a2a-go's servers keep tasks in
+// memory: it restarted), the message is sent again with the same message
+// id, the call's idempotency key, for a server that recognises a retried
+// message.
 //
 // url is the agent's A2A base URL (its card is at
 // url/.well-known/agent-card.json); hc, when set, makes the requests (put
@@ -135,7 +136,7 @@ func (r *remote) call(ctx context.Context, in RemoteInput) (string, error) {
 		// An answer goes on with the task that asked.
 		t.start(spec.TaskID(in.TaskID), true)
 	}
-	return t.follow(ctx, c.SendStreamingMessage(ctx, &spec.SendMessageRequest{Message: msg}))
+	return t.follow(ctx, c.SendStreamingMessage(ctx, &spec.SendMessageRequest{Message: msg}), false)
 }
 
 // remoteTask is one call's view of the remote task it delegates to: what
@@ -200,8 +201,11 @@ func (t *remoteTask) resume(ctx context.Context, id spec.TaskID, msg *spec.Messa
 
 // follow reads the remote agent's answer — the task's events as they
 // come, or, from an agent that does not stream, one task or message —
-// reporting them, and returns the call's result.
-func (t *remoteTask) follow(ctx context.Context, events iter.Seq2[spec.Event, error]) (string, error) {
+// reporting them, and returns the call's result. subscribed: events are
+// a subscription to the task, which fails when the task ended before it
+// began (the task is then looked up); otherwise an error before the first
+// event is the agent's refusal of the message.
+func (t *remoteTask) follow(ctx context.Context, events iter.Seq2[spec.Event, error], subscribed bool) (string, error) {
 	received := false
 	for ev, err := range events {
 		if err != nil {
@@ -209,8 +213,8 @@ func (t *remoteTask) follow(ctx context.Context, events iter.Seq2[spec.Event, er
 			if ctx.Err() != nil || t.id == "" {
 				return "", err // canceled, or no task began: nothing to report
 			}
-			if !received {
-				return t.fail(err) // the request itself was refused
+			if !received && !subscribed {
+				return t.fail(err) // the message was refused
 			}
 			return t.broken(ctx, err)
 		}
@@ -275,7 +279,7 @@ func (t *remoteTask) await(ctx context.Context) (string, error) {
 			return t.fail(fmt.Errorf("a2a agent %s: following its task %s broke twice", t.r.name, t.id))
 		}
 		t.resubscribed = true
-		return t.follow(ctx, t.c.SubscribeToTask(ctx, &spec.SubscribeToTaskRequest{ID: t.id}))
+		return t.follow(ctx, t.c.SubscribeToTask(ctx, &spec.SubscribeToTaskRequest{ID: t.id}), true)
 	}
 	tick := time.NewTicker(remotePollEvery)
 	defer tick.Stop()

@@ -2,6 +2,7 @@ package a2a_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -237,5 +238,154 @@ func TestRemoteDelegationFailsAndAsks(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, delegationLog(events, child)); diff != "" {
 		t.Errorf("the answer's call (-want +got):\n%s", diff)
+	}
+}
+
+// crashStore fails the first commit that crash picks, as if its process
+// died just before it: the run stops with what was committed before.
+type crashStore struct {
+	session.Store
+	crash func(*session.Commit) bool
+
+	mu      sync.Mutex
+	crashed bool // guarded by mu
+}
+
+var errCrash = errors.New("the process died")
+
+func (s *crashStore) Commit(ctx context.Context, c *session.Commit) error {
+	s.mu.Lock()
+	crash := !s.crashed && s.crash(c)
+	s.crashed = s.crashed || crash
+	s.mu.Unlock()
+	if crash {
+		return errCrash
+	}
+	return s.Store.Commit(ctx, c)
+}
+
+// atProgress picks the commit of a delegation's progress in state.
+func atProgress(state string) func(*session.Commit) bool {
+	return func(c *session.Commit) bool {
+		for _, ev := range c.Events {
+			if d, ok := ev.Data.(*session.SubagentProgress); ok && d.State == state {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// A call whose process stopped mid-delegation runs again on resume and
+// goes on with the remote task its first attempt started (the child its
+// subagent_started recorded) rather than begin another: the task had
+// answered meanwhile (GetTask), or is still under way (it is followed to
+// its end). The remote agent ran the task once.
+func TestRemoteDelegationResumedAfterCrash(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// settled: the remote task answered before the resume.
+		settled bool
+	}{{"answered meanwhile", true}, {"still working", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, options{})
+			mem := memstore.New()
+			crashing := f.parent(t, &crashStore{Store: mem, crash: atProgress("working")})
+			var runErr error
+			for _, err := range crashing.Run(t.Context(), "p1", agentrt.Input{Agent: "boss", Text: `call helper {"task":"call gate {}"}`}) {
+				if err != nil {
+					runErr = err
+				}
+			}
+			if !errors.Is(runErr, errCrash) {
+				t.Fatalf("the first run: %v, want it stopped by the crash", runErr)
+			}
+			<-f.started // the remote task goes on without its caller
+			child := childOf(t, storedLog(t, mem, "p1"))
+
+			r := f.parent(t, mem)
+			var events []*session.Event
+			if tc.settled {
+				close(f.release)
+				awaitTask(t, f, strings.TrimPrefix(child, a2a.RemoteChildPrefix))
+				res, err := agentrt.Collect(r.Resume(t.Context(), "p1"))
+				if err != nil || res.Status != session.StatusDone {
+					t.Fatalf("resume: %+v, %v", res, err)
+				}
+			} else {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				resumed := make(chan struct{})
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					// The gate opens once the call went on with the task.
+					defer close(f.release)
+					for ev, err := range r.Watch(ctx, "p1", 0) {
+						if d, ok := ev.Data.(*session.SubagentStarted); err == nil && ok && d.Resumed {
+							close(resumed)
+							return
+						}
+					}
+				})
+				res, err := agentrt.Collect(r.Resume(t.Context(), "p1"))
+				cancel()
+				wg.Wait()
+				if err != nil || res.Status != session.StatusDone {
+					t.Fatalf("resume: %+v, %v", res, err)
+				}
+				select {
+				case <-resumed:
+				default:
+					t.Fatal("the resumed call never recorded that it went on with the task")
+				}
+			}
+			events = storedLog(t, mem, "p1")
+			var log []string
+			for _, l := range delegationLog(events, child) {
+				// A task still working may be seen submitted or working
+				// by the resumed call (a subscription shows the task as
+				// a2a-go's store has it): its progress is left out.
+				if !strings.HasPrefix(l, "subagent_progress") || tc.settled {
+					log = append(log, l)
+				}
+			}
+			want := []string{
+				`tool_call helper {"task":"call gate {}"}`,
+				`subagent_started helper C "call gate {}" resumed=false`,
+				`subagent_progress C submitted`,
+				`tool_call helper {"task":"call gate {}"}`, // attempt 2
+				`subagent_started helper C "call gate {}" resumed=true`,
+				`subagent_finished C "echo: \"passed\""`,
+				`tool_result ok "echo: \"passed\""`,
+			}
+			if !tc.settled {
+				want = append(want[:2:2], want[3:]...)
+			}
+			if diff := cmp.Diff(want, log); diff != "" {
+				t.Errorf("the parent's log (-want +got):\n%s", diff)
+			}
+			turns := 0
+			for _, ev := range storedLog(t, f.r.Store(), "p1") {
+				if ev.Type == session.TypeRunStarted {
+					turns++
+				}
+			}
+			if turns != 1 || len(f.started) != 0 {
+				t.Errorf("the remote agent ran %d turns and %d more gate calls: want the one task", turns, len(f.started))
+			}
+		})
+	}
+}
+
+// awaitTask waits until the fixture's task id has ended, as a2a-go's
+// task store has it: its execution's subscription ends with it.
+func awaitTask(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	c := f.client(t, "")
+	for range c.SubscribeToTask(t.Context(), &spec.SubscribeToTaskRequest{ID: spec.TaskID(id)}) {
+	}
+	task, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: spec.TaskID(id)})
+	if err != nil || !task.Status.State.Terminal() {
+		t.Fatalf("task %s: %+v, %v; want it ended", id, task, err)
 	}
 }
