@@ -2,8 +2,11 @@ package a2a_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,9 @@ import (
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/internal/sse"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/a2a"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
@@ -387,5 +393,90 @@ func awaitTask(t *testing.T, f *fixture, id string) {
 	task, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: spec.TaskID(id)})
 	if err != nil || !task.Status.State.Terminal() {
 		t.Fatalf("task %s: %+v, %v; want it ended", id, task, err)
+	}
+}
+
+// serve serves runner r's REST API on 127.0.0.1 and returns its URL.
+func serve(t *testing.T, r *agentrt.Runner) string {
+	t.Helper()
+	gw, err := gateway.New(gateway.Config{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = gw.Run(ctx) })
+	srv, err := server.New(server.Config{Runner: r, Gateway: gw, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		_ = srv.Shutdown(context.Background())
+		hs.Close()
+		cancel()
+		wg.Wait()
+	})
+	return hs.URL
+}
+
+// The REST event stream of the parent session (GET
+// /v1/sessions/{id}/events as server-sent events, which follows the
+// session as a watcher) shows a remote delegation as it happens: its
+// durable events and the remote answer's live tokens.
+func TestRemoteDelegationEventStream(t *testing.T) {
+	f := newFixture(t, options{})
+	r := f.parent(t, memstore.New())
+	url := serve(t, r)
+	if _, err := agentrt.Collect(r.Run(t.Context(), "p1", agentrt.Input{Agent: "boss", Text: "hi"})); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), "GET", url+"/v1/sessions/p1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := sse.NewReader(resp.Body, 1<<20)
+	// next returns the stream's events up to the end of turn turn.
+	next := func(turn int) []*session.Event {
+		var out []*session.Event
+		for {
+			name, data, err := rd.Next()
+			if err != nil {
+				t.Fatalf("the stream after %d events: %v", len(out), err)
+			}
+			if len(data) == 0 {
+				continue
+			}
+			var ev session.Event
+			if err := json.Unmarshal(data, &ev); err != nil {
+				t.Fatalf("event %s %s: %v", name, data, err)
+			}
+			out = append(out, &ev)
+			if ev.Type == session.TypeRunFinished && ev.Turn == turn {
+				return out
+			}
+		}
+	}
+	next(1) // the stream follows the session from here on
+	delegate(t, r, "p1", `{"task":"hello"}`)
+	events := next(2)
+	want := []string{
+		`tool_call helper {"task":"hello"}`,
+		`subagent_started helper C "hello" resumed=false`,
+		`subagent_progress C submitted`,
+		`subagent_progress C working`,
+		`live echo: hello`,
+		`subagent_finished C "echo: hello"`,
+		`tool_result ok "echo: hello"`,
+	}
+	if diff := cmp.Diff(want, delegationLog(events, childOf(t, events))); diff != "" {
+		t.Errorf("the event stream (-want +got):\n%s", diff)
 	}
 }
