@@ -480,3 +480,130 @@ func TestRemoteDelegationEventStream(t *testing.T) {
 		t.Errorf("the event stream (-want +got):\n%s", diff)
 	}
 }
+
+// noStreaming serves the fixture's card for agent "assistant" saying that
+// it does not stream, and returns the URL to give a2a.Remote; the card
+// still points the client at the fixture's endpoint.
+func (f *fixture) noStreaming(t *testing.T) string {
+	t.Helper()
+	card := f.card(t, "assistant", "")
+	card.Capabilities.Streaming = false
+	b, err := json.Marshal(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/.well-known/agent-card.json" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// callRemote calls tool helper (a2a.Remote of url) as attempt attempt of
+// call callID of session s1, with a Delegation whose earlier child is
+// previous, and returns the result and what the call reported.
+func callRemote(t *testing.T, url, callID string, attempt int, previous, args string) (string, error, []tool.DelegationReport) {
+	t.Helper()
+	helper, err := a2a.Remote("helper", url, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []tool.DelegationReport
+	ctx := tool.WithCallInfo(t.Context(), tool.CallInfo{SessionID: "s1", CallID: callID, Attempt: attempt})
+	ctx = tool.WithDelegation(ctx, tool.NewDelegation(previous, func(r tool.DelegationReport) { reports = append(reports, r) }))
+	out, err := helper.Call(ctx, json.RawMessage(args))
+	var s string
+	_ = json.Unmarshal(out, &s)
+	return s, err, reports
+}
+
+// gateTask starts a task of the fixture's agent that waits at its gate
+// tool, and returns its id once the gate call began.
+func gateTask(t *testing.T, f *fixture) string {
+	t.Helper()
+	var id string
+	for ev, err := range f.client(t, "").SendStreamingMessage(t.Context(), &spec.SendMessageRequest{Message: text("call gate {}")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = string(ev.TaskInfo().TaskID)
+		break // the task goes on without its client
+	}
+	<-f.started
+	return id
+}
+
+// A remote agent whose card says it does not stream is sent the message
+// with SendMessage: the delegation starts and ends with its answer. A
+// call that runs again goes on with its earlier task by looking it up
+// until it settles; one whose earlier task the agent no longer knows
+// sends the message again.
+func TestRemoteDelegationWithoutStreaming(t *testing.T) {
+	f := newFixture(t, options{})
+	url := f.noStreaming(t)
+	out, err, reports := callRemote(t, url, "c1", 1, "", `{"task":"hello"}`)
+	if err != nil || out != "echo: hello" || len(reports) != 2 {
+		t.Fatalf("call: %q, %v, %+v", out, err, reports)
+	}
+	child := reports[0].Child
+	want := []tool.DelegationReport{
+		{Kind: tool.DelegationStarted, Agent: "helper", Child: child, Task: "hello"},
+		{Kind: tool.DelegationFinished, Answer: "echo: hello"},
+	}
+	if diff := cmp.Diff(want, reports); diff != "" || !strings.HasPrefix(child, a2a.RemoteChildPrefix) {
+		t.Errorf("reports (-want +got):\n%s", diff)
+	}
+
+	// The earlier attempt's task is unknown: the message goes again.
+	out, err, reports = callRemote(t, url, "c2", 2, a2a.RemoteChildPrefix+"gone", `{"task":"again"}`)
+	if err != nil || out != "echo: again" || len(reports) != 2 || reports[0].Child == a2a.RemoteChildPrefix+"gone" || reports[0].Resumed {
+		t.Fatalf("a call whose earlier task is gone: %q, %v, %+v", out, err, reports)
+	}
+
+	// The earlier attempt's task is still working: it is looked up until
+	// it answers. The gate opens once the call has seen the task under
+	// way (a progress report), so that it waits.
+	id := gateTask(t, f)
+	helper, err := a2a.Remote("helper", url, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []tool.DelegationReport
+	working := make(chan struct{})
+	var once sync.Once
+	ctx := tool.WithCallInfo(t.Context(), tool.CallInfo{SessionID: "s1", CallID: "c3", Attempt: 2})
+	ctx = tool.WithDelegation(ctx, tool.NewDelegation(a2a.RemoteChildPrefix+id, func(r tool.DelegationReport) {
+		if r.Kind == tool.DelegationProgress {
+			// The task as it stands (submitted or working): the call
+			// waits for it.
+			once.Do(func() { close(working) })
+			return
+		}
+		got = append(got, r)
+	}))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-working
+		close(f.release)
+	})
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res, err := helper.Call(ctx, json.RawMessage(`{"task":"call gate {}"}`))
+	once.Do(func() { close(working) }) // never reported: the gate opens all the same
+	wg.Wait()
+	if err != nil || string(res) != `"echo: \"passed\""` {
+		t.Fatalf("the resumed call: %s, %v", res, err)
+	}
+	want = []tool.DelegationReport{
+		{Kind: tool.DelegationStarted, Agent: "helper", Child: a2a.RemoteChildPrefix + id, Task: "call gate {}", Resumed: true},
+		{Kind: tool.DelegationFinished, Answer: `echo: "passed"`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the resumed call's reports (-want +got):\n%s", diff)
+	}
+}
