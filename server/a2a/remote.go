@@ -128,7 +128,7 @@ func (r *remote) call(ctx context.Context, in RemoteInput) (string, error) {
 	}
 	t := &remoteTask{r: r, c: c, streaming: streaming, d: tool.DelegationFrom(ctx), task: in.Task}
 	if prev, ok := strings.CutPrefix(t.d.Previous(), RemoteChildPrefix); ok && prev != "" {
-		if out, err, done := t.resume(ctx, spec.TaskID(prev), msg); done {
+		if out, done, err := t.resume(ctx, spec.TaskID(prev), msg); done {
 			return out, err
 		}
 	}
@@ -175,28 +175,28 @@ func (t *remoteTask) start(id spec.TaskID, resumed bool) {
 // is nothing to go on with and msg is to be sent: the remote agent no
 // longer knows the task, or msg answers the task's question and never
 // reached it.
-func (t *remoteTask) resume(ctx context.Context, id spec.TaskID, msg *spec.Message) (out string, err error, done bool) {
+func (t *remoteTask) resume(ctx context.Context, id spec.TaskID, msg *spec.Message) (out string, done bool, err error) {
 	got, err := t.c.GetTask(ctx, &spec.GetTaskRequest{ID: id})
 	switch {
 	case errors.Is(err, spec.ErrTaskNotFound):
-		return "", nil, false
+		return "", false, nil
 	case err != nil:
 		t.start(id, true)
 		out, err := t.fail(fmt.Errorf("a2a agent %s: looking up its task %s, which this call started before: %w", t.r.name, id, err))
-		return out, err, true
+		return out, true, err
 	case msg.TaskID == id && waits(got.Status.State) &&
 		!slices.ContainsFunc(got.History, func(m *spec.Message) bool { return m != nil && m.ID == msg.ID }):
-		return "", nil, false
+		return "", false, nil
 	}
 	t.start(id, true)
 	t.absorb(got)
 	if settled(t.status.State) {
 		out, err := t.outcome()
-		return out, err, true
+		return out, true, err
 	}
 	t.progress()
 	out, err = t.await(ctx)
-	return out, err, true
+	return out, true, err
 }
 
 // follow reads the remote agent's answer — the task's events as they

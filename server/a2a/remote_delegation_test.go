@@ -507,7 +507,7 @@ func (f *fixture) noStreaming(t *testing.T) string {
 // callRemote calls tool helper (a2a.Remote of url) as attempt attempt of
 // call callID of session s1, with a Delegation whose earlier child is
 // previous, and returns the result and what the call reported.
-func callRemote(t *testing.T, url, callID string, attempt int, previous, args string) (string, error, []tool.DelegationReport) {
+func callRemote(t *testing.T, url, callID string, attempt int, previous, args string) (string, []tool.DelegationReport, error) {
 	t.Helper()
 	helper, err := a2a.Remote("helper", url, "", nil)
 	if err != nil {
@@ -519,7 +519,7 @@ func callRemote(t *testing.T, url, callID string, attempt int, previous, args st
 	out, err := helper.Call(ctx, json.RawMessage(args))
 	var s string
 	_ = json.Unmarshal(out, &s)
-	return s, err, reports
+	return s, reports, err
 }
 
 // gateTask starts a task of the fixture's agent that waits at its gate
@@ -546,7 +546,7 @@ func gateTask(t *testing.T, f *fixture) string {
 func TestRemoteDelegationWithoutStreaming(t *testing.T) {
 	f := newFixture(t, options{})
 	url := f.noStreaming(t)
-	out, err, reports := callRemote(t, url, "c1", 1, "", `{"task":"hello"}`)
+	out, reports, err := callRemote(t, url, "c1", 1, "", `{"task":"hello"}`)
 	if err != nil || out != "echo: hello" || len(reports) != 2 {
 		t.Fatalf("call: %q, %v, %+v", out, err, reports)
 	}
@@ -560,7 +560,7 @@ func TestRemoteDelegationWithoutStreaming(t *testing.T) {
 	}
 
 	// The earlier attempt's task is unknown: the message goes again.
-	out, err, reports = callRemote(t, url, "c2", 2, a2a.RemoteChildPrefix+"gone", `{"task":"again"}`)
+	out, reports, err = callRemote(t, url, "c2", 2, a2a.RemoteChildPrefix+"gone", `{"task":"again"}`)
 	if err != nil || out != "echo: again" || len(reports) != 2 || reports[0].Child == a2a.RemoteChildPrefix+"gone" || reports[0].Resumed {
 		t.Fatalf("a call whose earlier task is gone: %q, %v, %+v", out, err, reports)
 	}
@@ -605,5 +605,33 @@ func TestRemoteDelegationWithoutStreaming(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the resumed call's reports (-want +got):\n%s", diff)
+	}
+}
+
+// A call that answers a remote agent's question and runs again after a
+// crash that came before its answer reached the task (the task still
+// asks, and its history lacks the answer) sends the answer, and records
+// that it goes on with the task.
+func TestRemoteDelegationAnswerResent(t *testing.T) {
+	f := newFixture(t, options{})
+	q := text(`call deploy {"env":"qa"}`)
+	q.ContextID = "s1" // the calling session's, as callRemote's call has it
+	res, err := f.client(t, "").SendMessage(t.Context(), &spec.SendMessageRequest{Message: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, ok := res.(*spec.Task)
+	if !ok || task.Status.State != spec.TaskStateInputRequired {
+		t.Fatalf("the question: %+v", res)
+	}
+	id := string(task.ID)
+	out, reports, err := callRemote(t, f.http.URL+"/v1/a2a/assistant", "c1", 2, a2a.RemoteChildPrefix+id,
+		`{"task":"approve","task_id":"`+id+`"}`)
+	if err != nil || out != `echo: "deployed to qa"` {
+		t.Fatalf("the answer: %q, %v", out, err)
+	}
+	if len(reports) < 2 || reports[0] != (tool.DelegationReport{Kind: tool.DelegationStarted, Agent: "helper",
+		Child: a2a.RemoteChildPrefix + id, Task: "approve", Resumed: true}) || reports[len(reports)-1].Kind != tool.DelegationFinished {
+		t.Errorf("reports %+v: want the task resumed, to its answer", reports)
 	}
 }
