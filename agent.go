@@ -72,10 +72,10 @@ type Agent struct {
 // generation of its registry (tool.Registry.Generation): the specs sent
 // to the model, each tool's approval, the tools that must not run twice
 // blindly, those that ask a person and those that delegate. It is
-// immutable. The registry may
-// change while the agent runs (an MCP server's tools come and go): a read
-// that finds another generation works the table out again, so a turn
-// neither re-reads nor re-sorts the tools while they stay the same.
+// immutable. The registry may change while the agent runs (an MCP
+// server's tools come and go): a read that finds another generation works
+// the table out again, so a turn neither re-reads nor re-sorts the tools
+// while they stay the same.
 type agentTools struct {
 	reg       *tool.Registry
 	gen       uint64
