@@ -180,6 +180,8 @@ func (t *remoteTask) resume(ctx context.Context, id spec.TaskID, msg *spec.Messa
 	switch {
 	case errors.Is(err, spec.ErrTaskNotFound):
 		return "", false, nil
+	case err != nil && ctx.Err() != nil:
+		return "", true, err // canceled: the next attempt looks again
 	case err != nil:
 		t.start(id, true)
 		out, err := t.fail(fmt.Errorf("a2a agent %s: looking up its task %s, which this call started before: %w", t.r.name, id, err))
