@@ -71,10 +71,11 @@ type Agent struct {
 // agentTools is what an agent works out from its tools, for one
 // generation of its registry (tool.Registry.Generation): the specs sent
 // to the model, each tool's approval, the tools that must not run twice
-// blindly and those that ask a person. It is immutable. The registry may
-// change while the agent runs (an MCP server's tools come and go): a read
-// that finds another generation works the table out again, so a turn
-// neither re-reads nor re-sorts the tools while they stay the same.
+// blindly, those that ask a person and those that delegate. It is
+// immutable. The registry may change while the agent runs (an MCP
+// server's tools come and go): a read that finds another generation works
+// the table out again, so a turn neither re-reads nor re-sorts the tools
+// while they stay the same.
 type agentTools struct {
 	reg       *tool.Registry
 	gen       uint64
@@ -82,6 +83,7 @@ type agentTools struct {
 	approvals map[string]tool.Approval
 	once      map[string]bool
 	askUser   map[string]bool
+	delegates map[string]bool
 }
 
 var noTools = &agentTools{}
@@ -101,13 +103,14 @@ func (a *Agent) toolView() *agentTools {
 		}
 	}
 	t := &agentTools{reg: a.Tools, gen: gen, approvals: make(map[string]tool.Approval),
-		once: make(map[string]bool), askUser: make(map[string]bool)}
+		once: make(map[string]bool), askUser: make(map[string]bool), delegates: make(map[string]bool)}
 	for _, d := range a.Tools.Definitions() {
 		tl := a.tool(d.Name)
 		t.specs = append(t.specs, model.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
 		t.approvals[d.Name] = a.Approval.For(d.Name, tl)
 		t.once[d.Name] = tool.MetaOf(tl).AtMostOnce
 		t.askUser[d.Name] = tool.MetaOf(tl).AsksUser
+		t.delegates[d.Name] = tool.MetaOf(tl).Delegates
 	}
 	if a.derived != nil {
 		a.derived.Store(t) // two readers may both work it out: the same table
@@ -133,6 +136,16 @@ func (a *Agent) asksUser(name string) bool {
 	}
 	t := a.tool(name)
 	return t != nil && tool.MetaOf(t).AsksUser
+}
+
+// delegates reports whether calls of the named tool delegate to an agent
+// outside the runtime and report it (tool.Meta.Delegates).
+func (a *Agent) delegates(name string) bool {
+	if v, ok := a.toolView().delegates[name]; ok {
+		return v
+	}
+	t := a.tool(name)
+	return t != nil && tool.MetaOf(t).Delegates
 }
 
 // atMostOnce reports whether calls of the named tool must not be repeated

@@ -583,17 +583,22 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	return x.runJobs(ctx, info, slices.Clone(jobs))
 }
 
-// isSubagentJob reports whether j delegates to a sub-agent.
+// isSubagentJob reports whether j delegates to a sub-agent, or to an
+// agent outside the runtime (tool.Meta.Delegates): runJobs runs it, and
+// records its reports while it runs.
 func (x *Exec) isSubagentJob(j toolJob) bool {
 	_, ok := x.agent.subagentOf(j.call.Name)
-	return ok && j.block == ""
+	return (ok || x.agent.delegates(j.call.Name)) && j.block == ""
 }
 
-// jobMsg is what a goroutine of runJobs reports: a tool's outcome, or a
-// delegation's message.
+// jobMsg is what a goroutine of runJobs reports: a tool's outcome (with
+// its delegation, for a tool that delegates), a delegation's message, or
+// a tool's delegation's report.
 type jobMsg struct {
 	tool *toolOutcome
+	td   *toolDelegation
 	del  delegationMsg
+	rep  *toolReport
 }
 
 // runJobs runs jobs concurrently — tool calls and delegations to
@@ -633,6 +638,9 @@ func (x *Exec) runJobs(ctx context.Context, info HookInfo, jobs []toolJob) error
 			}
 			if m.del.done != nil {
 				close(m.del.done)
+			}
+			if m.rep != nil {
+				close(m.rep.done)
 			}
 		}
 		wg.Wait()
@@ -688,6 +696,21 @@ func (x *Exec) runJobs(ctx context.Context, info HookInfo, jobs []toolJob) error
 			wg.Go(func() { d.run(cctx, x.r, func(m delegationMsg) { msgs <- jobMsg{del: m} }) })
 			continue
 		}
+		if x.agent.delegates(j.call.Name) && j.block == "" {
+			td, derr := x.newToolDelegation(ctx, j)
+			if derr != nil {
+				err = derr
+				cancel()
+				continue
+			}
+			running++
+			dctx := td.context(tctx, func(r *toolReport) { msgs <- jobMsg{rep: r} })
+			wg.Go(func() {
+				o := x.runTool(dctx, info, j)
+				msgs <- jobMsg{tool: &o, td: td}
+			})
+			continue
+		}
 		running++
 		wg.Go(func() {
 			o := x.runTool(tctx, info, j)
@@ -698,7 +721,23 @@ func (x *Exec) runJobs(ctx context.Context, info HookInfo, jobs []toolJob) error
 		m := <-msgs
 		if m.tool != nil {
 			running--
+			if m.td != nil && err == nil {
+				x.endToolDelegation(m.td, m.tool)
+			}
 			record(m.tool)
+			continue
+		}
+		if m.rep != nil {
+			if err == nil {
+				acking = m.rep.done
+				rerr := x.onToolReport(ctx, m.rep)
+				acking = nil
+				if rerr != nil {
+					err = rerr
+					cancel()
+				}
+			}
+			close(m.rep.done)
 			continue
 		}
 		if m.del.end != nil {

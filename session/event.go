@@ -186,11 +186,15 @@ type SubagentEvent struct {
 	Event        *Event `json:"event"`
 }
 
-// SubagentProgress: the child began round Round (throttled).
+// SubagentProgress: the child began round Round (throttled); a remote
+// child (a tool's delegation) reports its State instead, with what it
+// said (Message).
 type SubagentProgress struct {
 	CallID       string `json:"call_id"`
 	ChildSession string `json:"child_session"`
-	Round        int    `json:"round"`
+	Round        int    `json:"round,omitempty"`
+	State        string `json:"state,omitempty"`
+	Message      string `json:"message,omitempty"`
 }
 
 // SubagentCheckpoint: the child has run Round rounds (every few), with

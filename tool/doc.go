@@ -50,6 +50,16 @@
 // time), and Generation tells readers that something changed, so that
 // what they derive from the tools is worked out again only then.
 //
+// # Delegating
+//
+// A tool that hands its task to an agent outside the runtime (a remote
+// A2A agent) sets Meta.Delegates and reports that agent's work through the
+// Delegation in its call's context (DelegationFrom): Start, Progress,
+// Text, then Pause, Finish or Fail. The runtime records the reports in the
+// calling session's log as it records an in-process sub-agent's, and a
+// call that runs again after a crash learns from Previous the child its
+// earlier attempt started, to go on with it.
+//
 // # Validation
 //
 // Arguments are checked against the schema before the tool runs, so a

@@ -58,6 +58,11 @@ type Meta struct {
 	// options: builtin.AskUserInput), and the person's answer is the
 	// call's result.
 	AsksUser bool `json:"asks_user,omitempty"`
+	// Delegates marks a tool whose calls hand their task to an agent
+	// outside the runtime (a remote A2A agent): the runtime gives each
+	// call a Delegation (DelegationFrom) and records what it reports in
+	// the calling session's log as it records an in-process sub-agent's.
+	Delegates bool `json:"delegates,omitempty"`
 }
 
 // CallInfo identifies one call of a tool across attempts and processes.

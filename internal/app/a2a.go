@@ -30,7 +30,11 @@ func a2aTools(cfg *config.Config) ([]tool.Tool, error) {
 		if err != nil {
 			return nil, err // only an empty url, which parsing the config refuses
 		}
-		ts = append(ts, t)
+		// The entry's timeout bounds the call too: the registry's default
+		// for tools (a minute) would cut the remote task's run short.
+		m := tool.MetaOf(t)
+		m.Timeout = timeout
+		ts = append(ts, tool.WithMeta(t, m))
 	}
 	return ts, nil
 }

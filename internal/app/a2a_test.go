@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/a2a"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/tool"
 )
 
 // remoteA2A serves app a's agents over A2A on 127.0.0.1, behind API key
@@ -83,6 +84,26 @@ func TestA2AAgentFromConfig(t *testing.T) {
 	}
 	if len(results) != 1 || !results[0].OK || !strings.Contains(string(results[0].Result), "the remote found 42") {
 		t.Fatalf("tool results %+v, want the remote agent's answer", results)
+	}
+	// The call is a delegation to the remote task, to its answer.
+	var started *session.SubagentStarted
+	var finished *session.SubagentFinished
+	for _, e := range res.Events {
+		switch d := e.Data.(type) {
+		case *session.SubagentStarted:
+			started = d
+		case *session.SubagentFinished:
+			finished = d
+		}
+	}
+	if started == nil || started.Agent != "helper" || !strings.HasPrefix(started.ChildSession, a2a.RemoteChildPrefix) ||
+		finished == nil || finished.ChildSession != started.ChildSession || finished.Answer != "the remote found 42" {
+		t.Errorf("the delegation: %+v, %+v; want the remote task started and answered", started, finished)
+	}
+	// The entry's timeout (10m by default) bounds the call, not the
+	// registry's default for tools.
+	if got := tool.MetaOf(ht).Timeout; got != 10*time.Minute {
+		t.Errorf("the call's timeout %v, want 10m", got)
 	}
 	// The remote session is in the remote's store, under the caller's
 	// session id (the A2A context), in the tenant of the key sent.

@@ -692,6 +692,10 @@ func Summary(e *session.Event) string {
 	case *session.SubagentStarted:
 		return d.Agent + " in " + d.ChildSession + ": " + strconv.Quote(clip(d.Task, 100))
 	case *session.SubagentProgress:
+		if d.State != "" {
+			// A remote child: its task's state, not rounds.
+			return strings.TrimSpace(d.ChildSession + " " + d.State + " " + clip(d.Message, 100))
+		}
 		return fmt.Sprintf("%s round %d", d.ChildSession, d.Round)
 	case *session.SubagentCheckpoint:
 		return fmt.Sprintf("%s round %d", d.ChildSession, d.Round)
