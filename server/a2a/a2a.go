@@ -19,7 +19,6 @@
 package a2a
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -32,11 +31,9 @@ import (
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/server"
-	"github.com/agentrt/agentrt/session"
 )
 
 // Config configures the A2A endpoints. The zero value serves every agent
@@ -56,6 +53,11 @@ type Config struct {
 	PushTimeout time.Duration
 	// Version is the agents' version on their cards; empty: "1".
 	Version string
+	// KeepAlive is how often an idle A2A stream (SendStreamingMessage,
+	// SubscribeToTask) gets an SSE comment, so that proxies and clients
+	// keep it open while a turn waits on a model or a tool; zero: the
+	// server's heartbeat.
+	KeepAlive time.Duration
 }
 
 // Paths of the A2A endpoints, {agent} an agent's name.
@@ -78,6 +80,9 @@ func Mount(srv *server.Server, cfg Config) error {
 	if cfg.Version == "" {
 		cfg.Version = "1"
 	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = srv.Heartbeat()
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	r := srv.Runner()
 	names := r.AgentNames()
@@ -90,7 +95,11 @@ func Mount(srv *server.Server, cfg Config) error {
 		if !ok {
 			return fmt.Errorf("a2a: agent %q listed but not found", name)
 		}
-		m.agents[name] = newAgentEndpoint(srv, cfg, a)
+		ep, err := newAgentEndpoint(srv, cfg, a)
+		if err != nil {
+			return err
+		}
+		m.agents[name] = ep
 	}
 	srv.Mount(http.MethodPost, RPCPath, true, http.HandlerFunc(m.serveRPC))
 	srv.Mount(http.MethodGet, CardPath, false, http.HandlerFunc(m.serveCard))
@@ -111,21 +120,25 @@ type agentEndpoint struct {
 	rpc   http.Handler
 }
 
-func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) *agentEndpoint {
-	// A task belongs to the tenant that made it: the store answers a
-	// task of another tenant as not found.
-	tasks := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
-		Authenticator: func(ctx context.Context) (string, error) { return session.TenantOf(ctx), nil },
-	})
+func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) (*agentEndpoint, error) {
+	tasks, err := newTaskStore(srv, a.Name)
+	if err != nil {
+		return nil, err
+	}
+	x := &executor{srv: srv, agent: a.Name, tasks: tasks}
 	sender := push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: cfg.PushTimeout, AllowPrivateNetworks: cfg.AllowPrivateWebhooks})
 	caps := capabilities()
-	h := a2asrv.NewHandler(&executor{srv: srv, agent: a.Name},
-		a2asrv.WithTaskStore(tasks),
-		a2asrv.WithPushNotifications(push.NewInMemoryStore(), sender),
-		a2asrv.WithCapabilityChecks(&caps),
-		a2asrv.WithLogger(cfg.Log.With("agent", a.Name, "protocol", "a2a")),
-	)
-	return &agentEndpoint{agent: a, rpc: a2asrv.NewJSONRPCHandler(h)}
+	h := &handler{
+		RequestHandler: a2asrv.NewHandler(x,
+			a2asrv.WithTaskStore(tasks),
+			a2asrv.WithPushNotifications(push.NewInMemoryStore(), sender),
+			a2asrv.WithCapabilityChecks(&caps),
+			a2asrv.WithLogger(cfg.Log.With("agent", a.Name, "protocol", "a2a")),
+		),
+		srv: srv, x: x, tasks: tasks,
+	}
+	rpc := a2asrv.NewJSONRPCHandler(h, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
+	return &agentEndpoint{agent: a, rpc: rpc}, nil
 }
 
 func capabilities() spec.AgentCapabilities {
