@@ -54,7 +54,7 @@ func (x *executor) canceled(id spec.TaskID) (<-chan struct{}, bool) {
 }
 
 var (
-	_ a2asrv.AgentExecutor        = (*executor)(nil)
+	_ a2asrv.AgentExecutor         = (*executor)(nil)
 	_ a2asrv.AgentExecutionCleaner = (*executor)(nil)
 )
 
