@@ -103,6 +103,7 @@ func Mount(srv *server.Server, cfg Config) error {
 	}
 	srv.Mount(http.MethodPost, RPCPath, true, http.HandlerFunc(m.serveRPC))
 	srv.Mount(http.MethodGet, CardPath, false, http.HandlerFunc(m.serveCard))
+	srv.Mount(http.MethodGet, "/v1/a2a/.well-known/agent-card.json", false, http.HandlerFunc(m.serveNoCard))
 	return nil
 }
 
@@ -117,6 +118,7 @@ type mux struct {
 // and JSON-RPC handler.
 type agentEndpoint struct {
 	agent *agentrt.Agent
+	h     *handler
 	rpc   http.Handler
 }
 
@@ -138,7 +140,7 @@ func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) (*agentE
 		srv: srv, x: x, tasks: tasks,
 	}
 	rpc := a2asrv.NewJSONRPCHandler(h, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
-	return &agentEndpoint{agent: a, rpc: rpc}, nil
+	return &agentEndpoint{agent: a, h: h, rpc: rpc}, nil
 }
 
 func capabilities() spec.AgentCapabilities {
@@ -185,6 +187,19 @@ func (m *mux) serveCard(w http.ResponseWriter, r *http.Request) {
 	card := Card(ep.agent, base+"/v1/a2a/"+ep.agent.Name, m.cfg.Version)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(card)
+}
+
+// serveNoCard answers where an agent's URL without its trailing slash
+// leads a client that resolves the card's path against it as a relative
+// URL (@a2a-js/sdk's createFromUrl does): there is no card of no agent,
+// and the answer says where the cards are.
+func (m *mux) serveNoCard(w http.ResponseWriter, r *http.Request) {
+	var cards []string
+	for _, name := range slices.Sorted(maps.Keys(m.agents)) {
+		cards = append(cards, "/v1/a2a/"+name+"/.well-known/agent-card.json")
+	}
+	writeError(w, http.StatusNotFound, agentrt.CodeNotFound, "no agent card here: each agent has its own ("+strings.Join(cards, ", ")+
+		"); a client that finds the card from an agent's URL (as @a2a-js/sdk's createFromUrl does) needs the URL with its trailing slash, /v1/a2a/NAME/")
 }
 
 // Card is agent a's A2A card, served at url: its description, a skill for

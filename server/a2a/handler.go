@@ -1,15 +1,22 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
@@ -143,7 +150,7 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 	}
 	contextID := m.ContextID
 	if contextID == "" {
-		contextID = spec.NewContextID()
+		contextID = contextFor(m.ID)
 	}
 	if err := session.CheckID(contextID); err != nil {
 		return nil, "", false, fmt.Errorf("contextId: %v: %w", err, spec.ErrInvalidParams)
@@ -160,24 +167,20 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 	// The turn is followed by the task's execution, which outlives this
 	// request (ReturnImmediately, a client that goes away).
 	turn, err := h.srv.SubmitTurn(context.WithoutCancel(ctx), in)
+	if agentrt.AsError(err).ErrorCode() == agentrt.CodeKeyConflict {
+		// The message sent again once the session had moved on (the
+		// input's metadata differs), or another with its id.
+		id, err := h.sentBefore(ctx, in)
+		return nil, id, err == nil, err
+	}
 	if err != nil {
 		return nil, "", false, err
 	}
 	sub := turn.Submitted
 	if sub.Duplicate {
 		turn.Close()
-		ins, err := h.tasks.inbox.Inputs(ctx, sub.Source, sub.Seq-1, 1)
-		if err != nil {
-			return nil, "", false, err
-		}
-		if len(ins) == 0 || ins[0].ID != sub.ID {
-			return nil, "", false, fmt.Errorf("a2a: message %s: its input %s is not in the inbox", m.ID, sub.ID)
-		}
-		ref, err := refOf(&ins[0])
-		if err != nil {
-			return nil, "", false, fmt.Errorf("message %s: its id was given to input %s, not an A2A task's: %w", m.ID, sub.ID, spec.ErrInvalidParams)
-		}
-		return nil, ref.id(), true, nil
+		id, err := h.sentBefore(ctx, in)
+		return nil, id, err == nil, err
 	}
 	ref := taskRef{session: contextID, after: sess.LastSeq, input: sub.ID, inboxSeq: sub.Seq}
 	id = ref.id()
@@ -191,4 +194,40 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 	r := *req
 	r.Message = &msg
 	return &r, id, false, nil
+}
+
+// sentBefore returns the task of the input stored before with in's key:
+// the task of a message sent again. Another message with the same id is
+// an error.
+func (h *handler) sentBefore(ctx context.Context, in gateway.Input) (spec.TaskID, error) {
+	ins, err := h.tasks.inbox.Inputs(ctx, in.Source, 0, 0)
+	if err != nil {
+		return "", &agentrt.Error{Kind: agentrt.FailStore, Msg: "a2a: read the inputs of session " + in.Source, Err: err}
+	}
+	want := in.Parts
+	if in.Text != "" {
+		want = append([]session.InputPart{{Type: "text", Text: in.Text}}, want...)
+	}
+	for i := range ins {
+		if ins[i].Key != in.Key {
+			continue
+		}
+		ref, err := refOf(&ins[i])
+		if err != nil || !slices.EqualFunc(ins[i].Parts, want, samePart) {
+			break
+		}
+		return ref.id(), nil
+	}
+	return "", fmt.Errorf("message id %s was given to another message in context %s: %w", strings.TrimPrefix(in.Key, keyPrefix), in.Source, spec.ErrInvalidParams)
+}
+
+func samePart(a, b session.InputPart) bool {
+	return a.Type == b.Type && a.Text == b.Text && bytes.Equal(a.Data, b.Data)
+}
+
+// contextFor is the context (session) of a message that names none: one
+// its id gives, so that the message sent again finds its task.
+func contextFor(messageID string) string {
+	sum := sha256.Sum256([]byte("a2a-context:" + messageID))
+	return hex.EncodeToString(sum[:16])
 }
