@@ -19,6 +19,7 @@
 package a2a
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -135,13 +136,27 @@ func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) (*agentE
 			a2asrv.WithTaskStore(tasks),
 			a2asrv.WithPushNotifications(push.NewInMemoryStore(), sender),
 			a2asrv.WithCapabilityChecks(&caps),
-			a2asrv.WithLogger(cfg.Log.With("agent", a.Name, "protocol", "a2a")),
+			a2asrv.WithLogger(slog.New(quiet{cfg.Log.Handler()}).With("agent", a.Name, "protocol", "a2a")),
 		),
 		srv: srv, x: x, tasks: tasks,
 	}
 	rpc := a2asrv.NewJSONRPCHandler(h, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
 	return &agentEndpoint{agent: a, h: h, rpc: rpc}, nil
 }
+
+// quiet is the log of a2a-go's server: it reports routine steps of every
+// task at info level ("local subscription queue closed"), which the
+// server's log keeps only when it is at debug level; warnings and errors
+// always.
+type quiet struct{ slog.Handler }
+
+func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.Handler.Enabled(ctx, l) && (l >= slog.LevelWarn || q.Handler.Enabled(ctx, slog.LevelDebug))
+}
+
+func (q quiet) WithAttrs(as []slog.Attr) slog.Handler { return quiet{q.Handler.WithAttrs(as)} }
+
+func (q quiet) WithGroup(name string) slog.Handler { return quiet{q.Handler.WithGroup(name)} }
 
 func capabilities() spec.AgentCapabilities {
 	return spec.AgentCapabilities{Streaming: true, PushNotifications: true}
