@@ -182,13 +182,20 @@ func (s *taskStore) held(ctx context.Context, id spec.TaskID, tenant string) (*s
 		s.mu.Unlock()
 		return nil, 0, false
 	}
-	t, v, waiting := shallow(e.task), e.version, e.waiting()
+	t, v, waiting, ended := shallow(e.task), e.version, e.waiting(), e.ended
 	s.mu.Unlock()
-	if waiting && s.movedOn(ctx, t) {
+	if waiting && s.movedOn(ctx, t) || ended && !waiting && s.deleted(ctx, t) {
 		s.forget(id, e)
 		return nil, 0, false
 	}
 	return t, v, true
+}
+
+// deleted reports whether the session of ended task t is gone (DELETE
+// /v1/sessions/{id}): the task went with it.
+func (s *taskStore) deleted(ctx context.Context, t *spec.Task) bool {
+	_, err := s.srv.Runner().Store().GetSession(ctx, t.ContextID)
+	return err != nil
 }
 
 // forget drops entry e of task id, if it is still the one held.

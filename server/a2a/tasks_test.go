@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -224,6 +225,30 @@ func TestRetriedMessageIsItsTask(t *testing.T) {
 	}
 	if runs != 1 {
 		t.Errorf("the session ran %d turns, want 1", runs)
+	}
+}
+
+// A task goes with its session: once the session is deleted, the task is
+// not found, also on the server that ran it.
+func TestTaskOfADeletedSession(t *testing.T) {
+	f := newFixture(t, options{})
+	c := f.client(t, "")
+	res, err := c.SendMessage(t.Context(), &spec.SendMessageRequest{Message: text("hello")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*spec.Task)
+	req, _ := http.NewRequest("DELETE", f.http.URL+"/v1/sessions/"+task.ContextID, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE the session: %d", resp.StatusCode)
+	}
+	if _, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID}); !errors.Is(err, spec.ErrTaskNotFound) {
+		t.Errorf("GetTask of a deleted session's task: %v; want not found", err)
 	}
 }
 
