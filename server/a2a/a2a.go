@@ -12,10 +12,13 @@
 // message on the same task answers it and the turn goes on; CancelTask
 // cancels the session's run (Runner.Cancel).
 //
-// The protocol itself (methods, task store, streams, push notifications)
-// is a2a-go's server (a2asrv) over an AgentExecutor that runs turns
-// through the gateway: tasks are held in this process's memory, while the
-// sessions they ran are in the store.
+// The protocol itself (methods, streams, push notifications) is a2a-go's
+// server (a2asrv) over an AgentExecutor that runs turns through the
+// gateway, and over a task store of the adapter's: a task is derived
+// from what the session store holds — the input its id names and the
+// events of the turn that answers it — so that any process on the store
+// finds it, after a restart too (see taskStore). Push configs are held in
+// the memory of the process that received them.
 package a2a
 
 import (
