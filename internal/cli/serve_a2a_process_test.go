@@ -2,9 +2,12 @@ package cli_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -213,4 +216,55 @@ func TestServeProcessA2AReplicas(t *testing.T) {
 	for _, r := range reps {
 		r.stopOK()
 	}
+}
+
+// server.a2a in agentrt.yaml reaches the A2A endpoints: the cards give
+// public_url as the agents' endpoint, and allow_private_webhooks lets a
+// task's push notifications go to 127.0.0.1.
+func TestServeProcessA2AConfig(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, demoConfig+"server:\n  a2a: {public_url: \"https://agents.example.com/\", allow_private_webhooks: true}\n", nil)
+	s := startServe(t, e, nil)
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(t.Context(), s.url+"/v1/a2a/assistant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].URL != "https://agents.example.com/v1/a2a/assistant" {
+		t.Fatalf("the card's interfaces %+v: want https://agents.example.com/v1/a2a/assistant", card.SupportedInterfaces)
+	}
+	pushed := make(chan string, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		pushed <- string(b)
+	}))
+	defer hook.Close()
+	// The card names the public URL, which does not lead here: the client
+	// is made from a card naming this server.
+	card.SupportedInterfaces[0].URL = s.url + "/v1/a2a/assistant"
+	c, err := a2aclient.NewFromCard(t.Context(), card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	res, err := c.SendMessage(t.Context(), &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("what is 2+3")),
+		Config: &spec.SendMessageConfig{PushConfig: &spec.PushConfig{URL: hook.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task := res.(*spec.Task); task.Status.State != spec.TaskStateCompleted {
+		t.Fatalf("task %s %+v: want completed (its pushes to 127.0.0.1 allowed)", task.Status.State, task.Status.Message)
+	}
+	// A refused webhook is only logged: without a notification the test
+	// would wait, so it gives up after procTimeout.
+	timeout := time.After(procTimeout)
+	for done := false; !done; {
+		select {
+		case b := <-pushed:
+			done = strings.Contains(b, string(spec.TaskStateCompleted))
+		case <-timeout:
+			t.Fatalf("no push notification of the completed task reached 127.0.0.1 in %v; stderr:\n%s", procTimeout, s.stderrText())
+		}
+	}
+	s.stopOK()
 }
