@@ -358,6 +358,21 @@ type Server struct {
 	// died and requests that expired (default: the lease TTL), with
 	// jitter.
 	SweepEvery Duration `yaml:"sweep_every,omitempty"`
+	// A2A configures the A2A endpoints of the agents (/v1/a2a/NAME).
+	A2A ServerA2A `yaml:"a2a,omitempty"`
+}
+
+// ServerA2A configures the server's A2A endpoints.
+type ServerA2A struct {
+	// PublicURL is the server's URL as A2A clients reach it (behind a
+	// proxy: "https://agents.example.com"), which the agents' cards give
+	// as their endpoints; empty: the scheme and host of each card
+	// request.
+	PublicURL string `yaml:"public_url,omitempty"`
+	// AllowPrivateWebhooks lets push notifications go to loopback and
+	// private addresses; off by default (A2A's SSRF guidance): a client
+	// could otherwise make the server post into its own network.
+	AllowPrivateWebhooks *bool `yaml:"allow_private_webhooks,omitempty"`
 }
 
 // Gateway policies: what the gateway does with input for a source whose

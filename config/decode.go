@@ -745,6 +745,12 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 		field{"cors_origins", d.list(&s.CORSOrigins)},
 		field{"shutdown_grace", d.duration(&s.ShutdownGrace)},
 		field{"sweep_every", d.duration(&s.SweepEvery)},
+		field{"a2a", func(n *yaml.Node, path string) {
+			d.mapping(n, path,
+				field{"public_url", d.str(&s.A2A.PublicURL)},
+				field{"allow_private_webhooks", d.boolean(&s.A2A.AllowPrivateWebhooks)},
+			)
+		}},
 		field{"api_keys", func(n *yaml.Node, path string) {
 			n = resolve(n)
 			if isNull(n) {

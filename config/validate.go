@@ -392,6 +392,11 @@ func (d *decoder) validateServer(c *Config) {
 			d.atValue(c, "server.addr", "bad address %q: want host:port, e.g. 127.0.0.1:8080", addr)
 		}
 	}
+	if u := c.Server.A2A.PublicURL; u != "" && !strings.Contains(u, "$") {
+		if err := checkHTTPURL(u); err != nil {
+			d.atValue(c, "server.a2a.public_url", "%v (the server's URL as A2A clients reach it, e.g. https://agents.example.com)", err)
+		}
+	}
 	for i, k := range c.Server.APIKeys {
 		p := fmt.Sprintf("server.api_keys[%d]", i)
 		if k.Tenant == "" && !d.failed[p+".tenant"] {

@@ -104,36 +104,67 @@ func (t *Turn) following() following {
 // error when the gateway refuses the input (input_rejected), or when the
 // consumer leaves committed events untaken for the server's write
 // timeout (watch_behind: read the rest from the log, after the last seq
-// it had); it ends without one when ctx ends. Call it once.
+// it had); it ends without one when ctx ends. Call it once (or
+// EventBatches).
 func (t *Turn) Events() iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
+		for evs, err := range t.EventBatches() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// EventBatches yields the events of Events, in the same order and with
+// the same end, grouped as they were ready together: a batch holds what
+// arrived while the consumer was busy with the one before, so that a
+// consumer for which an event costs more than its size (one protocol
+// message a token) can merge what is already queued. A batch is never
+// empty, and is valid only until the next one is asked for. Call it once
+// (or Events).
+func (t *Turn) EventBatches() iter.Seq2[[]*session.Event, error] {
+	return func(yield func([]*session.Event, error) bool) {
 		fl := t.following()
 		last := t.After
 		hb := time.NewTicker(t.s.cfg.Heartbeat)
 		defer hb.Stop()
 		var spare []item
+		var batch []*session.Event
 		for {
 			select {
 			case <-t.f.ready:
 				q, over, behind := t.f.take(spare)
+				batch = batch[:0]
+				done := false
 				for _, it := range q {
 					if it.err != nil {
-						yield(nil, it.err)
+						if len(batch) == 0 || yield(batch, nil) {
+							yield(nil, it.err)
+						}
 						return
 					}
 					ev := it.ev
 					if !fl.keep(ev) || ev.Seq != 0 && ev.Seq <= last {
 						continue
 					}
-					if !yield(ev, nil) {
-						return
-					}
+					batch = append(batch, ev)
 					if ev.Seq != 0 {
 						last = ev.Seq
 					}
 					if fl.done(ev) {
-						return
+						done = true
+						break
 					}
+				}
+				if len(batch) > 0 && !yield(batch, nil) || done {
+					return
 				}
 				clear(q)
 				spare = q
@@ -176,3 +207,7 @@ func (s *Server) Runner() *agentrt.Runner { return s.r }
 
 // Gateway is the server's gateway: every input goes through it.
 func (s *Server) Gateway() *gateway.Gateway { return s.gw }
+
+// Heartbeat is how often an idle stream of the server gets a comment
+// (Config.Heartbeat): what an adapter's own streams send keep-alives at.
+func (s *Server) Heartbeat() time.Duration { return s.cfg.Heartbeat }

@@ -151,7 +151,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if err != nil {
 		return err
 	}
-	if err := mountProtocols(srv, a); err != nil {
+	if err := mountProtocols(srv, a, log); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)

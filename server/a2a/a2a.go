@@ -12,10 +12,13 @@
 // message on the same task answers it and the turn goes on; CancelTask
 // cancels the session's run (Runner.Cancel).
 //
-// The protocol itself (methods, task store, streams, push notifications)
-// is a2a-go's server (a2asrv) over an AgentExecutor that runs turns
-// through the gateway: tasks are held in this process's memory, while the
-// sessions they ran are in the store.
+// The protocol itself (methods, streams, push notifications) is a2a-go's
+// server (a2asrv) over an AgentExecutor that runs turns through the
+// gateway, and over a task store of the adapter's: a task is derived
+// from what the session store holds — the input its id names and the
+// events of the turn that answers it — so that any process on the store
+// finds it, after a restart too (see taskStore). Push configs are held in
+// the memory of the process that received them.
 package a2a
 
 import (
@@ -32,11 +35,9 @@ import (
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/server"
-	"github.com/agentrt/agentrt/session"
 )
 
 // Config configures the A2A endpoints. The zero value serves every agent
@@ -56,6 +57,11 @@ type Config struct {
 	PushTimeout time.Duration
 	// Version is the agents' version on their cards; empty: "1".
 	Version string
+	// KeepAlive is how often an idle A2A stream (SendStreamingMessage,
+	// SubscribeToTask) gets an SSE comment, so that proxies and clients
+	// keep it open while a turn waits on a model or a tool; zero: the
+	// server's heartbeat.
+	KeepAlive time.Duration
 }
 
 // Paths of the A2A endpoints, {agent} an agent's name.
@@ -78,6 +84,9 @@ func Mount(srv *server.Server, cfg Config) error {
 	if cfg.Version == "" {
 		cfg.Version = "1"
 	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = srv.Heartbeat()
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	r := srv.Runner()
 	names := r.AgentNames()
@@ -90,10 +99,15 @@ func Mount(srv *server.Server, cfg Config) error {
 		if !ok {
 			return fmt.Errorf("a2a: agent %q listed but not found", name)
 		}
-		m.agents[name] = newAgentEndpoint(srv, cfg, a)
+		ep, err := newAgentEndpoint(srv, cfg, a)
+		if err != nil {
+			return err
+		}
+		m.agents[name] = ep
 	}
 	srv.Mount(http.MethodPost, RPCPath, true, http.HandlerFunc(m.serveRPC))
 	srv.Mount(http.MethodGet, CardPath, false, http.HandlerFunc(m.serveCard))
+	srv.Mount(http.MethodGet, "/v1/a2a/.well-known/agent-card.json", false, http.HandlerFunc(m.serveNoCard))
 	return nil
 }
 
@@ -108,25 +122,44 @@ type mux struct {
 // and JSON-RPC handler.
 type agentEndpoint struct {
 	agent *agentrt.Agent
+	h     *handler
 	rpc   http.Handler
 }
 
-func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) *agentEndpoint {
-	// A task belongs to the tenant that made it: the store answers a
-	// task of another tenant as not found.
-	tasks := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
-		Authenticator: func(ctx context.Context) (string, error) { return session.TenantOf(ctx), nil },
-	})
+func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) (*agentEndpoint, error) {
+	tasks, err := newTaskStore(srv, a.Name)
+	if err != nil {
+		return nil, err
+	}
+	x := &executor{srv: srv, agent: a.Name, tasks: tasks}
 	sender := push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: cfg.PushTimeout, AllowPrivateNetworks: cfg.AllowPrivateWebhooks})
 	caps := capabilities()
-	h := a2asrv.NewHandler(&executor{srv: srv, agent: a.Name},
-		a2asrv.WithTaskStore(tasks),
-		a2asrv.WithPushNotifications(push.NewInMemoryStore(), sender),
-		a2asrv.WithCapabilityChecks(&caps),
-		a2asrv.WithLogger(cfg.Log.With("agent", a.Name, "protocol", "a2a")),
-	)
-	return &agentEndpoint{agent: a, rpc: a2asrv.NewJSONRPCHandler(h)}
+	h := &handler{
+		RequestHandler: a2asrv.NewHandler(x,
+			a2asrv.WithTaskStore(tasks),
+			a2asrv.WithPushNotifications(push.NewInMemoryStore(), sender),
+			a2asrv.WithCapabilityChecks(&caps),
+			a2asrv.WithLogger(slog.New(quiet{cfg.Log.Handler()}).With("agent", a.Name, "protocol", "a2a")),
+		),
+		srv: srv, x: x, tasks: tasks,
+	}
+	rpc := a2asrv.NewJSONRPCHandler(h, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
+	return &agentEndpoint{agent: a, h: h, rpc: rpc}, nil
 }
+
+// quiet is the log of a2a-go's server: it reports routine steps of every
+// task at info level ("local subscription queue closed"), which the
+// server's log keeps only when it is at debug level; warnings and errors
+// always.
+type quiet struct{ slog.Handler }
+
+func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.Handler.Enabled(ctx, l) && (l >= slog.LevelWarn || q.Handler.Enabled(ctx, slog.LevelDebug))
+}
+
+func (q quiet) WithAttrs(as []slog.Attr) slog.Handler { return quiet{q.Handler.WithAttrs(as)} }
+
+func (q quiet) WithGroup(name string) slog.Handler { return quiet{q.Handler.WithGroup(name)} }
 
 func capabilities() spec.AgentCapabilities {
 	return spec.AgentCapabilities{Streaming: true, PushNotifications: true}
@@ -172,6 +205,19 @@ func (m *mux) serveCard(w http.ResponseWriter, r *http.Request) {
 	card := Card(ep.agent, base+"/v1/a2a/"+ep.agent.Name, m.cfg.Version)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(card)
+}
+
+// serveNoCard answers where an agent's URL without its trailing slash
+// leads a client that resolves the card's path against it as a relative
+// URL (@a2a-js/sdk's createFromUrl does): there is no card of no agent,
+// and the answer says where the cards are.
+func (m *mux) serveNoCard(w http.ResponseWriter, r *http.Request) {
+	var cards []string
+	for _, name := range slices.Sorted(maps.Keys(m.agents)) {
+		cards = append(cards, "/v1/a2a/"+name+"/.well-known/agent-card.json")
+	}
+	writeError(w, http.StatusNotFound, agentrt.CodeNotFound, "no agent card here: each agent has its own ("+strings.Join(cards, ", ")+
+		"); a client that finds the card from an agent's URL (as @a2a-js/sdk's createFromUrl does) needs the URL with its trailing slash, /v1/a2a/NAME/")
 }
 
 // Card is agent a's A2A card, served at url: its description, a skill for

@@ -183,8 +183,9 @@ func TestApprovalIsInputRequired(t *testing.T) {
 	}
 }
 
-// An approval answered over the REST API instead: the A2A task's next
-// message (any text) follows the run that answer continued.
+// An approval answered over the REST API instead: the A2A task goes on
+// with the run it continued and ends as the run does, and a message on
+// the ended task is refused.
 func TestApprovalAnsweredElsewhere(t *testing.T) {
 	f := newFixture(t, options{})
 	c := f.client(t, "")
@@ -203,14 +204,18 @@ func TestApprovalAnsweredElsewhere(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("REST answer: %d", resp.StatusCode)
 	}
-	m := text("approve")
-	m.TaskID = task.ID
-	res, err = c.SendMessage(t.Context(), &spec.SendMessageRequest{Message: m})
+	f.waitStatus(t, t.Context(), task.ContextID, session.StatusDone)
+	got, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := res.(*spec.Task); done.Status.State != spec.TaskStateCompleted || artifactText(done) != `echo: "deployed to dev"` {
-		t.Fatalf("task %s %q; want completed, echo: \"deployed to dev\"", done.Status.State, artifactText(done))
+	if got.Status.State != spec.TaskStateCompleted || artifactText(got) != `echo: "deployed to dev"` {
+		t.Fatalf("task %s %q; want completed, echo: \"deployed to dev\"", got.Status.State, artifactText(got))
+	}
+	m := text("approve")
+	m.TaskID = task.ID
+	if _, err := c.SendMessage(t.Context(), &spec.SendMessageRequest{Message: m}); !errors.Is(err, spec.ErrInvalidParams) {
+		t.Errorf("a message on the completed task: %v; want invalid params", err)
 	}
 }
 

@@ -33,6 +33,7 @@ const (
 type executor struct {
 	srv   *server.Server
 	agent string
+	tasks *taskStore
 
 	// canceling holds the tasks a CancelTask is stopping, each with a
 	// channel closed once the cancel's CANCELED event is written. The
@@ -52,64 +53,77 @@ func (x *executor) canceled(id spec.TaskID) (<-chan struct{}, bool) {
 	return ch, ok
 }
 
-var _ a2asrv.AgentExecutor = (*executor)(nil)
+var (
+	_ a2asrv.AgentExecutor         = (*executor)(nil)
+	_ a2asrv.AgentExecutionCleaner = (*executor)(nil)
+)
 
-// Execute starts a task's turn (a message without a task id) or answers
-// the human requests a task waits for (a message on a task in
-// INPUT_REQUIRED), and translates the session's events into the task's.
-// ctx keeps the request's values (tenant, actor) but not its end: a client
-// that goes away never stops a turn.
+// Execute follows a new task's turn (the message the handler stored as
+// the turn's input, on the task it made for it), or answers the human
+// requests a task waits for (a message on a task in INPUT_REQUIRED), and
+// translates the session's events into the task's. ctx keeps the
+// request's values (tenant, actor) but not its end: a client that goes
+// away never stops a turn.
 func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
-		if ec.StoredTask == nil {
+		st := ec.StoredTask
+		switch {
+		case st == nil:
+			yield(nil, fmt.Errorf("a2a: task %s is not the adapter's: %w", ec.TaskID, spec.ErrInvalidRequest))
+		case st.Status.State == spec.TaskStateSubmitted && len(st.History) > 0 && st.History[0].ID == ec.Message.ID:
 			x.start(ctx, ec, yield)
-			return
+		case st.Status.State == spec.TaskStateInputRequired:
+			x.answer(ctx, ec, yield)
+		default:
+			yield(nil, fmt.Errorf("task %s is %s: a message on a task answers what it asks while it is input-required (SubscribeToTask follows it); send a message without a task id (same contextId) for a new turn: %w",
+				ec.TaskID, st.Status.State, spec.ErrInvalidParams))
 		}
-		if st := ec.StoredTask.Status.State; st != spec.TaskStateInputRequired {
-			yield(nil, fmt.Errorf("task %s is %s: a message on a task answers what it asks while it is input-required; send a message without a task id (same contextId) for a new turn: %w",
-				ec.TaskID, st, spec.ErrInvalidParams))
-			return
-		}
-		x.answer(ctx, ec, yield)
 	}
 }
 
-// start makes the session (contextId) if it is new, submits the message
-// through the gateway and follows the turn that answers it.
+// start follows a new task's turn: the task as submitted, then its
+// updates, from the turn the handler subscribed to before it stored the
+// input, or, if the request that made the task ended before this
+// execution began, from the log.
 func (x *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield func(spec.Event, error) bool) {
-	if err := session.CheckID(ec.ContextID); err != nil {
-		yield(nil, fmt.Errorf("contextId: %v: %w", err, spec.ErrInvalidParams))
-		return
-	}
-	text, parts, err := inputOf(ec.Message)
-	if err != nil {
-		yield(nil, err)
-		return
-	}
-	if err := x.session(ctx, ec.ContextID); err != nil {
-		yield(nil, err)
-		return
-	}
-	if !yield(spec.NewSubmittedTask(ec, ec.Message), nil) {
-		return
-	}
-	in := gateway.Input{Source: ec.ContextID, Session: ec.ContextID, Agent: x.agent, Text: text, Parts: parts,
-		Metadata: map[string]string{"a2a_task": string(ec.TaskID)}}
-	if ec.Message.ID != "" {
-		// A client that retries a message (same id) gets one input.
-		in.Key = "a2a:" + ec.Message.ID
-	}
-	turn, err := x.srv.SubmitTurn(ctx, in)
-	if err != nil {
-		yield(failed(ec, err.Error()), nil)
-		return
+	ref, _ := parseTaskID(ec.TaskID)
+	turn := x.tasks.start(ec.TaskID)
+	if turn == nil {
+		// The same input again: the gateway stores nothing, and the turn
+		// follows the input's run from the start of the log.
+		text, parts, err := inputOf(ec.Message)
+		if err == nil {
+			turn, err = x.srv.SubmitTurn(ctx, x.input(ec.ContextID, ec.Message, text, parts, ref.after))
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
 	}
 	defer turn.Close()
-	x.newTranslator(ec).follow(turn.Events(), yield)
+	if !yield(ec.StoredTask, nil) {
+		return
+	}
+	tr := &translator{info: ec.TaskInfo(), canceled: x.canceled, input: ref.input}
+	tr.follow(turn.EventBatches(), yield)
 }
 
-// session makes sure session id exists, for this agent, in ctx's tenant.
-func (x *executor) session(ctx context.Context, id string) error {
+// input is the gateway input of a message m that starts a task in
+// context (session) contextID, whose log had after events.
+func (x *executor) input(contextID string, m *spec.Message, text string, parts []session.InputPart, after int64) gateway.Input {
+	return gateway.Input{Source: contextID, Session: contextID, Agent: x.agent, Text: text, Parts: parts,
+		Metadata: inputMeta(after), Key: keyPrefix + m.ID}
+}
+
+// Cleanup implements a2asrv.AgentExecutionCleaner: a task whose
+// execution ended without storing its end is read from the log again.
+func (x *executor) Cleanup(ctx context.Context, ec *a2asrv.ExecutorContext, result spec.SendMessageResult, err error) {
+	x.tasks.settle(ec.TaskID)
+}
+
+// session makes sure session id exists, for this agent, in ctx's tenant,
+// and returns it.
+func (x *executor) session(ctx context.Context, id string) (*session.Session, error) {
 	st := x.srv.Runner().Store()
 	s, err := st.GetSession(ctx, id)
 	if errors.Is(err, session.ErrNotFound) {
@@ -122,12 +136,12 @@ func (x *executor) session(ctx context.Context, id string) error {
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.Agent != x.agent {
-		return fmt.Errorf("contextId %s is a session of agent %q, not %q: %w", id, s.Agent, x.agent, spec.ErrInvalidParams)
+		return nil, fmt.Errorf("contextId %s is a session of agent %q, not %q: %w", id, s.Agent, x.agent, spec.ErrInvalidParams)
 	}
-	return nil
+	return s, nil
 }
 
 // answer resolves the session's pending requests with the message and
@@ -172,9 +186,8 @@ func (x *executor) answer(ctx context.Context, ec *a2asrv.ExecutorContext, yield
 	}
 	// Follow the run the answer continued (here, or wherever the last
 	// answer was given) from where the task stopped.
-	tr := x.newTranslator(ec)
-	tr.runID = runID
-	tr.follow(r.Watch(ctx, id, after), yield)
+	tr := &translator{info: ec.TaskInfo(), canceled: x.canceled, runID: runID, lastSeq: after}
+	tr.follow(single(r.Watch(ctx, id, after)), yield)
 }
 
 // position is where a waiting task stopped in its session's log: its run
@@ -196,8 +209,9 @@ func position(t *spec.Task) (runID string, seq int64) {
 	return runID, seq
 }
 
-// Cancel cancels the session's run. A run that has already stopped
-// leaves the task canceled all the same.
+// Cancel cancels the session's run, and the task with it. A run that is
+// not running (it ended, or the task's input is not taken up yet) leaves
+// the task as it is: the task is not cancelable.
 func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
 		done := make(chan struct{})
@@ -213,18 +227,20 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			x.mu.Unlock()
 			close(done)
 		}()
-		_, err := x.srv.Runner().Cancel(ctx, ec.ContextID, "A2A CancelTask "+string(ec.TaskID))
-		if err != nil && agentrt.AsError(err).ErrorCode() != agentrt.CodeNotRunning {
+		out, err := x.srv.Runner().Cancel(ctx, ec.ContextID, "A2A CancelTask "+string(ec.TaskID))
+		switch {
+		case err == nil && (out.Acted || out.Status == session.StatusCanceled):
+			yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateCanceled, nil), nil)
+		case err == nil:
+			yield(nil, fmt.Errorf("task %s: its run ended %s before it could be canceled: %w", ec.TaskID, out.Status, spec.ErrTaskNotCancelable))
+		case agentrt.AsError(err).ErrorCode() == agentrt.CodeNotRunning:
+			// The log says how the task stands (ended, or its input not
+			// taken up yet): GetTask shows it.
+			yield(nil, fmt.Errorf("task %s: %v: %w", ec.TaskID, err, spec.ErrTaskNotCancelable))
+		default:
 			yield(nil, err)
-			return
 		}
-		yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateCanceled, nil), nil)
 	}
-}
-
-func failed(ec *a2asrv.ExecutorContext, msg string) *spec.TaskStatusUpdateEvent {
-	return spec.NewStatusUpdateEvent(ec, spec.TaskStateFailed,
-		spec.NewMessageForTask(spec.MessageRoleAgent, ec, spec.NewTextPart(msg)))
 }
 
 // inputOf is a message's parts as a gateway input: its text parts joined

@@ -40,6 +40,10 @@ type fixture struct {
 type options struct {
 	keys []server.Key
 	cfg  a2a.Config
+	// store is the session store; nil: a new memstore. Fixtures on one
+	// store are replicas: two servers, each with its runner and gateway,
+	// as two processes on one database.
+	store session.Store
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -65,7 +69,10 @@ func newFixture(t *testing.T, o options) *fixture {
 	}
 	ag := &agentrt.Agent{Name: "assistant", Description: "Answers questions and deploys the service.", Model: echo,
 		Tools: tools, Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}}}
-	f.r, err = agentrt.NewRunner(agentrt.Config{Store: memstore.New(), Agents: []*agentrt.Agent{ag}})
+	if o.store == nil {
+		o.store = memstore.New()
+	}
+	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{ag}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/agentrt/agentrt/session"
 )
@@ -16,7 +18,8 @@ import (
 // its A2A task:
 //
 //	run_started, run_resumed  → WORKING (once)
-//	token                     → the answer artifact, appended
+//	token                     → the answer artifact, appended (the tokens
+//	                            of one batch as one chunk)
 //	tool_call, tool_result    → WORKING with a data part naming the call
 //	input_required            → collected; the run's run_finished (waiting)
 //	                            → INPUT_REQUIRED with the questions
@@ -26,42 +29,50 @@ import (
 //	run_finished canceled     → CANCELED
 //
 // An interrupted run is not the end: the turn goes on in a new run.
+//
+// What it makes from stored events depends on those events only (ids and
+// times come from the log), so that the task a live stream built and the
+// task derived from the log later, in any process, are the same; only
+// the streamed chunks (tokens are not stored) and the messages a client
+// sent are not in the log.
 type translator struct {
-	ec *a2asrv.ExecutorContext
-	// canceled reports a CancelTask of the task in progress.
+	info spec.TaskInfo
+	// canceled reports a CancelTask of the task in progress in this
+	// process (nil: none can be).
 	canceled func(spec.TaskID) (<-chan struct{}, bool)
-	// runID is the run followed; "" takes the first run_started.
+	// runID is the run followed; "" takes the first run_started (that
+	// names input, when set).
 	runID string
+	// input is the id of the gateway input the turn answers.
+	input string
 	// restart: the run followed was interrupted; the next run_started
 	// is the turn's.
-	restart  bool
+	restart bool
+	// lastSeq is the seq of the last event of the turn translated.
+	lastSeq  int64
 	working  bool
-	artifact spec.ArtifactID
+	streamed bool // a chunk of the answer artifact went out
 	final    string
 	errMsg   string
-	lastSeq  int64
 	requests []*session.InputRequired
 }
 
-func (x *executor) newTranslator(ec *a2asrv.ExecutorContext) *translator {
-	return &translator{ec: ec, canceled: x.canceled}
-}
+// answerID is the id of a task's answer artifact: one a task, streamed
+// into and replaced by the final answer.
+const answerID spec.ArtifactID = "answer"
 
-// follow translates events until the turn's end (or input-required),
-// yielding the task's events. A stream error fails the task.
-func (t *translator) follow(events iter.Seq2[*session.Event, error], yield func(spec.Event, error) bool) {
-	for ev, err := range events {
+// follow translates batches of events until the turn's end (or
+// input-required), yielding the task's events. A stream error fails the
+// task.
+func (t *translator) follow(batches iter.Seq2[[]*session.Event, error], yield func(spec.Event, error) bool) {
+	var out []spec.Event
+	for evs, err := range batches {
 		if err != nil {
-			yield(failed(t.ec, "following the session: "+err.Error()), nil)
+			yield(failed(t.info, "following the session: "+err.Error()), nil)
 			return
 		}
-		if !t.mine(ev) {
-			continue
-		}
-		if ev.Seq != 0 {
-			t.lastSeq = ev.Seq
-		}
-		out, end := t.translate(ev)
+		var end bool
+		out, end = t.batch(out[:0], evs)
 		for _, o := range out {
 			if !yield(o, nil) {
 				return
@@ -73,14 +84,88 @@ func (t *translator) follow(events iter.Seq2[*session.Event, error], yield func(
 	}
 }
 
+// batch appends to out the task's events for evs, in order, up to the
+// turn's end or input-required (end true; the events after it are left).
+// The tokens of evs that come one after another make one chunk.
+func (t *translator) batch(out []spec.Event, evs []*session.Event) (_ []spec.Event, end bool) {
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			out = append(out, t.chunk(text.String()))
+			text.Reset()
+		}
+	}
+	for _, ev := range evs {
+		if !t.mine(ev) {
+			continue
+		}
+		if d, ok := ev.Data.(*session.Token); ok {
+			if !d.Pulse {
+				text.WriteString(d.Text)
+			}
+			continue
+		}
+		flush()
+		var evOut []spec.Event
+		evOut, end = t.translate(ev)
+		out = append(out, evOut...)
+		if end {
+			return out, true
+		}
+	}
+	flush()
+	return out, false
+}
+
+// single is a sequence of events as batches of one.
+func single(events iter.Seq2[*session.Event, error]) iter.Seq2[[]*session.Event, error] {
+	return func(yield func([]*session.Event, error) bool) {
+		var one [1]*session.Event
+		for ev, err := range events {
+			one[0] = ev
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(one[:], nil) {
+				return
+			}
+		}
+	}
+}
+
 // mine reports whether ev is of the followed turn: the run followed, or
 // the run that restarts it after an interruption.
 func (t *translator) mine(ev *session.Event) bool {
-	if ev.Type == session.TypeRunStarted && ev.RunID != t.runID && (t.runID == "" || t.restart) {
+	if ev.Type == session.TypeRunStarted && ev.RunID != t.runID && (t.runID == "" && t.answers(ev) || t.restart) {
 		t.runID, t.restart = ev.RunID, false
+	} else if t.runID == "" || ev.RunID != t.runID {
+		return false
+	}
+	if ev.Seq != 0 {
+		t.lastSeq = ev.Seq
+	}
+	return true
+}
+
+// answers reports whether run_started ev answers the turn's input.
+func (t *translator) answers(ev *session.Event) bool {
+	if t.input == "" {
 		return true
 	}
-	return t.runID != "" && ev.RunID == t.runID
+	rs, ok := ev.Data.(*session.RunStarted)
+	return ok && slices.Contains(rs.Inputs, t.input)
+}
+
+// chunk is the next piece of the streamed answer: the first of a
+// translator replaces what the artifact held (the text before a wait),
+// the others append.
+func (t *translator) chunk(text string) spec.Event {
+	a := spec.NewArtifactUpdateEvent(t.info, answerID, spec.NewTextPart(text))
+	a.Artifact.Name = "answer"
+	a.Append = t.streamed
+	t.streamed = true
+	return a
 }
 
 func (t *translator) translate(ev *session.Event) (out []spec.Event, end bool) {
@@ -88,31 +173,20 @@ func (t *translator) translate(ev *session.Event) (out []spec.Event, end bool) {
 	case *session.RunStarted, *session.RunResumed:
 		if !t.working {
 			t.working = true
-			out = append(out, spec.NewStatusUpdateEvent(t.ec, spec.TaskStateWorking, nil))
+			out = append(out, t.status(ev, spec.TaskStateWorking, nil))
 		}
-	case *session.Token:
-		if d.Pulse || d.Text == "" {
-			return nil, false
-		}
-		if t.artifact == "" {
-			a := spec.NewArtifactEvent(t.ec, spec.NewTextPart(d.Text))
-			a.Artifact.Name = "answer"
-			t.artifact = a.Artifact.ID
-			return []spec.Event{a}, false
-		}
-		return []spec.Event{spec.NewArtifactUpdateEvent(t.ec, t.artifact, spec.NewTextPart(d.Text))}, false
 	case *session.ToolCall:
 		call := map[string]any{"type": "tool_call", "call_id": d.CallID, "name": d.Name, "arguments": plain(d.Arguments)}
 		if d.Blocked != "" {
 			call["blocked"] = d.Blocked
 		}
-		out = append(out, t.working2(call))
+		out = append(out, t.working2(ev, call))
 	case *session.ToolResult:
 		res := map[string]any{"type": "tool_result", "call_id": d.CallID, "name": d.Name, "ok": d.OK}
 		if d.Error != "" {
 			res["error"] = d.Error
 		}
-		out = append(out, t.working2(res))
+		out = append(out, t.working2(ev, res))
 	case *session.InputRequired:
 		t.requests = append(t.requests, d)
 	case *session.Final:
@@ -120,19 +194,36 @@ func (t *translator) translate(ev *session.Event) (out []spec.Event, end bool) {
 	case *session.Error:
 		t.errMsg = d.Message
 	case *session.RunFinished:
-		return t.finished(d)
+		return t.finished(ev, d)
 	}
 	return out, false
 }
 
-// working2 is a WORKING update carrying a data part (a tool call or
-// result), so that a streaming client sees what the agent does.
-func (t *translator) working2(data map[string]any) spec.Event {
-	msg := spec.NewMessageForTask(spec.MessageRoleAgent, t.ec, spec.NewDataPart(data))
-	return spec.NewStatusUpdateEvent(t.ec, spec.TaskStateWorking, msg)
+// status is a status update made from event ev: its time is the event's.
+func (t *translator) status(ev *session.Event, state spec.TaskState, msg *spec.Message) *spec.TaskStatusUpdateEvent {
+	s := spec.NewStatusUpdateEvent(t.info, state, msg)
+	if !ev.Time.IsZero() {
+		at := ev.Time.UTC()
+		s.Status.Timestamp = &at
+	}
+	return s
 }
 
-func (t *translator) finished(d *session.RunFinished) ([]spec.Event, bool) {
+// message is an agent message made from event ev, its id named after the
+// event's seq.
+func (t *translator) message(ev *session.Event, kind string, parts ...*spec.Part) *spec.Message {
+	msg := spec.NewMessageForTask(spec.MessageRoleAgent, t.info, parts...)
+	msg.ID = kind + "-" + strconv.FormatInt(ev.Seq, 10)
+	return msg
+}
+
+// working2 is a WORKING update carrying a data part (a tool call or
+// result), so that a streaming client sees what the agent does.
+func (t *translator) working2(ev *session.Event, data map[string]any) spec.Event {
+	return t.status(ev, spec.TaskStateWorking, t.message(ev, "status", spec.NewDataPart(data)))
+}
+
+func (t *translator) finished(ev *session.Event, d *session.RunFinished) ([]spec.Event, bool) {
 	switch d.Status {
 	case session.StatusInterrupted:
 		// The turn goes on in a new run.
@@ -141,28 +232,26 @@ func (t *translator) finished(d *session.RunFinished) ([]spec.Event, bool) {
 		return nil, false
 	case session.StatusDone:
 		var out []spec.Event
-		if t.final != "" || t.artifact == "" {
-			id := t.artifact
-			if id == "" {
-				id = spec.NewArtifactID()
-			}
+		if t.final != "" || !t.streamed {
 			// Tokens are best effort, and text before a tool call is not
 			// the answer: the final answer replaces what was streamed.
-			a := spec.NewArtifactUpdateEvent(t.ec, id, spec.NewTextPart(t.final))
+			a := spec.NewArtifactUpdateEvent(t.info, answerID, spec.NewTextPart(t.final))
 			a.Append, a.LastChunk = false, true
 			a.Artifact.Name = "answer"
 			out = append(out, a)
 		}
-		return append(out, spec.NewStatusUpdateEvent(t.ec, spec.TaskStateCompleted, nil)), true
+		return append(out, t.status(ev, spec.TaskStateCompleted, nil)), true
 	case session.StatusWaiting:
-		return []spec.Event{spec.NewStatusUpdateEvent(t.ec, spec.TaskStateInputRequired, t.question())}, true
+		return []spec.Event{t.status(ev, spec.TaskStateInputRequired, t.question(ev))}, true
 	case session.StatusCanceled:
-		if done, ok := t.canceled(t.ec.TaskID); ok {
-			// CancelTask's own event ends the task (see executor.canceling).
-			<-done
-			return nil, true
+		if t.canceled != nil {
+			if done, ok := t.canceled(t.info.TaskID); ok {
+				// CancelTask's own event ends the task (see executor.canceling).
+				<-done
+				return nil, true
+			}
 		}
-		return []spec.Event{spec.NewStatusUpdateEvent(t.ec, spec.TaskStateCanceled, nil)}, true
+		return []spec.Event{t.status(ev, spec.TaskStateCanceled, nil)}, true
 	default:
 		msg := t.errMsg
 		if msg == "" {
@@ -171,15 +260,23 @@ func (t *translator) finished(d *session.RunFinished) ([]spec.Event, bool) {
 				msg += " (" + d.Reason + ")"
 			}
 		}
-		return []spec.Event{failed(t.ec, msg)}, true
+		return []spec.Event{t.status(ev, spec.TaskStateFailed, t.message(ev, "error", spec.NewTextPart(msg)))}, true
 	}
+}
+
+// resumed readies the translator for the rest of a turn that waited for
+// a person (INPUT_REQUIRED): what the run does once answered, as a new
+// follower of the task would see it.
+func (t *translator) resumed() {
+	t.working, t.streamed = false, false
+	t.final, t.errMsg, t.requests = "", "", nil
 }
 
 // question is the INPUT_REQUIRED message: what the run asks, in words
 // (an approval names the call and its arguments) and as data (the
 // requests, as the REST API lists them), with where the task stands in
 // the log for the answer that resumes it.
-func (t *translator) question() *spec.Message {
+func (t *translator) question(ev *session.Event) *spec.Message {
 	var lines []string
 	for _, r := range t.requests {
 		lines = append(lines, describe(r))
@@ -187,15 +284,14 @@ func (t *translator) question() *spec.Message {
 	if len(lines) == 0 {
 		lines = append(lines, "The agent waits for an answer.")
 	}
-	msg := spec.NewMessageForTask(spec.MessageRoleAgent, t.ec,
-		spec.NewTextPart(strings.Join(lines, "\n")),
+	msg := t.message(ev, "question", spec.NewTextPart(strings.Join(lines, "\n")),
 		spec.NewDataPart(map[string]any{"requests": plain(t.requests)}))
 	// Task metadata holds JSON's own types only (a2a-go's store checks).
 	ids := make([]any, 0, len(t.requests))
 	for _, r := range t.requests {
 		ids = append(ids, r.RequestID)
 	}
-	msg.Metadata = map[string]any{MetaSession: t.ec.ContextID, MetaRun: t.runID, MetaSeq: float64(t.lastSeq), MetaRequests: ids}
+	msg.Metadata = map[string]any{MetaSession: t.info.ContextID, MetaRun: t.runID, MetaSeq: float64(t.lastSeq), MetaRequests: ids}
 	return msg
 }
 
@@ -231,4 +327,17 @@ func plain(v any) any {
 	var out any
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// failed is a FAILED update saying msg (a failure of the adapter's own,
+// not of the run).
+func failed(info spec.TaskInfoProvider, msg string) *spec.TaskStatusUpdateEvent {
+	return spec.NewStatusUpdateEvent(info, spec.TaskStateFailed,
+		spec.NewMessageForTask(spec.MessageRoleAgent, info, spec.NewTextPart(msg)))
+}
+
+// at is t as a status timestamp.
+func at(t time.Time) *time.Time {
+	u := t.UTC()
+	return &u
 }

@@ -1,0 +1,233 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	spec "github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/session"
+)
+
+// handler is one agent's A2A request handler: a2a-go's, with what makes
+// its tasks durable.
+//
+//   - A message that starts a task is stored as the gateway's input
+//     before a2a-go sees it, and the task gets an id that names that
+//     input (taskRef): a2a-go then runs it as a message on that task,
+//     which the task store knows from the start. A message a client sends
+//     again (the same message id) is that task again: its state, or with
+//     SendStreamingMessage its stream, as SubscribeToTask gives it.
+//   - SubscribeToTask of a task this process does not run (another
+//     replica runs it, or it ran before a restart) follows the session's
+//     log from where the task stands, where a2a-go knows only the tasks it
+//     runs.
+type handler struct {
+	a2asrv.RequestHandler
+	srv   *server.Server
+	x     *executor
+	tasks *taskStore
+}
+
+// SendMessage implements a2asrv.RequestHandler.
+func (h *handler) SendMessage(ctx context.Context, req *spec.SendMessageRequest) (spec.SendMessageResult, error) {
+	req, id, dup, err := h.newTask(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if dup {
+		st, err := h.tasks.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return st.Task, nil
+	}
+	if id != "" {
+		defer h.tasks.release(id)
+	}
+	return h.RequestHandler.SendMessage(ctx, req)
+}
+
+// SendStreamingMessage implements a2asrv.RequestHandler.
+func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessageRequest) iter.Seq2[spec.Event, error] {
+	return func(yield func(spec.Event, error) bool) {
+		req, id, dup, err := h.newTask(ctx, req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if dup {
+			h.follow(ctx, id)(yield)
+			return
+		}
+		if id != "" {
+			defer h.tasks.release(id)
+		}
+		h.RequestHandler.SendStreamingMessage(ctx, req)(yield)
+	}
+}
+
+// SubscribeToTask implements a2asrv.RequestHandler: a2a-go's subscription
+// to a task this process runs, else the task followed in the log.
+func (h *handler) SubscribeToTask(ctx context.Context, req *spec.SubscribeToTaskRequest) iter.Seq2[spec.Event, error] {
+	return func(yield func(spec.Event, error) bool) {
+		if req == nil || !h.tasks.running(ctx, req.ID) {
+			if req == nil {
+				yield(nil, spec.ErrInvalidParams)
+				return
+			}
+			h.follow(ctx, req.ID)(yield)
+			return
+		}
+		first := true
+		for ev, err := range h.RequestHandler.SubscribeToTask(ctx, req) {
+			if first && errors.Is(err, spec.ErrTaskNotFound) {
+				// Its execution here ended meanwhile.
+				h.follow(ctx, req.ID)(yield)
+				return
+			}
+			first = false
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// follow yields task id as it stands, then, unless it ended or waits for
+// a person, its updates as its turn goes on in the session's log (with
+// the answer's chunks, wherever the turn runs), to its end or its next
+// wait.
+func (h *handler) follow(ctx context.Context, id spec.TaskID) iter.Seq2[spec.Event, error] {
+	return func(yield func(spec.Event, error) bool) {
+		ref, ok := parseTaskID(id)
+		if !ok {
+			yield(nil, spec.ErrTaskNotFound)
+			return
+		}
+		d, err := h.tasks.derive(ctx, ref)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if !yield(d.task, nil) || final(d.task.Status.State) {
+			return
+		}
+		d.tr.follow(single(h.srv.Runner().Watch(ctx, ref.session, d.scanned)), yield)
+	}
+}
+
+// newTask stores the input of a message that starts a task (one without
+// a task id) and returns the request as a message on the new task, which
+// the task store holds with the turn that answers it; id is "" for a
+// message on a task (a2a-go deals with it). dup reports a message sent
+// before: id is its task, and nothing was stored.
+func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ *spec.SendMessageRequest, id spec.TaskID, dup bool, err error) {
+	if req == nil || req.Message == nil || req.Message.TaskID != "" {
+		return req, "", false, nil
+	}
+	m := req.Message
+	// What a2a-go would refuse, refused before anything is stored.
+	switch {
+	case m.ID == "":
+		return nil, "", false, fmt.Errorf("message ID is required: %w", spec.ErrInvalidParams)
+	case len(m.Parts) == 0:
+		return nil, "", false, fmt.Errorf("message parts is required: %w", spec.ErrInvalidParams)
+	case m.Role == "":
+		return nil, "", false, fmt.Errorf("message role is required: %w", spec.ErrInvalidParams)
+	}
+	contextID := m.ContextID
+	if contextID == "" {
+		contextID = contextFor(m.ID)
+	}
+	if err := session.CheckID(contextID); err != nil {
+		return nil, "", false, fmt.Errorf("contextId: %v: %w", err, spec.ErrInvalidParams)
+	}
+	text, parts, err := inputOf(m)
+	if err != nil {
+		return nil, "", false, err
+	}
+	sess, err := h.x.session(ctx, contextID)
+	if err != nil {
+		return nil, "", false, err
+	}
+	in := h.x.input(contextID, m, text, parts, sess.LastSeq)
+	// The turn is followed by the task's execution, which outlives this
+	// request (ReturnImmediately, a client that goes away).
+	turn, err := h.srv.SubmitTurn(context.WithoutCancel(ctx), in)
+	if agentrt.AsError(err).ErrorCode() == agentrt.CodeKeyConflict {
+		// The message sent again once the session had moved on (the
+		// input's metadata differs), or another with its id.
+		id, err := h.sentBefore(ctx, in)
+		return nil, id, err == nil, err
+	}
+	if err != nil {
+		return nil, "", false, err
+	}
+	sub := turn.Submitted
+	if sub.Duplicate {
+		turn.Close()
+		id, err := h.sentBefore(ctx, in)
+		return nil, id, err == nil, err
+	}
+	ref := taskRef{session: contextID, after: sess.LastSeq, input: sub.ID, inboxSeq: sub.Seq}
+	id = ref.id()
+	msg := *m
+	msg.TaskID, msg.ContextID = id, contextID
+	task := &spec.Task{ID: id, ContextID: contextID, Status: spec.TaskStatus{State: spec.TaskStateSubmitted},
+		History: []*spec.Message{&msg}}
+	// The version the log gives the task while its input waits: the
+	// store derives the same until the turn starts.
+	h.tasks.add(ctx, task, taskstore.TaskVersion((sess.LastSeq+1)<<versionShift), turn)
+	r := *req
+	r.Message = &msg
+	return &r, id, false, nil
+}
+
+// sentBefore returns the task of the input stored before with in's key:
+// the task of a message sent again. Another message with the same id is
+// an error.
+func (h *handler) sentBefore(ctx context.Context, in gateway.Input) (spec.TaskID, error) {
+	ins, err := h.tasks.inbox.Inputs(ctx, in.Source, 0, 0)
+	if err != nil {
+		return "", &agentrt.Error{Kind: agentrt.FailStore, Msg: "a2a: read the inputs of session " + in.Source, Err: err}
+	}
+	want := in.Parts
+	if in.Text != "" {
+		want = append([]session.InputPart{{Type: "text", Text: in.Text}}, want...)
+	}
+	for i := range ins {
+		if ins[i].Key != in.Key {
+			continue
+		}
+		ref, err := refOf(&ins[i])
+		if err != nil || !slices.EqualFunc(ins[i].Parts, want, samePart) {
+			break
+		}
+		return ref.id(), nil
+	}
+	return "", fmt.Errorf("message id %s was given to another message in context %s: %w", strings.TrimPrefix(in.Key, keyPrefix), in.Source, spec.ErrInvalidParams)
+}
+
+func samePart(a, b session.InputPart) bool {
+	return a.Type == b.Type && a.Text == b.Text && bytes.Equal(a.Data, b.Data)
+}
+
+// contextFor is the context (session) of a message that names none: one
+// its id gives, so that the message sent again finds its task.
+func contextFor(messageID string) string {
+	sum := sha256.Sum256([]byte("a2a-context:" + messageID))
+	return hex.EncodeToString(sum[:16])
+}

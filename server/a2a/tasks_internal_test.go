@@ -1,0 +1,157 @@
+package a2a
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	spec "github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/internal/echomodel"
+	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// endpoint is agent "assistant"'s A2A endpoint (its handler and task
+// store) on a server over a memstore; its tool "deploy" needs an
+// approval.
+func endpoint(t *testing.T) (*agentEndpoint, *agentrt.Runner) {
+	t.Helper()
+	deploy := tool.Must(tool.New("deploy", "deploys", func(ctx context.Context, in struct {
+		Env string `json:"env"`
+	}) (string, error) {
+		return "deployed to " + in.Env, nil
+	}))
+	tools, err := tool.NewRegistry(deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := &agentrt.Agent{Name: "assistant", Model: echomodel.Model{}, Tools: tools, Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}}}
+	r, err := agentrt.NewRunner(agentrt.Config{Store: memstore.New(), Agents: []*agentrt.Agent{ag}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = gw.Run(ctx) })
+	srv, err := server.New(server.Config{Runner: r, Gateway: gw, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = srv.Shutdown(context.Background())
+		cancel()
+		wg.Wait()
+		_ = r.Close(context.Background())
+	})
+	ep, err := newAgentEndpoint(srv, Config{Log: slog.New(slog.DiscardHandler), KeepAlive: time.Hour}, ag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep, r
+}
+
+// The task store's versions follow the task wherever it changes: an
+// update based on a task that has moved on in the log since it was read
+// (its request answered elsewhere) is refused with
+// ErrConcurrentModification, as a2a-go's task manager expects; one based
+// on the task as it stands is taken, and the version grows.
+func TestTaskVersions(t *testing.T) {
+	ep, r := endpoint(t)
+	ctx := t.Context()
+	res, err := ep.h.SendMessage(ctx, &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart(`call deploy {"env":"prod"}`))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*spec.Task)
+	tasks := ep.h.tasks
+	read, err := tasks.Get(ctx, task.ID)
+	if err != nil || read.Task.Status.State != spec.TaskStateInputRequired {
+		t.Fatalf("Get: %v %v", read, err)
+	}
+	if _, err := tasks.Update(ctx, &taskstore.UpdateRequest{Task: read.Task, PrevVersion: read.Version - 1}); !errors.Is(err, taskstore.ErrConcurrentModification) {
+		t.Errorf("an update on an older version: %v; want concurrent modification", err)
+	}
+
+	// Answered elsewhere: the log moves on, the task held here is stale.
+	rid := task.Status.Message.Metadata[MetaRequests].([]any)[0].(string)
+	if _, err := r.Resolve(ctx, task.ContextID, rid, agentrt.Resolution{Decision: "reject"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tasks.Update(ctx, &taskstore.UpdateRequest{Task: read.Task, PrevVersion: read.Version}); !errors.Is(err, taskstore.ErrConcurrentModification) {
+		t.Errorf("an update on the task as it was before the answer: %v; want concurrent modification", err)
+	}
+	now, err := tasks.Get(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !now.Version.After(read.Version) {
+		t.Errorf("version %d after the answer, was %d: want it greater", now.Version, read.Version)
+	}
+	next, err := tasks.Update(ctx, &taskstore.UpdateRequest{Task: now.Task, PrevVersion: now.Version, Event: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("x"))})
+	if err != nil || next != now.Version+1 {
+		t.Errorf("an update on the current version %d: %d %v; want %d", now.Version, next, err, now.Version+1)
+	}
+	if _, err := tasks.Update(ctx, &taskstore.UpdateRequest{Task: now.Task, PrevVersion: now.Version}); !errors.Is(err, taskstore.ErrConcurrentModification) {
+		t.Errorf("a second update on the same version: %v; want concurrent modification", err)
+	}
+
+	if _, err := tasks.Create(ctx, &spec.Task{ID: "mine", ContextID: "c"}); !errors.Is(err, spec.ErrInvalidRequest) {
+		t.Errorf("Create: %v; want it refused (tasks are made as their input is stored)", err)
+	}
+	other := session.WithTenant(ctx, "other")
+	if _, err := tasks.Get(other, task.ID); !errors.Is(err, spec.ErrTaskNotFound) {
+		t.Errorf("another tenant's Get: %v; want not found", err)
+	}
+	if _, err := tasks.Update(other, &taskstore.UpdateRequest{Task: now.Task}); !errors.Is(err, spec.ErrTaskNotFound) {
+		t.Errorf("another tenant's Update: %v; want not found", err)
+	}
+}
+
+// The tokens of one batch go out as one chunk of the answer, in order
+// around the events between them; the first chunk of a follower replaces
+// the artifact, the next ones append.
+func TestTokensOfABatchAreOneChunk(t *testing.T) {
+	tr := &translator{info: spec.TaskInfo{TaskID: "t", ContextID: "c"}}
+	tok := func(s string) *session.Event {
+		return &session.Event{Type: session.TypeToken, RunID: "r", Data: &session.Token{Text: s}}
+	}
+	batch := []*session.Event{
+		{Seq: 1, Type: session.TypeRunStarted, RunID: "r", Data: &session.RunStarted{}},
+		tok("one "), tok("two "), {Type: session.TypeToken, RunID: "r", Data: &session.Token{Pulse: true}},
+		{Seq: 2, Type: session.TypeToolCall, RunID: "r", Data: &session.ToolCall{CallID: "c1", Name: "gate"}},
+		tok("three "), tok("four"), tok("!"),
+		{Type: session.TypeToken, RunID: "other", Data: &session.Token{Text: "not mine"}},
+	}
+	out, end := tr.batch(nil, batch)
+	if end {
+		t.Fatal("the batch ended the turn")
+	}
+	var got []string
+	for _, ev := range out {
+		switch e := ev.(type) {
+		case *spec.TaskStatusUpdateEvent:
+			got = append(got, "status:"+string(e.Status.State))
+		case *spec.TaskArtifactUpdateEvent:
+			got = append(got, "chunk:"+e.Artifact.Parts[0].Text()+map[bool]string{true: "+", false: "="}[e.Append])
+		}
+	}
+	want := []string{"status:" + string(spec.TaskStateWorking), "chunk:one two =", "status:" + string(spec.TaskStateWorking), "chunk:three four!+"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the batch's events (-want +got):\n%s", diff)
+	}
+}
