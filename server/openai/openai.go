@@ -72,6 +72,10 @@ func Mount(srv *server.Server, cfg Config) (*Adapter, error) {
 	srv.Mount("POST", "/v1/chat/completions", true, http.HandlerFunc(a.chatCompletions))
 	srv.Mount("POST", "/v1/responses", true, http.HandlerFunc(a.createResponse))
 	srv.Mount("GET", "/v1/responses/{id}", true, http.HandlerFunc(a.getResponse))
+	// A cancel waits for the run to stop: the server's request timeout
+	// bounds it.
+	srv.Mount("POST", "/v1/responses/{id}/cancel", false, http.HandlerFunc(a.cancelResponse))
+	srv.Mount("DELETE", "/v1/responses/{id}", false, http.HandlerFunc(a.deleteResponse))
 	return a, nil
 }
 
