@@ -120,7 +120,7 @@ func (rd *renderer) response() *Response {
 	if rd.ended {
 		r.Usage = &ResponseUsage{InputTokens: rd.o.usage.InputTokens, OutputTokens: rd.o.usage.OutputTokens,
 			TotalTokens: rd.o.usage.InputTokens + rd.o.usage.OutputTokens}
-		if e := rd.o.failure(); e != nil {
+		if e := rd.o.failure(); e != nil && rd.o.status == session.StatusFailed {
 			r.Error = &ResponseError{Code: e.Code, Message: e.Message}
 		}
 		if rd.o.status == session.StatusPaused {
