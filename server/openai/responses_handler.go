@@ -29,30 +29,31 @@ func (a *Adapter) createResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, ok := a.r.Agent(req.Model); !ok {
+	ag, ok := a.r.Agent(req.Model)
+	if !ok {
 		writeError(w, modelNotFound(req.Model))
 		return
 	}
-	tools, err := responseTools(req.Tools)
+	tools, err := responseTools(ag, req.Tools)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	var prev *responseRef
-	var sessionID string
+	var ss *session.Session
 	if req.PreviousResponseID != "" {
 		ref, err := parseResponseID(req.PreviousResponseID, "previous_response_id")
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		if _, err := a.r.Store().GetSession(ctx, ref.session); err != nil {
+		if ss, err = a.r.Store().GetSession(ctx, ref.session); err != nil {
 			writeError(w, responseNotFound(req.PreviousResponseID, "previous_response_id", err))
 			return
 		}
-		prev, sessionID = &ref, ref.session
+		prev = &ref
 	}
-	x, err := a.beginResponse(ctx, sessionID, req, in, tools)
+	x, err := a.beginResponse(ctx, ss, req, in, tools)
 	if err != nil {
 		if e := toAPIError(err); e.Param != nil && *e.Param == "model" && req.PreviousResponseID != "" {
 			e.Message = "previous_response_id " + req.PreviousResponseID + " is a response of another agent: " + e.Message
@@ -92,23 +93,21 @@ func (a *Adapter) createResponse(w http.ResponseWriter, r *http.Request) {
 
 // beginResponse starts the turn a request makes: the results of the
 // client's function calls continue the run that waits for them; other
-// input goes to the session (a new one without id).
-func (a *Adapter) beginResponse(ctx context.Context, id string, req *ResponseRequest, in *responseInput, tools []model.ToolSpec) (*exchange, error) {
+// input goes to the session of the previous response (ss), or to a new
+// one.
+func (a *Adapter) beginResponse(ctx context.Context, ss *session.Session, req *ResponseRequest, in *responseInput, tools []model.ToolSpec) (*exchange, error) {
+	var id string
+	if ss != nil {
+		id = ss.ID
+	}
 	if in.results != nil {
 		return a.answerFunctionCalls(ctx, id, req.Model, in)
 	}
 	if id != "" {
-		calls, err := a.waitingCalls(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if len(calls) > 0 {
-			ids := make([]string, len(calls))
-			for i, c := range calls {
-				ids[i] = c.ID
+		if ss.Status == session.StatusWaiting {
+			if err := a.notWaitingForCalls(ctx, id, req.PreviousResponseID); err != nil {
+				return nil, err
 			}
-			return nil, badRequest("input", "the run of response %s waits for the output of function calls %s: send function_call_output items with those call_ids",
-				req.PreviousResponseID, strings.Join(ids, ", "))
 		}
 		in.conv.metadata = map[string]string{prevKey: req.PreviousResponseID}
 	}
@@ -117,6 +116,24 @@ func (a *Adapter) beginResponse(ctx context.Context, id string, req *ResponseReq
 		return nil, inputParam(err, nil)
 	}
 	return x, nil
+}
+
+// notWaitingForCalls refuses new input to a session whose run waits for
+// the outputs of the client's function calls: they come first.
+func (a *Adapter) notWaitingForCalls(ctx context.Context, id, prev string) error {
+	calls, err := a.waitingCalls(ctx, id)
+	if err != nil {
+		return err
+	}
+	if len(calls) > 0 {
+		ids := make([]string, len(calls))
+		for i, c := range calls {
+			ids[i] = c.ID
+		}
+		return badRequest("input", "the run of response %s waits for the output of function calls %s: send function_call_output items with those call_ids",
+			prev, strings.Join(ids, ", "))
+	}
+	return nil
 }
 
 // readResponse is the renderer of response id (ref), of session ss, as
@@ -213,8 +230,9 @@ func (a *Adapter) getResponse(w http.ResponseWriter, r *http.Request) {
 		if now, err := a.r.Store().GetSession(ctx, ref.session); err == nil {
 			rd.horizon = now.LastSeq
 		}
-		// The headers go now: a client that has them knows the stream
-		// follows the turn, whatever it waits for before its first event.
+		// The headers go now (if nothing went before them): a client that
+		// resumes after a number and has them knows that the stream
+		// follows the turn, before its first event.
 		_ = rc.Flush()
 	})
 	a.streamResponse(w, r, rd, events)
@@ -294,20 +312,7 @@ func (a *Adapter) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	// Follow the log to the turn's start (or end).
-	wctx, stop := context.WithCancel(ctx)
-	for ev, err := range a.r.Watch(wctx, ref.session, ref.after) {
-		if err != nil {
-			stop()
-			writeError(w, err)
-			return
-		}
-		if rd.see(ev); rd.matched || rd.ended {
-			break
-		}
-	}
-	stop()
-	if err := ctx.Err(); err != nil {
+	if err := a.awaitStart(ctx, rd); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -333,6 +338,35 @@ func (a *Adapter) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rd.response())
+}
+
+// awaitStart renders the response's events from the log, and, if its
+// run has not started, follows the log until it has (or ctx ends).
+func (a *Adapter) awaitStart(ctx context.Context, rd *renderer) error {
+	last := rd.ref.after
+	for ev, err := range a.r.Store().Events(ctx, rd.ref.session, rd.ref.after) {
+		if err != nil {
+			return err
+		}
+		last = ev.Seq
+		if rd.see(ev); rd.ended {
+			return nil
+		}
+	}
+	if rd.matched {
+		return nil
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	for ev, err := range a.r.Watch(wctx, rd.ref.session, last) {
+		if err != nil {
+			return err
+		}
+		if rd.see(ev); rd.matched || rd.ended {
+			return nil
+		}
+	}
+	return ctx.Err()
 }
 
 // deleteResponse serves DELETE /v1/responses/{id}. A response is a turn

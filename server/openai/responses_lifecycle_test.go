@@ -16,12 +16,27 @@ func apiErrorIs(err error, status int, code string) bool {
 	return errors.As(err, &e) && e.StatusCode == status && e.Code == code
 }
 
+// follow reads response id's stream until an event of type typ, and
+// returns the response it carries.
+func follow(t *testing.T, c *oa.Client, id, typ string) responses.Response {
+	t.Helper()
+	st := c.Responses.GetStreaming(t.Context(), id, responses.ResponseGetParams{})
+	defer st.Close()
+	for st.Next() {
+		if ev := st.Current(); ev.Type == typ {
+			return ev.Response
+		}
+	}
+	t.Fatalf("the stream of %s ended without %s: %v", id, typ, st.Err())
+	return responses.Response{}
+}
+
 // Cancel stops a background response's run: the response, its poll and
 // its stream say cancelled; cancelling it again answers the same; a
 // response that completed cannot be cancelled.
 func TestResponsesCancel(t *testing.T) {
 	t.Parallel()
-	f, _ := newGated(t)
+	f, g := newGated(t)
 	c := f.client("")
 	p := respParams("count")
 	p.Model, p.Background = "slow", oa.Bool(true)
@@ -55,21 +70,33 @@ func TestResponsesCancel(t *testing.T) {
 	if again, err := c.Responses.Cancel(t.Context(), bg.ID); err != nil || again.Status != "cancelled" {
 		t.Fatalf("cancel again: %v %v", again, err)
 	}
-	// The session goes on: the next input is a new turn.
+	// The session goes on: the next input is a new turn, which completes.
 	next := respParams("again")
-	next.PreviousResponseID = oa.String(bg.ID)
-	next.Model = "slow"
-	next.Background = oa.Bool(true)
-	if _, err := c.Responses.New(t.Context(), next); err != nil {
-		t.Fatal(err)
-	}
-
-	done, err := c.Responses.New(t.Context(), respParams("finished"))
+	next.PreviousResponseID, next.Model, next.Background = oa.String(bg.ID), "slow", oa.Bool(true)
+	second, err := c.Responses.New(t.Context(), next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Responses.Cancel(t.Context(), done.ID); !apiErrorIs(err, http.StatusConflict, "not_running") {
+	g.release <- struct{}{} // the model's one reply
+	if got := follow(t, c, second.ID, "response.completed"); got.Status != "completed" || got.OutputText() != "one two three" {
+		t.Fatalf("the turn after the cancel: %s %q", got.Status, got.OutputText())
+	}
+	// A completed response cannot be cancelled, and cancelling it does not
+	// touch the session's next turn, which runs.
+	next.PreviousResponseID = oa.String(second.ID)
+	third, err := c.Responses.New(t.Context(), next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow(t, c, third.ID, "response.in_progress")
+	if _, err := c.Responses.Cancel(t.Context(), second.ID); !apiErrorIs(err, http.StatusConflict, "not_running") {
 		t.Fatalf("cancel of a completed response: %v; want 409 not_running", err)
+	}
+	if got, err := c.Responses.Get(t.Context(), third.ID, responses.ResponseGetParams{}); err != nil || got.Status != "in_progress" {
+		t.Fatalf("the next turn after the refused cancel: %v %v", got, err)
+	}
+	if got, err := c.Responses.Cancel(t.Context(), third.ID); err != nil || got.Status != "cancelled" {
+		t.Fatalf("cancel of the next turn: %v %v", got, err)
 	}
 	if _, err := c.Responses.Cancel(t.Context(), "resp_nothing"); !apiErrorIs(err, http.StatusNotFound, "not_found") {
 		t.Fatalf("cancel of an unknown response: %v; want 404 not_found", err)

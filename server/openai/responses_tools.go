@@ -21,8 +21,15 @@ import (
 // request, with the call's function_call_output, continues the run. The
 // other kinds of OpenAI's tools (web_search, file_search, …) run on
 // OpenAI's side, which this server is not: they are refused.
-func responseTools(raw []json.RawMessage) ([]model.ToolSpec, error) {
+//
+// A name must be the call's whole address: a tool declared twice, or one
+// of the agent's tools' name, is refused (bad_client_tools).
+func responseTools(ag *agentrt.Agent, raw []json.RawMessage) ([]model.ToolSpec, error) {
 	var out []model.ToolSpec
+	taken := map[string]bool{}
+	for _, sp := range ag.ToolSpecs() {
+		taken[sp.Name] = true
+	}
 	for i, b := range raw {
 		var t struct {
 			Type        string          `json:"type"`
@@ -40,6 +47,11 @@ func responseTools(raw []json.RawMessage) ([]model.ToolSpec, error) {
 		if t.Name == "" {
 			return nil, badRequest(fmt.Sprintf("tools[%d].name", i), "tools[%d] has no name", i)
 		}
+		if taken[t.Name] {
+			return nil, apiError(http.StatusBadRequest, agentrt.CodeBadClientTools, fmt.Sprintf("tools[%d].name", i),
+				"tools[%d]: %q is declared twice or is a tool of agent %s: give the client's tool another name", i, t.Name, ag.Name)
+		}
+		taken[t.Name] = true
 		schema := t.Parameters
 		if s := bytes.TrimSpace(schema); len(s) == 0 || string(s) == "null" {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)

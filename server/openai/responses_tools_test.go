@@ -141,6 +141,10 @@ func TestResponsesBadInput(t *testing.T) {
 	unknownPrev.PreviousResponseID = oa.String("resp_bm8tc3VjaC1zZXNzaW9uADAAaW5fMQAwAA") // session "no-such-session"
 	garbledPrev := respParams("x")
 	garbledPrev.PreviousResponseID = oa.String("resp_!")
+	agentTool := respParams("x")
+	agentTool.Tools = []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "weather", Parameters: map[string]any{}}}}
+	twice := respParams("x")
+	twice.Tools = []responses.ToolUnionParam{localTime, localTime}
 	noName := respParams("x")
 	noName.Tools = []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Parameters: map[string]any{}}}}
 	for _, tc := range []struct {
@@ -153,6 +157,8 @@ func TestResponsesBadInput(t *testing.T) {
 		{"web_search", webSearch, 400, "malformed_request", "tools[1].type"},
 		{"file_search", fileSearch, 400, "malformed_request", "tools[0].type"},
 		{"a function without a name", noName, 400, "malformed_request", "tools[0].name"},
+		{"a function of the agent's tools' name", agentTool, 400, "bad_client_tools", "tools[0].name"},
+		{"a function twice", twice, 400, "bad_client_tools", "tools[1].name"},
 		{"an output for another call", otherCall, 404, "unknown_request", "input[0].call_id"},
 		{"an output no run waits for", noPrevCall, 404, "unknown_request", "input"},
 		{"text while the run waits for outputs", textInstead, 400, "malformed_request", "input"},
