@@ -50,8 +50,8 @@ func TestResponsesCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cancelled.Status != "cancelled" || !cancelled.Background || cancelled.ID != bg.ID {
-		t.Fatalf("cancel: %s background=%v id %s", cancelled.Status, cancelled.Background, cancelled.ID)
+	if cancelled.Status != "cancelled" || !cancelled.Background || cancelled.ID != bg.ID || cancelled.JSON.Error.Raw() != "null" {
+		t.Fatalf("cancel: %s background=%v id %s error %s", cancelled.Status, cancelled.Background, cancelled.ID, cancelled.JSON.Error.Raw())
 	}
 	polled, err := c.Responses.Get(t.Context(), bg.ID, responses.ResponseGetParams{})
 	if err != nil || polled.Status != "cancelled" {

@@ -60,10 +60,12 @@ type renderer struct {
 	horizon int64
 	last    int64 // the number of the last event (-1: none yet)
 	items   []OutputItem
-	call    *modelCall // the conversation's model call in progress
-	aside   bool       // an executor's own model call is in progress (a plan, a summary): its tokens are not a reply
-	said    string     // the text of the turn's last reply with text
-	handed  map[string]bool
+	// call is the conversation's model call in progress. An executor's
+	// own model call (a plan, a summary) opens none: its tokens are not
+	// a reply.
+	call   *modelCall
+	said   string // the text of the turn's last reply with text
+	handed map[string]bool
 }
 
 // modelCall is a model call of the conversation: a reply, and the
@@ -200,7 +202,6 @@ func (rd *renderer) see(ev *session.Event) []StreamEvent {
 	case *session.ModelStarted:
 		switch {
 		case d.Purpose != "":
-			rd.aside = true
 		case rd.call == nil:
 			rd.call = &modelCall{seq: ev.Seq, base: rd.last + 1, live: ev.Seq > rd.horizon, index: -1}
 		case rd.call.text.Len() > 0:
@@ -210,7 +211,6 @@ func (rd *renderer) see(ev *session.Event) []StreamEvent {
 		}
 	case *session.ModelFinished:
 		if d.Purpose != "" {
-			rd.aside = false
 			break
 		}
 		c := rd.call
@@ -265,7 +265,7 @@ func (rd *renderer) see(ev *session.Event) []StreamEvent {
 // token renders a token of the reply in progress as a delta.
 func (rd *renderer) token(t *session.Token) []StreamEvent {
 	c := rd.call
-	if c == nil || rd.aside || !c.live || t.Pulse || t.Text == "" {
+	if c == nil || !c.live || t.Pulse || t.Text == "" {
 		return nil
 	}
 	var out []StreamEvent

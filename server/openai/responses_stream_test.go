@@ -139,8 +139,8 @@ func TestResponsesResumeAfterEveryNumber(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(deltaText(live), " ") + 1; n != 6 {
-		t.Fatalf("the live stream's deltas: %q", deltaText(live))
+	if n := countOf(live, "response.output_text.delta"); n != 6 || deltaText(live) != "echo: resume me after any token" {
+		t.Fatalf("the live stream's %d deltas: %q; want a delta a word", n, deltaText(live))
 	}
 	f.checkResumes(t, id, live)
 
@@ -199,6 +199,16 @@ func (f *fixture) checkResumes(t *testing.T, id string, live []streamed) {
 			t.Errorf("after %d: the rest of the text is numbered %d; the last token was %d", at.Seq, lastDelta, lastSeqOf(live, "response.output_text.delta"))
 		}
 	}
+}
+
+func countOf(evs []streamed, typ string) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
 }
 
 func lastSeqOf(evs []streamed, typ string) int64 {

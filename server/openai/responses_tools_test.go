@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -153,23 +154,25 @@ func TestResponsesBadInput(t *testing.T) {
 		status int
 		code   string
 		param  string
+		says   string // in the message, when set
 	}{
-		{"web_search", webSearch, 400, "malformed_request", "tools[1].type"},
-		{"file_search", fileSearch, 400, "malformed_request", "tools[0].type"},
-		{"a function without a name", noName, 400, "malformed_request", "tools[0].name"},
-		{"a function of the agent's tools' name", agentTool, 400, "bad_client_tools", "tools[0].name"},
-		{"a function twice", twice, 400, "bad_client_tools", "tools[1].name"},
-		{"an output for another call", otherCall, 404, "unknown_request", "input[0].call_id"},
-		{"an output no run waits for", noPrevCall, 404, "unknown_request", "input"},
-		{"text while the run waits for outputs", textInstead, 400, "malformed_request", "input"},
-		{"an unknown previous response", unknownPrev, 404, "not_found", "previous_response_id"},
-		{"not a response id", garbledPrev, 404, "not_found", "previous_response_id"},
+		{"web_search", webSearch, 400, "malformed_request", "tools[1].type", ""},
+		{"file_search", fileSearch, 400, "malformed_request", "tools[0].type", ""},
+		{"a function without a name", noName, 400, "malformed_request", "tools[0].name", ""},
+		{"a function of the agent's tools' name", agentTool, 400, "bad_client_tools", "tools[0].name", ""},
+		{"a function twice", twice, 400, "bad_client_tools", "tools[1].name", ""},
+		{"an output for another call", otherCall, 404, "unknown_request", "input[0].call_id", ""},
+		{"an output no run waits for", noPrevCall, 404, "unknown_request", "input", ""},
+		{"text while the run waits for outputs", textInstead, 400, "malformed_request", "input", "function_call_output items with those call_ids"},
+		{"an unknown previous response", unknownPrev, 404, "not_found", "previous_response_id", ""},
+		{"not a response id", garbledPrev, 404, "not_found", "previous_response_id", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.Responses.New(t.Context(), tc.params)
 			var apiErr *oa.Error
-			if !errors.As(err, &apiErr) || apiErr.StatusCode != tc.status || apiErr.Code != tc.code || apiErr.Param != tc.param {
-				t.Fatalf("got %v; want %d %s param %q", err, tc.status, tc.code, tc.param)
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != tc.status || apiErr.Code != tc.code || apiErr.Param != tc.param ||
+				!strings.Contains(apiErr.Message, tc.says) {
+				t.Fatalf("got %v; want %d %s param %q saying %q", err, tc.status, tc.code, tc.param, tc.says)
 			}
 		})
 	}
