@@ -39,12 +39,12 @@ type fixtureConfig struct {
 	agents []*agentrt.Agent
 }
 
-func newFixture(t *testing.T, keys ...server.Key) *fixture {
+func newFixture(t testing.TB, keys ...server.Key) *fixture {
 	t.Helper()
 	return newFixtureWith(t, fixtureConfig{keys: keys})
 }
 
-func newFixtureWith(t *testing.T, cfg fixtureConfig) *fixture {
+func newFixtureWith(t testing.TB, cfg fixtureConfig) *fixture {
 	t.Helper()
 	weather := tool.Must(tool.New("weather", "the weather in a city", func(ctx context.Context, in struct {
 		City string `json:"city"`

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -270,14 +271,7 @@ func (a *Adapter) replay(ctx context.Context, rd *renderer) error {
 // stream with an "error" event.
 func (a *Adapter) streamResponse(w http.ResponseWriter, r *http.Request, rd *renderer, events iter.Seq2[*session.Event, error]) {
 	s := newSSE(w)
-	send := func(evs []StreamEvent) bool {
-		for _, e := range evs {
-			if s.event(e.Type, e) != nil {
-				return false
-			}
-		}
-		return true
-	}
+	send := func(evs []StreamEvent) bool { return len(evs) == 0 || s.events(evs) == nil }
 	if !send(rd.start()) {
 		return
 	}
@@ -291,6 +285,24 @@ func (a *Adapter) streamResponse(w http.ResponseWriter, r *http.Request, rd *ren
 			return
 		}
 	}
+}
+
+// events sends evs, named by their types, in one write: the events an
+// event of the log makes (a message's done events and the response's
+// last) go to the client together.
+func (s *sse) events(evs []StreamEvent) error {
+	s.buf = s.buf[:0]
+	for i := range evs {
+		b, err := json.Marshal(&evs[i])
+		if err != nil {
+			return err
+		}
+		s.buf = append(append(append(append(append(s.buf, "event: "...), evs[i].Type...), "\ndata: "...), b...), "\n\n"...)
+	}
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
 }
 
 // cancelResponse serves POST /v1/responses/{id}/cancel: the response's
