@@ -56,10 +56,11 @@ func (a *Adapter) createResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	x, err := a.beginResponse(ctx, ss, req, in, tools)
 	if err != nil {
-		if e := toAPIError(err); e.Param != nil && *e.Param == "model" && req.PreviousResponseID != "" {
+		e := toAPIError(err)
+		if e.Param != nil && *e.Param == "model" && req.PreviousResponseID != "" {
 			e.Message = "previous_response_id " + req.PreviousResponseID + " is a response of another agent: " + e.Message
 		}
-		writeError(w, err)
+		writeError(w, e)
 		return
 	}
 	defer x.close()
