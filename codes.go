@@ -38,6 +38,7 @@ const (
 	CodeProtected     = "protected"      // a hidden session (a rule log, a claim): not run; not deleted unless forced
 	CodeBadSeq        = "bad_seq"        // a seq outside the session's log
 	CodeBadHistory    = "bad_history"    // a conversation to import that does not hold together
+	CodeNotDeletable  = "not_deletable"  // one turn of a session that holds others: deleted only with the session
 
 	// Runs and their sessions.
 	CodeBusy            = "busy"              // a run of this process uses the session
@@ -173,6 +174,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeProtected, FailInput, "the session is hidden (an agent's rule log, a claim): no turn runs in it, and it is deleted only when forced", http.StatusForbidden),
 		in(CodeBadSeq, FailInput, "the seq is outside the session's log", http.StatusBadRequest),
 		in(CodeBadHistory, FailInput, "the conversation to import does not hold together (the message says where)", http.StatusBadRequest),
+		in(CodeNotDeletable, FailInput, "the response is one turn of a session that holds other turns: it is deleted only with its session", http.StatusConflict),
 
 		in(CodeBusy, FailState, "a run of this process is using the session", http.StatusConflict),
 		in(CodeClosed, FailState, "the runner is closed", http.StatusServiceUnavailable),

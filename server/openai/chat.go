@@ -144,6 +144,9 @@ func decodeJSON(r *http.Request, v any) error {
 type conversation struct {
 	history []model.Message
 	input   string
+	// metadata goes with the input (the Responses API keeps a
+	// response's previous_response_id there).
+	metadata map[string]string
 }
 
 // splitConversation finds the new input of msgs: the user messages after

@@ -142,7 +142,7 @@ func (a *Adapter) answerTools(ctx context.Context, id, agent string, results map
 		return nil, apiError(http.StatusConflict, agentrt.CodeWaiting, "",
 			"session %s still waits for a person's answer: answer it through POST /v1/sessions/%s/requests/{id}", id, id)
 	}
-	return &exchange{session: id, events: f.events, close: f.close}, nil
+	return &exchange{session: id, after: ss.LastSeq, events: f.events, close: f.close}, nil
 }
 
 // sessionOfCalls finds the session of agent with a pending client_tool

@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/internal/echomodel"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/openai"
+	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
 )
@@ -24,12 +25,26 @@ var echo = echomodel.Model{FailMessage: "the model refuses"}
 // "assistant" has a weather tool that runs on the server and a deploy
 // tool that needs a person's approval.
 type fixture struct {
-	r    *agentrt.Runner
-	srv  *server.Server
-	http *httptest.Server
+	r     *agentrt.Runner
+	srv   *server.Server
+	http  *httptest.Server
+	close func() // stops it all (once; the test's cleanup does it too)
 }
 
-func newFixture(t *testing.T, keys ...server.Key) *fixture {
+// fixtureConfig changes a fixture: its API keys, its store (nil: a new
+// memstore) and agents besides assistant and writer.
+type fixtureConfig struct {
+	keys   []server.Key
+	store  session.Store
+	agents []*agentrt.Agent
+}
+
+func newFixture(t testing.TB, keys ...server.Key) *fixture {
+	t.Helper()
+	return newFixtureWith(t, fixtureConfig{keys: keys})
+}
+
+func newFixtureWith(t testing.TB, cfg fixtureConfig) *fixture {
 	t.Helper()
 	weather := tool.Must(tool.New("weather", "the weather in a city", func(ctx context.Context, in struct {
 		City string `json:"city"`
@@ -45,13 +60,17 @@ func newFixture(t *testing.T, keys ...server.Key) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agents := []*agentrt.Agent{
+	agents := append([]*agentrt.Agent{
 		{Name: "assistant", Description: "Answers questions.", SystemPrompt: "You help.", Model: echo, Tools: tools,
 			Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}}},
 		{Name: "writer", Description: "Writes.", Model: echo},
+	}, cfg.agents...)
+	store := cfg.store
+	if store == nil {
+		store = memstore.New()
 	}
 	f := &fixture{}
-	f.r, err = agentrt.NewRunner(agentrt.Config{Store: memstore.New(), Agents: agents})
+	f.r, err = agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +81,7 @@ func newFixture(t *testing.T, keys ...server.Key) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = gw.Run(ctx) })
-	f.srv, err = server.New(server.Config{Runner: f.r, Gateway: gw, Keys: keys, Heartbeat: time.Hour})
+	f.srv, err = server.New(server.Config{Runner: f.r, Gateway: gw, Keys: cfg.keys, Heartbeat: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +89,7 @@ func newFixture(t *testing.T, keys ...server.Key) *fixture {
 		t.Fatal(err)
 	}
 	f.http = httptest.NewServer(f.srv.Handler())
-	t.Cleanup(func() {
+	f.close = sync.OnceFunc(func() {
 		f.http.CloseClientConnections()
 		_ = f.srv.Shutdown(context.Background())
 		f.http.Close()
@@ -78,6 +97,7 @@ func newFixture(t *testing.T, keys ...server.Key) *fixture {
 		wg.Wait()
 		_ = f.r.Close(context.Background())
 	})
+	t.Cleanup(f.close)
 	return f
 }
 

@@ -71,13 +71,16 @@ func TestOpenAINodeClient(t *testing.T) {
 }
 
 // The official openai npm package uses the Responses API: a response and
-// its continuation by previous_response_id, the responses.stream()
-// helper, a background response followed, polled and its stream resumed
-// with starting_after, and an unknown response id as its APIError.
+// its continuation by previous_response_id (which a poll echoes), the
+// responses.stream() helper with a delta a token, a stream left after a
+// token and resumed with starting_after (by hand and by the helper), a
+// background response followed, polled and resumed, a function tool's
+// round trip (plain and through the helper), the cancel of a background
+// response, a delete, and errors as its APIError.
 func TestOpenAINodeResponses(t *testing.T) {
 	t.Parallel()
 	node, script := nodeScript(t, "openai-responses.mjs")
-	f := newFixture(t)
+	f, _ := newGated(t)
 	cmd := exec.CommandContext(t.Context(), node, script, f.http.URL)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -89,12 +92,30 @@ func TestOpenAINodeResponses(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("node printed %q: %v", out, err)
 	}
+	apiErr := func(status float64, code string, param any) map[string]any {
+		return map[string]any{"isAPIError": true, "status": status, "code": code, "param": param}
+	}
 	want := map[string]any{
-		"plain":  map[string]any{"status": "completed", "text": "echo: hello node", "total": 15.0, "next": "echo: again"},
-		"helper": map[string]any{"text": "echo: help me", "status": "completed", "deltas": "echo: help me"},
-		"background": map[string]any{"queued": "queued", "polled": "completed", "text": "echo: later",
-			"last": "response.completed", "resumedFrom": 4.0, "resumed": true},
-		"unknown": map[string]any{"isAPIError": true, "status": 404.0, "code": "not_found"},
+		"plain": map[string]any{"status": "completed", "text": "echo: hello node", "total": 15.0, "next": "echo: again",
+			"previous": true, "model": "assistant", "background": false},
+		"helper": map[string]any{"text": "echo: help me", "status": "completed", "deltas": []any{"echo: ", "help ", "me"}},
+		"resume": map[string]any{"had": "echo: leave ", "rest": "me half way", "after": true, "last": "response.completed",
+			// The helper filters a replay from the log by number: the text,
+			// stored whole, is one delta after the number; its final text is
+			// right.
+			"helperDeltas": []any{"echo: leave me half way"}, "helperText": "echo: leave me half way"},
+		"background": map[string]any{"queued": "queued", "polled": "completed", "text": "echo: later", "background": true,
+			"last": "response.completed", "followed": "echo: later", "resumed": "echo: later"},
+		"functionCall": map[string]any{"status": "completed", "name": "local_time", "args": `{"tz":"UTC"}`, "callStatus": "completed",
+			"tools": []any{"local_time"}, "answer": `echo: "12:00 UTC"`, "streamedArgs": `{"tz":"CET"}`, "streamedStatus": "completed"},
+		"cancel": map[string]any{"status": "cancelled", "polled": "cancelled", "again": "cancelled"},
+		"delete": map[string]any{"gone": apiErr(404, "not_found", nil), "shared": apiErr(409, "not_deletable", nil)},
+		"errors": map[string]any{
+			"unknownResponse": apiErr(404, "not_found", nil),
+			"unknownPrevious": apiErr(404, "not_found", "previous_response_id"),
+			"unknownCall":     apiErr(404, "unknown_request", "input[0].call_id"),
+			"webSearch":       apiErr(400, "malformed_request", "tools[0].type"),
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the openai npm client saw (-want +got):\n%s", diff)

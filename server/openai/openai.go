@@ -5,10 +5,12 @@
 //   - POST /v1/chat/completions sends a conversation's new user input to
 //     a session of the agent named by model, and answers with the agent's
 //     reply, streamed (stream: true, stream_options.include_usage) or not.
-//   - POST /v1/responses and GET /v1/responses/{id} serve the Responses
-//     API: previous_response_id continues a session, background: true
-//     runs without the connection, and a response's stream is read again
-//     from the log after any sequence number (starting_after).
+//   - POST /v1/responses, GET, POST …/cancel and DELETE
+//     /v1/responses/{id} serve the Responses API: previous_response_id
+//     continues a session, background: true runs without the connection,
+//     the client's function tools come back as function_call items, and a
+//     response's stream, its tokens included, is read again from the log
+//     after any sequence number (starting_after).
 //
 // Which session a chat completion goes to: the session named by the
 // request header Agentrt-Session, whose history the server keeps (only
@@ -72,6 +74,10 @@ func Mount(srv *server.Server, cfg Config) (*Adapter, error) {
 	srv.Mount("POST", "/v1/chat/completions", true, http.HandlerFunc(a.chatCompletions))
 	srv.Mount("POST", "/v1/responses", true, http.HandlerFunc(a.createResponse))
 	srv.Mount("GET", "/v1/responses/{id}", true, http.HandlerFunc(a.getResponse))
+	// A cancel waits for the run to stop: the server's request timeout
+	// bounds it.
+	srv.Mount("POST", "/v1/responses/{id}/cancel", false, http.HandlerFunc(a.cancelResponse))
+	srv.Mount("DELETE", "/v1/responses/{id}", false, http.HandlerFunc(a.deleteResponse))
 	return a, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -48,63 +47,6 @@ func TestResponsesNewAndContinue(t *testing.T) {
 	got, err := c.Responses.Get(t.Context(), first.ID, responses.ResponseGetParams{})
 	if err != nil || got.Status != "completed" || got.OutputText() != "echo: hello there" {
 		t.Fatalf("get %s: %+v %v", first.ID, got, err)
-	}
-}
-
-// A streamed response has the Responses API's events, numbered from 0,
-// and a stream read again from the log after sequence number N is the
-// rest of the same stream.
-func TestResponsesStreamAndResume(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	c := f.client("")
-	st := c.Responses.NewStreaming(t.Context(), respParams("stream me"))
-	var types []string
-	var seqs []int64
-	var text, id string
-	for st.Next() {
-		ev := st.Current()
-		types = append(types, ev.Type)
-		seqs = append(seqs, ev.SequenceNumber)
-		if ev.Type == "response.output_text.delta" {
-			text += ev.Delta
-		}
-		if ev.Type == "response.completed" {
-			id = ev.Response.ID
-		}
-	}
-	if err := st.Err(); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
-		"response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done",
-		"response.completed"}
-	if diff := cmp.Diff(want, types); diff != "" {
-		t.Fatalf("event types (-want +got):\n%s", diff)
-	}
-	for i, s := range seqs {
-		if s != int64(i) {
-			t.Fatalf("sequence numbers %v; want 0, 1, 2, …", seqs)
-		}
-	}
-	if text != "echo: stream me" {
-		t.Errorf("text %q", text)
-	}
-	resumed := c.Responses.GetStreaming(t.Context(), id, responses.ResponseGetParams{StartingAfter: oa.Int(4)})
-	var rest []string
-	var restSeqs []int64
-	for resumed.Next() {
-		rest = append(rest, resumed.Current().Type)
-		restSeqs = append(restSeqs, resumed.Current().SequenceNumber)
-	}
-	if err := resumed.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want[5:], rest); diff != "" {
-		t.Errorf("resumed after 4 (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(seqs[5:], restSeqs); diff != "" {
-		t.Errorf("resumed sequence numbers (-want +got):\n%s", diff)
 	}
 }
 

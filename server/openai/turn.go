@@ -22,8 +22,10 @@ type exchange struct {
 	// after is the seq the turn's events come after, and input the
 	// gateway's id of the input it answers ("" for a turn that goes on
 	// after an answer to a person's request).
-	after  int64
-	input  string
+	after int64
+	input string
+	// inbox is the input's place in the gateway's inbox (its Seq).
+	inbox  int64
 	events iter.Seq2[*session.Event, error]
 	close  func()
 }
@@ -64,11 +66,12 @@ func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversatio
 			return nil, err
 		}
 	}
-	t, err := a.srv.SubmitTurn(ctx, gateway.Input{Source: ss.ID, Session: ss.ID, Agent: agent, Text: conv.input, ClientTools: tools})
+	t, err := a.srv.SubmitTurn(ctx, gateway.Input{Source: ss.ID, Session: ss.ID, Agent: agent, Text: conv.input, ClientTools: tools,
+		Metadata: conv.metadata})
 	if err != nil {
 		return nil, err
 	}
-	return &exchange{session: ss.ID, after: t.After, input: t.Submitted.ID, events: t.Events(), close: t.Close}, nil
+	return &exchange{session: ss.ID, after: t.After, input: t.Submitted.ID, inbox: t.Submitted.Seq, events: t.Events(), close: t.Close}, nil
 }
 
 func ptr[T any](v T) *T { return &v }
