@@ -22,6 +22,7 @@ func TestAdapterStreamsKeepAlive(t *testing.T) {
 		name, path, body, last string
 	}{
 		{"openai", "/v1/chat/completions", `{"model":"assistant","stream":true,"messages":[{"role":"user","content":"slow"}]}`, "data: [DONE]"},
+		{"openai responses", "/v1/responses", `{"model":"assistant","stream":true,"input":"slow"}`, `"type":"response.completed"`},
 		{"agui", "/v1/agui/assistant", `{"threadId":"ka","runId":"r1","messages":[{"id":"m1","role":"user","content":"slow"}]}`, `"type":"RUN_FINISHED"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

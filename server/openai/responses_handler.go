@@ -272,6 +272,9 @@ func (a *Adapter) replay(ctx context.Context, rd *renderer) error {
 // stream with an "error" event.
 func (a *Adapter) streamResponse(w http.ResponseWriter, r *http.Request, rd *renderer, events iter.Seq2[*session.Event, error]) {
 	s := newSSE(w)
+	ka := a.srv.KeepAlive(w)
+	defer ka.Stop()
+	s.ka = ka
 	send := func(evs []StreamEvent) bool { return len(evs) == 0 || s.events(evs) == nil }
 	if !send(rd.start()) {
 		return
@@ -300,10 +303,7 @@ func (s *sse) events(evs []StreamEvent) error {
 		}
 		s.buf = append(append(append(append(append(s.buf, "event: "...), evs[i].Type...), "\ndata: "...), b...), "\n\n"...)
 	}
-	if _, err := s.w.Write(s.buf); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.send()
 }
 
 // cancelResponse serves POST /v1/responses/{id}/cancel: the response's
