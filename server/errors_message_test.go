@@ -27,7 +27,9 @@ func TestNotFoundIsOneSentence(t *testing.T) {
 			body = json.RawMessage(c.body)
 		}
 		code, b, _ := f.do(t, c.method, c.path, "", body)
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		if err := json.Unmarshal(b, &e); err != nil || code != 404 || e.Error.Code != "not_found" || e.Error.Message != `session "nobody" not found` {
 			t.Errorf("%s %s: %d %s; want 404 not_found with the message %q", c.method, c.path, code, b, `session "nobody" not found`)
 		}

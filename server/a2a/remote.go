@@ -2,6 +2,8 @@ package a2a
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +125,7 @@ func (r *remote) call(ctx context.Context, in RemoteInput) (string, error) {
 		// call one message.
 		msg.ContextID = info.SessionID
 		if info.IdempotencyKey != "" {
-			msg.ID = strings.NewReplacer("/", ".").Replace(info.IdempotencyKey)
+			msg.ID = messageID(info.IdempotencyKey, in)
 		}
 	}
 	t := &remoteTask{r: r, c: c, streaming: streaming, d: tool.DelegationFrom(ctx), task: in.Task}
@@ -424,4 +426,16 @@ func messageText(m *spec.Message) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// messageID is the id of the message a call sends: the same for every
+// attempt of the call (the call's idempotency key), so that the remote
+// agent takes a retried call's message once, and different for calls
+// that ask different things. The key alone is not enough: some models
+// give their calls ids that repeat within a session ("call_1" in every
+// reply), and the remote agent would take the second call's message for
+// the first one sent again.
+func messageID(key string, in RemoteInput) string {
+	sum := sha256.Sum256([]byte(in.TaskID + "\x00" + in.Task))
+	return strings.NewReplacer("/", ".").Replace(key) + "." + hex.EncodeToString(sum[:6])
 }
