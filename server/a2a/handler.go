@@ -74,8 +74,62 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessag
 		}
 		if id != "" {
 			defer h.tasks.release(id)
+			if direct(req) {
+				h.stream(id)(yield)
+				return
+			}
 		}
 		h.RequestHandler.SendStreamingMessage(ctx, req)(yield)
+	}
+}
+
+// direct reports whether the stream of new task req is the handler's own
+// (stream): what a2a-go would do for it besides streaming the task's
+// events (push notifications, a shortened history) is asked for in its
+// configuration.
+func direct(req *spec.SendMessageRequest) bool {
+	c := req.Config
+	return c == nil || c.PushConfig == nil && c.HistoryLength == nil
+}
+
+// stream yields new task id, then its updates from the turn the handler
+// subscribed to before it stored the task's input, to the turn's end or
+// its wait for a person, as a2a-go's execution of the task would stream
+// them, without a2a-go's task manager: it copies the task (through gob)
+// two or three times an event, most of a streamed turn's cost. The task
+// store holds the task as it goes, as the manager would have stored it,
+// so that GetTask, SubscribeToTask and CancelTask find it; a CancelTask
+// (a2a-go's, with no execution of the task to stop) cancels the run, and
+// the stream ends CANCELED with it. Keep-alives are a2a-go's JSON-RPC
+// handler's, which writes the stream.
+func (h *handler) stream(id spec.TaskID) iter.Seq2[spec.Event, error] {
+	return func(yield func(spec.Event, error) bool) {
+		ref, _ := parseTaskID(id)
+		task, turn := h.tasks.begin(id)
+		if turn == nil {
+			yield(nil, fmt.Errorf("a2a: task %s: its turn is gone", id))
+			return
+		}
+		defer turn.Close()
+		ended := false
+		defer func() {
+			if !ended {
+				// The client left first: the log says how the task goes on.
+				h.tasks.settle(id)
+			}
+		}()
+		if !yield(shallow(task), nil) {
+			return
+		}
+		tr := &translator{info: spec.TaskInfo{TaskID: id, ContextID: task.ContextID}, input: ref.input}
+		tr.follow(turn.EventBatches(), func(ev spec.Event, err error) bool {
+			apply(task, ev)
+			h.tasks.progress(id, task, ev)
+			if s, ok := ev.(*spec.TaskStatusUpdateEvent); ok && final(s.Status.State) {
+				ended = true
+			}
+			return yield(ev, err)
+		})
 	}
 }
 

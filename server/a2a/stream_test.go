@@ -3,12 +3,19 @@ package a2a_test
 import (
 	"bufio"
 	"context"
+	"iter"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	spec "github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/agentrt/agentrt/server/a2a"
+	"github.com/agentrt/agentrt/session"
 )
 
 // An A2A stream that has nothing to say for a while (the turn waits on a
@@ -58,4 +65,144 @@ func TestCardWithoutAgent(t *testing.T) {
 		!strings.Contains(b.String(), "trailing slash") {
 		t.Errorf("GET /v1/a2a/.well-known/agent-card.json: %d %s; want a 404 naming the agents' cards", resp.StatusCode, b.String())
 	}
+}
+
+// The wire of a streamed new task: SSE events, each an id line and a
+// data line holding a JSON-RPC response with the request's id and one
+// stream result (the task first, SUBMITTED, then its updates, the final
+// status last), as a2a-go's server writes them. Timestamps and the task's
+// id vary and are replaced.
+func TestStreamWire(t *testing.T) {
+	f := newFixture(t, options{})
+	tests := []struct {
+		name, body string
+		want       []string
+	}{{
+		name: "completed",
+		body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m1","contextId":"c1","role":"ROLE_USER","parts":[{"text":"hello there"}]}}}`,
+		want: []string{
+			`{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"TASK","contextId":"c1","history":[{"messageId":"m1","contextId":"c1","parts":[{"text":"hello there"}],"role":"ROLE_USER","taskId":"TASK"}],"status":{"state":"TASK_STATE_SUBMITTED"}}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"contextId":"c1","status":{"state":"TASK_STATE_WORKING","timestamp":"TIME"},"taskId":"TASK"}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"artifactUpdate":{"artifact":{"artifactId":"answer","name":"answer","parts":[{"text":"echo: hello there"}]},"contextId":"c1","taskId":"TASK"}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"artifactUpdate":{"artifact":{"artifactId":"answer","name":"answer","parts":[{"text":"echo: hello there"}]},"contextId":"c1","lastChunk":true,"taskId":"TASK"}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"contextId":"c1","status":{"state":"TASK_STATE_COMPLETED","timestamp":"TIME"},"taskId":"TASK"}}}`,
+		},
+	}, {
+		name: "failed",
+		body: `{"jsonrpc":"2.0","id":"x","method":"SendStreamingMessage","params":{"message":{"messageId":"m3","contextId":"c3","role":"ROLE_USER","parts":[{"text":"fail"}]}}}`,
+		want: []string{
+			`{"jsonrpc":"2.0","id":"x","result":{"task":{"id":"TASK","contextId":"c3","history":[{"messageId":"m3","contextId":"c3","parts":[{"text":"fail"}],"role":"ROLE_USER","taskId":"TASK"}],"status":{"state":"TASK_STATE_SUBMITTED"}}}}`,
+			`{"jsonrpc":"2.0","id":"x","result":{"statusUpdate":{"contextId":"c3","status":{"state":"TASK_STATE_WORKING","timestamp":"TIME"},"taskId":"TASK"}}}`,
+			`{"jsonrpc":"2.0","id":"x","result":{"statusUpdate":{"contextId":"c3","status":{"message":{"messageId":"error-5","contextId":"c3","parts":[{"text":"model: bad_request: the model refused"}],"role":"ROLE_AGENT","taskId":"TASK"},"state":"TASK_STATE_FAILED","timestamp":"TIME"},"taskId":"TASK"}}}`,
+		},
+	}, {
+		name: "bad message",
+		body: `{"jsonrpc":"2.0","id":2,"method":"SendStreamingMessage","params":{"message":{"messageId":"m4","role":"ROLE_USER","parts":[]}}}`,
+		want: []string{
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"message parts is required: invalid params","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"a2a-protocol.org","metadata":{"timestamp":"TIME"},"reason":"INVALID_PARAMS"}]}}`,
+		},
+	}}
+	taskID := regexp.MustCompile(`"task_[A-Za-z0-9_-]+"`)
+	timestamp := regexp.MustCompile(`"timestamp":"[^"]+"`)
+	eventID := regexp.MustCompile(`^id: [0-9a-f-]{36}$`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := http.Post(f.http.URL+"/v1/a2a/assistant", "application/json", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+				t.Errorf("Content-Type %q; want text/event-stream", ct)
+			}
+			var got []string
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				if !eventID.MatchString(sc.Text()) {
+					t.Fatalf("an SSE event that starts %q; want its id line", sc.Text())
+				}
+				if !sc.Scan() || !strings.HasPrefix(sc.Text(), "data: ") {
+					t.Fatalf("an SSE event without its data line: %q", sc.Text())
+				}
+				data := strings.TrimPrefix(sc.Text(), "data: ")
+				data = taskID.ReplaceAllString(data, `"TASK"`)
+				got = append(got, timestamp.ReplaceAllString(data, `"timestamp":"TIME"`))
+				if sc.Scan(); sc.Text() != "" {
+					t.Fatalf("an SSE event not ended by a blank line: %q", sc.Text())
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stream (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A new task streamed by SendStreamingMessage is found while it runs:
+// GetTask has it working, SubscribeToTask follows it, and CancelTask
+// cancels its run, which ends the stream and the subscription CANCELED.
+func TestStreamedTaskGetSubscribeCancel(t *testing.T) {
+	f := newFixture(t, options{})
+	c := f.client(t, "")
+	var states []spec.TaskState
+	var task *spec.Task
+	var subStates []spec.TaskState
+	subDone := make(chan error, 1)
+	for ev, err := range c.SendStreamingMessage(t.Context(), &spec.SendMessageRequest{Message: text("call gate {}")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case *spec.Task:
+			task = e
+		case *spec.TaskStatusUpdateEvent:
+			states = append(states, e.Status.State)
+		}
+		if len(states) != 2 { // WORKING, then WORKING with the gate's call
+			continue
+		}
+		<-f.started
+		got, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID})
+		if err != nil || got.Status.State != spec.TaskStateWorking {
+			t.Fatalf("GetTask of the running task: %v %v; want it working", got, err)
+		}
+		sub := c.SubscribeToTask(t.Context(), &spec.SubscribeToTaskRequest{ID: task.ID})
+		next, stop := iter.Pull2(sub)
+		first, err, _ := next()
+		if tk, ok := first.(*spec.Task); err != nil || !ok || tk.Status.State != spec.TaskStateWorking {
+			t.Fatalf("SubscribeToTask's first event: %#v %v; want the task, working", first, err)
+		}
+		go func() {
+			defer stop()
+			for {
+				ev, err, ok := next()
+				if !ok || err != nil {
+					subDone <- err
+					return
+				}
+				if s, ok := ev.(*spec.TaskStatusUpdateEvent); ok {
+					subStates = append(subStates, s.Status.State)
+				}
+			}
+		}()
+		canceled, err := c.CancelTask(t.Context(), &spec.CancelTaskRequest{ID: task.ID})
+		if err != nil || canceled.Status.State != spec.TaskStateCanceled {
+			t.Fatalf("CancelTask: %v %v; want the task canceled", canceled, err)
+		}
+	}
+	if err := <-subDone; err != nil {
+		t.Fatal(err)
+	}
+	if len(states) == 0 || states[len(states)-1] != spec.TaskStateCanceled {
+		t.Errorf("stream's states %v: want canceled last", states)
+	}
+	if len(subStates) == 0 || subStates[len(subStates)-1] != spec.TaskStateCanceled {
+		t.Errorf("subscription's states %v: want canceled last", subStates)
+	}
+	got, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != spec.TaskStateCanceled {
+		t.Errorf("GetTask after the cancel: %v %v; want canceled", got, err)
+	}
+	f.waitStatus(t, t.Context(), task.ContextID, session.StatusCanceled)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
@@ -48,6 +50,10 @@ type taskStore struct {
 	srv   *server.Server
 	agent string
 	inbox session.Inbox
+
+	// updates counts a2a-go's task manager's updates (Update): the
+	// handler's own streams of new tasks make none.
+	updates atomic.Int64
 
 	mu    sync.Mutex
 	tasks map[spec.TaskID]*entry // guarded by mu
@@ -114,6 +120,37 @@ func (s *taskStore) start(id spec.TaskID) *server.Turn {
 	t := e.turn
 	e.turn, e.executing = nil, true
 	return t
+}
+
+// begin hands new task id's turn to the handler's own stream of the
+// task (handler.stream), as start does to a2a-go's execution, with a
+// copy of the task as held, which the stream then updates (progress).
+func (s *taskStore) begin(id spec.TaskID) (*spec.Task, *server.Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.tasks[id]
+	if e == nil || e.turn == nil {
+		return nil, nil
+	}
+	t := e.turn
+	e.turn, e.executing = nil, true
+	return shallow(e.task), t
+}
+
+// progress holds task t, which event ev changed, as task id's, as
+// a2a-go's task manager would have stored it. t stays the caller's: what
+// is held is a copy, whose artifacts and metadata the caller's next
+// changes (apply) do not reach. A task the store no longer holds as
+// running (a CancelTask ended it) is left as it is.
+func (s *taskStore) progress(id spec.TaskID, t *spec.Task, ev spec.Event) {
+	c := shallow(t)
+	c.Artifacts = slices.Clone(c.Artifacts)
+	c.Metadata = maps.Clone(c.Metadata)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.tasks[id]; e != nil && !e.ended {
+		s.set(e, &taskstore.UpdateRequest{Task: c, Event: ev}, e.version+1)
+	}
 }
 
 // release ends new task id's turn if its execution has not begun: the
@@ -232,6 +269,7 @@ func (s *taskStore) movedOn(ctx context.Context, t *spec.Task) bool {
 // not run) is first read as it stands, and the update refused with
 // ErrConcurrentModification if req.PrevVersion is not its version.
 func (s *taskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
+	s.updates.Add(1)
 	id := req.Task.ID
 	ref, ok := parseTaskID(id)
 	if !ok {

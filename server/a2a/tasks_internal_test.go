@@ -155,3 +155,54 @@ func TestTokensOfABatchAreOneChunk(t *testing.T) {
 		t.Errorf("the batch's events (-want +got):\n%s", diff)
 	}
 }
+
+// A streamed message that starts a task is streamed by the handler from
+// its turn, not through a2a-go's task manager (which copies the task
+// through gob several times an event): the store takes no update from
+// the manager, and holds the task as the stream left it, as the manager
+// would have. A message with a push config goes through a2a-go, which
+// sends the notifications.
+func TestNewTaskStreamBypassesTaskManager(t *testing.T) {
+	ep, _ := endpoint(t)
+	stream := func(req *spec.SendMessageRequest) []spec.Event {
+		t.Helper()
+		var evs []spec.Event
+		for ev, err := range ep.h.SendStreamingMessage(t.Context(), req) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev)
+		}
+		return evs
+	}
+	msg := spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("one two"))
+	evs := stream(&spec.SendMessageRequest{Message: msg})
+	if n := ep.h.tasks.updates.Load(); n != 0 {
+		t.Errorf("a2a-go's task manager made %d updates of a new streamed task; want none", n)
+	}
+	if len(evs) < 3 {
+		t.Fatalf("stream: %d events; want the task, its updates and its end", len(evs))
+	}
+	first, ok := evs[0].(*spec.Task)
+	if !ok || first.Status.State != spec.TaskStateSubmitted || len(first.History) != 1 || first.History[0].ID != msg.ID {
+		t.Fatalf("first event %#v: want the task, submitted, with the message", evs[0])
+	}
+	last, ok := evs[len(evs)-1].(*spec.TaskStatusUpdateEvent)
+	if !ok || last.Status.State != spec.TaskStateCompleted {
+		t.Fatalf("last event %#v: want COMPLETED", evs[len(evs)-1])
+	}
+	got, err := ep.h.GetTask(t.Context(), &spec.GetTaskRequest{ID: first.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.State != spec.TaskStateCompleted || len(got.Artifacts) != 1 || got.Artifacts[0].Parts[0].Text() != "echo: one two" {
+		t.Errorf("GetTask after the stream: %+v; want COMPLETED with the answer", got)
+	}
+
+	push := &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("three")),
+		Config: &spec.SendMessageConfig{PushConfig: &spec.PushConfig{URL: "http://127.0.0.1:1/hook"}}}
+	stream(push)
+	if ep.h.tasks.updates.Load() == 0 {
+		t.Error("a message with a push config: a2a-go's task manager made no update; want it to run the task")
+	}
+}
