@@ -26,7 +26,13 @@ type KeepAlive struct {
 // KeepAlive starts the comments on w, whose response's headers must have
 // been written.
 func (s *Server) KeepAlive(w http.ResponseWriter) *KeepAlive {
-	k := &KeepAlive{w: w, rc: http.NewResponseController(w), every: s.cfg.Heartbeat}
+	return s.KeepAliveEvery(w, s.cfg.Heartbeat)
+}
+
+// KeepAliveEvery is KeepAlive at an interval of the adapter's own (its
+// configuration's keep-alive); every must be positive.
+func (s *Server) KeepAliveEvery(w http.ResponseWriter, every time.Duration) *KeepAlive {
+	k := &KeepAlive{w: w, rc: http.NewResponseController(w), every: every}
 	k.t = time.AfterFunc(k.every, k.tick)
 	return k
 }

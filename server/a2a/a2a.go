@@ -122,6 +122,7 @@ type mux struct {
 // and JSON-RPC handler.
 type agentEndpoint struct {
 	agent *agentrt.Agent
+	srv   *server.Server
 	h     *handler
 	rpc   http.Handler
 }
@@ -144,7 +145,7 @@ func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) (*agentE
 		srv: srv, x: x, tasks: tasks,
 	}
 	rpc := a2asrv.NewJSONRPCHandler(h, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
-	return &agentEndpoint{agent: a, h: h, rpc: rpc}, nil
+	return &agentEndpoint{agent: a, srv: srv, h: h, rpc: rpc}, nil
 }
 
 // quiet is the log of a2a-go's server: it reports routine steps of every
@@ -176,7 +177,7 @@ func (m *mux) endpoint(w http.ResponseWriter, r *http.Request) (*agentEndpoint, 
 }
 
 func (m *mux) serveRPC(w http.ResponseWriter, r *http.Request) {
-	if ep, ok := m.endpoint(w, r); ok {
+	if ep, ok := m.endpoint(w, r); ok && !ep.serveStream(w, r, m.cfg.KeepAlive) {
 		ep.rpc.ServeHTTP(flusher{w}, r)
 	}
 }

@@ -92,45 +92,72 @@ func direct(req *spec.SendMessageRequest) bool {
 	return c == nil || c.PushConfig == nil && c.HistoryLength == nil
 }
 
-// stream yields new task id, then its updates from the turn the handler
-// subscribed to before it stored the task's input, to the turn's end or
-// its wait for a person, as a2a-go's execution of the task would stream
-// them, without a2a-go's task manager: it copies the task (through gob)
-// two or three times an event, most of a streamed turn's cost. The task
-// store holds the task as it goes, as the manager would have stored it,
-// so that GetTask, SubscribeToTask and CancelTask find it; a CancelTask
-// (a2a-go's, with no execution of the task to stop) cancels the run, and
-// the stream ends CANCELED with it. Keep-alives are a2a-go's JSON-RPC
-// handler's, which writes the stream.
+// stream yields new task id, then its updates, as the handler's own
+// stream of it (streamBatches) gives them.
 func (h *handler) stream(id spec.TaskID) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
-		ref, _ := parseTaskID(id)
-		task, turn := h.tasks.begin(id)
-		if turn == nil {
-			yield(nil, fmt.Errorf("a2a: task %s: its turn is gone", id))
-			return
-		}
-		defer turn.Close()
-		ended := false
-		defer func() {
-			if !ended {
-				// The client left first: the log says how the task goes on.
-				h.tasks.settle(id)
+		err := h.streamBatches(id, func(evs []spec.Event) bool {
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return false
+				}
 			}
-		}()
-		if !yield(shallow(task), nil) {
-			return
+			return true
+		})
+		if err != nil {
+			yield(nil, err)
 		}
-		tr := &translator{info: spec.TaskInfo{TaskID: id, ContextID: task.ContextID}, input: ref.input}
-		tr.follow(turn.EventBatches(), func(ev spec.Event, err error) bool {
+	}
+}
+
+// streamBatches gives emit new task id, then its updates from the turn
+// the handler subscribed to before it stored the task's input, to the
+// turn's end or its wait for a person, as a2a-go's execution of the task
+// would stream them, without a2a-go's task manager: it copies the task
+// (through gob) two or three times an event, most of a streamed turn's
+// cost. The updates come in the turn's batches (what was ready
+// together), so that a writer flushes once a batch; emit returns false to
+// stop. The task store holds the task as it goes, as the manager would
+// have stored it, so that GetTask, SubscribeToTask and CancelTask find
+// it; a CancelTask (a2a-go's, with no execution of the task to stop)
+// cancels the run, and the stream ends CANCELED with it. The error is
+// for a task whose turn is gone (nothing was emitted).
+func (h *handler) streamBatches(id spec.TaskID, emit func([]spec.Event) bool) error {
+	ref, _ := parseTaskID(id)
+	task, turn := h.tasks.begin(id)
+	if turn == nil {
+		return fmt.Errorf("a2a: task %s: its turn is gone", id)
+	}
+	defer turn.Close()
+	ended := false
+	defer func() {
+		if !ended {
+			// The client left first: the log says how the task goes on.
+			h.tasks.settle(id)
+		}
+	}()
+	if !emit([]spec.Event{shallow(task)}) {
+		return nil
+	}
+	tr := &translator{info: spec.TaskInfo{TaskID: id, ContextID: task.ContextID}, input: ref.input}
+	var out []spec.Event
+	for evs, err := range turn.EventBatches() {
+		if err != nil {
+			// Following the turn failed: so does the task, as its
+			// translator says (translator.follow).
+			out, ended = append(out[:0], failed(tr.info, "following the session: "+err.Error())), true
+		} else {
+			out, ended = tr.batch(out[:0], evs)
+		}
+		for _, ev := range out {
 			apply(task, ev)
 			h.tasks.progress(id, task, ev)
-			if s, ok := ev.(*spec.TaskStatusUpdateEvent); ok && final(s.Status.State) {
-				ended = true
-			}
-			return yield(ev, err)
-		})
+		}
+		if len(out) > 0 && !emit(out) || ended {
+			return nil
+		}
 	}
+	return nil
 }
 
 // SubscribeToTask implements a2asrv.RequestHandler: a2a-go's subscription
