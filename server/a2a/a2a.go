@@ -14,7 +14,10 @@
 //
 // The protocol itself (methods, streams, push notifications) is a2a-go's
 // server (a2asrv) over an AgentExecutor that runs turns through the
-// gateway, and over a task store of the adapter's: a task is derived
+// gateway, but for the common case, a SendStreamingMessage that starts a
+// task, whose stream the adapter writes itself in a2a-go's wire format
+// (serveStream): a2a-go's task manager copies the task several times an
+// update. Both are over a task store of the adapter's: a task is derived
 // from what the session store holds — the input its id names and the
 // events of the turn that answers it — so that any process on the store
 // finds it, after a restart too (see taskStore). Push configs are held in

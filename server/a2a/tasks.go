@@ -24,9 +24,10 @@ import (
 // after a restart too. What the store holds no copy of lives here, in
 // this process's memory:
 //
-//   - the tasks this process is running (a2a-go's task manager updating
-//     them as the turn streams, with the chunks of the answer the log does
-//     not keep), until they end;
+//   - the tasks this process is running (a2a-go's task manager, or the
+//     handler's own stream of a new task (progress), updating them as the
+//     turn streams, with the chunks of the answer the log does not keep),
+//     until they end;
 //   - the last tasks that ended or wait for a person here, as a2a-go last
 //     stored them, so that the answer to a request is the task as it was
 //     sent (a waiting task is checked against the log first: a request
