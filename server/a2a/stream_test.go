@@ -206,3 +206,45 @@ func TestStreamedTaskGetSubscribeCancel(t *testing.T) {
 	}
 	f.waitStatus(t, t.Context(), task.ContextID, session.StatusCanceled)
 }
+
+// A new task streamed to INPUT_REQUIRED is answered by a message on it,
+// streamed too (through a2a-go, which runs the answer): the task goes on
+// in that stream and completes, as GetTask shows.
+func TestStreamedTaskAnswered(t *testing.T) {
+	f := newFixture(t, options{})
+	c := f.client(t, "")
+	last := func(req *spec.SendMessageRequest) (*spec.Task, spec.TaskState) {
+		t.Helper()
+		var task *spec.Task
+		var state spec.TaskState
+		for ev, err := range c.SendStreamingMessage(t.Context(), req) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch e := ev.(type) {
+			case *spec.Task:
+				task, state = e, e.Status.State
+			case *spec.TaskStatusUpdateEvent:
+				state = e.Status.State
+			}
+		}
+		return task, state
+	}
+	task, state := last(&spec.SendMessageRequest{Message: text(`call deploy {"env":"prod"}`)})
+	if task == nil || state != spec.TaskStateInputRequired {
+		t.Fatalf("stream of the new task ended %s; want input-required", state)
+	}
+	got, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != spec.TaskStateInputRequired {
+		t.Fatalf("GetTask of the waiting task: %v %v", got, err)
+	}
+	m := text("approve")
+	m.TaskID, m.ContextID = task.ID, task.ContextID
+	if _, state := last(&spec.SendMessageRequest{Message: m}); state != spec.TaskStateCompleted {
+		t.Fatalf("stream of the answer ended %s; want completed", state)
+	}
+	got, err = c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != spec.TaskStateCompleted || artifactText(got) != `echo: "deployed to prod"` {
+		t.Errorf("GetTask after the answer: %v %v; want completed with the answer", got, err)
+	}
+}
