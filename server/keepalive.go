@@ -33,7 +33,11 @@ func (s *Server) KeepAlive(w http.ResponseWriter) *KeepAlive {
 // configuration's keep-alive); every must be positive.
 func (s *Server) KeepAliveEvery(w http.ResponseWriter, every time.Duration) *KeepAlive {
 	k := &KeepAlive{w: w, rc: http.NewResponseController(w), every: every}
+	// The first tick may come before AfterFunc returns (a short
+	// interval): it waits for k.t under the lock.
+	k.mu.Lock()
 	k.t = time.AfterFunc(k.every, k.tick)
+	k.mu.Unlock()
 	return k
 }
 
