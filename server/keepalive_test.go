@@ -86,9 +86,6 @@ func TestKeepAliveShortInterval(t *testing.T) {
 	f := newFixture(t, options{})
 	for range 200 {
 		w := httptest.NewRecorder()
-		k := f.srv.KeepAliveEvery(w, time.Nanosecond)
-		k.Lock()
-		k.Unlock()
-		k.Stop()
+		f.srv.KeepAliveEvery(w, time.Nanosecond).Stop()
 	}
 }

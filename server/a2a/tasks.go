@@ -157,12 +157,15 @@ func (s *taskStore) progress(id spec.TaskID, t *spec.Task, ev spec.Event) {
 // release ends new task id's turn if its execution has not begun: the
 // request that made the task is over (it failed, or its client left), and
 // an execution that begins after this finds no turn and follows the log.
-// The task is then forgotten here: the log holds it.
+// The task is then forgotten here: the log holds it. Only the entry that
+// still holds the turn is: once the turn was taken, the entry at id may
+// be another's (the answer to the task's question, which a2a-go runs,
+// may already have begun when the request that made the task returns).
 func (s *taskStore) release(id spec.TaskID) {
 	s.mu.Lock()
 	e := s.tasks[id]
 	var t *server.Turn
-	if e != nil && !e.executing && !e.ended {
+	if e != nil && e.turn != nil && !e.executing && !e.ended {
 		t = e.turn
 		delete(s.tasks, id)
 	}

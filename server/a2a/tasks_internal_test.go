@@ -206,3 +206,25 @@ func TestNewTaskStreamBypassesTaskManager(t *testing.T) {
 		t.Error("a message with a push config: a2a-go's task manager made no update; want it to run the task")
 	}
 }
+
+// The end of the request that made a task (release) forgets the task
+// only while its turn is still untaken: an entry that a2a-go's execution
+// of an answer made meanwhile (the client answered the task's question
+// as soon as it read it, before that request's handler returned) stays,
+// so that the answer's updates are not refused as concurrent ones.
+func TestReleaseKeepsAnotherEntry(t *testing.T) {
+	ep, _ := endpoint(t)
+	s := ep.h.tasks
+	id := spec.TaskID("task_x")
+	answering := &entry{task: &spec.Task{ID: id, Status: spec.TaskStatus{State: spec.TaskStateWorking}}, version: 7}
+	s.mu.Lock()
+	s.tasks[id] = answering
+	s.mu.Unlock()
+	s.release(id)
+	s.mu.Lock()
+	got := s.tasks[id]
+	s.mu.Unlock()
+	if got != answering {
+		t.Errorf("after release, the entry at %s is %+v; want the answer's, kept", id, got)
+	}
+}
