@@ -84,8 +84,12 @@ func TestAdapterStreamsKeepAlive(t *testing.T) {
 // that read it before KeepAliveEvery had stored it was a data race.
 func TestKeepAliveShortInterval(t *testing.T) {
 	f := newFixture(t, options{})
-	for range 200 {
+	for range 2000 {
 		w := httptest.NewRecorder()
-		f.srv.KeepAliveEvery(w, time.Nanosecond).Stop()
+		k := f.srv.KeepAliveEvery(w, time.Nanosecond)
+		k.Lock() // a write of the adapter's, between the comments
+		_, _ = w.WriteString("data: {}\n\n")
+		k.Unlock()
+		k.Stop()
 	}
 }
