@@ -27,7 +27,11 @@ type KeepAlive struct {
 // been written.
 func (s *Server) KeepAlive(w http.ResponseWriter) *KeepAlive {
 	k := &KeepAlive{w: w, rc: http.NewResponseController(w), every: s.cfg.Heartbeat}
+	// The first tick may come before AfterFunc returns (a short
+	// interval): it waits for k.t under the lock.
+	k.mu.Lock()
 	k.t = time.AfterFunc(k.every, k.tick)
+	k.mu.Unlock()
 	return k
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,19 @@ func TestAdapterStreamsKeepAlive(t *testing.T) {
 				t.Fatalf("the stream after the comments: %q; want the answer and %s last", data, tc.last)
 			}
 		})
+	}
+}
+
+// A keep-alive whose first tick comes at once (an interval shorter than
+// starting its timer takes) finds its timer set: under -race, a tick
+// that read it before KeepAlive had stored it was a data race.
+func TestKeepAliveShortInterval(t *testing.T) {
+	f := newFixture(t, options{config: func(c *server.Config) { c.Heartbeat = time.Nanosecond }})
+	for range 200 {
+		w := httptest.NewRecorder()
+		k := f.srv.KeepAlive(w)
+		k.Lock()
+		k.Unlock()
+		k.Stop()
 	}
 }
