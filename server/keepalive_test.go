@@ -88,6 +88,7 @@ func TestKeepAliveShortInterval(t *testing.T) {
 		w := httptest.NewRecorder()
 		k := f.srv.KeepAlive(w)
 		k.Lock()
+		_, _ = w.WriteString("data: {}\n\n") // an adapter's write
 		k.Unlock()
 		k.Stop()
 	}
