@@ -907,9 +907,12 @@ func TestWSHandshake(t *testing.T) {
 }
 
 // The server pings every Heartbeat: a client that answers stays
-// connected, one that does not is dropped.
+// connected, one that does not is dropped. The pong may take up to
+// WriteTimeout: generous, so that a loaded machine (CI under -race) does
+// not drop the client that answers, which would leave the test waiting
+// for pings that never come.
 func TestWSPing(t *testing.T) {
-	e := newWSEnv(t, server.Config{Heartbeat: 5 * time.Millisecond, WriteTimeout: 50 * time.Millisecond})
+	e := newWSEnv(t, server.Config{Heartbeat: 5 * time.Millisecond, WriteTimeout: 3 * time.Second})
 
 	t.Run("answered", func(t *testing.T) {
 		pings := make(chan struct{}, 16)

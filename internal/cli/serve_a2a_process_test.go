@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -190,7 +191,20 @@ func TestServeProcessA2AReplicas(t *testing.T) {
 		t.Errorf("the first replica's subscription: %v; want the task working, its answer, completed", sub)
 	}
 	for i, c := range []*a2aclient.Client{ca, cb} {
-		if done, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: asked.ID}); err != nil || done.Status.State != spec.TaskStateCompleted || !strings.Contains(answerText(done), "42") {
+		// The replica where a2a-go ran the answer holds the task as its
+		// own follower last saw it: the run's last commit, made by the
+		// other replica, reaches it a moment after the subscription
+		// above saw it. Look until it has (the test's deadline bounds it).
+		var done *spec.Task
+		var err error
+		for {
+			done, err = c.GetTask(t.Context(), &spec.GetTaskRequest{ID: asked.ID})
+			if err != nil || done.Status.State.Terminal() || t.Context().Err() != nil {
+				break
+			}
+			runtime.Gosched()
+		}
+		if err != nil || done.Status.State != spec.TaskStateCompleted || !strings.Contains(answerText(done), "42") {
 			t.Errorf("GetTask on replica %d: %v %v; want completed with the answer", i, done, err)
 		}
 	}
