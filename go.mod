@@ -81,3 +81,7 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// The MCP SDK v1.8.0 with one change that belongs upstream (its JSON
+// decoding allocated a 32 KiB buffer a message): third_party/go-sdk/PATCH.md.
+replace github.com/modelcontextprotocol/go-sdk v1.8.0 => ./third_party/go-sdk

@@ -99,3 +99,6 @@ go build ./...
 
 echo "== go test -race -shuffle=on"
 go test -race -shuffle=on -count=1 -timeout 20m ./...
+
+echo "== the patched MCP SDK (third_party/go-sdk/PATCH.md)"
+(cd third_party/go-sdk && go vet ./internal/json/ && go test -race -count=1 ./internal/json/)
