@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/server/a2a"
 	"github.com/agentrt/agentrt/server/agui"
 	"github.com/agentrt/agentrt/server/openai"
 )
@@ -61,7 +62,8 @@ func rest(br *bufio.Reader) []string {
 // context lasts, a turn that runs is streamed to its end (its client may
 // have no way to resume); once it ends, the adapters' streams end saying
 // shutting_down in their protocol's shape (an OpenAI error event, an
-// AG-UI RUN_ERROR), and new turns are refused.
+// AG-UI RUN_ERROR; an A2A stream ends with no terminal state, as the task
+// goes on), and new turns are refused.
 func TestShutdownAndAdapterStreams(t *testing.T) {
 	mount := func(t *testing.T, f *fixture) {
 		if _, err := openai.Mount(f.srv, openai.Config{}); err != nil {
@@ -70,9 +72,13 @@ func TestShutdownAndAdapterStreams(t *testing.T) {
 		if err := agui.Mount(f.srv); err != nil {
 			t.Fatal(err)
 		}
+		if err := a2a.Mount(f.srv, a2a.Config{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	const chat = `{"model":"assistant","stream":true,"messages":[{"role":"user","content":"hello"}]}`
 	const run = `{"threadId":"sd","runId":"r1","messages":[{"id":"m1","role":"user","content":"hello"}]}`
+	const task = `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m1","contextId":"sd2","role":"ROLE_USER","parts":[{"text":"hello"}]}}}`
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
@@ -110,6 +116,8 @@ func TestShutdownAndAdapterStreams(t *testing.T) {
 		defer done()
 		ag, done2 := adapterStream(t, f, ctx, "/v1/agui/assistant", run)
 		defer done2()
+		tk, done3 := adapterStream(t, f, ctx, "/v1/a2a/assistant", task)
+		defer done3()
 		ended, stop := context.WithCancel(ctx)
 		stop()
 		if err := f.srv.Shutdown(ended); err == nil {
@@ -120,6 +128,12 @@ func TestShutdownAndAdapterStreams(t *testing.T) {
 		}
 		if data := rest(ag); len(data) == 0 || !strings.Contains(data[len(data)-1], `"RUN_ERROR"`) || !strings.Contains(data[len(data)-1], "shutting_down") {
 			t.Errorf("AG-UI stream at shutdown: %q; want RUN_ERROR shutting_down last", data)
+		}
+		// The task does not end with the stream: the run goes on (in
+		// another process, where there is one), and GetTask or
+		// SubscribeToTask on any replica says how.
+		if data := strings.Join(rest(tk), "\n"); strings.Contains(data, "TASK_STATE_FAILED") || strings.Contains(data, `"final"`) || strings.Contains(data, `"error"`) {
+			t.Errorf("A2A stream at shutdown: %s; want it to end without a terminal state", data)
 		}
 		close(f.model.hold)
 	})

@@ -143,8 +143,13 @@ func (h *handler) streamBatches(id spec.TaskID, emit func([]spec.Event) bool) er
 	var out []spec.Event
 	for evs, err := range turn.EventBatches() {
 		if err != nil {
+			if leftOff(err) {
+				// Not the task's end (translator.follow): the stream
+				// ends, and the log says how the task goes on.
+				return nil
+			}
 			// Following the turn failed: so does the task, as its
-			// translator says (translator.follow).
+			// translator says.
 			out, ended = append(out[:0], failed(tr.info, "following the session: "+err.Error())), true
 		} else {
 			out, ended = tr.batch(out[:0], evs)

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -63,12 +65,17 @@ const answerID spec.ArtifactID = "answer"
 
 // follow translates batches of events until the turn's end (or
 // input-required), yielding the task's events. A stream error fails the
-// task.
+// task, but for one that says only that this process stopped following
+// the turn (leftOff): then the events end without a terminal state, and
+// the client learns how the task goes on from GetTask or
+// SubscribeToTask, on any replica.
 func (t *translator) follow(batches iter.Seq2[[]*session.Event, error], yield func(spec.Event, error) bool) {
 	var out []spec.Event
 	for evs, err := range batches {
 		if err != nil {
-			yield(failed(t.info, "following the session: "+err.Error()), nil)
+			if !leftOff(err) {
+				yield(failed(t.info, "following the session: "+err.Error()), nil)
+			}
 			return
 		}
 		var end bool
@@ -82,6 +89,14 @@ func (t *translator) follow(batches iter.Seq2[[]*session.Event, error], yield fu
 			return
 		}
 	}
+}
+
+// leftOff reports whether err ended a turn's stream for the stream's
+// sake, not the turn's: the server is shutting down (the run goes on in
+// another process), or the stream fell behind the log.
+func leftOff(err error) bool {
+	var e *agentrt.Error
+	return errors.As(err, &e) && (e.Code == agentrt.CodeShuttingDown || e.Code == agentrt.CodeWatchBehind)
 }
 
 // batch appends to out the task's events for evs, in order, up to the
