@@ -137,15 +137,17 @@ func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) (*agentE
 	}
 	x := &executor{srv: srv, agent: a.Name, tasks: tasks}
 	sender := push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: cfg.PushTimeout, AllowPrivateNetworks: cfg.AllowPrivateWebhooks})
+	pushes := push.NewInMemoryStore()
+	lg := slog.New(quiet{cfg.Log.Handler()}).With("agent", a.Name, "protocol", "a2a")
 	caps := capabilities()
 	h := &handler{
 		RequestHandler: a2asrv.NewHandler(x,
 			a2asrv.WithTaskStore(tasks),
-			a2asrv.WithPushNotifications(push.NewInMemoryStore(), sender),
+			a2asrv.WithPushNotifications(pushes, sender),
 			a2asrv.WithCapabilityChecks(&caps),
-			a2asrv.WithLogger(slog.New(quiet{cfg.Log.Handler()}).With("agent", a.Name, "protocol", "a2a")),
+			a2asrv.WithLogger(lg),
 		),
-		srv: srv, x: x, tasks: tasks,
+		srv: srv, x: x, tasks: tasks, pushes: pushes, sender: sender, log: lg,
 	}
 	rpc := a2asrv.NewJSONRPCHandler(h, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
 	return &agentEndpoint{agent: a, srv: srv, h: h, rpc: rpc}, nil

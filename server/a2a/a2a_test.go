@@ -286,8 +286,8 @@ func TestPushNotifications(t *testing.T) {
 	got := make(chan []byte, 64)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if r.Header.Get("X-A2A-Notification-Token") != "tok" && r.Header.Get("X-A2A-Notification-Token") != "" {
-			t.Errorf("notification token %q", r.Header.Get("X-A2A-Notification-Token"))
+		if tok := r.Header.Get("A2A-Notification-Token"); tok != "tok" {
+			t.Errorf("notification token %q; want tok", tok)
 		}
 		got <- b
 	}))

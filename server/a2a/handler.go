@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"slices"
 	"strings"
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/agentrt/agentrt"
@@ -39,6 +41,12 @@ type handler struct {
 	srv   *server.Server
 	x     *executor
 	tasks *taskStore
+	// pushes and sender are a2a-go's, which its task manager uses; the
+	// handler's own stream of a new task (streamBatches) sends through
+	// them too.
+	pushes push.ConfigStore
+	sender push.Sender
+	log    *slog.Logger
 }
 
 // SendMessage implements a2asrv.RequestHandler.
@@ -75,7 +83,7 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessag
 		if id != "" {
 			defer h.tasks.release(id)
 			if direct(req) {
-				h.stream(id)(yield)
+				h.stream(ctx, id)(yield)
 				return
 			}
 		}
@@ -94,9 +102,9 @@ func direct(req *spec.SendMessageRequest) bool {
 
 // stream yields new task id, then its updates, as the handler's own
 // stream of it (streamBatches) gives them.
-func (h *handler) stream(id spec.TaskID) iter.Seq2[spec.Event, error] {
+func (h *handler) stream(ctx context.Context, id spec.TaskID) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
-		err := h.streamBatches(id, func(evs []spec.Event) bool {
+		err := h.streamBatches(ctx, id, func(evs []spec.Event) bool {
 			for _, ev := range evs {
 				if !yield(ev, nil) {
 					return false
@@ -119,10 +127,12 @@ func (h *handler) stream(id spec.TaskID) iter.Seq2[spec.Event, error] {
 // together), so that a writer flushes once a batch; emit returns false to
 // stop. The task store holds the task as it goes, as the manager would
 // have stored it, so that GetTask, SubscribeToTask and CancelTask find
-// it; a CancelTask (a2a-go's, with no execution of the task to stop)
+// it, and each update goes to the task's push configs (one made while
+// the task streams too), before the stream has it, as the manager would
+// send it; a CancelTask (a2a-go's, with no execution of the task to stop)
 // cancels the run, and the stream ends CANCELED with it. The error is
 // for a task whose turn is gone (nothing was emitted).
-func (h *handler) streamBatches(id spec.TaskID, emit func([]spec.Event) bool) error {
+func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([]spec.Event) bool) error {
 	ref, _ := parseTaskID(id)
 	task, turn := h.tasks.begin(id)
 	if turn == nil {
@@ -158,11 +168,34 @@ func (h *handler) streamBatches(id spec.TaskID, emit func([]spec.Event) bool) er
 			apply(task, ev)
 			h.tasks.progress(id, task, ev)
 		}
+		h.push(ctx, id, out)
 		if len(out) > 0 && !emit(out) || ended {
 			return nil
 		}
 	}
 	return nil
+}
+
+// push sends evs, updates of task id, to the task's push configs, as
+// a2a-go's task manager does for the tasks it runs (in order, each
+// config in turn, waiting for each webhook). A config that cannot be
+// read or a webhook that fails is logged: the task goes on.
+func (h *handler) push(ctx context.Context, id spec.TaskID, evs []spec.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	cfgs, err := h.pushes.List(ctx, id)
+	if err != nil {
+		h.log.Warn("a2a: push configs", "task", id, "err", err)
+		return
+	}
+	for _, ev := range evs {
+		for _, c := range cfgs {
+			if err := h.sender.SendPush(ctx, c, ev); err != nil {
+				h.log.Warn("a2a: push notification", "task", id, "url", c.URL, "err", err)
+			}
+		}
+	}
 }
 
 // SubscribeToTask implements a2asrv.RequestHandler: a2a-go's subscription

@@ -78,7 +78,7 @@ func (ep *agentEndpoint) serveStream(w http.ResponseWriter, r *http.Request, kee
 	ka := ep.srv.KeepAliveEvery(w, keepAlive)
 	defer ka.Stop()
 	s := &sseWriter{w: w, rc: http.NewResponseController(w), ka: ka, resp: rpcResult{JSONRPC: "2.0", ID: rq.ID}}
-	if err := ep.h.streamBatches(id, s.batch); err != nil {
+	if err := ep.h.streamBatches(r.Context(), id, s.batch); err != nil {
 		// Nothing was written but the headers: say why as a2a-go would
 		// (an internal error).
 		s.fail(err)

@@ -3,8 +3,11 @@ package a2a_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"io"
 	"iter"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -268,5 +271,61 @@ func TestStreamedTaskAnswered(t *testing.T) {
 	got, err = c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID})
 	if err != nil || got.Status.State != spec.TaskStateCompleted || artifactText(got) != `echo: "deployed to prod"` {
 		t.Errorf("GetTask after the answer: %v %v; want completed with the answer", got, err)
+	}
+}
+
+// A push config made while a new task streams gets the task's updates
+// from then on: the adapter's own stream sends them, as a2a-go's task
+// manager does for the tasks it runs, each before the stream has it.
+func TestStreamedTaskPushes(t *testing.T) {
+	f := newFixture(t, options{})
+	c := f.client(t, "")
+	got := make(chan spec.TaskState, 64)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sr spec.StreamResponse
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &sr); err != nil {
+			t.Errorf("notification %s: %v", b, err)
+		}
+		if tok := r.Header.Get("A2A-Notification-Token"); tok != "tok" {
+			t.Errorf("notification token %q; want tok", tok)
+		}
+		switch e := sr.Event.(type) {
+		case *spec.Task:
+			got <- e.Status.State
+		case *spec.TaskStatusUpdateEvent:
+			got <- e.Status.State
+		}
+	}))
+	defer hook.Close()
+	var last spec.TaskState
+	var working int
+	for ev, err := range c.SendStreamingMessage(t.Context(), &spec.SendMessageRequest{Message: text("call gate {}")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, ok := ev.(*spec.TaskStatusUpdateEvent)
+		if !ok {
+			continue
+		}
+		last = s.Status.State
+		if working++; working != 2 { // WORKING, then WORKING with the gate's call
+			continue
+		}
+		<-f.started
+		if _, err := c.CreateTaskPushConfig(t.Context(), &spec.PushConfig{TaskID: s.TaskID, URL: hook.URL, Token: "tok"}); err != nil {
+			t.Fatal(err)
+		}
+		close(f.release)
+	}
+	if last != spec.TaskStateCompleted {
+		t.Fatalf("the stream ended %s; want completed", last)
+	}
+	var pushed []spec.TaskState
+	for len(got) > 0 {
+		pushed = append(pushed, <-got)
+	}
+	if len(pushed) == 0 || pushed[len(pushed)-1] != spec.TaskStateCompleted {
+		t.Errorf("states pushed %v; want completed last", pushed)
 	}
 }
