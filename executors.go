@@ -176,7 +176,7 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 				calls, content, finish = ic, rest, model.FinishToolCalls
 			}
 		}
-		calls = normalizeCalls(calls, st.Seq+1, finish, a.resolveTool)
+		calls = normalizeCalls(calls, st.Messages, st.Seq+1, finish, a.resolveTool)
 	}
 	end := x.now() // the event's time, and the end of the call's latency
 	fin := session.ModelFinished{
@@ -357,14 +357,18 @@ func (x *Exec) stream(ctx context.Context, m model.Model, req *model.Request) er
 var errStopped = errors.New("the caller stopped reading events")
 
 // normalizeCalls drops calls without a usable name (empty, or "None" as
-// some models write it), gives calls without an id or with the id of an
-// earlier call of the same reply a deterministic one (some
-// OpenAI-compatible servers repeat ids), and keeps arguments that are not valid JSON as a JSON string
-// so the log stays valid JSON and the tool step can tell the model what
-// was wrong. The ids depend only on the reply and seq, the seq of the
+// some models write it), gives calls without an id, or with the id of an
+// earlier call of the same reply or of the session's history, a
+// deterministic one (some OpenAI-compatible servers repeat ids, "call_1"
+// in every reply: a call's id names it in the session — a sub-agent's
+// child session, a delegation's earlier task, the idempotency key a tool
+// passes on — so a repeated one would be taken for the earlier call), and
+// keeps arguments that are not valid JSON as a JSON string so the log
+// stays valid JSON and the tool step can tell the model what was wrong.
+// The ids depend only on the reply, the history and seq, the seq of the
 // model_finished event that records them, so the log holds them and a
-// resume agrees.
-func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason, resolve func(string) (string, bool)) []model.ToolCall {
+// resume agrees. (Calls compacted out of the history are not looked at.)
+func normalizeCalls(calls []model.ToolCall, history []model.Message, seq int64, finish model.FinishReason, resolve func(string) (string, bool)) []model.ToolCall {
 	out := calls[:0]
 	for i, c := range calls {
 		name := strings.TrimSpace(c.Name)
@@ -375,9 +379,9 @@ func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason
 			name = known // "functions.search", "Search": the agent's search
 		}
 		c.Name = name
-		if c.ID == "" || hasID(out, c.ID) {
+		if c.ID == "" || hasID(out, c.ID) || usedID(history, c.ID) {
 			id := "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
-			for hasID(out, id) || hasID(calls[i+1:], id) {
+			for hasID(out, id) || hasID(calls[i+1:], id) || usedID(history, id) {
 				id += "_"
 			}
 			c.ID = id
@@ -396,6 +400,16 @@ func normalizeCalls(calls []model.ToolCall, seq int64, finish model.FinishReason
 		return nil
 	}
 	return out
+}
+
+// usedID reports whether a call of history has id.
+func usedID(history []model.Message, id string) bool {
+	for i := range history {
+		if history[i].Role == model.RoleAssistant && hasID(history[i].ToolCalls, id) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasID(calls []model.ToolCall, id string) bool {

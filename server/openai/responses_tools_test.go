@@ -101,10 +101,17 @@ func TestResponsesFunctionToolRoundTrip(t *testing.T) {
 	}
 	// The whole history sent back instead of previous_response_id: the
 	// session is the one whose run waits for the call.
+	// (The call's id is the one the stream gave: the model repeats
+	// "call_1", which the session already has, so the runtime gave this
+	// call an id of its own.)
+	callID := final.Output[0].AsFunctionCall().CallID
+	if callID == "" || callID == "call_1" {
+		t.Fatalf("the streamed call's id %q: want one of its own in the session", callID)
+	}
 	history := responses.ResponseInputParam{
 		responses.ResponseInputItemParamOfMessage(`call local_time {"tz":"CET"}`, responses.EasyInputMessageRoleUser),
-		responses.ResponseInputItemParamOfFunctionCall(args, "call_1", "local_time"),
-		outputItem("call_1", "13:00 CET"),
+		responses.ResponseInputItemParamOfFunctionCall(args, callID, "local_time"),
+		outputItem(callID, "13:00 CET"),
 	}
 	last, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "assistant",
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: history}})

@@ -1,0 +1,72 @@
+package agentrt_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// A model that gives every call the same id, reply after reply (some
+// OpenAI-compatible servers do), has each call recorded under an id of
+// its own in the session: a second call is not taken for the first —
+// not by a sub-agent (its child session), not by a tool's idempotency
+// key, in the same run or in the next.
+func TestRepeatedCallIDsAcrossReplies(t *testing.T) {
+	call := func(name, args string) scripted.Reply {
+		return scripted.Reply{ToolCalls: []scripted.Call{{ID: "call_1", Name: name, Arguments: args}}}
+	}
+	boss := scripted.New("boss",
+		call("calc", `{"task":"first"}`), call("calc", `{"task":"second"}`), scripted.Reply{Text: "both"},
+		call("keyed", `{}`), scripted.Reply{Text: "keyed once"},
+		call("keyed", `{}`), scripted.Reply{Text: "keyed again"})
+	calc := scripted.New("calc-model", scripted.Reply{Text: "one"}, scripted.Reply{Text: "two"})
+	var mu sync.Mutex
+	var keys []string
+	keyed := tool.Must(tool.New("keyed", "records its idempotency key", func(ctx context.Context, _ struct{}) (string, error) {
+		info, _ := tool.CallInfoFrom(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, info.IdempotencyKey)
+		return "ok", nil
+	}))
+	reg, err := tool.NewRegistry(agentrt.SubAgent("calc", ""), keyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &agentrt.Agent{Name: "boss", Model: boss, Tools: reg}
+	store := memstore.New()
+	e := newEnv(t, store, agentrt.Config{}, b, calcAgent(calc, nil))
+	id := e.session(t, "boss")
+	if res := e.run(t, id, "delegate twice"); res.Status != session.StatusDone || res.Text != "both" {
+		t.Fatalf("run: %s %q", res.Status, res.Text)
+	}
+	log := storedLog(t, store, id)
+	started, finished := eventsOf[session.SubagentStarted](log), eventsOf[session.SubagentFinished](log)
+	if len(started) != 2 || started[0].ChildSession == started[1].ChildSession || started[0].CallID == started[1].CallID {
+		t.Fatalf("subagent_started %+v: want two calls with two child sessions", started)
+	}
+	if len(finished) != 2 || finished[0].Answer != "one" || finished[1].Answer != "two" {
+		t.Fatalf("subagent_finished %+v: want the answers one, two", finished)
+	}
+	results := toolResults(log)
+	if len(results) != 2 || !strings.Contains(string(results[1].Result), `"two"`) || results[0].CallID == results[1].CallID {
+		t.Fatalf("tool results %+v: want the second call's answer two, under its own id", results)
+	}
+	for _, text := range []string{"keyed once", "keyed again"} {
+		if res := e.run(t, id, "call keyed"); res.Status != session.StatusDone || res.Text != text {
+			t.Fatalf("run: %s %q; want %q", res.Status, res.Text, text)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 2 || keys[0] == keys[1] {
+		t.Errorf("idempotency keys of two calls in two runs: %q; want two different", keys)
+	}
+}
