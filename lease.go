@@ -328,8 +328,10 @@ func (r *Runner) recoverStatus(ctx context.Context, status session.Status, runs 
 		if len(page) < opt.Limit {
 			return runs, nil
 		}
+		// By its time too: a session deleted meanwhile still marks the
+		// place.
 		last := page[len(page)-1]
-		opt.After, opt.AfterTenant = last.ID, last.Tenant
+		opt.After, opt.AfterTenant, opt.AfterCreated = last.ID, last.Tenant, last.CreatedAt
 	}
 }
 

@@ -209,8 +209,9 @@ func hidden(id string) bool {
 // logs (whose ids start with "_rules.") and claims ("_claim.", see
 // Claim): a page may so hold fewer than opts.Limit sessions. last is the
 // last session the store listed, nil when the page was the last one: the next page starts after it
-// (ListOptions.After = last.ID, AfterTenant = last.Tenant), which is the
-// page's last session only when that one is not hidden.
+// (ListOptions.After = last.ID, AfterTenant = last.Tenant, AfterCreated =
+// last.CreatedAt, so that it does even if last is deleted meanwhile),
+// which is the page's last session only when that one is not hidden.
 func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (page []*session.Session, last *session.Session, err error) {
 	all, err := r.store.ListSessions(ctx, opts)
 	if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -151,7 +153,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	opt := session.ListOptions{After: q.Get("after"), Status: session.Status(q.Get("status"))}
+	opt := session.ListOptions{Status: session.Status(q.Get("status"))}
+	opt.After, opt.AfterCreated = parseSessionCursor(q.Get("after"))
 	limit, err := intParam(q.Get("limit"), "limit", 50, 1, 500)
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -171,6 +174,10 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	// the sessions end.
 	for {
 		page, last, err := s.r.ListSessions(r.Context(), opt)
+		if errors.Is(err, session.ErrNotFound) {
+			err = &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeNotFound,
+				Msg: fmt.Sprintf("session %q not found: after takes a page's next, or a session's id", opt.After), Err: err}
+		}
 		if err != nil {
 			writeError(w, r, s.log, err)
 			return
@@ -184,13 +191,33 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			out.Next = ""
 			break
 		}
-		out.Next = last.ID
+		out.Next = sessionCursor(last)
 		if agent == "" || len(out.Sessions) >= limit {
 			break
 		}
-		opt.After = last.ID
+		opt.After, opt.AfterCreated = last.ID, last.CreatedAt
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// sessionCursor is the next of a page of sessions that ends with s: its
+// creation time and id, so that the next page follows s even when s has
+// been deleted meanwhile (a client deleting what it lists).
+func sessionCursor(s *session.Session) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(s.CreatedAt.UnixNano(), 10) + "." + s.ID))
+}
+
+// parseSessionCursor reads an after of a session list: a sessionCursor,
+// or else a session's id (looked up by the store).
+func parseSessionCursor(after string) (id string, created time.Time) {
+	if b, err := base64.RawURLEncoding.DecodeString(after); err == nil {
+		if ns, id, ok := strings.Cut(string(b), "."); ok && id != "" {
+			if n, err := strconv.ParseInt(ns, 10, 64); err == nil && n > 0 {
+				return id, time.Unix(0, n)
+			}
+		}
+	}
+	return after, time.Time{}
 }
 
 func knownStatus(st session.Status) bool {

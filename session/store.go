@@ -153,6 +153,12 @@ func (c *Commit) Check() error {
 type ListOptions struct {
 	Limit int    // zero means 50
 	After string // the last id of the previous page
+	// AfterCreated is the CreatedAt of the session After, when the caller
+	// has it (the last session of the page before): the store then places
+	// the page by it and After without looking After up, so that a session
+	// deleted since its page was listed still marks where the next begins.
+	// Zero: the store looks After up (ErrNotFound when it is gone).
+	AfterCreated time.Time
 	// Status, when set, keeps only the sessions with that status.
 	Status Status
 	// AllTenants lists the sessions of every tenant rather than of the

@@ -150,7 +150,8 @@ func (s *taskStore) taskInputs(ctx context.Context, id string) ([]listed, error)
 		if len(page) < opt.Limit {
 			return out, nil
 		}
-		opt.After = page[len(page)-1].ID
+		last := page[len(page)-1]
+		opt.After, opt.AfterCreated = last.ID, last.CreatedAt
 	}
 }
 

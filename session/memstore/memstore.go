@@ -202,13 +202,17 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		if opt.AllTenants {
 			k.tenant = cmp.Or(opt.AfterTenant, session.DefaultTenant)
 		}
-		cursor, ok := st.sessions[k]
-		if !ok {
-			return nil, notFound("list sessions after", opt.After)
+		cursor := &session.Session{Tenant: k.tenant, ID: opt.After, CreatedAt: opt.AfterCreated}
+		if opt.AfterCreated.IsZero() {
+			e, ok := st.sessions[k]
+			if !ok {
+				return nil, notFound("list sessions after", opt.After)
+			}
+			cursor = &e.row
 		}
 		// The first session that sorts after the cursor (which the
-		// status filter may have left out).
-		i, _ := slices.BinarySearchFunc(all, &cursor.row, func(e *entry, c *session.Session) int {
+		// status filter may have left out, or which is gone).
+		i, _ := slices.BinarySearchFunc(all, cursor, func(e *entry, c *session.Session) int {
 			if newerFirst(&e.row, c) <= 0 {
 				return -1
 			}

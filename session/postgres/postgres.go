@@ -400,13 +400,15 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		} else if opt.AllTenants {
 			ct = session.DefaultTenant
 		}
-		var created int64
-		err := st.pool.QueryRow(ctx, `SELECT created_at FROM sessions WHERE tenant = $1 AND id = $2`, ct, opt.After).Scan(&created)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, notFound("list sessions after", opt.After)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("postgres: list sessions: %w", err)
+		created := opt.AfterCreated.UnixMicro()
+		if opt.AfterCreated.IsZero() {
+			err := st.pool.QueryRow(ctx, `SELECT created_at FROM sessions WHERE tenant = $1 AND id = $2`, ct, opt.After).Scan(&created)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil, notFound("list sessions after", opt.After)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("postgres: list sessions: %w", err)
+			}
 		}
 		if opt.AllTenants {
 			where = append(where, fmt.Sprintf("(created_at, tenant, id) < (%s, %s, %s)", arg(created), arg(ct), arg(opt.After)))

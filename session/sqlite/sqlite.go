@@ -643,13 +643,15 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		if opt.AllTenants {
 			ct = cmpOr(opt.AfterTenant, session.DefaultTenant)
 		}
-		var created int64
-		err := st.r.QueryRowContext(ctx, `SELECT created_at FROM sessions WHERE tenant = ? AND id = ?`, ct, opt.After).Scan(&created)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, notFound("list sessions after", opt.After)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+		created := opt.AfterCreated.UnixMicro()
+		if opt.AfterCreated.IsZero() {
+			err := st.r.QueryRowContext(ctx, `SELECT created_at FROM sessions WHERE tenant = ? AND id = ?`, ct, opt.After).Scan(&created)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil, notFound("list sessions after", opt.After)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+			}
 		}
 		if opt.AllTenants {
 			where, args = append(where, "(created_at, tenant, id) < (?, ?, ?)"), append(args, created, ct, opt.After)

@@ -27,7 +27,8 @@
 //     are whole milliseconds.
 //   - ListSessions orders by CreatedAt, newest first, then by ID,
 //     descending; a Limit of zero or less means 50. An After that names no
-//     session is ErrNotFound.
+//     session is ErrNotFound, unless AfterCreated is set: then the page
+//     follows (AfterCreated, After) whether or not that session exists.
 //   - Commit, LoadSnapshot and Events on an unknown session are
 //     ErrNotFound; so is DeleteSession.
 //   - A Commit with no events is valid: it updates the session row only.
@@ -91,6 +92,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ListOrderAndPages", testListOrderAndPages},
 		{"ListDefaultLimit", testListDefaultLimit},
 		{"ListAfterUnknown", testListAfterUnknown},
+		{"ListAfterDeleted", testListAfterDeleted},
 		{"Delete", testDelete},
 		{"DeleteNotFound", testDeleteNotFound},
 		{"DeleteLeavesOthers", testDeleteLeavesOthers},
@@ -452,6 +454,31 @@ func testListAfterUnknown(t *testing.T, s session.Store) {
 	_, err := s.ListSessions(t.Context(), session.ListOptions{After: "nope"})
 	if !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("ListSessions(After: unknown): got %v, want ErrNotFound", err)
+	}
+}
+
+// A page after a session deleted since the page before was listed
+// follows it by its creation time, when the caller gives it.
+func testListAfterDeleted(t *testing.T, s session.Store) {
+	for i, id := range []string{"s1", "s2", "s3", "s4"} {
+		create(t, s, newSession(id, at(time.Duration(i)*time.Second)))
+	}
+	first, err := s.ListSessions(t.Context(), session.ListOptions{Limit: 2})
+	if err != nil || len(first) != 2 {
+		t.Fatalf("first page: %v %v", first, err)
+	}
+	last := first[1]
+	if err := s.DeleteSession(t.Context(), last.ID); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"s2", "s1"}, list(t, s, session.ListOptions{After: last.ID, AfterCreated: last.CreatedAt})); diff != "" {
+		t.Errorf("the page after %s, deleted (-want +got):\n%s", last.ID, diff)
+	}
+	if diff := cmp.Diff([]string{"s1"}, list(t, s, session.ListOptions{After: "s2", AfterCreated: at(time.Second)})); diff != "" {
+		t.Errorf("the page after s2 by its time (-want +got):\n%s", diff)
+	}
+	if _, err := s.ListSessions(t.Context(), session.ListOptions{After: last.ID}); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("ListSessions(After: deleted, no AfterCreated): got %v, want ErrNotFound", err)
 	}
 }
 

@@ -1,0 +1,80 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/session/sqlite"
+)
+
+// A client that deletes the sessions it lists, page by page, reaches
+// the end: the next of a page follows its last session even when that
+// one is gone. An after that is a session's id still works, and one
+// naming no session is not_found.
+func TestListSessionsWhileDeleting(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := newFixture(t, options{store: st})
+	var created []string
+	for range 5 {
+		created = append(created, f.create(t, ""))
+	}
+	type page struct {
+		Sessions []server.SessionInfo `json:"sessions"`
+		Next     string               `json:"next"`
+	}
+	get := func(after string) page {
+		t.Helper()
+		code, body, _ := f.do(t, "GET", "/v1/sessions?limit=2&after="+after, "", nil)
+		var p page
+		if code != http.StatusOK || json.Unmarshal(body, &p) != nil {
+			t.Fatalf("list after %q: %d %s", after, code, body)
+		}
+		return p
+	}
+	var seen []string
+	after := ""
+	for range 10 {
+		p := get(after)
+		for _, s := range p.Sessions {
+			seen = append(seen, s.ID)
+			if code, body, _ := f.do(t, "DELETE", "/v1/sessions/"+s.ID, "", nil); code != http.StatusNoContent {
+				t.Fatalf("delete %s: %d %s", s.ID, code, body)
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		after = p.Next
+	}
+	slices.Sort(seen)
+	slices.Sort(created)
+	if diff := cmp.Diff(created, seen); diff != "" {
+		t.Errorf("sessions listed while deleting them (-created +listed):\n%s", diff)
+	}
+
+	a, b := f.create(t, ""), f.create(t, "")
+	first := get("")
+	if len(first.Sessions) != 2 || first.Next != "" && len(get(first.Next).Sessions) != 0 {
+		t.Fatalf("two sessions: %+v", first)
+	}
+	newer := first.Sessions[0].ID
+	rest := get(newer) // a session's id as after
+	if len(rest.Sessions) != 1 || rest.Sessions[0].ID == newer || !slices.Contains([]string{a, b}, rest.Sessions[0].ID) {
+		t.Errorf("after the id %s: %+v; want the other session", newer, rest)
+	}
+	code, body, _ := f.do(t, "GET", "/v1/sessions?after=nobody", "", nil)
+	if want := `{"error":{"code":"not_found","message":"session \"nobody\" not found: after takes a page's next, or a session's id"}}`; code != http.StatusNotFound || string(bytes.TrimSpace(body)) != want {
+		t.Errorf("after an unknown id: %d %s; want 404 %s", code, body, want)
+	}
+}
