@@ -13,11 +13,18 @@ import (
 // its own server-sent events holds it (Lock, Unlock) around each of its
 // writes, which the comments go between, and calls Stop before its
 // handler returns. Clients ignore comments: the SSE format says so.
+//
+// Each write, the adapter's and the comments, must be done within the
+// server's WriteTimeout (Lock sets the connection's write deadline): a
+// client that stops reading makes the adapter's next write fail, as on
+// the native streams, rather than hold it — and what it follows — for as
+// long as the connection lives.
 type KeepAlive struct {
 	mu      sync.Mutex
 	rc      *http.ResponseController
 	w       http.ResponseWriter
 	every   time.Duration
+	timeout time.Duration // for each write
 	t       *time.Timer
 	wrote   bool // the adapter wrote since the last look: no comment due
 	stopped bool
@@ -32,7 +39,7 @@ func (s *Server) KeepAlive(w http.ResponseWriter) *KeepAlive {
 // KeepAliveEvery is KeepAlive at an interval of the adapter's own (its
 // configuration's keep-alive); every must be positive.
 func (s *Server) KeepAliveEvery(w http.ResponseWriter, every time.Duration) *KeepAlive {
-	k := &KeepAlive{w: w, rc: http.NewResponseController(w), every: every}
+	k := &KeepAlive{w: w, rc: http.NewResponseController(w), every: every, timeout: s.cfg.WriteTimeout}
 	// The first tick may come before AfterFunc returns (a short
 	// interval): it waits for k.t under the lock.
 	k.mu.Lock()
@@ -41,8 +48,12 @@ func (s *Server) KeepAliveEvery(w http.ResponseWriter, every time.Duration) *Kee
 	return k
 }
 
-// Lock takes the stream for a write.
-func (k *KeepAlive) Lock() { k.mu.Lock() }
+// Lock takes the stream for a write, which has the server's
+// WriteTimeout.
+func (k *KeepAlive) Lock() {
+	k.mu.Lock()
+	_ = k.rc.SetWriteDeadline(time.Now().Add(k.timeout))
+}
 
 // Unlock gives the stream back after a write.
 func (k *KeepAlive) Unlock() {
@@ -60,6 +71,7 @@ func (k *KeepAlive) tick() {
 	}
 	if !k.wrote {
 		// A failed write is the adapter's to find on its next one.
+		_ = k.rc.SetWriteDeadline(time.Now().Add(k.timeout))
 		if _, err := k.w.Write([]byte(": keep-alive\n\n")); err == nil {
 			_ = k.rc.Flush()
 		}
@@ -68,10 +80,13 @@ func (k *KeepAlive) tick() {
 	k.t.Reset(k.every)
 }
 
-// Stop ends the comments; none is written once it returns.
+// Stop ends the comments; none is written once it returns. The write
+// deadline is cleared: the connection may serve another request after
+// this one, whose writes may set none.
 func (k *KeepAlive) Stop() {
 	k.mu.Lock()
 	k.stopped = true
 	k.t.Stop()
+	_ = k.rc.SetWriteDeadline(time.Time{})
 	k.mu.Unlock()
 }

@@ -3,8 +3,11 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +94,52 @@ func TestKeepAliveShortInterval(t *testing.T) {
 		_, _ = w.WriteString("data: {}\n\n")
 		k.Unlock()
 		k.Stop()
+	}
+}
+
+// A write under the keep-alive's lock has the server's WriteTimeout: to a
+// client that reads nothing it fails once the connection's buffers are
+// full, rather than hold the adapter for as long as the connection lives.
+func TestKeepAliveWriteTimeout(t *testing.T) {
+	f := newFixture(t, options{config: func(c *server.Config) { c.WriteTimeout = 20 * time.Millisecond }})
+	failed := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		k := f.srv.KeepAliveEvery(w, time.Hour)
+		defer k.Stop()
+		chunk := []byte("data: " + strings.Repeat("x", 64<<10) + "\n\n")
+		for {
+			k.Lock()
+			_, err := w.Write(chunk)
+			if err == nil {
+				err = http.NewResponseController(w).Flush()
+			}
+			k.Unlock()
+			if err != nil {
+				failed <- err
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The client reads nothing.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	select {
+	case err := <-failed:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("the write to a client that reads nothing failed with %v; want its deadline exceeded", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the write to a client that reads nothing did not fail within a minute")
 	}
 }

@@ -346,8 +346,11 @@ func (srv *Server) newSSE(w http.ResponseWriter) *sseSink {
 	return s
 }
 
-// release gives the sink's buffer back for another stream's use.
+// release gives the sink's buffer back for another stream's use, and
+// clears the write deadline flush set: the connection may serve another
+// request, whose writes may set none.
 func (s *sseSink) release() {
+	_ = s.rc.SetWriteDeadline(time.Time{})
 	if cap(s.buf) <= maxPooledBuf {
 		b := s.buf[:0]
 		s.pool.Put(&b)
