@@ -79,6 +79,8 @@ func TestShutdownAndAdapterStreams(t *testing.T) {
 	const chat = `{"model":"assistant","stream":true,"messages":[{"role":"user","content":"hello"}]}`
 	const run = `{"threadId":"sd","runId":"r1","messages":[{"id":"m1","role":"user","content":"hello"}]}`
 	const task = `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m1","contextId":"sd2","role":"ROLE_USER","parts":[{"text":"hello"}]}}}`
+	// With a configuration the adapter's own stream leaves to a2a-go.
+	const a2aGoTask = `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m1","contextId":"sd3","role":"ROLE_USER","parts":[{"text":"hello"}]},"configuration":{"historyLength":5}}}`
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
@@ -118,6 +120,8 @@ func TestShutdownAndAdapterStreams(t *testing.T) {
 		defer done2()
 		tk, done3 := adapterStream(t, f, ctx, "/v1/a2a/assistant", task)
 		defer done3()
+		tg, done4 := adapterStream(t, f, ctx, "/v1/a2a/assistant", a2aGoTask)
+		defer done4()
 		ended, stop := context.WithCancel(ctx)
 		stop()
 		if err := f.srv.Shutdown(ended); err == nil {
@@ -134,6 +138,11 @@ func TestShutdownAndAdapterStreams(t *testing.T) {
 		// SubscribeToTask on any replica says how.
 		if data := strings.Join(rest(tk), "\n"); strings.Contains(data, "TASK_STATE_FAILED") || strings.Contains(data, `"final"`) || strings.Contains(data, `"error"`) {
 			t.Errorf("A2A stream at shutdown: %s; want it to end without a terminal state", data)
+		}
+		// a2a-go's execution of a task must end with a terminal state:
+		// there the stream ends FAILED, saying why (it must end).
+		if data := rest(tg); len(data) == 0 || !strings.Contains(data[len(data)-1], "TASK_STATE_FAILED") || !strings.Contains(data[len(data)-1], "the server shut down") {
+			t.Errorf("A2A stream of a2a-go's at shutdown: %q; want it to end FAILED: the server shut down", data)
 		}
 		close(f.model.hold)
 	})

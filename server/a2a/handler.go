@@ -244,6 +244,7 @@ func (h *handler) follow(ctx context.Context, id spec.TaskID) iter.Seq2[spec.Eve
 		if !yield(d.task, nil) || final(d.task.Status.State) {
 			return
 		}
+		d.tr.quiet = true // the handler's own stream
 		d.tr.follow(single(h.srv.Runner().Watch(ctx, ref.session, d.scanned)), yield)
 	}
 }

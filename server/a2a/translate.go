@@ -47,6 +47,9 @@ type translator struct {
 	runID string
 	// input is the id of the gateway input the turn answers.
 	input string
+	// quiet: the events are a stream of the handler's own, which may end
+	// without a terminal state (follow).
+	quiet bool
 	// restart: the run followed was interrupted; the next run_started
 	// is the turn's.
 	restart bool
@@ -65,15 +68,20 @@ const answerID spec.ArtifactID = "answer"
 
 // follow translates batches of events until the turn's end (or
 // input-required), yielding the task's events. A stream error fails the
-// task, but for one that says only that this process stopped following
-// the turn (leftOff): then the events end without a terminal state, and
-// the client learns how the task goes on from GetTask or
-// SubscribeToTask, on any replica.
+// task, but, when the events are the handler's own stream (quiet), for
+// one that says only that this process stopped following the turn
+// (leftOff): then the events end without a terminal state, and the client
+// learns how the task goes on from GetTask or SubscribeToTask, on any
+// replica. An execution of a2a-go's must end with a terminal or
+// interrupting event (its consumer waits for one), so there such an
+// error fails the task still: in this process's memory, and in the
+// stream of the client, as the process goes away (shutdown) or the
+// client fell behind.
 func (t *translator) follow(batches iter.Seq2[[]*session.Event, error], yield func(spec.Event, error) bool) {
 	var out []spec.Event
 	for evs, err := range batches {
 		if err != nil {
-			if !leftOff(err) {
+			if !t.quiet || !leftOff(err) {
 				yield(failed(t.info, "following the session: "+err.Error()), nil)
 			}
 			return
