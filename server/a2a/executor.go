@@ -75,10 +75,16 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		case st.Status.State == spec.TaskStateInputRequired:
 			x.answer(ctx, ec, yield)
 		default:
-			yield(nil, fmt.Errorf("task %s is %s: a message on a task answers what it asks while it is input-required (SubscribeToTask follows it); send a message without a task id (same contextId) for a new turn: %w",
-				ec.TaskID, st.Status.State, spec.ErrInvalidParams))
+			yield(nil, notWaiting(ec.TaskID, st.Status.State))
 		}
 	}
+}
+
+// notWaiting is the error of a message on task id, in state, which asks
+// nothing.
+func notWaiting(id spec.TaskID, state spec.TaskState) error {
+	return fmt.Errorf("task %s is %s: a message on a task answers what it asks while it is input-required (SubscribeToTask follows it); send a message without a task id (same contextId) for a new turn: %w",
+		id, state, spec.ErrInvalidParams)
 }
 
 // start follows a new task's turn: the task as submitted, then its

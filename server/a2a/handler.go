@@ -51,6 +51,9 @@ type handler struct {
 
 // SendMessage implements a2asrv.RequestHandler.
 func (h *handler) SendMessage(ctx context.Context, req *spec.SendMessageRequest) (spec.SendMessageResult, error) {
+	if err := h.answerable(ctx, req); err != nil {
+		return nil, err
+	}
 	req, id, dup, err := h.newTask(ctx, req)
 	if err != nil {
 		return nil, err
@@ -71,6 +74,10 @@ func (h *handler) SendMessage(ctx context.Context, req *spec.SendMessageRequest)
 // SendStreamingMessage implements a2asrv.RequestHandler.
 func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessageRequest) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
+		if err := h.answerable(ctx, req); err != nil {
+			yield(nil, err)
+			return
+		}
 		req, id, dup, err := h.newTask(ctx, req)
 		if err != nil {
 			yield(nil, err)
@@ -88,6 +95,29 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessag
 			}
 		}
 		h.RequestHandler.SendStreamingMessage(ctx, req)(yield)
+	}
+}
+
+// answerable refuses a message on a task that asks nothing (working,
+// submitted) before a2a-go sees it: a2a-go would begin an execution of
+// the task for it — beside the run that goes on, which a2a-go does not
+// know of when the handler streams the task itself or another replica
+// runs it — and the executor's refusal (notWaiting) would fail the
+// task, here, while its run goes on. A message on a task that waits, or
+// has ended, or is not found, is a2a-go's to take or refuse.
+func (h *handler) answerable(ctx context.Context, req *spec.SendMessageRequest) error {
+	if req == nil || req.Message == nil || req.Message.TaskID == "" {
+		return nil
+	}
+	st, err := h.tasks.Get(ctx, req.Message.TaskID)
+	if err != nil {
+		return nil
+	}
+	switch s := st.Task.Status.State; {
+	case s == spec.TaskStateInputRequired, s == spec.TaskStateAuthRequired, s.Terminal():
+		return nil
+	default:
+		return notWaiting(req.Message.TaskID, s)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"iter"
 	"net/http"
@@ -327,5 +328,48 @@ func TestStreamedTaskPushes(t *testing.T) {
 	}
 	if len(pushed) == 0 || pushed[len(pushed)-1] != spec.TaskStateCompleted {
 		t.Errorf("states pushed %v; want completed last", pushed)
+	}
+}
+
+// A message on a task that asks nothing (it works, streamed by the
+// adapter) is refused, and the task goes on: it is not failed by an
+// execution a2a-go would begin for the message beside its run.
+func TestMessageOnWorkingTaskRefused(t *testing.T) {
+	f := newFixture(t, options{})
+	c := f.client(t, "")
+	var task *spec.Task
+	var last spec.TaskState
+	for ev, err := range c.SendStreamingMessage(t.Context(), &spec.SendMessageRequest{Message: text("call gate {}")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case *spec.Task:
+			task = e
+			<-f.started
+			m := text("and another thing")
+			m.TaskID, m.ContextID = task.ID, task.ContextID
+			if res, err := c.SendMessage(t.Context(), &spec.SendMessageRequest{Message: m}); !errors.Is(err, spec.ErrInvalidParams) {
+				t.Errorf("SendMessage on the working task: %v %v; want invalid params", res, err)
+			}
+			for _, err := range c.SendStreamingMessage(t.Context(), &spec.SendMessageRequest{Message: m}) {
+				if !errors.Is(err, spec.ErrInvalidParams) {
+					t.Errorf("SendStreamingMessage on the working task: %v; want invalid params", err)
+				}
+				break
+			}
+			if got, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID}); err != nil || got.Status.State != spec.TaskStateWorking {
+				t.Errorf("GetTask after the refused messages: %v %v; want working", got, err)
+			}
+			close(f.release)
+		case *spec.TaskStatusUpdateEvent:
+			last = e.Status.State
+		}
+	}
+	if last != spec.TaskStateCompleted {
+		t.Fatalf("the stream ended %s; want completed", last)
+	}
+	if got, err := c.GetTask(t.Context(), &spec.GetTaskRequest{ID: task.ID}); err != nil || got.Status.State != spec.TaskStateCompleted {
+		t.Errorf("GetTask at the end: %v %v; want completed", got, err)
 	}
 }
