@@ -159,7 +159,9 @@ func (h *handler) stream(ctx context.Context, id spec.TaskID) iter.Seq2[spec.Eve
 // have stored it, so that GetTask, SubscribeToTask and CancelTask find
 // it, and each update goes to the task's push configs (one made while
 // the task streams too), before the stream has it, as the manager would
-// send it; a CancelTask (a2a-go's, with no execution of the task to stop)
+// send it — after the client has left too, to the turn's end, when the
+// task has push configs then (the turn outlives the request, as a2a-go's
+// execution would); a CancelTask (a2a-go's, with no execution of the task to stop)
 // cancels the run, and the stream ends CANCELED with it. The error is
 // for a task whose turn is gone (nothing was emitted).
 func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([]spec.Event) bool) error {
@@ -180,6 +182,9 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 		return nil
 	}
 	tr := &translator{info: spec.TaskInfo{TaskID: id, ContextID: task.ContextID}, input: ref.input}
+	// Pushes outlive the request, as the turn does.
+	pctx := context.WithoutCancel(ctx)
+	gone := false // the client left; the task's webhooks want the rest
 	var out []spec.Event
 	for evs, err := range turn.EventBatches() {
 		if err != nil {
@@ -198,8 +203,14 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 			apply(task, ev)
 			h.tasks.progress(id, task, ev)
 		}
-		h.push(ctx, id, out)
-		if len(out) > 0 && !emit(out) || ended {
+		h.push(pctx, id, out)
+		if !gone && len(out) > 0 && !emit(out) {
+			if cfgs, err := h.pushes.List(pctx, id); err != nil || len(cfgs) == 0 {
+				return nil
+			}
+			gone = true
+		}
+		if ended {
 			return nil
 		}
 	}

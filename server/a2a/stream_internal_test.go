@@ -1,12 +1,19 @@
 package a2a
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	spec "github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
+
+	"github.com/agentrt/agentrt/tool"
 )
 
 // A SendStreamingMessage that starts a task is written by the endpoint
@@ -58,5 +65,68 @@ func TestServeStreamTakesNewTasksOnly(t *testing.T) {
 	}
 	if n := ep.h.tasks.updates.Load(); n != 0 {
 		t.Errorf("a2a-go's task manager made %d updates; want none (nothing was left to it)", n)
+	}
+}
+
+// The adapter's own stream of a new task whose client leaves goes on
+// pushing the task's updates to its webhooks, to the turn's end, as
+// a2a-go's execution of the task would: the turn outlives the request.
+func TestStreamPushesAfterTheClientLeft(t *testing.T) {
+	release := make(chan struct{})
+	gate := tool.Must(tool.New("gate", "waits until released", func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case <-release:
+			return "passed", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	ep, _ := endpoint(t, gate)
+	ep.h.sender = push.NewHTTPPushSender(&push.HTTPSenderConfig{AllowPrivateNetworks: true})
+	pushed := make(chan spec.TaskState, 64)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sr spec.StreamResponse
+		if err := json.NewDecoder(r.Body).Decode(&sr); err != nil {
+			t.Errorf("a push: %v", err)
+		}
+		if s, ok := sr.Event.(*spec.TaskStatusUpdateEvent); ok {
+			pushed <- s.Status.State
+		}
+	}))
+	defer hook.Close()
+
+	ctx, leave := context.WithCancel(t.Context())
+	defer leave()
+	_, id, _, err := ep.h.newTask(ctx, &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("call gate {}"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.h.tasks.release(id)
+	if _, err := ep.h.pushes.Save(ctx, id, &spec.PushConfig{URL: hook.URL}); err != nil {
+		t.Fatal(err)
+	}
+	batches := 0
+	err = ep.h.streamBatches(ctx, id, func([]spec.Event) bool {
+		if batches++; batches == 1 {
+			return true // the task
+		}
+		// The client leaves while the turn waits on the gate; then the
+		// gate opens.
+		leave()
+		close(release)
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []spec.TaskState
+	for len(pushed) > 0 {
+		states = append(states, <-pushed)
+	}
+	if len(states) == 0 || states[len(states)-1] != spec.TaskStateCompleted {
+		t.Errorf("states pushed %v; want COMPLETED last, after the client left", states)
+	}
+	if got, err := ep.h.tasks.Get(t.Context(), id); err != nil || got.Task.Status.State != spec.TaskStateCompleted {
+		t.Errorf("the task held: %v %v; want completed", got, err)
 	}
 }

@@ -24,15 +24,15 @@ import (
 
 // endpoint is agent "assistant"'s A2A endpoint (its handler and task
 // store) on a server over a memstore; its tool "deploy" needs an
-// approval.
-func endpoint(t *testing.T) (*agentEndpoint, *agentrt.Runner) {
+// approval; extra are more tools of the agent.
+func endpoint(t *testing.T, extra ...tool.Tool) (*agentEndpoint, *agentrt.Runner) {
 	t.Helper()
 	deploy := tool.Must(tool.New("deploy", "deploys", func(ctx context.Context, in struct {
 		Env string `json:"env"`
 	}) (string, error) {
 		return "deployed to " + in.Env, nil
 	}))
-	tools, err := tool.NewRegistry(deploy)
+	tools, err := tool.NewRegistry(append([]tool.Tool{deploy}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
