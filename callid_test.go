@@ -60,8 +60,29 @@ func TestRepeatedCallIDsAcrossReplies(t *testing.T) {
 		t.Fatalf("tool results %+v: want the second call's answer two, under its own id", results)
 	}
 	for _, text := range []string{"keyed once", "keyed again"} {
-		if res := e.run(t, id, "call keyed"); res.Status != session.StatusDone || res.Text != text {
-			t.Fatalf("run: %s %q; want %q", res.Status, res.Text, text)
+		// Live fragments of the call say the id model_finished gives it.
+		var live, final []string
+		for ev, err := range e.r.Run(t.Context(), id, agentrt.Input{Text: "call keyed"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch d := ev.Data.(type) {
+			case *session.ToolCallDelta:
+				if d.CallID != "" {
+					live = append(live, d.CallID)
+				}
+			case *session.ModelFinished:
+				for _, c := range d.ToolCalls {
+					final = append(final, c.ID)
+				}
+			case *session.RunFinished:
+				if s, err := store.GetSession(t.Context(), id); err != nil || s.Status != session.StatusDone {
+					t.Fatalf("run: %v %v; want done", s, err)
+				}
+			}
+		}
+		if len(final) != 1 || len(live) == 0 || live[0] != final[0] {
+			t.Errorf("%s: live fragments said %v, model_finished %v; want the same id", text, live, final)
 		}
 	}
 	mu.Lock()

@@ -3,6 +3,8 @@ package agentrt
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/agentrt/agentrt/model"
@@ -72,6 +74,10 @@ type execRun struct {
 	// finishPair, once a reply streamed a tool-call delta, holds the
 	// model_finished that reply ends with (see liveToolCallDelta).
 	finishPair *eventPair[session.ToolCallDelta, session.ModelFinished]
+	// announced are the call ids the reply's streamed fragments carried,
+	// as live events said them (liveCallID), in order: model_finished
+	// gives its calls the same (normalizeCalls).
+	announced []announcedID
 
 	checked   int       // st.Messages[:checked] was found consistent in this run
 	stamp     time.Time // the clock reading of the last Commit, if it read one
@@ -295,7 +301,7 @@ func (x *Exec) liveToolCallDelta(d *model.ToolCallDelta) {
 	if !x.wantsLive() {
 		return
 	}
-	delta := session.ToolCallDelta{Index: d.Index, CallID: d.ID, Name: d.Name, Arguments: d.Arguments}
+	delta := session.ToolCallDelta{Index: d.Index, CallID: x.liveCallID(d), Name: d.Name, Arguments: d.Arguments}
 	if x.finishPair == nil {
 		// The reply's first delta, and the model_finished it surely ends
 		// with (Complete fills it in), in one allocation: most replies
@@ -307,6 +313,38 @@ func (x *Exec) liveToolCallDelta(d *model.ToolCallDelta) {
 		return
 	}
 	x.yieldLive(newEvent(x, delta, x.now()))
+}
+
+// announcedID is the id a streamed call's fragments carry: the model's
+// (model), or, when that one is taken (normalizeCalls), the call's own.
+type announcedID struct {
+	index     int
+	model, id string
+}
+
+// liveCallID is the call id fragment d says, by the rule normalizeCalls
+// applies to the reply's calls: the model's, unless an earlier call of
+// the reply or of the session's history has it.
+func (x *Exec) liveCallID(d *model.ToolCallDelta) string {
+	if d.ID == "" {
+		return ""
+	}
+	taken := usedID(x.st.Messages, d.ID)
+	for _, a := range x.announced {
+		if a.index == d.Index {
+			return a.id
+		}
+		taken = taken || a.id == d.ID
+	}
+	id := d.ID
+	if taken {
+		id = "call_" + strconv.FormatInt(x.st.Seq+1, 10) + "_" + strconv.Itoa(d.Index)
+		for usedID(x.st.Messages, id) || slices.ContainsFunc(x.announced, func(a announcedID) bool { return a.id == id }) {
+			id += "_"
+		}
+	}
+	x.announced = append(x.announced, announcedID{index: d.Index, model: d.ID, id: id})
+	return id
 }
 
 // livePulse is Live for a waiting pulse.

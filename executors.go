@@ -176,7 +176,7 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 				calls, content, finish = ic, rest, model.FinishToolCalls
 			}
 		}
-		calls = normalizeCalls(calls, st.Messages, st.Seq+1, finish, a.resolveTool)
+		calls = normalizeCalls(calls, st.Messages, x.announced, st.Seq+1, finish, a.resolveTool)
 	}
 	end := x.now() // the event's time, and the end of the call's latency
 	fin := session.ModelFinished{
@@ -324,6 +324,7 @@ func (x *Exec) stream(ctx context.Context, m model.Model, req *model.Request) er
 	// assigns, would live on the heap, an allocation per model call each.
 	x.streamErr = nil
 	x.asm.Reset()
+	x.announced = x.announced[:0]
 	for c, err := range m.Stream(ctx, req) {
 		if err != nil {
 			x.streamErr = err
@@ -368,7 +369,10 @@ var errStopped = errors.New("the caller stopped reading events")
 // The ids depend only on the reply, the history and seq, the seq of the
 // model_finished event that records them, so the log holds them and a
 // resume agrees. (Calls compacted out of the history are not looked at.)
-func normalizeCalls(calls []model.ToolCall, history []model.Message, seq int64, finish model.FinishReason, resolve func(string) (string, bool)) []model.ToolCall {
+// A call whose fragments were streamed live keeps the id they said
+// (announced: Exec.liveCallID applied this rule to them; each is given
+// out once, to the first call with its model id, and then cleared).
+func normalizeCalls(calls []model.ToolCall, history []model.Message, announced []announcedID, seq int64, finish model.FinishReason, resolve func(string) (string, bool)) []model.ToolCall {
 	out := calls[:0]
 	for i, c := range calls {
 		name := strings.TrimSpace(c.Name)
@@ -379,7 +383,10 @@ func normalizeCalls(calls []model.ToolCall, history []model.Message, seq int64, 
 			name = known // "functions.search", "Search": the agent's search
 		}
 		c.Name = name
-		if c.ID == "" || hasID(out, c.ID) || usedID(history, c.ID) {
+		if j := slices.IndexFunc(announced, func(a announcedID) bool { return a.model != "" && a.model == c.ID }); j >= 0 {
+			c.ID = announced[j].id
+			announced[j].model = ""
+		} else if c.ID == "" || hasID(out, c.ID) || usedID(history, c.ID) {
 			id := "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
 			for hasID(out, id) || hasID(calls[i+1:], id) || usedID(history, id) {
 				id += "_"

@@ -108,6 +108,26 @@ func TestFrontendToolRoundTrip(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), `"unknown_request"`) {
 		t.Errorf("a result nobody waits for: %d %s; want 404 unknown_request", resp.StatusCode, b)
 	}
+
+	// The model calls again with the id it gave before ("call_local_time"
+	// every time): the call gets one of its own, the same in
+	// TOOL_CALL_START as in the pending ids, and the client's answer by it
+	// continues the run.
+	user2 := `{"id":"u2","role":"user","content":"call local_time {\"tz\":\"CET\"}"}`
+	third := post(t, f, `{"threadId":"ft1","runId":"r4","tools":[`+clockTool+`],"messages":[`+user2+`]}`)
+	var started string
+	for _, e := range third {
+		if e.Type == agui.ToolCallStart {
+			started = e.ToolCallID
+		}
+	}
+	if o := third[len(third)-1].Outcome; started == "" || started == "call_local_time" || o == nil || !slices.Equal(o.PendingToolCallIDs, []string{started}) {
+		t.Fatalf("the call again: TOOL_CALL_START %q, outcome %+v; want an id of its own, pending", started, o)
+	}
+	fourth := post(t, f, `{"threadId":"ft1","runId":"r5","messages":[{"id":"t2","role":"tool","toolCallId":"`+started+`","content":"13:00 CET"}]}`)
+	if last := fourth[len(fourth)-1]; last.Type != agui.RunFinished || last.Result != `done: "13:00 CET"` {
+		t.Errorf("the answer by the streamed id: %+v; want the run finished with it", last)
+	}
 }
 
 // A tool message with an error fails the call: the model reads why.
