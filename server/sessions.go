@@ -154,7 +154,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	opt := session.ListOptions{Status: session.Status(q.Get("status"))}
-	opt.After, opt.AfterCreated = parseSessionCursor(q.Get("after"))
+	var err error
+	if opt.After, opt.AfterCreated, err = parseSessionCursor(q.Get("after")); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	limit, err := intParam(q.Get("limit"), "limit", 50, 1, 500)
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -202,22 +206,27 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 
 // sessionCursor is the next of a page of sessions that ends with s: its
 // creation time and id, so that the next page follows s even when s has
-// been deleted meanwhile (a client deleting what it lists).
+// been deleted meanwhile (a client deleting what it lists). It starts
+// with '~', which no session id has.
 func sessionCursor(s *session.Session) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(s.CreatedAt.UnixNano(), 10) + "." + s.ID))
+	return "~" + base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(s.CreatedAt.UnixNano(), 10)+"."+s.ID))
 }
 
 // parseSessionCursor reads an after of a session list: a sessionCursor,
 // or else a session's id (looked up by the store).
-func parseSessionCursor(after string) (id string, created time.Time) {
-	if b, err := base64.RawURLEncoding.DecodeString(after); err == nil {
-		if ns, id, ok := strings.Cut(string(b), "."); ok && id != "" {
+func parseSessionCursor(after string) (id string, created time.Time, err error) {
+	tok, ok := strings.CutPrefix(after, "~")
+	if !ok {
+		return after, time.Time{}, nil
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(tok); err == nil {
+		if ns, id, ok := strings.Cut(string(b), "."); ok && session.CheckID(id) == nil {
 			if n, err := strconv.ParseInt(ns, 10, 64); err == nil && n > 0 {
-				return id, time.Unix(0, n)
+				return id, time.Unix(0, n), nil
 			}
 		}
 	}
-	return after, time.Time{}
+	return "", time.Time{}, badRequest("after %q is not a page's next (pass the next of the page before, or a session's id)", after)
 }
 
 func knownStatus(st session.Status) bool {

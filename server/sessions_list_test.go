@@ -73,6 +73,18 @@ func TestListSessionsWhileDeleting(t *testing.T) {
 	if len(rest.Sessions) != 1 || rest.Sessions[0].ID == newer || !slices.Contains([]string{a, b}, rest.Sessions[0].ID) {
 		t.Errorf("after the id %s: %+v; want the other session", newer, rest)
 	}
+	for _, bad := range []string{"~", "~%21%21", "~bm90YWN1cnNvcg", "~MTIzLg"} { // not base64, no time, no id
+		if code, body, _ := f.do(t, "GET", "/v1/sessions?after="+bad, "", nil); code != http.StatusBadRequest || !bytes.Contains(body, []byte("malformed_request")) {
+			t.Errorf("after=%s: %d %s; want 400 malformed_request", bad, code, body)
+		}
+	}
+	// An id that looks like a token's inside is an id.
+	if code, body, _ := f.do(t, "POST", "/v1/sessions", "", map[string]any{"id": "MTIzLng", "agent": "assistant"}); code != http.StatusCreated {
+		t.Fatalf("create MTIzLng: %d %s", code, body)
+	}
+	if code, body, _ := f.do(t, "GET", "/v1/sessions?after=MTIzLng", "", nil); code != http.StatusOK || !bytes.Contains(body, []byte(`"sessions":[{`)) {
+		t.Errorf("after=MTIzLng (a session's id): %d %s; want the sessions after it", code, body)
+	}
 	code, body, _ := f.do(t, "GET", "/v1/sessions?after=nobody", "", nil)
 	if want := `{"error":{"code":"not_found","message":"session \"nobody\" not found: after takes a page's next, or a session's id"}}`; code != http.StatusNotFound || string(bytes.TrimSpace(body)) != want {
 		t.Errorf("after an unknown id: %d %s; want 404 %s", code, body, want)
