@@ -91,3 +91,53 @@ func TestRepeatedCallIDsAcrossReplies(t *testing.T) {
 		t.Errorf("idempotency keys of two calls in two runs: %q; want two different", keys)
 	}
 }
+
+// A model that repeats its call ids keeps having them renamed once the
+// calls that had them first are compacted out of the history: the
+// session remembers the ids the model repeats (model_finished's
+// renamed_call_ids), and no two calls share an idempotency key.
+func TestRepeatedCallIDsAfterCompaction(t *testing.T) {
+	const runs = 8
+	var replies, summaries []scripted.Reply
+	for range runs {
+		replies = append(replies, scripted.Reply{ToolCalls: []scripted.Call{{ID: "call_1", Name: "keyed", Arguments: `{}`}}}, scripted.Reply{Text: "ok"})
+		summaries = append(summaries, scripted.Reply{Text: "summary"}, scripted.Reply{Text: "summary"})
+	}
+	var keys []string
+	keyed := tool.Must(tool.New("keyed", "records its idempotency key", func(ctx context.Context, _ struct{}) (string, error) {
+		info, _ := tool.CallInfoFrom(ctx)
+		keys = append(keys, info.IdempotencyKey) // one call at a time
+		return "ok", nil
+	}))
+	reg, err := tool.NewRegistry(keyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &agentrt.Agent{Name: "boss", Model: scripted.New("boss", replies...), Tools: reg,
+		Compaction: agentrt.Compaction{MaxMessages: 8, KeepRecent: 4, Model: scripted.New("sum", summaries...)}}
+	store := memstore.New()
+	e := newEnv(t, store, agentrt.Config{}, b)
+	id := e.session(t, "boss")
+	for i := range runs {
+		if res := e.run(t, id, "call keyed"); res.Status != session.StatusDone {
+			t.Fatalf("run %d: %s", i, res.Status)
+		}
+	}
+	seen := map[string]int{}
+	for i, k := range keys {
+		if j, ok := seen[k]; ok {
+			t.Errorf("call %d has the idempotency key of call %d: %s", i, j, k)
+		}
+		seen[k] = i
+	}
+	if len(keys) != runs {
+		t.Errorf("%d calls ran; want %d", len(keys), runs)
+	}
+	var compacted bool
+	for _, ev := range storedLog(t, store, id) {
+		compacted = compacted || ev.Type == session.TypeCompaction
+	}
+	if !compacted {
+		t.Error("the history was never compacted: the test shows nothing")
+	}
+}

@@ -329,7 +329,7 @@ func (x *Exec) liveCallID(d *model.ToolCallDelta) string {
 	if d.ID == "" {
 		return ""
 	}
-	taken := usedID(x.st.Messages, d.ID)
+	taken := x.st.callIDTaken(d.ID)
 	for _, a := range x.announced {
 		if a.index == d.Index {
 			return a.id
@@ -339,7 +339,7 @@ func (x *Exec) liveCallID(d *model.ToolCallDelta) string {
 	id := d.ID
 	if taken {
 		id = "call_" + strconv.FormatInt(x.st.Seq+1, 10) + "_" + strconv.Itoa(d.Index)
-		for usedID(x.st.Messages, id) || slices.ContainsFunc(x.announced, func(a announcedID) bool { return a.id == id }) {
+		for x.st.callIDTaken(id) || slices.ContainsFunc(x.announced, func(a announcedID) bool { return a.id == id }) {
 			id += "_"
 		}
 	}

@@ -169,6 +169,7 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 		return nil, err
 	}
 	calls, content, finish := resp.Message.ToolCalls, resp.Message.Text(), resp.FinishReason
+	var renamed []string
 	if c.Purpose == "" {
 		if len(calls) == 0 && len(a.ToolSpecs()) > 0 {
 			// Calls written in the text, by a model without native ones.
@@ -176,7 +177,7 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 				calls, content, finish = ic, rest, model.FinishToolCalls
 			}
 		}
-		calls = normalizeCalls(calls, st.Messages, x.announced, st.Seq+1, finish, a.resolveTool)
+		calls, renamed = normalizeCalls(calls, st, x.announced, finish, a.resolveTool)
 	}
 	end := x.now() // the event's time, and the end of the call's latency
 	fin := session.ModelFinished{
@@ -187,6 +188,8 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 		FinishReason: finish,
 		LatencyMS:    end.Sub(start).Milliseconds(),
 		Purpose:      c.Purpose,
+
+		RenamedCallIDs: renamed,
 	}
 	if p := x.finishPair; p != nil {
 		// Allocated with the reply's first tool-call delta.
@@ -366,13 +369,17 @@ var errStopped = errors.New("the caller stopped reading events")
 // passes on — so a repeated one would be taken for the earlier call), and
 // keeps arguments that are not valid JSON as a JSON string so the log
 // stays valid JSON and the tool step can tell the model what was wrong.
-// The ids depend only on the reply, the history and seq, the seq of the
-// model_finished event that records them, so the log holds them and a
-// resume agrees. (Calls compacted out of the history are not looked at.)
+// The ids depend only on the reply and st (its history, the ids the
+// model repeated before, and the seq the model_finished event that
+// records them will have), so the log holds them and a resume agrees.
+// renamed are the model's ids that were taken (a model that repeats ids:
+// model_finished records them, so that the session remembers them once
+// the calls that had them first are compacted out of the history).
 // A call whose fragments were streamed live keeps the id they said
 // (announced: Exec.liveCallID applied this rule to them; each is given
 // out once, to the first call with its model id, and then cleared).
-func normalizeCalls(calls []model.ToolCall, history []model.Message, announced []announcedID, seq int64, finish model.FinishReason, resolve func(string) (string, bool)) []model.ToolCall {
+func normalizeCalls(calls []model.ToolCall, st *State, announced []announcedID, finish model.FinishReason, resolve func(string) (string, bool)) (_ []model.ToolCall, renamed []string) {
+	seq := st.Seq + 1
 	out := calls[:0]
 	for i, c := range calls {
 		name := strings.TrimSpace(c.Name)
@@ -384,11 +391,17 @@ func normalizeCalls(calls []model.ToolCall, history []model.Message, announced [
 		}
 		c.Name = name
 		if j := slices.IndexFunc(announced, func(a announcedID) bool { return a.model != "" && a.model == c.ID }); j >= 0 {
+			if announced[j].id != c.ID && !slices.Contains(renamed, c.ID) {
+				renamed = append(renamed, c.ID)
+			}
 			c.ID = announced[j].id
 			announced[j].model = ""
-		} else if c.ID == "" || hasID(out, c.ID) || usedID(history, c.ID) {
+		} else if c.ID == "" || hasID(out, c.ID) || st.callIDTaken(c.ID) {
+			if c.ID != "" && !slices.Contains(renamed, c.ID) {
+				renamed = append(renamed, c.ID)
+			}
 			id := "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
-			for hasID(out, id) || hasID(calls[i+1:], id) || usedID(history, id) {
+			for hasID(out, id) || hasID(calls[i+1:], id) || st.callIDTaken(id) {
 				id += "_"
 			}
 			c.ID = id
@@ -404,9 +417,9 @@ func normalizeCalls(calls []model.ToolCall, history []model.Message, announced [
 		out = append(out, c)
 	}
 	if len(out) == 0 {
-		return nil
+		return nil, renamed
 	}
-	return out
+	return out, renamed
 }
 
 // usedID reports whether a call of history has id.

@@ -51,11 +51,15 @@ type State struct {
 	Messages []model.Message `json:"messages"`
 	// Calls are the tool calls of the last assistant message until all
 	// have results.
-	Calls    []CallState    `json:"calls,omitempty"`
-	Requests []HumanRequest `json:"requests,omitempty"`
-	Usage    model.Usage    `json:"usage"`
-	RunUsage model.Usage    `json:"run_usage"`
-	Final    string         `json:"final,omitempty"`
+	Calls []CallState `json:"calls,omitempty"`
+	// RepeatedCallIDs are the call ids the model has given more than
+	// one call of the session (model_finished.renamed_call_ids): a call
+	// with one gets an id of its own (see callIDTaken).
+	RepeatedCallIDs []string       `json:"repeated_call_ids,omitempty"`
+	Requests        []HumanRequest `json:"requests,omitempty"`
+	Usage           model.Usage    `json:"usage"`
+	RunUsage        model.Usage    `json:"run_usage"`
+	Final           string         `json:"final,omitempty"`
 	// LastError is the last error event of the current run.
 	LastError *session.Error `json:"last_error,omitempty"`
 	// Recoveries counts the times the run was resumed after its process
@@ -211,6 +215,14 @@ func (s *State) Pending(id string) *HumanRequest {
 	return nil
 }
 
+// callIDTaken reports whether a call of the session has id, or whether
+// the model has given id to more than one call: a call with it gets one
+// of its own (normalizeCalls). Calls compacted out of the history count
+// only through RepeatedCallIDs.
+func (s *State) callIDTaken(id string) bool {
+	return slices.Contains(s.RepeatedCallIDs, id) || usedID(s.Messages, id)
+}
+
 func (s *State) call(id string) *CallState {
 	for i := range s.Calls {
 		if s.Calls[i].Call.ID == id {
@@ -291,6 +303,11 @@ func (s *State) Apply(e *session.Event) error {
 		s.Calls = s.Calls[:0]
 		for _, c := range d.ToolCalls {
 			s.Calls = append(s.Calls, CallState{Call: c})
+		}
+		for _, id := range d.RenamedCallIDs {
+			if !slices.Contains(s.RepeatedCallIDs, id) {
+				s.RepeatedCallIDs = append(s.RepeatedCallIDs, id)
+			}
 		}
 	case *session.ToolCall:
 		if c := s.call(d.CallID); c != nil {

@@ -335,6 +335,12 @@ type ModelFinished struct {
 	LatencyMS    int64              `json:"latency_ms"`
 	// Purpose is the model_started's (see there).
 	Purpose string `json:"purpose,omitempty"`
+	// RenamedCallIDs are the ids the model gave calls of this reply that
+	// an earlier call of the reply or of the session had, and which the
+	// calls therefore do not keep: the session remembers them as ids the
+	// model repeats, so that a call with one is renamed even once the
+	// call that had it first is compacted out of the history.
+	RenamedCallIDs []string `json:"renamed_call_ids,omitempty"`
 }
 
 // ToolCall announces that a call is being processed: it runs next, or —
