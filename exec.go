@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/agentrt/agentrt/model"
@@ -338,10 +337,9 @@ func (x *Exec) liveCallID(d *model.ToolCallDelta) string {
 	}
 	id := d.ID
 	if taken {
-		id = "call_" + strconv.FormatInt(x.st.Seq+1, 10) + "_" + strconv.Itoa(d.Index)
-		for x.st.callIDTaken(id) || slices.ContainsFunc(x.announced, func(a announcedID) bool { return a.id == id }) {
-			id += "_"
-		}
+		id = freshCallID(x.st.Seq+1, d.Index, func(id string) bool {
+			return x.st.callIDTaken(id) || slices.ContainsFunc(x.announced, func(a announcedID) bool { return a.id == id })
+		})
 	}
 	x.announced = append(x.announced, announcedID{index: d.Index, model: d.ID, id: id})
 	return id

@@ -400,11 +400,9 @@ func normalizeCalls(calls []model.ToolCall, st *State, announced []announcedID, 
 			if c.ID != "" && !slices.Contains(renamed, c.ID) {
 				renamed = append(renamed, c.ID)
 			}
-			id := "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
-			for hasID(out, id) || hasID(calls[i+1:], id) || st.callIDTaken(id) {
-				id += "_"
-			}
-			c.ID = id
+			c.ID = freshCallID(seq, i, func(id string) bool {
+				return hasID(out, id) || hasID(calls[i+1:], id) || st.callIDTaken(id)
+			})
 		}
 		if !json.Valid(c.Arguments) {
 			if fixed, ok := model.RepairArguments(c.Arguments, finish); ok {
@@ -420,6 +418,17 @@ func normalizeCalls(calls []model.ToolCall, st *State, announced []announcedID, 
 		return nil, renamed
 	}
 	return out, renamed
+}
+
+// freshCallID is the id the runtime gives call i of the reply that
+// model_finished seq records: call_<seq>_<i>, lengthened until taken
+// says no call has it.
+func freshCallID(seq int64, i int, taken func(string) bool) string {
+	id := "call_" + strconv.FormatInt(seq, 10) + "_" + strconv.Itoa(i)
+	for taken(id) {
+		id += "_"
+	}
+	return id
 }
 
 // usedID reports whether a call of history has id.
