@@ -110,7 +110,7 @@ func TestStreamOpenedAfterShutdown(t *testing.T) {
 	last := s.pump(t.Context(), func(context.Context) iter.Seq2[*session.Event, error] {
 		opened = true
 		return func(func(*session.Event, error) bool) {}
-	}, 3, sink, nil)
+	}, 3, sink)
 	if last != 3 || opened || strings.Join(sink.got, ",") != "behind 3" {
 		t.Errorf("pump after Shutdown: returned %d, opened %v, wrote %q; want 3, false, behind 3", last, opened, sink.got)
 	}
