@@ -191,7 +191,11 @@ func (s *Server) pumpFeed(ctx context.Context, f *feed, after int64, sink eventS
 		_ = sink.behind(after)
 		return after
 	}
-	defer s.streams.Done()
+	defer func() {
+		// The stream is over once its reader is: Shutdown waits for both.
+		f.stop()
+		s.streams.Done()
+	}()
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
 	if g := s.gauges[sink.kind()]; g != nil {
