@@ -129,14 +129,15 @@ type Following struct {
 	session string
 	after   int64
 
-	stored  chan struct{} // closed once the input is stored, or cannot be
+	stored   chan struct{} // closed once the input is stored, or cannot be
+	watching chan struct{} // closed once the session's watch sees its live tokens
 	started atomic.Bool   // Events was called
 	kick    chan struct{} // the tracker's state changed: the checker looks again
 
 	mu       sync.Mutex
 	sub      *Submitted  // guarded by mu
 	storeErr error       // guarded by mu
-	tr       turnTracker // guarded by mu
+	tr       TurnTracker // guarded by mu
 	outcome  *Outcome    // guarded by mu: set when the turn ended
 }
 
@@ -177,7 +178,7 @@ func (g *Gateway) FollowSession(sess string, after int64) *Following {
 }
 
 func (g *Gateway) newFollowing(after int64) *Following {
-	return &Following{g: g, after: after, stored: make(chan struct{}), kick: make(chan struct{}, 1)}
+	return &Following{g: g, after: after, stored: make(chan struct{}), watching: make(chan struct{}), kick: make(chan struct{}, 1)}
 }
 
 func (f *Following) setStored(sub *Submitted, err error) {
@@ -209,6 +210,12 @@ func (f *Following) Stored(ctx context.Context) (*Submitted, error) {
 	defer f.mu.Unlock()
 	return f.sub, f.storeErr
 }
+
+// Watching returns a channel closed once Events watches the session
+// (sees its live tokens): a run that starts after that is followed from
+// its first token. It stays open if the watch fails first (Events yields
+// why).
+func (f *Following) Watching() <-chan struct{} { return f.watching }
 
 // Outcome returns what the turn came to, once Events has ended at the
 // turn's end (false when it ended otherwise: its context, a failed
@@ -261,7 +268,11 @@ func (f *Following) Events(ctx context.Context) iter.Seq2[*session.Event, error]
 			wctx, stopWatch := context.WithCancel(ctx)
 			again := false
 			subscribed := func() {
-				if f.in == nil || after != f.after {
+				if after != f.after {
+					return
+				}
+				close(f.watching)
+				if f.in == nil {
 					return
 				}
 				sub, err := f.g.Submit(ctx, *f.in)
@@ -339,7 +350,7 @@ func (f *Following) storedErr() error {
 func (f *Following) see(ev *session.Event) (bool, *Outcome) {
 	f.mu.Lock()
 	before := f.tr.phase()
-	keep, o := f.tr.see(ev)
+	keep, o := f.tr.See(ev)
 	changed := f.tr.phase() != before
 	f.mu.Unlock()
 	if changed {
@@ -489,7 +500,7 @@ func (c *changes) signal() {
 	}
 }
 
-// phase is where a turnTracker stands.
+// phase is where a TurnTracker stands.
 type phase int
 
 const (
@@ -499,9 +510,13 @@ const (
 	phaseEnded
 )
 
-// turnTracker picks the turn that answers one input out of its
-// session's events, and sees where it ends. It reads only the log:
-// whatever replica wrote it, every follower draws the same line.
+// TurnTracker picks the turn that answers one input out of its
+// session's events, and sees where it ends: what a Following follows,
+// and what a reader of the log alone (a protocol adapter rendering a
+// turn again from the store) uses to draw the same line. It reads only
+// the log: whatever replica wrote it, every reader draws the same line.
+// It sees nothing of a refused input (that is the inbox's; a Following
+// reads it). The zero TurnTracker follows the session's next run.
 //
 // The turn starts at the run_started that lists the input (or the
 // input_steered that gave it to a running run). Its runs' events are
@@ -510,7 +525,7 @@ const (
 // the turn's id or lists one of those inputs; if they are steered into
 // another run instead, the turn was handed over. Any other end of a run
 // of the turn ends the turn.
-type turnTracker struct {
+type TurnTracker struct {
 	input string // the followed input; "": the next run of the session
 	turn  string // the turn, once a run took the input
 	run   string // the turn's current run
@@ -527,7 +542,20 @@ type turnTracker struct {
 	interrupt string
 }
 
-func (t *turnTracker) phase() phase {
+// TrackInput returns a TurnTracker of the turn that answers input id.
+func TrackInput(id string) *TurnTracker { return &TurnTracker{input: id} }
+
+// TrackRun returns a TurnTracker of the turn whose run runID runs (or
+// waits): a follower that knows the run, as after answering its request.
+func TrackRun(runID string) *TurnTracker { return &TurnTracker{run: runID, turn: runID} }
+
+// Started reports whether a run took the input: the turn began.
+func (t *TurnTracker) Started() bool { return t.run != "" }
+
+// Ended reports whether the turn ended.
+func (t *TurnTracker) Ended() bool { return t.ended }
+
+func (t *TurnTracker) phase() phase {
 	switch {
 	case t.ended:
 		return phaseEnded
@@ -539,9 +567,10 @@ func (t *turnTracker) phase() phase {
 	return phaseWaiting
 }
 
-// see takes the session's next event: keep says it is the turn's, end
-// (non-nil) that it ended the turn.
-func (t *turnTracker) see(ev *session.Event) (keep bool, end *Outcome) {
+// See takes the session's next event, in seq order (live tokens, seq
+// 0, among them): keep says it is the turn's, end (non-nil) that it
+// ended the turn — its last event, which keep includes.
+func (t *TurnTracker) See(ev *session.Event) (keep bool, end *Outcome) {
 	if t.ended {
 		return false, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -142,6 +143,17 @@ func (f *feed) wake() {
 	case f.ready <- struct{}{}:
 	default:
 	}
+}
+
+// failure is the error the reader ended with, or why it ended without
+// one before its stream began.
+func (f *feed) failure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	return &agentrt.Error{Kind: agentrt.FailInternal, Msg: "the session's watch ended before it began"}
 }
 
 // take hands the writer what is queued, swapping in spare (emptied) as

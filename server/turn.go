@@ -68,6 +68,28 @@ func (s *Server) submitTurn(ctx context.Context, in gateway.Input, after int64) 
 	return t, nil
 }
 
+// FollowSession returns the turn of session id that goes on after seq
+// after — the run a person's answer resumes, say — followed as SubmitTurn
+// follows an input's: the session is watched when FollowSession
+// returns, so that a run that starts after it is followed from its first
+// token. Close the Turn when done with it.
+func (s *Server) FollowSession(ctx context.Context, id string, after int64) (*Turn, error) {
+	if !s.openStream() {
+		return nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown, Msg: "the server is shutting down"}
+	}
+	fl := s.gw.FollowSession(id, after)
+	t := &Turn{s: s, ctx: ctx, After: after, fl: fl, Submitted: &gateway.Submitted{Session: id}}
+	t.f = s.startFeed(ctx, fl.Events)
+	select {
+	case <-fl.Watching():
+		return t, nil
+	case <-t.f.ended:
+		err := t.f.failure()
+		t.Close()
+		return nil, err
+	}
+}
+
 // Close stops following the turn (the turn goes on), once everything
 // the following started has ended.
 func (t *Turn) Close() {

@@ -297,7 +297,13 @@ func (t *tool) watch(ctx context.Context, id string, after int64) iter.Seq2[*ses
 // set, is the run to follow; otherwise the first run_started's.
 func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error], id, runID string, p *progress) (*outcome, error) {
 	o := &outcome{session: id, runID: runID}
-	restart := false
+	// Which events are the turn's, and where it ends, is the gateway's
+	// to say: a restart after newer input goes on in a new run, a
+	// person's interrupt ends the turn.
+	track := gateway.TrackRun(runID)
+	if runID == "" {
+		track = &gateway.TurnTracker{}
+	}
 	for ev, err := range evs {
 		if err != nil {
 			return nil, err
@@ -306,11 +312,12 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 			continue
 		}
 		o.last = ev.Seq
-		switch {
-		case o.runID == "" && ev.Type == session.TypeRunStarted, restart && ev.Type == session.TypeRunStarted:
-			o.runID, restart = ev.RunID, false
-		case ev.RunID != o.runID:
+		keep, end := track.See(ev)
+		if !keep {
 			continue
+		}
+		if ev.Type == session.TypeRunStarted {
+			o.runID = ev.RunID
 		}
 		switch d := ev.Data.(type) {
 		case *session.RoundStarted:
@@ -348,9 +355,8 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 				o.errCode, o.errMsg = d.Code, d.Message
 			}
 		case *session.RunFinished:
-			if d.Status == session.StatusInterrupted {
-				restart = true
-				continue
+			if end == nil {
+				continue // newer input restarts the turn
 			}
 			o.status, o.usage = d.Status, d.Usage
 			if d.Reason != "" && o.errMsg == "" && d.Status != session.StatusDone {
@@ -359,6 +365,8 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 			switch {
 			case d.Status == session.StatusCanceled:
 				o.errCode = agentrt.CodeCanceled
+			case d.Status == session.StatusInterrupted:
+				o.errCode, o.errMsg = agentrt.CodeInterrupted, end.Reason
 			case d.Status == session.StatusFailed && o.errCode == "":
 				o.errCode = cmp.Or(d.Reason, agentrt.CodeInternal)
 			}
@@ -402,6 +410,8 @@ func result(o *outcome) *sdk.CallToolResult {
 			text = fmt.Sprintf("The agent's turn %s", o.status)
 		case session.StatusCanceled:
 			text = "The agent's turn was canceled"
+		case session.StatusInterrupted:
+			text = "The agent's turn was interrupted"
 		default:
 			text = fmt.Sprintf("The agent's turn ended %s", o.status)
 		}
@@ -414,7 +424,7 @@ func result(o *outcome) *sdk.CallToolResult {
 		text += fmt.Sprintf(" (session %s).", o.session)
 	}
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: out,
-		IsError: o.status == session.StatusFailed || o.status == session.StatusCanceled}
+		IsError: o.status == session.StatusFailed || o.status == session.StatusCanceled || o.status == session.StatusInterrupted}
 }
 
 func cliVerb(k session.RequestKind) string {
