@@ -131,8 +131,8 @@ type Following struct {
 
 	stored   chan struct{} // closed once the input is stored, or cannot be
 	watching chan struct{} // closed once the session's watch sees its live tokens
-	started atomic.Bool   // Events was called
-	kick    chan struct{} // the tracker's state changed: the checker looks again
+	started  atomic.Bool   // Events was called
+	kick     chan struct{} // the tracker's state changed: the checker looks again
 
 	mu       sync.Mutex
 	sub      *Submitted  // guarded by mu
