@@ -563,17 +563,17 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 	sess := s.turn.Session
 	g.mu.Unlock()
 	_, _, policy := g.settings(in.Source, in.Metadata[agentKey])
-	switch policy {
-	case Reject:
+	switch decide(policy, turnHere) {
+	case actReject:
 		if err := g.inbox.Refuse(ctx, []string{in.ID}, agentrt.CodeInputRejected+": the source's turn was running (policy reject)"); err != nil {
 			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "refuse the input", Err: err}
 		}
 		g.changes.signal()
 		return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected,
 			Msg: fmt.Sprintf("source %s's turn is running, and its policy rejects input meanwhile; send it again once the turn is over", in.Source)}
-	case Interrupt:
+	case actInterrupt:
 		g.interrupt(k, s, in.ID)
-	case Steer:
+	case actSteer:
 		g.mu.Lock()
 		h := s.run
 		g.mu.Unlock()

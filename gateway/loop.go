@@ -546,9 +546,8 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 func (g *Gateway) notStarted(ctx context.Context, t *Turn, policy Policy, err error) error {
 	switch agentrt.AsError(err).ErrorCode() {
 	case agentrt.CodeBusy, agentrt.CodeLeaseHeld, agentrt.CodeWaiting:
-		// The session runs elsewhere, or waits for a person: newer
-		// input interrupts it, by the source's policy.
-		if policy != Interrupt {
+		// The session runs elsewhere, or waits for a person.
+		if decide(policy, sessionBusy) == actWait {
 			return fmt.Errorf("%w: %w", errElsewhere, err)
 		}
 		if _, ierr := g.r.Interrupt(ctx, t.Session, "newer input from source "+t.Source); ierr != nil &&
