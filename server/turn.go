@@ -68,17 +68,28 @@ func (s *Server) submitTurn(ctx context.Context, in gateway.Input, after int64) 
 	return t, nil
 }
 
+// FollowInput returns the turn that answers sub, an input stored before
+// (by any replica), followed as SubmitTurn follows an input's from seq
+// after. Close the Turn when done with it.
+func (s *Server) FollowInput(ctx context.Context, sub *gateway.Submitted, after int64) (*Turn, error) {
+	return s.follow(ctx, s.gw.Follow(sub, after), sub, after)
+}
+
 // FollowSession returns the turn of session id that goes on after seq
 // after — the run a person's answer resumes, say — followed as SubmitTurn
 // follows an input's: the session is watched when FollowSession
 // returns, so that a run that starts after it is followed from its first
 // token. Close the Turn when done with it.
 func (s *Server) FollowSession(ctx context.Context, id string, after int64) (*Turn, error) {
+	return s.follow(ctx, s.gw.FollowSession(id, after), &gateway.Submitted{Session: id}, after)
+}
+
+// follow starts following fl, and returns once the session is watched.
+func (s *Server) follow(ctx context.Context, fl *gateway.Following, sub *gateway.Submitted, after int64) (*Turn, error) {
 	if !s.openStream() {
 		return nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown, Msg: "the server is shutting down"}
 	}
-	fl := s.gw.FollowSession(id, after)
-	t := &Turn{s: s, ctx: ctx, After: after, fl: fl, Submitted: &gateway.Submitted{Session: id}}
+	t := &Turn{s: s, ctx: ctx, After: after, fl: fl, Submitted: sub}
 	t.f = s.startFeed(ctx, fl.Events)
 	select {
 	case <-fl.Watching():

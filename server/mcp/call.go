@@ -125,7 +125,7 @@ func (t *tool) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToo
 			if asked, err = t.elicit(ctx, req, o); err != nil || !asked {
 				break
 			}
-			o, err = t.follow(ctx, t.watch(ctx, o.session, o.last), o.session, o.runID, p)
+			o, err = t.followOn(ctx, o.session, o.last, o.runID, p)
 			continue
 		}
 		break
@@ -250,7 +250,7 @@ func (t *tool) answered(ctx context.Context, req *sdk.CallToolRequest, p *progre
 		}
 		return o, nil
 	}
-	return t.follow(ctx, t.watch(ctx, st.Session, st.After), st.Session, st.RunID, p)
+	return t.followOn(ctx, st.Session, st.After, st.RunID, p)
 }
 
 // requests reads session id's log for its human requests: the
@@ -287,9 +287,15 @@ func requestIDs(rs []*session.InputRequired) string {
 	return strings.Join(ids, ", ")
 }
 
-// watch follows session id's log after seq after.
-func (t *tool) watch(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
-	return t.cfg.Server.Runner().Watch(ctx, id, after)
+// followOn follows the turn of session id that goes on after seq after
+// (the run an answer resumed), through the server's stream of it.
+func (t *tool) followOn(ctx context.Context, id string, after int64, runID string, p *progress) (*outcome, error) {
+	turn, err := t.cfg.Server.FollowSession(ctx, id, after)
+	if err != nil {
+		return nil, err
+	}
+	defer turn.Close()
+	return t.follow(ctx, turn.Events(), id, runID, p)
 }
 
 // follow reads a turn's events to the end of its run (through the runs
