@@ -50,7 +50,9 @@ func builtinExecutor(k Kind) Executor {
 // made once more.
 func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 	for _, s := range x.handle.takeSteer() {
-		// Input that came while the turn ran: the model's next message.
+		// Input that came while the turn ran: the model's next message,
+		// answered by this run's turn.
+		s.TurnID = x.st.TurnID
 		emit(x, s)
 		x.answers = append(x.answers, s.Inputs...)
 	}

@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,10 @@ type Input struct {
 	// request of kind client_tool, and the run waits until the caller
 	// resolves it with the tool's result (Resolution.Result or Text).
 	ClientTools []model.ToolSpec
+	// TurnID names the turn the run belongs to (the gateway's, see
+	// session.RunStarted.TurnID); empty: the run is a turn of its own,
+	// named by its run id.
+	TurnID string
 }
 
 // Overrides change an agent for one run: a plan's step cap (MaxSteps,
@@ -214,7 +219,7 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		}
 		plan, _ = json.Marshal(in.Plan)
 	}
-	started := session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent, Inputs: in.Inputs}
+	started := session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent, Inputs: in.Inputs, TurnID: cmp.Or(in.TurnID, runID)}
 	x.answers = in.Inputs
 	if o := in.Overrides; o != nil {
 		if o.MaxSteps < 0 {

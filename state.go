@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,9 @@ type State struct {
 	Status    session.Status `json:"status"`
 	Turn      int            `json:"turn"`
 	RunID     string         `json:"run_id,omitempty"`
+	// TurnID is the turn the current run belongs to (its run_started's;
+	// see session.RunStarted.TurnID).
+	TurnID string `json:"turn_id,omitempty"`
 	// Input is the current turn's input (its run_started's).
 	Input string `json:"input,omitempty"`
 	// Overrides change the agent for the current run only.
@@ -245,6 +249,7 @@ func (s *State) Apply(e *session.Event) error {
 	case *session.RunStarted:
 		s.Turn = e.Turn
 		s.RunID = e.RunID
+		s.TurnID = cmp.Or(d.TurnID, e.RunID)
 		s.Parent = d.Parent
 		s.Input = d.Input
 		s.Overrides = d.Overrides

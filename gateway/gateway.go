@@ -99,6 +99,8 @@ type Submitted struct {
 	Session   string `json:"session"`
 	Seq       int64  `json:"seq"`
 	Duplicate bool   `json:"duplicate,omitempty"` // its key was submitted before: this is that input
+	// RunID is the run that answered it, for a duplicate answered already.
+	RunID string `json:"run_id,omitempty"`
 
 	agent string // the input's agent, for the settings that apply to it
 }
@@ -153,6 +155,11 @@ type Config struct {
 	OnError func(source string, err error)
 	// NewID makes input ids; nil: the runner's kind of random ids.
 	NewID func() string
+	// FollowPoll is how often a Following reads its input's stored state
+	// while no run has taken it (or while its turn waits for a restart),
+	// to see a refusal by another process's gateway; one by this process
+	// is seen at once. Zero: DefaultFollowPoll.
+	FollowPoll time.Duration
 }
 
 // Defaults.
@@ -188,7 +195,9 @@ type Gateway struct {
 	// worker was busy: the next worker to end wakes it. Guarded by mu.
 	starved bool
 
-	refusals refusals // followers of inputs this process may set aside
+	// changes wakes the followers of inputs (Following) when this
+	// process refuses inputs.
+	changes changes
 }
 
 // skey names a source: its tenant and name.
@@ -256,6 +265,9 @@ func New(cfg Config) (*Gateway, error) {
 	if g.cfg.Poll == 0 {
 		g.cfg.Poll = DefaultPoll
 	}
+	if g.cfg.FollowPoll <= 0 {
+		g.cfg.FollowPoll = DefaultFollowPoll
+	}
 	if g.newID == nil {
 		g.newID = cfg.Runner.NewID
 	}
@@ -312,21 +324,9 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	if err := g.check(in, parts); err != nil {
 		return nil, err
 	}
-	sess := in.Session
-	if sess == "" {
-		sess = in.Source
-		if g.cfg.SessionFor != nil {
-			s, err := g.cfg.SessionFor(in.Source)
-			if err != nil || s == "" {
-				return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeUnknownSource,
-					Msg: fmt.Sprintf("source %q maps to no session", in.Source), Err: err}
-			}
-			sess = s
-		}
-	}
-	if err := session.CheckID(sess); err != nil {
-		return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadSessionID,
-			Msg: fmt.Sprintf("the input from source %s: %v", in.Source, err)}
+	sess, err := g.sessionOf(in)
+	if err != nil {
+		return nil, err
 	}
 	meta := in.Metadata
 	if in.Agent != "" {
@@ -363,6 +363,14 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	out := &Submitted{ID: stored.ID, Source: stored.Source, Session: stored.SessionID, Seq: stored.Seq, Duplicate: dup,
 		agent: stored.Metadata[agentKey]}
 	if dup {
+		out.RunID = stored.RunID
+	}
+	if dup {
+		if stored.State == session.InputRefused {
+			// The same input again: the same answer. A client that retries
+			// a refused input hears it was refused, not that it was taken.
+			return out, refusedErr(stored)
+		}
 		return out, nil
 	}
 	if err := g.arrived(ctx, stored); err != nil {
@@ -380,6 +388,28 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 		g.poke()
 	}
 	return out, nil
+}
+
+// sessionOf is the session in goes to: its own, else the gateway's rule
+// for its source (Config.SessionFor), else the source's name.
+func (g *Gateway) sessionOf(in Input) (string, error) {
+	sess := in.Session
+	if sess == "" {
+		sess = in.Source
+		if g.cfg.SessionFor != nil {
+			s, err := g.cfg.SessionFor(in.Source)
+			if err != nil || s == "" {
+				return "", &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeUnknownSource,
+					Msg: fmt.Sprintf("source %q maps to no session", in.Source), Err: err}
+			}
+			sess = s
+		}
+	}
+	if err := session.CheckID(sess); err != nil {
+		return "", &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadSessionID,
+			Msg: fmt.Sprintf("the input from source %s: %v", in.Source, err)}
+	}
+	return sess, nil
 }
 
 // dispatch starts a worker for source k, as Run's loop would once it
@@ -533,17 +563,17 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 	sess := s.turn.Session
 	g.mu.Unlock()
 	_, _, policy := g.settings(in.Source, in.Metadata[agentKey])
-	switch policy {
-	case Reject:
-		if err := g.inbox.Refuse(ctx, []string{in.ID}, "the source's turn is running (policy reject)"); err != nil {
+	switch decide(policy, turnHere) {
+	case actReject:
+		if err := g.inbox.Refuse(ctx, []string{in.ID}, agentrt.CodeInputRejected+": the source's turn was running (policy reject)"); err != nil {
 			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "refuse the input", Err: err}
 		}
-		g.refusals.refused([]string{in.ID})
+		g.changes.signal()
 		return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected,
 			Msg: fmt.Sprintf("source %s's turn is running, and its policy rejects input meanwhile; send it again once the turn is over", in.Source)}
-	case Interrupt:
+	case actInterrupt:
 		g.interrupt(k, s, in.ID)
-	case Steer:
+	case actSteer:
 		g.mu.Lock()
 		h := s.run
 		g.mu.Unlock()

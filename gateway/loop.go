@@ -293,6 +293,7 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 	defer stop()
 	var carried []session.InboxInput // answered by the interrupted turn this one restarts
 	restart := 0
+	turnID := "" // the id of the turn a restart continues
 	for ctx.Err() == nil {
 		pending, err := g.inbox.Pending(ctx, k.source)
 		if err != nil {
@@ -329,8 +330,11 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		if len(carried) > 0 && carried[0].SessionID != pending[0].SessionID {
 			carried, restart = nil, 0 // what interrupted the turn is gone
 		}
+		if restart == 0 {
+			turnID = "turn_" + g.newID()
+		}
 		inputs := append(slices.Clone(carried), pending...)
-		t := &Turn{Tenant: k.tenant, Source: k.source, Session: pending[0].SessionID, Inputs: inputs,
+		t := &Turn{ID: turnID, Tenant: k.tenant, Source: k.source, Session: pending[0].SessionID, Inputs: inputs,
 			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
 		g.mu.Lock()
 		s.turn, s.interrupted, s.interruptBy, s.run, s.steer, s.upto, s.applied = t, false, nil, nil, nil, upto, nil
@@ -398,7 +402,7 @@ func (g *Gateway) dropCorrupt(ctx context.Context, source string, pending []sess
 		if err := g.inbox.Refuse(ctx, []string{in.ID}, reason); err != nil {
 			return nil, fmt.Errorf("set aside input %s: %w", in.ID, err)
 		}
-		g.refusals.refused([]string{in.ID})
+		g.changes.signal()
 		g.report(source, fmt.Errorf("input %s set aside: %s", in.ID, reason))
 	}
 	return ok, nil
@@ -440,7 +444,7 @@ func (g *Gateway) setAside(ctx context.Context, source string, pending map[strin
 		if err := g.inbox.Refuse(ctx, ids, code+": "+reason); err != nil {
 			g.report(source, fmt.Errorf("set aside inputs %s: %w", strings.Join(ids, ", "), err))
 		} else {
-			g.refusals.refused(ids)
+			g.changes.signal()
 		}
 	}
 	g.report(source, &agentrt.Error{Kind: agentrt.FailInternal, Code: code, Msg: reason})
@@ -493,7 +497,7 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 		return nil
 	}
 	m := g.merge.Merge(fresh)
-	in := agentrt.Input{Text: m.Text, Source: t.Source, Inputs: make([]string, len(fresh))}
+	in := agentrt.Input{Text: m.Text, Source: t.Source, Inputs: make([]string, len(fresh)), TurnID: t.ID}
 	for i, x := range fresh {
 		in.Inputs[i] = x.ID
 	}
@@ -542,9 +546,8 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 func (g *Gateway) notStarted(ctx context.Context, t *Turn, policy Policy, err error) error {
 	switch agentrt.AsError(err).ErrorCode() {
 	case agentrt.CodeBusy, agentrt.CodeLeaseHeld, agentrt.CodeWaiting:
-		// The session runs elsewhere, or waits for a person: newer
-		// input interrupts it, by the source's policy.
-		if policy != Interrupt {
+		// The session runs elsewhere, or waits for a person.
+		if decide(policy, sessionBusy) == actWait {
 			return fmt.Errorf("%w: %w", errElsewhere, err)
 		}
 		if _, ierr := g.r.Interrupt(ctx, t.Session, "newer input from source "+t.Source); ierr != nil &&

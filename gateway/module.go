@@ -60,6 +60,9 @@ const maskKey = "agentrt.mask"
 // Its methods are safe for concurrent use (the modules of a group run at
 // once).
 type Turn struct {
+	// ID names the turn: every run of it records it (run_started's
+	// turn_id), and a restart after newer input keeps it.
+	ID      string
 	Tenant  string
 	Source  string
 	Session string

@@ -78,7 +78,7 @@ func TestSlowClientToldToReconnect(t *testing.T) {
 	var reached int64
 	stopped := make(chan struct{})
 	done := make(chan int64)
-	go func() { done <- s.pump(context.Background(), events(10, 1000, &reached, stopped), 10, sink, nil) }()
+	go func() { done <- s.pump(context.Background(), events(10, 1000, &reached, stopped), 10, sink) }()
 	<-stopped // the reader gave up: the client is behind
 	if reached > 10+4+2 {
 		t.Fatalf("the reader read up to seq %d for a client that took nothing: want about a buffer (4) ahead", reached)
@@ -107,13 +107,17 @@ func TestPumpKeepsUp(t *testing.T) {
 	}
 	var reached int64
 	stopped := make(chan struct{})
-	n := int64(0)
-	last := s.pump(context.Background(), events(0, 50, &reached, stopped), 0, sink, func(ev *session.Event) bool {
-		if ev.Seq > 0 {
-			n++
+	// The events end after seq 50: the stream with them.
+	upTo50 := func(ctx context.Context) iter.Seq2[*session.Event, error] {
+		return func(yield func(*session.Event, error) bool) {
+			for ev, err := range events(0, 50, &reached, stopped)(ctx) {
+				if !yield(ev, err) || ev.Seq == 50 {
+					return
+				}
+			}
 		}
-		return ev.Seq == 50
-	})
+	}
+	last := s.pump(context.Background(), upTo50, 0, sink)
 	if last != 50 || len(sink.wrote) != 50 || sink.behindCalled {
 		t.Fatalf("last %d, wrote %d, behind %v", last, len(sink.wrote), sink.behindCalled)
 	}
@@ -138,7 +142,7 @@ func TestPumpNoDuplicateAndFail(t *testing.T) {
 			yield(nil, boom)
 		}
 	}
-	s.pump(context.Background(), open, 0, sink, nil)
+	s.pump(context.Background(), open, 0, sink)
 	if len(sink.wrote) != 3 || sink.failed != boom {
 		t.Fatalf("wrote %v, failed %v", sink.wrote, sink.failed)
 	}

@@ -324,11 +324,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, s.log, err)
 			return
 		}
-		acc := Accepted{InputID: sub.ID, SessionID: sub.Session, Source: sub.Source, Duplicate: sub.Duplicate}
-		if sub.Duplicate {
-			acc.RunID = s.answeredBy(ctx, sub)
-		}
-		writeJSON(w, http.StatusAccepted, acc)
+		writeJSON(w, http.StatusAccepted, Accepted{InputID: sub.ID, SessionID: sub.Session, Source: sub.Source, Duplicate: sub.Duplicate, RunID: sub.RunID})
 		return
 	}
 
@@ -343,7 +339,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Agentrt-Input-Id", t.Submitted.ID)
 	sink := s.newSSE(w)
 	defer sink.release()
-	s.pumpFeed(ctx, t.f, t.After, sink, t.following(), false)
+	s.pumpFeed(ctx, t.f, t.After, sink, false)
 }
 
 // subscribe starts a stream's reader on a session's events after seq
@@ -372,69 +368,6 @@ func (s *Server) subscribe(ctx context.Context, id string, after int64) (*feed, 
 	}
 }
 
-// answeredBy is the run that answered a stored input, if one has.
-func (s *Server) answeredBy(ctx context.Context, sub *gateway.Submitted) string {
-	ib, ok := s.store.(session.Inbox)
-	if !ok {
-		return ""
-	}
-	ins, err := ib.Inputs(ctx, sub.Source, sub.Seq-1, 1)
-	if err != nil || len(ins) == 0 || ins[0].ID != sub.ID {
-		return ""
-	}
-	return ins[0].RunID
-}
-
-// refused returns the error of an input the gateway refused.
-func (s *Server) refused(ctx context.Context, sub *gateway.Submitted) error {
-	ib, ok := s.store.(session.Inbox)
-	if !ok {
-		return nil
-	}
-	ins, err := ib.Inputs(ctx, sub.Source, sub.Seq-1, 1)
-	if err != nil || len(ins) == 0 || ins[0].ID != sub.ID || ins[0].State != session.InputRefused {
-		return nil
-	}
-	return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected, Msg: "the input was refused: " + ins[0].Reason}
-}
-
-// inputFollower picks out of a session's events those of the run that
-// answers one input: from the run_started that names it to the end of
-// that run, and on through the runs an interruption restarts, to the
-// turn's last run_finished.
-type inputFollower struct {
-	inputID string
-	runID   string // the run being followed; "" until it starts
-}
-
-// keep reports whether ev belongs to the followed turn.
-func (f *inputFollower) keep(ev *session.Event) bool {
-	if f.runID == "" {
-		rs, ok := ev.Data.(*session.RunStarted)
-		if ev.Type != session.TypeRunStarted || !ok || !slices.Contains(rs.Inputs, f.inputID) {
-			return false
-		}
-		f.runID = ev.RunID
-	}
-	if ev.RunID != f.runID {
-		if ev.Type != session.TypeRunStarted {
-			return false
-		}
-		f.runID = ev.RunID // the restart of an interrupted turn
-	}
-	return true
-}
-
-// done reports the end of the followed turn: its run finished other than
-// interrupted (an interrupted turn goes on in a new run).
-func (f *inputFollower) done(ev *session.Event) bool {
-	if ev.Type != session.TypeRunFinished {
-		return false
-	}
-	rf, ok := ev.Data.(*session.RunFinished)
-	return ok && rf.Status != session.StatusInterrupted
-}
-
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -459,7 +392,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		defer sink.release()
 		s.pump(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
 			return s.r.Watch(ctx, id, after)
-		}, after, sink, nil)
+		}, after, sink)
 		return
 	}
 	limit, err := intParam(r.URL.Query().Get("limit"), "limit", 1000, 1, 10000)

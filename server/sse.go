@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -73,10 +74,12 @@ func (s *Server) startFeed(ctx context.Context, open func(context.Context) iter.
 	return f
 }
 
-// stop ends the reader.
+// stop ends the reader, and returns once it has ended: nothing of the
+// stream reads the store after it (Shutdown waits for that).
 func (f *feed) stop() {
 	if f != nil {
 		f.cancel()
+		<-f.ended
 	}
 }
 
@@ -142,6 +145,17 @@ func (f *feed) wake() {
 	}
 }
 
+// failure is the error the reader ended with, or why it ended without
+// one before its stream began.
+func (f *feed) failure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	return &agentrt.Error{Kind: agentrt.FailInternal, Msg: "the session's watch ended before it began"}
+}
+
 // take hands the writer what is queued, swapping in spare (emptied) as
 // the queue, and whether the reader ended and why.
 func (f *feed) take(spare []item) (q []item, over, behind bool) {
@@ -168,24 +182,10 @@ func (f *feed) wrote() {
 // events to go out with them.
 const streamOpenWait = 50 * time.Millisecond
 
-// following says which of a stream's events the client gets: keep (nil:
-// all), until done says the stream is complete (after writing the
-// event); check, when set, is called at each heartbeat and ends the
-// stream with the error it returns.
-type following struct {
-	keep  func(*session.Event) bool
-	done  func(*session.Event) bool
-	check func() error
-	// refused, when closed, says to run check now (the input was set
-	// aside by this process); else check runs with each heartbeat.
-	refused <-chan struct{}
-}
-
-// pump copies the events open yields to sink until they end, done says the
-// stream is complete (after writing the event), ctx ends, the server
-// shuts down, or the client cannot keep up (see feed). It returns the
-// seq of the last committed event written.
-func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
+// pump copies the events open yields to sink until they end, ctx ends,
+// the server shuts down, or the client cannot keep up (see feed). It
+// returns the seq of the last committed event written.
+func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink) int64 {
 	if !s.openStream() {
 		// Shutting down: the client reconnects, to another replica.
 		_ = sink.behind(after)
@@ -193,127 +193,172 @@ func (s *Server) pump(ctx context.Context, open func(context.Context) iter.Seq2[
 	}
 	f := s.startFeed(ctx, open)
 	defer f.stop()
-	return s.pumpFeed(ctx, f, after, sink, following{done: done}, true)
+	return s.pumpFeed(ctx, f, after, sink, true)
 }
 
 // pumpFeed is pump of a feed already started; opened says the caller
 // has counted the stream with openStream.
-func (s *Server) pumpFeed(ctx context.Context, f *feed, after int64, sink eventSink, fl following, opened bool) int64 {
+func (s *Server) pumpFeed(ctx context.Context, f *feed, after int64, sink eventSink, opened bool) int64 {
 	if !opened && !s.openStream() {
 		_ = sink.behind(after)
 		return after
 	}
-	defer s.streams.Done()
+	defer func() {
+		// The stream is over once its reader is: Shutdown waits for both.
+		f.stop()
+		s.streams.Done()
+	}()
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
 	if g := s.gauges[sink.kind()]; g != nil {
 		g.Inc()
 		defer g.Dec()
 	}
-	return s.drain(ctx, f, after, sink, fl)
+	return s.drain(ctx, f, after, sink)
 }
 
 // copyEvents is pump without counting the stream as a client: a
 // WebSocket connection counts once, however many subscriptions it
 // carries.
-func (s *Server) copyEvents(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink, done func(*session.Event) bool) int64 {
+func (s *Server) copyEvents(ctx context.Context, open func(context.Context) iter.Seq2[*session.Event, error], after int64, sink eventSink) int64 {
 	f := s.startFeed(ctx, open)
 	defer f.stop()
-	return s.drain(ctx, f, after, sink, following{done: done})
+	return s.drain(ctx, f, after, sink)
 }
 
-// drain is the writer of a stream: it writes what the feed has queued,
-// all of it before one flush, and heartbeats while the session is quiet.
-func (s *Server) drain(ctx context.Context, f *feed, after int64, sink eventSink, fl following) int64 {
-	last := after
-	hb := time.NewTicker(s.cfg.Heartbeat)
-	defer hb.Stop()
-	// The response's headers go out with its first events, which mostly
-	// come at once, or after streamOpenWait: one write fewer a stream.
-	opening := time.NewTimer(streamOpenWait)
-	defer opening.Stop()
+// drain is the writer of a stream to a sink: it writes what the feed has
+// queued, all of it before one flush, heartbeats while the session is
+// quiet, and ends the stream as the pump's end says.
+func (s *Server) drain(ctx context.Context, f *feed, after int64, sink eventSink) int64 {
+	last, end, err := s.pumpEvents(ctx, f, after, pumpOpts{
+		batch: func(evs []*session.Event) bool {
+			for i, ev := range evs {
+				if err := sink.event(ev); err != nil {
+					if i > 0 {
+						_ = sink.flush()
+					}
+					return false
+				}
+			}
+			return sink.flush() == nil
+		},
+		idle:    func() bool { return sink.heartbeat() == nil },
+		opening: func() bool { return sink.flush() == nil },
+		stop:    s.stop,
+	})
+	switch end {
+	case endFailed:
+		_ = sink.fail(err)
+	case endBehind, endStopped:
+		// Shutting down, or behind: the client reconnects from its last
+		// id (to another replica).
+		_ = sink.behind(last)
+	}
+	return last
+}
+
+// pumpEnd says why a stream's pump ended.
+type pumpEnd int
+
+const (
+	endDone    pumpEnd = iota // the events ended: the turn's end, or the watch's
+	endFailed                 // they ended with an error
+	endBehind                 // the client left committed events untaken too long
+	endClient                 // the client could not take a batch (it left)
+	endContext                // the stream's context ended
+	endStopped                // the server stops: pumpOpts.stop closed
+)
+
+// pumpOpts are what a pump does with a stream's events and its quiet.
+type pumpOpts struct {
+	// batch takes events ready together (never empty; valid only during
+	// the call); false ends the stream (endClient).
+	batch func([]*session.Event) bool
+	// idle, when set, is called every Heartbeat of quiet; opening once,
+	// streamOpenWait after the start if no batch went before it. False
+	// ends the stream (endClient).
+	idle, opening func() bool
+	// stop ends the stream when closed (endStopped): the server's stop
+	// for streams a client resumes, its abandon for turns that adapters
+	// follow through Shutdown's grace.
+	stop <-chan struct{}
+}
+
+// pumpEvents is the one stream pump of the server, for SSE, WebSocket
+// and the adapters alike: it hands what the feed has queued to o.batch —
+// everything queued at once, committed events never twice (the watch's
+// replay overlaps what it saw live) — until the feed ends, ctx ends, o
+// says stop, or the client cannot keep up. It returns the seq of the
+// last committed event handed over, why it ended, and the feed's error
+// for endFailed.
+func (s *Server) pumpEvents(ctx context.Context, f *feed, after int64, o pumpOpts) (last int64, end pumpEnd, err error) {
+	last = after
+	var hb <-chan time.Time
+	if o.idle != nil {
+		t := time.NewTicker(s.cfg.Heartbeat)
+		defer t.Stop()
+		hb = t.C
+	}
+	var opening <-chan time.Time
+	if o.opening != nil {
+		// The response's headers go out with its first events, which mostly
+		// come at once, or after streamOpenWait: one write fewer a stream.
+		t := time.NewTimer(streamOpenWait)
+		defer t.Stop()
+		opening = t.C
+	}
 	var spare []item
+	var batch []*session.Event
 	for {
 		select {
-		case <-opening.C:
-			if err := sink.flush(); err != nil {
-				return last
+		case <-opening:
+			if !o.opening() {
+				return last, endClient, nil
 			}
 		case <-f.ready:
 			q, over, behind := f.take(spare)
-			end, ok := false, true
-			wrote := false
+			batch = batch[:0]
+			var failed error
+			upto := last
 			for _, it := range q {
 				if it.err != nil {
-					if wrote {
-						_ = sink.flush()
-					}
-					_ = sink.fail(it.err)
-					return last
-				}
-				ev := it.ev
-				if fl.keep != nil && !fl.keep(ev) {
-					continue
-				}
-				if ev.Seq != 0 && ev.Seq <= last {
-					continue // the watcher's own replay overlap: never twice
-				}
-				if err := sink.event(ev); err != nil {
-					if wrote {
-						_ = sink.flush()
-					}
-					ok, wrote = false, false
+					failed = it.err
 					break
 				}
-				wrote = true
-				if ev.Seq != 0 {
-					last = ev.Seq
-				}
-				if fl.done != nil && fl.done(ev) {
-					end = true
-					break
+				switch ev := it.ev; {
+				case ev.Seq == 0:
+					batch = append(batch, ev)
+				case ev.Seq > upto:
+					batch = append(batch, ev)
+					upto = ev.Seq
 				}
 			}
-			if ok && wrote {
-				opening.Stop() // the headers went with these events
-				if sink.flush() != nil {
-					ok = false
+			if len(batch) > 0 {
+				opening = nil // the headers go with these events
+				if !o.batch(batch) {
+					return last, endClient, nil
 				}
+				last = upto
 			}
 			clear(q)
 			spare = q
 			f.wrote()
 			switch {
-			case !ok, end:
-				return last
+			case failed != nil:
+				return last, endFailed, failed
+			case over && behind:
+				return last, endBehind, nil
 			case over:
-				if behind {
-					_ = sink.behind(last)
-				}
-				return last
+				return last, endDone, nil
 			}
-		case <-fl.refused:
-			fl.refused = nil
-			if err := fl.check(); err != nil {
-				_ = sink.fail(err)
-				return last
-			}
-		case <-hb.C:
-			if fl.check != nil {
-				if err := fl.check(); err != nil {
-					_ = sink.fail(err)
-					return last
-				}
-			}
-			if err := sink.heartbeat(); err != nil {
-				return last
+		case <-hb:
+			if !o.idle() {
+				return last, endClient, nil
 			}
 		case <-ctx.Done():
-			return last
-		case <-s.stop:
-			// Shutting down: the client reconnects, to another replica.
-			_ = sink.behind(last)
-			return last
+			return last, endContext, nil
+		case <-o.stop:
+			return last, endStopped, nil
 		}
 	}
 }

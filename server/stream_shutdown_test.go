@@ -7,8 +7,11 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
@@ -110,8 +113,48 @@ func TestStreamOpenedAfterShutdown(t *testing.T) {
 	last := s.pump(t.Context(), func(context.Context) iter.Seq2[*session.Event, error] {
 		opened = true
 		return func(func(*session.Event, error) bool) {}
-	}, 3, sink, nil)
+	}, 3, sink)
 	if last != 3 || opened || strings.Join(sink.got, ",") != "behind 3" {
 		t.Errorf("pump after Shutdown: returned %d, opened %v, wrote %q; want 3, false, behind 3", last, opened, sink.got)
+	}
+}
+
+// Shutdown returns only once every stream's reader has stopped reading
+// the store: a reader still in a store read when its stream ends is
+// waited for (it returned while readers went on, on b63961d).
+func TestShutdownWaitsForStreamReaders(t *testing.T) {
+	t.Parallel()
+	s := newStreamServer(t)
+	inRead := make(chan struct{})
+	release := make(chan struct{})
+	var reading atomic.Bool
+	open := func(ctx context.Context) iter.Seq2[*session.Event, error] {
+		return func(func(*session.Event, error) bool) {
+			reading.Store(true)
+			defer reading.Store(false)
+			<-ctx.Done()
+			close(inRead) // a store read that has not returned yet
+			<-release
+		}
+	}
+	pumped := make(chan struct{})
+	go func() {
+		defer close(pumped)
+		s.pump(context.Background(), open, 0, &recordingSink{})
+	}()
+	for !reading.Load() {
+		runtime.Gosched()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	err := s.Shutdown(ctx)
+	<-inRead
+	if err == nil || reading.Load() == false {
+		t.Fatalf("Shutdown returned %v while a stream's reader was still reading (%v); want it to wait for the reader (its context's error)", err, reading.Load())
+	}
+	close(release)
+	<-pumped
+	if err := s.Shutdown(t.Context()); err != nil || reading.Load() {
+		t.Fatalf("Shutdown once the reader stopped: %v, reading %v", err, reading.Load())
 	}
 }

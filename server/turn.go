@@ -15,7 +15,9 @@ import (
 // Turn is an input submitted through the gateway and the turn that
 // answers it, followed as it runs: what POST /v1/sessions/{id}/messages
 // streams, and what the protocol adapters mounted on the server stream
-// in their own shapes.
+// in their own shapes. Which events are the turn's, when it ends and
+// what it came to are the gateway's (gateway.Following); the server
+// buffers them for a client that reads slower than they come.
 type Turn struct {
 	// Submitted is the stored input (Duplicate when its idempotency key
 	// named an input stored before).
@@ -23,14 +25,11 @@ type Turn struct {
 	// After is the seq the turn's events come after.
 	After int64
 
-	s   *Server
-	ctx context.Context
-	f   *feed
-	// refused is closed when this process's gateway sets the input
-	// aside; unwatch stops watching for it.
-	refused <-chan struct{}
-	unwatch func()
-	closed  sync.Once
+	s      *Server
+	ctx    context.Context
+	fl     *gateway.Following
+	f      *feed
+	closed sync.Once
 }
 
 // SubmitTurn stores in through the gateway (coalescing, debounce and the
@@ -53,59 +52,78 @@ func (s *Server) submitTurn(ctx context.Context, in gateway.Input, after int64) 
 	if !s.openStream() {
 		return nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown, Msg: "the server is shutting down: send the input to another replica"}
 	}
-	t := &Turn{s: s, ctx: ctx, After: after, unwatch: func() {}}
-	var err error
-	if t.f, err = s.subscribe(ctx, in.Session, t.After); err != nil {
-		s.streams.Done()
-		return nil, err
-	}
-	sub, err := s.gw.Submit(ctx, in)
+	fl := s.gw.Open(in, after)
+	t := &Turn{s: s, ctx: ctx, After: after, fl: fl}
+	t.f = s.startFeed(ctx, fl.Events)
+	sub, err := fl.Stored(ctx)
 	if err != nil {
 		t.f.stop()
 		s.streams.Done()
 		return nil, err
 	}
 	t.Submitted = sub
-	t.refused, t.unwatch = s.gw.Refused(sub.ID)
 	if sub.Duplicate {
-		// Its run may be anywhere in the log: watch it from the start.
-		t.f.stop()
-		t.After = 0
-		if t.f, err = s.subscribe(ctx, in.Session, 0); err != nil {
-			t.unwatch()
-			s.streams.Done()
-			return nil, err
-		}
+		t.After = 0 // its turn may be anywhere in the log
 	}
 	return t, nil
 }
 
-// Close stops following the turn (the turn goes on).
+// FollowInput returns the turn that answers sub, an input stored before
+// (by any replica), followed as SubmitTurn follows an input's from seq
+// after. Close the Turn when done with it.
+func (s *Server) FollowInput(ctx context.Context, sub *gateway.Submitted, after int64) (*Turn, error) {
+	return s.follow(ctx, s.gw.Follow(sub, after), sub, after)
+}
+
+// FollowSession returns the turn of session id that goes on after seq
+// after — the run a person's answer resumes, say — followed as SubmitTurn
+// follows an input's: the session is watched when FollowSession
+// returns, so that a run that starts after it is followed from its first
+// token. Close the Turn when done with it.
+func (s *Server) FollowSession(ctx context.Context, id string, after int64) (*Turn, error) {
+	return s.follow(ctx, s.gw.FollowSession(id, after), &gateway.Submitted{Session: id}, after)
+}
+
+// follow starts following fl, and returns once the session is watched.
+func (s *Server) follow(ctx context.Context, fl *gateway.Following, sub *gateway.Submitted, after int64) (*Turn, error) {
+	if !s.openStream() {
+		return nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown, Msg: "the server is shutting down"}
+	}
+	t := &Turn{s: s, ctx: ctx, After: after, fl: fl, Submitted: sub}
+	t.f = s.startFeed(ctx, fl.Events)
+	select {
+	case <-fl.Watching():
+		return t, nil
+	case <-t.f.ended:
+		err := t.f.failure()
+		t.Close()
+		return nil, err
+	}
+}
+
+// Close stops following the turn (the turn goes on), once everything
+// the following started has ended.
 func (t *Turn) Close() {
 	t.closed.Do(func() {
 		t.f.stop()
-		t.unwatch()
 		t.s.streams.Done()
 	})
 }
 
-// following is how a stream follows the turn: its events, to the end
-// of its last run, and the input's refusal.
-func (t *Turn) following() following {
-	fw := &inputFollower{inputID: t.Submitted.ID}
-	sub := t.Submitted
-	return following{keep: fw.keep, done: fw.done, check: func() error { return t.s.refused(t.ctx, sub) }, refused: t.refused}
-}
+// Outcome is what the turn came to, once its events have ended at the
+// turn's end (false when they ended otherwise).
+func (t *Turn) Outcome() (gateway.Outcome, bool) { return t.fl.Outcome() }
 
 // Events yields the turn's events: the run that answers the input, from
-// its run_started, through the runs that restart it after an
-// interruption, to the turn's last run_finished (yielded, then the
-// sequence ends), with the live tokens (seq 0) of each. It ends with an
-// error when the gateway refuses the input (input_rejected), or when the
-// consumer leaves committed events untaken for the server's write
-// timeout (watch_behind: read the rest from the log, after the last seq
-// it had); it ends without one when ctx ends. Call it once (or
-// EventBatches).
+// its run_started, through the runs that restart it after newer input,
+// to the end of the run that ends the turn (yielded, then the sequence
+// ends; Outcome says what the turn came to), with the live tokens (seq
+// 0) of each. It ends with an error when the gateway refuses the input
+// (its code says why), when the consumer leaves committed events untaken
+// for the server's write timeout (watch_behind: read the rest from the
+// log, after the last seq it had), or when the server shuts down past
+// its grace (shutting_down); it ends without one when ctx ends. Call it
+// once (or EventBatches).
 func (t *Turn) Events() iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		for evs, err := range t.EventBatches() {
@@ -131,72 +149,22 @@ func (t *Turn) Events() iter.Seq2[*session.Event, error] {
 // (or Events).
 func (t *Turn) EventBatches() iter.Seq2[[]*session.Event, error] {
 	return func(yield func([]*session.Event, error) bool) {
-		fl := t.following()
-		last := t.After
-		hb := time.NewTicker(t.s.cfg.Heartbeat)
-		defer hb.Stop()
-		var spare []item
-		var batch []*session.Event
-		for {
-			select {
-			case <-t.f.ready:
-				q, over, behind := t.f.take(spare)
-				batch = batch[:0]
-				done := false
-				for _, it := range q {
-					if it.err != nil {
-						if len(batch) == 0 || yield(batch, nil) {
-							yield(nil, it.err)
-						}
-						return
-					}
-					ev := it.ev
-					if !fl.keep(ev) || ev.Seq != 0 && ev.Seq <= last {
-						continue
-					}
-					batch = append(batch, ev)
-					if ev.Seq != 0 {
-						last = ev.Seq
-					}
-					if fl.done(ev) {
-						done = true
-						break
-					}
-				}
-				if len(batch) > 0 && !yield(batch, nil) || done {
-					return
-				}
-				clear(q)
-				spare = q
-				t.f.wrote()
-				if over {
-					if behind {
-						yield(nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeWatchBehind,
-							Msg: "the turn's follower fell behind; read the session's events after seq " + strconv.FormatInt(last, 10)})
-					}
-					return
-				}
-			case <-fl.refused:
-				// Set aside by this process: say why at once. (Refused
-				// elsewhere, the heartbeat's look at the inbox finds it.)
-				fl.refused = nil
-				if err := fl.check(); err != nil {
-					yield(nil, err)
-					return
-				}
-			case <-hb.C:
-				if err := fl.check(); err != nil {
-					yield(nil, err)
-					return
-				}
-			case <-t.s.abandon:
-				yield(nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown,
-					Msg: "the server shut down while following the turn, which goes on in another process: read session " +
-						t.Submitted.Session + "'s events after seq " + strconv.FormatInt(last, 10)})
-				return
-			case <-t.ctx.Done():
-				return
-			}
+		// The adapters' streams go on through Shutdown's grace (their
+		// clients may have no way to resume), and end past it.
+		last, end, err := t.s.pumpEvents(t.ctx, t.f, t.After, pumpOpts{
+			batch: func(evs []*session.Event) bool { return yield(evs, nil) },
+			stop:  t.s.abandon,
+		})
+		switch end {
+		case endFailed:
+			yield(nil, err)
+		case endBehind:
+			yield(nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeWatchBehind,
+				Msg: "the turn's follower fell behind; read the session's events after seq " + strconv.FormatInt(last, 10)})
+		case endStopped:
+			yield(nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown,
+				Msg: "the server shut down while following the turn, which goes on in another process: read session " +
+					t.Submitted.Session + "'s events after seq " + strconv.FormatInt(last, 10)})
 		}
 	}
 }

@@ -47,8 +47,8 @@ func TestRefusedTurnEndsAtOnce(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatal("the turn's events did not end before the deadline")
 	}
-	if code := agentrt.AsError(got).ErrorCode(); code != agentrt.CodeInputRejected || !strings.Contains(got.Error(), "screening service is down") {
-		t.Fatalf("SubmitTurn's events ended with %v (code %q); want input_rejected with the module's failure", got, code)
+	if code := agentrt.AsError(got).ErrorCode(); code != agentrt.CodeModuleFailed || !strings.Contains(got.Error(), "screening service is down") {
+		t.Fatalf("SubmitTurn's events ended with %v (code %q); want module_failed with the module's failure", got, code)
 	}
 
 	id2 := f.create(t, "")
@@ -60,8 +60,8 @@ func TestRefusedTurnEndsAtOnce(t *testing.T) {
 		t.Fatal("the message stream did not end before the deadline")
 	}
 	if len(frames) == 0 || frames[len(frames)-1].typ != "stream_error" ||
-		!strings.Contains(string(frames[len(frames)-1].data), `"input_rejected"`) ||
+		!strings.Contains(string(frames[len(frames)-1].data), `"module_failed"`) ||
 		!strings.Contains(string(frames[len(frames)-1].data), "screening service is down") {
-		t.Fatalf("the message stream: %+v; want it to end with stream_error input_rejected and the reason", frames)
+		t.Fatalf("the message stream: %+v; want it to end with stream_error module_failed and the reason", frames)
 	}
 }

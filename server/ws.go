@@ -459,10 +459,7 @@ func (wc *wsConn) input(ctx context.Context, b []byte) (string, error) {
 	if err != nil {
 		return f.Session, err
 	}
-	acc := Accepted{InputID: sub.ID, SessionID: sub.Session, Source: sub.Source, Duplicate: sub.Duplicate}
-	if sub.Duplicate {
-		acc.RunID = wc.s.answeredBy(ctx, sub)
-	}
+	acc := Accepted{InputID: sub.ID, SessionID: sub.Session, Source: sub.Source, Duplicate: sub.Duplicate, RunID: sub.RunID}
 	wc.reply(wsAcceptedReply{wsHead: wsHead{Type: wsAccepted, ID: f.ID}, Accepted: acc})
 	return f.Session, nil
 }
@@ -530,7 +527,7 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 		}()
 		wc.s.copyEvents(sctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
 			return wc.s.r.WatchSubscribed(ctx, f.Session, f.After, subscribed)
-		}, f.After, &wsSink{wc: wc, sub: sub}, nil)
+		}, f.After, &wsSink{wc: wc, sub: sub})
 	}()
 	// The next frame waits for the reply (or for the subscription's end,
 	// when the watch failed first: its error frame went out instead), as

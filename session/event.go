@@ -122,6 +122,15 @@ type RunStarted struct {
 	// the model beside the agent's, a call of one is not run but handed
 	// to the client as a client_tool request.
 	ClientTools []model.ToolSpec `json:"client_tools,omitempty"`
+	// TurnID names the turn the run belongs to. The gateway owns turns:
+	// it gives each turn it starts an id, and a run that restarts a turn
+	// interrupted by newer input (Interrupted.Inputs) keeps it. A run not
+	// started by the gateway is a turn of its own: its TurnID is its run
+	// id. Empty in logs written before turns had ids.
+	//
+	// Unlike the envelope's Turn, which counts the session's runs, a turn
+	// restarted twice is three runs and one TurnID.
+	TurnID string `json:"turn_id,omitempty"`
 }
 
 // Overrides change an agent for one run: its plan's step cap, and fields
@@ -551,6 +560,8 @@ type InputSteered struct {
 	Text string `json:"text"`
 	// Inputs are the inbox inputs it answers (see RunStarted.Inputs).
 	Inputs []string `json:"inputs,omitempty"`
+	// TurnID is the turn that answers them: the run's (RunStarted.TurnID).
+	TurnID string `json:"turn_id,omitempty"`
 }
 
 // ControlKind is what a control request asks of a run.

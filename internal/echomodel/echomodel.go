@@ -13,7 +13,8 @@ import (
 // Model answers the last message with "echo: " and its text, a word a
 // token, usage on the last; a user message "call NAME ARGS" makes it call
 // tool NAME with ARGS first, and "fail" makes the model call fail with
-// FailMessage (a bad_request).
+// FailMessage (a bad_request), and "hold" makes it wait until its call
+// is abandoned (a test interrupts or cancels the run meanwhile).
 type Model struct {
 	FailMessage string
 }
@@ -30,6 +31,11 @@ func (m Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.C
 				name, args, _ := strings.Cut(rest, " ")
 				yield(model.Chunk{ToolCalls: []model.ToolCallDelta{{Index: 0, ID: "call_1", Name: name, Arguments: args}},
 					FinishReason: model.FinishToolCalls, Usage: &model.Usage{InputTokens: 3, OutputTokens: 2}}, nil)
+				return
+			}
+			if last.Text() == "hold" {
+				<-ctx.Done()
+				yield(model.Chunk{}, ctx.Err())
 				return
 			}
 			if last.Text() == "fail" {

@@ -125,7 +125,7 @@ func (t *tool) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToo
 			if asked, err = t.elicit(ctx, req, o); err != nil || !asked {
 				break
 			}
-			o, err = t.follow(ctx, t.watch(ctx, o.session, o.last), o.session, o.runID, p)
+			o, err = t.followOn(ctx, o.session, o.last, o.runID, p)
 			continue
 		}
 		break
@@ -250,7 +250,7 @@ func (t *tool) answered(ctx context.Context, req *sdk.CallToolRequest, p *progre
 		}
 		return o, nil
 	}
-	return t.follow(ctx, t.watch(ctx, st.Session, st.After), st.Session, st.RunID, p)
+	return t.followOn(ctx, st.Session, st.After, st.RunID, p)
 }
 
 // requests reads session id's log for its human requests: the
@@ -287,9 +287,15 @@ func requestIDs(rs []*session.InputRequired) string {
 	return strings.Join(ids, ", ")
 }
 
-// watch follows session id's log after seq after.
-func (t *tool) watch(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
-	return t.cfg.Server.Runner().Watch(ctx, id, after)
+// followOn follows the turn of session id that goes on after seq after
+// (the run an answer resumed), through the server's stream of it.
+func (t *tool) followOn(ctx context.Context, id string, after int64, runID string, p *progress) (*outcome, error) {
+	turn, err := t.cfg.Server.FollowSession(ctx, id, after)
+	if err != nil {
+		return nil, err
+	}
+	defer turn.Close()
+	return t.follow(ctx, turn.Events(), id, runID, p)
 }
 
 // follow reads a turn's events to the end of its run (through the runs
@@ -297,7 +303,13 @@ func (t *tool) watch(ctx context.Context, id string, after int64) iter.Seq2[*ses
 // set, is the run to follow; otherwise the first run_started's.
 func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error], id, runID string, p *progress) (*outcome, error) {
 	o := &outcome{session: id, runID: runID}
-	restart := false
+	// Which events are the turn's, and where it ends, is the gateway's
+	// to say: a restart after newer input goes on in a new run, a
+	// person's interrupt ends the turn.
+	track := gateway.TrackRun(runID)
+	if runID == "" {
+		track = &gateway.TurnTracker{}
+	}
 	for ev, err := range evs {
 		if err != nil {
 			return nil, err
@@ -306,11 +318,12 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 			continue
 		}
 		o.last = ev.Seq
-		switch {
-		case o.runID == "" && ev.Type == session.TypeRunStarted, restart && ev.Type == session.TypeRunStarted:
-			o.runID, restart = ev.RunID, false
-		case ev.RunID != o.runID:
+		keep, end := track.See(ev)
+		if !keep {
 			continue
+		}
+		if ev.Type == session.TypeRunStarted {
+			o.runID = ev.RunID
 		}
 		switch d := ev.Data.(type) {
 		case *session.RoundStarted:
@@ -348,9 +361,8 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 				o.errCode, o.errMsg = d.Code, d.Message
 			}
 		case *session.RunFinished:
-			if d.Status == session.StatusInterrupted {
-				restart = true
-				continue
+			if end == nil {
+				continue // newer input restarts the turn
 			}
 			o.status, o.usage = d.Status, d.Usage
 			if d.Reason != "" && o.errMsg == "" && d.Status != session.StatusDone {
@@ -359,6 +371,8 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 			switch {
 			case d.Status == session.StatusCanceled:
 				o.errCode = agentrt.CodeCanceled
+			case d.Status == session.StatusInterrupted:
+				o.errCode, o.errMsg = agentrt.CodeInterrupted, end.Reason
 			case d.Status == session.StatusFailed && o.errCode == "":
 				o.errCode = cmp.Or(d.Reason, agentrt.CodeInternal)
 			}
@@ -402,6 +416,8 @@ func result(o *outcome) *sdk.CallToolResult {
 			text = fmt.Sprintf("The agent's turn %s", o.status)
 		case session.StatusCanceled:
 			text = "The agent's turn was canceled"
+		case session.StatusInterrupted:
+			text = "The agent's turn was interrupted"
 		default:
 			text = fmt.Sprintf("The agent's turn ended %s", o.status)
 		}
@@ -414,7 +430,7 @@ func result(o *outcome) *sdk.CallToolResult {
 		text += fmt.Sprintf(" (session %s).", o.session)
 	}
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: out,
-		IsError: o.status == session.StatusFailed || o.status == session.StatusCanceled}
+		IsError: o.status == session.StatusFailed || o.status == session.StatusCanceled || o.status == session.StatusInterrupted}
 }
 
 func cliVerb(k session.RequestKind) string {

@@ -127,22 +127,22 @@ func (a *Adapter) answerTools(ctx context.Context, id, agent string, results map
 	if err != nil {
 		return nil, sessionNotFound(id, err)
 	}
-	f, err := a.follow(ctx, id, ss.LastSeq)
+	f, err := a.srv.FollowSession(ctx, id, ss.LastSeq)
 	if err != nil {
 		return nil, err
 	}
 	last := answers[len(answers)-1]
 	res, err := a.r.ResolveAndContinue(ctx, id, last.rid, agentrt.Resolution{Text: last.text, By: by})
 	if err != nil {
-		f.close()
+		f.Close()
 		return nil, err
 	}
 	if res.Run == nil {
-		f.close()
+		f.Close()
 		return nil, apiError(http.StatusConflict, agentrt.CodeWaiting, "",
 			"session %s still waits for a person's answer: answer it through POST /v1/sessions/%s/requests/{id}", id, id)
 	}
-	return &exchange{session: id, after: ss.LastSeq, events: f.events, close: f.close}, nil
+	return &exchange{session: id, after: ss.LastSeq, events: f.Events(), close: f.Close}, nil
 }
 
 // sessionOfCalls finds the session of agent with a pending client_tool

@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -224,20 +226,29 @@ func (a *Adapter) getResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rd.from = startingAfter
-	rc := http.NewResponseController(w)
-	events := a.r.WatchSubscribed(ctx, ref.session, ref.after, func() {
-		// The tokens of a model call that began before now may have gone
-		// by: those calls' texts come from the log.
-		rd.horizon = math.MaxInt64
-		if now, err := a.r.Store().GetSession(ctx, ref.session); err == nil {
-			rd.horizon = now.LastSeq
-		}
-		// The headers go now (if nothing went before them): a client that
-		// resumes after a number and has them knows that the stream
-		// follows the turn, before its first event.
-		_ = rc.Flush()
-	})
-	a.streamResponse(w, r, rd, events)
+	var t *server.Turn
+	if ref.input != "" {
+		t, err = a.srv.FollowInput(ctx, &gateway.Submitted{ID: ref.input, Source: ref.session, Session: ref.session, Seq: ref.inbox}, ref.after)
+	} else {
+		t, err = a.srv.FollowSession(ctx, ref.session, ref.after)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer t.Close()
+	// The session is watched: the tokens of a model call that began
+	// before now may have gone by, and those calls' texts come from the
+	// log.
+	rd.horizon = math.MaxInt64
+	if now, err := a.r.Store().GetSession(ctx, ref.session); err == nil {
+		rd.horizon = now.LastSeq
+	}
+	// The headers go now (if nothing went before them): a client that
+	// resumes after a number and has them knows that the stream follows
+	// the turn, before its first event.
+	_ = http.NewResponseController(w).Flush()
+	a.streamResponse(w, r, rd, t.Events())
 }
 
 // lookupResponse parses response id and finds its session, in the key's

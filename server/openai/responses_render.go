@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -48,9 +49,12 @@ import (
 // OpenAI clients' accumulators take, and the numbers count on from the
 // last one given.
 type renderer struct {
-	ref     responseRef
-	base    Response
-	o       outcome
+	ref  responseRef
+	base Response
+	o    outcome
+	// track picks the turn's events out of the session's: the gateway
+	// says which they are and where the turn ends.
+	track   *gateway.TurnTracker
 	matched bool // the turn's run has started
 	ended   bool
 	// from: only the events numbered after it are rendered (-1: all).
@@ -79,7 +83,7 @@ type modelCall struct {
 }
 
 func (a *Adapter) newRenderer(ref responseRef, id, model, prev string) *renderer {
-	rd := &renderer{ref: ref, from: -1, last: -1, handed: map[string]bool{}}
+	rd := &renderer{ref: ref, from: -1, last: -1, handed: map[string]bool{}, track: gateway.TrackInput(ref.input)}
 	rd.base = Response{ID: id, Object: "response", CreatedAt: a.now().Unix(), Model: model, Background: ref.background,
 		Output: []OutputItem{}, ParallelToolCalls: true, ToolChoice: "auto", Tools: []FunctionTool{}, Store: true,
 		Metadata: map[string]string{}}
@@ -100,7 +104,7 @@ func (rd *renderer) status() string {
 	switch rd.o.status {
 	case session.StatusFailed:
 		return "failed"
-	case session.StatusCanceled:
+	case session.StatusCanceled, session.StatusInterrupted:
 		return "cancelled"
 	case session.StatusPaused:
 		return "incomplete"
@@ -166,27 +170,26 @@ func (rd *renderer) start() []StreamEvent {
 // see takes the turn's next event and returns the stream events it
 // makes, if any.
 func (rd *renderer) see(ev *session.Event) []StreamEvent {
-	if rd.ended {
+	if rd.ended || ev.Seq != 0 && ev.Seq <= rd.ref.after {
+		return nil
+	}
+	// The turn of an input begins with the run_started that answers it; a
+	// turn that goes on after an answer to a waiting run, with the first
+	// event after the answer. Its end is the gateway's to say (a restart
+	// after newer input goes on in a new run; a person's interrupt ends it).
+	keep, end := rd.track.See(ev)
+	if !keep {
 		return nil
 	}
 	if ev.Seq == 0 {
-		if t, ok := ev.Data.(*session.Token); ok && rd.matched {
+		if t, ok := ev.Data.(*session.Token); ok {
 			return rd.token(t)
 		}
 		return nil
 	}
-	if ev.Seq <= rd.ref.after {
-		return nil
-	}
 	var out []StreamEvent
 	if !rd.matched {
-		// The turn of an input begins with the run_started that answers
-		// it; a turn that goes on after an answer to a waiting run, with
-		// the first event after the answer.
 		rs, isStart := ev.Data.(*session.RunStarted)
-		if rd.ref.input != "" && (!isStart || !slices.Contains(rs.Inputs, rd.ref.input)) {
-			return nil
-		}
 		rd.matched = true
 		if !ev.Time.IsZero() {
 			rd.base.CreatedAt = ev.Time.Unix()
@@ -232,8 +235,8 @@ func (rd *renderer) see(ev *session.Event) []StreamEvent {
 			rd.said = d.Text
 		}
 	case *session.RunFinished:
-		if d.Status == session.StatusInterrupted {
-			return out // the turn starts again, in a new run
+		if end == nil {
+			return out // newer input restarts the turn, in a new run
 		}
 		if c := rd.call; c != nil {
 			rd.call = nil

@@ -118,15 +118,15 @@ func (a *Adapter) answerPending(ctx context.Context, ss *session.Session, text s
 	res.By = agentrt.ActorOf(ctx)
 	// Follow the session from where it stands before answering, so that
 	// nothing of the run the answer continues is missed.
-	f, err := a.follow(ctx, ss.ID, ss.LastSeq)
+	f, err := a.srv.FollowSession(ctx, ss.ID, ss.LastSeq)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := a.r.ResolveAndContinue(ctx, ss.ID, q.RequestID, res); err != nil {
-		f.close()
+		f.Close()
 		return nil, err
 	}
-	return &exchange{session: ss.ID, after: ss.LastSeq, events: f.events, close: f.close}, nil
+	return &exchange{session: ss.ID, after: ss.LastSeq, events: f.Events(), close: f.Close}, nil
 }
 
 // resolutionOf reads a person's answer to request q from text.
@@ -185,69 +185,6 @@ func question(q *session.InputRequired) string {
 	return q.Question
 }
 
-// follower follows a session's events after a seq to the end of the
-// turn: the first run_finished other than interrupted.
-type follower struct {
-	events iter.Seq2[*session.Event, error]
-	close  func()
-}
-
-type followed struct {
-	ev  *session.Event
-	err error
-}
-
-// follow starts watching session id after seq after and returns once the
-// watch sees the session's live tokens, so that a run started after it
-// returns is followed from its first token.
-func (a *Adapter) follow(ctx context.Context, id string, after int64) (*follower, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	ch := make(chan followed, 64)
-	subscribed := make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		defer close(ch)
-		for ev, err := range a.r.WatchSubscribed(ctx, id, after, func() { close(subscribed) }) {
-			select {
-			case ch <- followed{ev, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	stop := func() {
-		cancel()
-		<-ended
-	}
-	select {
-	case <-subscribed:
-	case it, ok := <-ch:
-		stop()
-		if ok && it.err != nil {
-			return nil, it.err
-		}
-		return nil, fmt.Errorf("the watch of session %s ended before it began: %w", id, ctx.Err())
-	}
-	f := &follower{close: stop}
-	f.events = func(yield func(*session.Event, error) bool) {
-		for it := range ch {
-			if !yield(it.ev, it.err) || it.err != nil {
-				return
-			}
-			if it.ev.Type == session.TypeRunFinished {
-				if rf, ok := it.ev.Data.(*session.RunFinished); ok && rf.Status != session.StatusInterrupted {
-					return
-				}
-			}
-		}
-	}
-	return f, nil
-}
-
 // outcome is what a turn came to, read from its events.
 type outcome struct {
 	runID    string
@@ -258,6 +195,8 @@ type outcome struct {
 	hasFinal bool
 	requests []session.InputRequired
 	err      *session.Error
+	// interrupt is the reason of the turn's last interrupted event.
+	interrupt string
 }
 
 // see records ev in o.
@@ -275,6 +214,8 @@ func (o *outcome) see(ev *session.Event) {
 		if !d.Recoverable || d.Model == "" {
 			o.err = d
 		}
+	case *session.Interrupted:
+		o.interrupt = d.Reason
 	case *session.RunFinished:
 		o.status, o.reason = d.Status, d.Reason
 		o.usage.Add(d.Usage)
@@ -295,6 +236,11 @@ func (o *outcome) failure() *Error {
 		return apiError(http.StatusInternalServerError, code, "", "%s", msg)
 	case session.StatusCanceled:
 		return apiError(http.StatusConflict, "canceled", "", "the agent's run was canceled%s", suffix(o.reason))
+	case session.StatusInterrupted:
+		// A person's interrupt (or another source's input) ended the
+		// turn: it does not restart (one newer input restarts ends in
+		// another of its runs).
+		return apiError(http.StatusConflict, agentrt.CodeInterrupted, "", "the agent's run was interrupted%s", suffix(o.interrupt))
 	}
 	return nil
 }

@@ -1,0 +1,258 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/session"
+)
+
+type failingModule struct{}
+
+func (failingModule) Name() string { return "screen" }
+func (failingModule) Order() int   { return 10 }
+func (failingModule) Run(context.Context, *gateway.Turn) error {
+	return errors.New("screening is down")
+}
+
+// follow collects what a Following's Events yields.
+func follow(ctx context.Context, f *gateway.Following) (evs []*session.Event, err error) {
+	for ev, err := range f.Events(ctx) {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+// An input this process sets aside ends its followers at once, every
+// one of them: each hears the refusal with its code, none takes it from
+// another (two followers of one input shared one channel, and the first
+// to stop unregistered it for the second).
+func TestFollowRefusedTellsEveryFollower(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Modules: []gateway.Module{failingModule{}}})
+		stop := e.run(t)
+		defer stop()
+		if _, err := e.r.CreateSession(t.Context(), "", "chat", nil); err != nil {
+			t.Fatal(err)
+		}
+		sub := e.submit(t, "chat", "hello")
+		type result struct {
+			evs []*session.Event
+			err error
+			o   gateway.Outcome
+		}
+		results := make(chan result, 2)
+		for range 2 {
+			go func() {
+				f := e.g.Follow(sub, 0)
+				evs, err := follow(context.Background(), f)
+				o, _ := f.Outcome()
+				results <- result{evs, err, o}
+			}()
+		}
+		for range 2 {
+			r := <-results
+			if len(r.evs) != 0 || agentrt.AsError(r.err).ErrorCode() != agentrt.CodeModuleFailed {
+				t.Fatalf("a follower got %d events and %v; want none and module_failed", len(r.evs), r.err)
+			}
+			if r.o.State != gateway.TurnRefused || r.o.Code != agentrt.CodeModuleFailed {
+				t.Errorf("outcome %+v, want refused, module_failed", r.o)
+			}
+		}
+	})
+}
+
+// Newer input restarts the turn: the restart's run keeps the turn's id,
+// and a follower of the first input follows both runs to the answer.
+func TestFollowRestartKeepsTheTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{})
+		e.bot.inModel = make(chan struct{}, 8)
+		stop := e.run(t)
+		defer stop()
+		if _, err := e.r.CreateSession(t.Context(), "", "chat", nil); err != nil {
+			t.Fatal(err)
+		}
+		f := e.g.Open(gateway.Input{Source: "chat", Text: "slow: order 42"}, 0)
+		done := make(chan struct{})
+		var evs []*session.Event
+		var ferr error
+		go func() {
+			defer close(done)
+			evs, ferr = follow(context.Background(), f)
+		}()
+		first, err := f.Stored(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-e.bot.inModel
+		e.submit(t, "chat", "sorry, 43 — order 43")
+		<-done
+		if ferr != nil {
+			t.Fatal(ferr)
+		}
+		var turns []string
+		var ends []session.Status
+		final := ""
+		for _, ev := range evs {
+			switch d := ev.Data.(type) {
+			case *session.RunStarted:
+				turns = append(turns, d.TurnID)
+			case *session.RunFinished:
+				ends = append(ends, d.Status)
+			case *session.Final:
+				final = d.Text
+			}
+		}
+		if len(turns) != 2 || turns[0] != turns[1] || turns[0] == "" {
+			t.Fatalf("run_started turn ids %q: want two runs of one turn", turns)
+		}
+		if !slices.Equal(ends, []session.Status{session.StatusInterrupted, session.StatusDone}) || final != `done: "refunded order 43"` {
+			t.Fatalf("run ends %v, final %q", ends, final)
+		}
+		o, ok := f.Outcome()
+		if want := (gateway.Outcome{State: gateway.TurnAnswered, Status: session.StatusDone, TurnID: turns[0], RunID: evs[len(evs)-1].RunID}); !ok || !cmp.Equal(o, want) {
+			t.Errorf("outcome %+v, want %+v", o, want)
+		}
+		if first.ID == "" {
+			t.Error("Stored gave no input")
+		}
+	})
+}
+
+// A person's interrupt ends the turn: its follower ends with the run it
+// interrupted, and does not take the session's next turn — another
+// source's — as its own.
+func TestFollowPersonInterruptEndsTheTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{})
+		e.bot.inModel = make(chan struct{}, 8)
+		stop := e.run(t)
+		defer stop()
+		if _, err := e.r.CreateSession(t.Context(), "", "chat", nil); err != nil {
+			t.Fatal(err)
+		}
+		f := e.g.Open(gateway.Input{Source: "chat", Session: "chat", Text: "slow: think"}, 0)
+		done := make(chan struct{})
+		var evs []*session.Event
+		var ferr error
+		go func() {
+			defer close(done)
+			evs, ferr = follow(context.Background(), f)
+		}()
+		<-e.bot.inModel
+		if _, err := e.r.Interrupt(t.Context(), "chat", "a person stopped it"); err != nil {
+			t.Fatal(err)
+		}
+		// Another source's input to the same session: its own turn.
+		if _, err := e.g.Submit(t.Context(), gateway.Input{Source: "desk", Session: "chat", Text: "hello from the desk"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("the follower of the interrupted turn is still following")
+		}
+		if ferr != nil {
+			t.Fatal(ferr)
+		}
+		runs := map[string]bool{}
+		for _, ev := range evs {
+			runs[ev.RunID] = true
+		}
+		if len(runs) != 1 || evs[len(evs)-1].Type != session.TypeRunFinished {
+			t.Fatalf("the follower saw runs %v, ending with %s; want the interrupted run only", runs, evs[len(evs)-1].Type)
+		}
+		if starts := events[session.RunStarted](t, e.store, "chat"); len(starts) != 2 {
+			t.Fatalf("%d runs, want the interrupted one and the desk's", len(starts))
+		}
+		o, _ := f.Outcome()
+		if o.State != gateway.TurnInterrupted || o.Status != session.StatusInterrupted || o.Reason != "a person stopped it" {
+			t.Errorf("outcome %+v, want interrupted by the person", o)
+		}
+	})
+}
+
+// An input the reject policy refused, sent again with the same key, is
+// refused again: a retrying client does not take it for accepted.
+func TestRejectedInputRetriedIsRefusedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Policy: gateway.Reject})
+		e.bot.inModel = make(chan struct{}, 8)
+		e.bot.release = make(chan struct{})
+		stop := e.run(t)
+		defer stop()
+		e.submit(t, "chat", "slow")
+		<-e.bot.inModel
+		in := gateway.Input{Source: "chat", Text: "order 2", Key: "k1"}
+		_, err := e.g.Submit(t.Context(), in)
+		if agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected {
+			t.Fatalf("first: %v, want input_rejected", err)
+		}
+		sub, err := e.g.Submit(t.Context(), in)
+		if agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected {
+			t.Fatalf("again with the same key: %+v, %v; want input_rejected", sub, err)
+		}
+		close(e.bot.release)
+		synctest.Wait()
+	})
+}
+
+// restartFailing fails the turns that restart.
+type restartFailing struct{}
+
+func (restartFailing) Name() string { return "screen" }
+func (restartFailing) Order() int   { return 10 }
+func (restartFailing) Run(_ context.Context, t *gateway.Turn) error {
+	if t.Restart > 0 {
+		return errors.New("screening is down")
+	}
+	return nil
+}
+
+// A turn whose restart is set aside (a module failed on it) ends its
+// follower with the failure, rather than leaving it waiting for a run
+// that never comes.
+func TestFollowRestartSetAside(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Modules: []gateway.Module{restartFailing{}}})
+		e.bot.inModel = make(chan struct{}, 8)
+		stop := e.run(t)
+		defer stop()
+		if _, err := e.r.CreateSession(t.Context(), "", "chat", nil); err != nil {
+			t.Fatal(err)
+		}
+		f := e.g.Open(gateway.Input{Source: "chat", Text: "slow: order 42"}, 0)
+		done := make(chan struct{})
+		var ferr error
+		go func() {
+			defer close(done)
+			_, ferr = follow(context.Background(), f)
+		}()
+		<-e.bot.inModel
+		e.submit(t, "chat", "sorry, 43")
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("the follower waits for a restart that was set aside")
+		}
+		if agentrt.AsError(ferr).ErrorCode() != agentrt.CodeModuleFailed {
+			t.Fatalf("the follower ended with %v, want module_failed", ferr)
+		}
+		if o, _ := f.Outcome(); o.State != gateway.TurnFailed {
+			t.Errorf("outcome %+v, want failed", o)
+		}
+	})
+}
