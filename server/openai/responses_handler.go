@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
