@@ -432,9 +432,11 @@ func resolution(q session.InputRequired, e ResumeEntry) (agentrt.Resolution, err
 }
 
 // reconnect gives a client the thread as the log holds it, then follows
-// the run in progress to its end, if one is.
+// the run in progress to its end, if one is; a thread whose run has
+// ended ends this one as that run did (its answer as the result, its
+// failure's code), and a thread that has not run yet ends it finished.
 func (h *handler) reconnect(ctx context.Context, st *stream, ss *session.Session, r *http.Request) {
-	msgs, err := history(ctx, h.r.Store(), ss.ID)
+	msgs, last, err := history(ctx, h.r.Store(), ss.ID)
 	if err != nil {
 		h.srv.WriteError(st.w, r, err)
 		return
@@ -443,13 +445,16 @@ func (h *handler) reconnect(ctx context.Context, st *stream, ss *session.Session
 	if ss.Status == session.StatusRunning {
 		f = h.follow(ctx, ss.ID, ss.LastSeq)
 		defer f.stop()
+	} else {
+		st.t.finalRes, st.t.reason = last.final, last.reason
+		st.t.errCode, st.t.errMsg = last.errCode, last.errMsg
 	}
 	st.open(ss, msgs)
 	st.t.status = ss.Status
 	if f != nil && !h.pipe(ctx, st, f) {
 		return
 	}
-	if st.t.status == session.StatusFailed {
+	if st.t.status == session.StatusFailed && st.t.errMsg == "" {
 		st.t.errMsg = "the thread's last run failed"
 	}
 	h.end(ctx, st, ss.ID, nil)
