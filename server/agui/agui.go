@@ -22,10 +22,12 @@
 package agui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -100,8 +102,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in RunAgentInput
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		h.srv.WriteError(w, r, badRequest("the body is not a RunAgentInput: %v", err))
+	if err := decodeInput(r, &in); err != nil {
+		h.srv.WriteError(w, r, err)
 		return
 	}
 	text, err := newInput(in.Messages)
@@ -137,6 +139,25 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.reconnect(ctx, st, ss, r)
 	}
+}
+
+// decodeInput reads the body, a RunAgentInput; fields this adapter does
+// not know are allowed (AG-UI clients send more than it reads).
+func decodeInput(r *http.Request, in *RunAgentInput) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBodyTooLarge,
+				Msg: fmt.Sprintf("the request's body is over %d bytes", mbe.Limit)}
+		}
+		return badRequest("the request's body could not be read: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return badRequest("the request needs a body: a RunAgentInput")
+	}
+	_, err = server.DecodeJSON(b, in, false)
+	return err
 }
 
 func (in *RunAgentInput) check() error {

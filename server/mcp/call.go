@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -110,7 +110,7 @@ func (t *tool) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToo
 		var in Input
 		if len(req.Params.Arguments) > 0 {
 			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return toolError("the arguments are not this tool's input {\"message\": ..., \"session\": ...}: %v", err), nil
+				return toolError("%s: the arguments are not this tool's input {\"message\": \"...\", \"session\": \"...\"}", agentrt.CodeMalformedRequest), nil
 			}
 		}
 		o, err = t.submit(ctx, in, p)
@@ -443,13 +443,12 @@ func toolError(format string, args ...any) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(format, args...)}}, IsError: true}
 }
 
-// describe is an error as the tool result says it: its code and message.
+// describe is an error as the tool result says it: its code and the
+// sentence the HTTP API would answer (server.StatusOf: nothing of the
+// store's or Go's).
 func describe(err error) string {
-	var e *agentrt.Error
-	if errors.As(err, &e) && e.Code != "" {
-		return e.Code + ": " + err.Error()
-	}
-	return err.Error()
+	_, d := server.StatusOf(err)
+	return d.Code + ": " + d.Message
 }
 
 // progress sends a call's progress notifications, when its client asked

@@ -126,7 +126,9 @@ func Mount(srv *server.Server, cfg Config) error {
 			r = r.Clone(r.Context())
 			r.Header.Set("Authorization", "Bearer local")
 		}
-		bearer.ServeHTTP(w, r)
+		ew := &errorWriter{ResponseWriter: w}
+		bearer.ServeHTTP(ew, r)
+		ew.finish(srv, r)
 	})
 	for _, m := range []string{"POST", "GET", "DELETE"} {
 		srv.Mount(m, Path, true, hh)

@@ -1,6 +1,8 @@
 package mcp_test
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/mcp"
 )
 
@@ -87,7 +90,8 @@ func TestCallErrors(t *testing.T) {
 }
 
 // A session is its tenant's: another key's call with it finds none, and
-// another key cannot use an MCP session it did not open.
+// another key cannot use an MCP session it did not open (a 403 in the
+// server's JSON error shape).
 func TestTenants(t *testing.T) {
 	f := newFixture(t)
 	a := f.connect(t, "key-a", "2025-11-25", nil)
@@ -116,9 +120,13 @@ func TestTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var body server.ErrorBody
+	derr := json.NewDecoder(resp.Body).Decode(&body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("key b on key a's MCP session: %d; want 403", resp.StatusCode)
+	if resp.StatusCode != http.StatusForbidden || derr != nil || body.Error.Code != "forbidden" ||
+		!strings.Contains(body.Error.Message, "another API key") || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("key b on key a's MCP session: %d %s %+v (%v); want 403 forbidden in the JSON error shape",
+			resp.StatusCode, resp.Header.Get("Content-Type"), body, derr)
 	}
 	// No key: the server's 401.
 	req, _ = http.NewRequest("POST", f.http.URL+mcp.Path, strings.NewReader(`{}`))
@@ -163,4 +171,27 @@ func TestTurnFailureIsError(t *testing.T) {
 			t.Errorf("structured content %+v: want canceled, code canceled, session %s", c.out, id)
 		}
 	})
+}
+
+// The SDK's own refusals of a request (a payload that is not JSON-RPC)
+// are in the server's JSON error shape, with none of the decoder's words.
+func TestRefusalsAreJSON(t *testing.T) {
+	f := newFixture(t)
+	for _, body := range []string{`[1]`, `{"jsonrpc":5}`, `{`} {
+		req, _ := http.NewRequest("POST", f.http.URL+mcp.Path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer key-a")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var eb server.ErrorBody
+		if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &eb) != nil || eb.Error.Code != "malformed_request" ||
+			strings.Contains(eb.Error.Message, "json") {
+			t.Errorf("POST %s: %d %s; want 400 malformed_request in the JSON error shape, in words of its own", body, resp.StatusCode, b)
+		}
+	}
 }
