@@ -16,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
+	agenttool "github.com/agentrt/agentrt/tool"
 )
 
 // Input is an agent tool's input.
@@ -69,6 +70,8 @@ type Call struct {
 type tool struct {
 	cfg   Config
 	agent string
+	// args checks a call's arguments against the tool's input schema.
+	args *agenttool.Validator
 }
 
 // outcome is what following a turn found.
@@ -107,6 +110,12 @@ func (t *tool) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToo
 	if req.Params.RequestState != "" {
 		o, err = t.answered(ctx, req, p)
 	} else {
+		// The arguments are checked against the tool's own input
+		// schema, as the SDK's typed tools are: a key it does not have
+		// (additionalProperties: false) is refused, not ignored.
+		if err := t.args.Validate(req.Params.Arguments); err != nil {
+			return toolError("%s: %v", agentrt.CodeMalformedRequest, err), nil
+		}
 		var in Input
 		if len(req.Params.Arguments) > 0 {
 			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
@@ -166,7 +175,7 @@ func (t *tool) submit(ctx context.Context, in Input, p *progress) (*outcome, err
 		}
 		id = ss.ID
 	} else {
-		st, err := r.Load(ctx, id)
+		st, err := t.session(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -181,6 +190,28 @@ func (t *tool) submit(ctx context.Context, in Input, p *progress) (*outcome, err
 	}
 	defer turn.Close()
 	return t.follow(ctx, turn.Events(), id, "", p)
+}
+
+// session is the state of the session a call names, in the call's
+// tenant. A session the tenant does not have yet is started with that id
+// for the tool's agent, as docs/protocols.md says of every id a
+// protocol's client makes up (AG-UI's threadId, A2A's contextId): another
+// tenant's session of that id stays out of reach.
+func (t *tool) session(ctx context.Context, id string) (*agentrt.State, error) {
+	r := t.cfg.Server.Runner()
+	st, err := r.Load(ctx, id)
+	if err == nil || agentrt.AsError(err).ErrorCode() != agentrt.CodeNotFound {
+		return st, err
+	}
+	if err := session.CheckID(id); err != nil {
+		return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadSessionID, Msg: "session: " + err.Error()}
+	}
+	_, err = r.CreateSession(ctx, t.agent, id, map[string]string{"source": "mcp"})
+	if err != nil && agentrt.AsError(err).ErrorCode() != agentrt.CodeSessionExists {
+		return nil, err
+	}
+	// Made now, or by a call of the same id a moment before.
+	return r.Load(ctx, id)
 }
 
 // answered goes on with a call the client makes again with its answers
