@@ -116,15 +116,57 @@ func meaning(code string) string {
 	return code + " failure"
 }
 
-// writeError answers err in the error shape, and logs it when it is the
-// server's fault.
+// writeError answers err in the error shape (the request's protocol's,
+// when an adapter gave its paths one: ShapeErrors), and logs it when it
+// is the server's fault.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	status, d := statusOf(err)
 	if status >= 500 {
 		log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.Int("status", status), slog.String("code", d.Code), slog.String("error", err.Error()))
 	}
+	if shape, ok := r.Context().Value(shapeKey{}).(ErrorShape); ok {
+		shape(w, status, d)
+		return
+	}
 	writeJSON(w, status, ErrorBody{Error: d})
+}
+
+// ErrorShape writes an error answer in a protocol's own shape: status,
+// and the code and sentence the server would put in its ErrorBody.
+type ErrorShape func(w http.ResponseWriter, status int, d ErrorDetail)
+
+// ShapeErrors makes every error the server answers on path, or on a path
+// under it (path + "/…"), take shape instead of ErrorBody: its own
+// refusals (no key, a rate, a method the route does not take, no route,
+// shutting down) and those adapters write with WriteError. A protocol
+// whose clients read only their own error shape (OpenAI's) thus gets it
+// on every answer. Call it while setting up, as Mount, before the server
+// serves.
+func (s *Server) ShapeErrors(path string, shape ErrorShape) {
+	s.shapes = append(s.shapes, pathShape{path, shape})
+}
+
+type pathShape struct {
+	path  string
+	shape ErrorShape
+}
+
+type shapeKey struct{}
+
+// shaped hands writeError the error shape of the request's path, if one
+// was given (ShapeErrors). It wraps everything else, so that every
+// refusal on the path takes the shape.
+func (s *Server) shaped(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, ps := range s.shapes {
+			if rest, ok := strings.CutPrefix(r.URL.Path, ps.path); ok && (rest == "" || rest[0] == '/') {
+				r = r.WithContext(context.WithValue(r.Context(), shapeKey{}, ps.shape))
+				break
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -419,9 +461,9 @@ func (s *Server) cors(h http.Handler) http.Handler {
 	})
 }
 
-// WriteError answers err in the API's error shape (ErrorBody, with the
-// status of its code), as the server's own handlers do: for the adapters
-// mounted on it.
+// WriteError answers err in the API's error shape (ErrorBody, or the
+// shape ShapeErrors gave its path, with the status of its code), as the
+// server's own handlers do: for the adapters mounted on it.
 func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, r, s.log, err)
 }
