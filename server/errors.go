@@ -392,10 +392,29 @@ func (s *Server) timeout(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// statusWriter remembers the status a handler answered.
+// statusWriter remembers the status a handler answered, and who made the
+// request once authenticate knows (for logged, which wraps authenticate
+// and so cannot read its context).
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status            int
+	tenant, principal string
+}
+
+// noteCaller records the request's tenant and principal on the
+// statusWriter under w, for its log line.
+func noteCaller(w http.ResponseWriter, tenant, principal string) {
+	for {
+		if sw, ok := w.(*statusWriter); ok {
+			sw.tenant, sw.principal = tenant, principal
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -429,9 +448,11 @@ func (s *Server) logged(rt Route, h http.HandlerFunc) http.Handler {
 		if !s.log.Enabled(r.Context(), level) {
 			return
 		}
+		// The key's tenant and principal, as authenticate found them;
+		// none for a public route or a request it refused.
 		s.log.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("route", rt.Pattern),
 			slog.String("path", r.URL.Path), slog.Int("status", sw.status), slog.Duration("took", s.now().Sub(start)),
-			slog.String("tenant", session.TenantOf(r.Context())))
+			slog.String("tenant", sw.tenant), slog.String("principal", sw.principal))
 	})
 }
 
