@@ -271,8 +271,7 @@ func (h *handler) turn(ctx context.Context, st *stream, ss *session.Session, in 
 	var fail *failure
 	for ev, err := range tr.Events() {
 		if err != nil {
-			e := agentrt.AsError(err)
-			fail = &failure{code: e.ErrorCode(), msg: err.Error()}
+			fail = failureOf(err)
 			break
 		}
 		if !st.send(st.t.event(ev)...) {
@@ -308,7 +307,7 @@ func (h *handler) end(ctx context.Context, st *stream, id string, fail *failure)
 	if fail == nil && st.t.status == session.StatusWaiting {
 		var err error
 		if w, err = h.waits(ctx, id); err != nil {
-			fail = &failure{code: agentrt.AsError(err).ErrorCode(), msg: err.Error()}
+			fail = failureOf(err)
 		}
 	}
 	st.send(st.t.finish(fail, w)...)
@@ -491,7 +490,7 @@ func (h *handler) pipe(ctx context.Context, st *stream, f *follower) bool {
 				return ctx.Err() == nil
 			}
 			if it.err != nil {
-				st.send(st.t.finish(&failure{code: agentrt.AsError(it.err).ErrorCode(), msg: it.err.Error()}, waits{})...)
+				st.send(st.t.finish(failureOf(it.err), waits{})...)
 				return false
 			}
 			if !st.send(st.t.event(it.ev)...) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -439,6 +440,14 @@ func (t *translator) finish(err *failure, w waits) []Event {
 
 // failure is an error that ends a stream, as RUN_ERROR shows it.
 type failure struct{ code, msg string }
+
+// failureOf is err as RUN_ERROR says it: its code and the sentence the
+// HTTP API would answer (server.StatusOf), without what a store or a
+// library said underneath.
+func failureOf(err error) *failure {
+	_, d := server.StatusOf(err)
+	return &failure{code: d.Code, msg: d.Message}
+}
 
 // interrupt is a pending request as an AG-UI interrupt. Its metadata
 // carries the request whole under "agentrt"; responseSchema says what a
