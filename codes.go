@@ -108,6 +108,7 @@ const (
 	// session (package server, agentrt serve).
 	CodeUnauthorized     = "unauthorized"       // no API key, or one the server does not know
 	CodeOriginNotAllowed = "origin_not_allowed" // a browser page of an origin the server does not allow
+	CodeForbidden        = "forbidden"          // the key may not use what the request names (another key's MCP session)
 	CodeMalformedRequest = "malformed_request"  // the request's JSON or parameters are malformed
 	CodeBodyTooLarge     = "body_too_large"     // the request's body is over the server's limit
 	CodeTooManyRequests  = "too_many_requests"  // the API key is over its rate limit
@@ -233,6 +234,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeTurnStopped, FailInput, "a module stopped the turn (the reason says why); its inputs are refused with it", http.StatusUnprocessableEntity),
 		in(CodeUnauthorized, FailInput, "the request has no API key (Authorization: Bearer), or one the server does not know; without keys configured, the server answers only loopback clients", http.StatusUnauthorized),
 		in(CodeOriginNotAllowed, FailInput, "the request comes from a web page whose origin is neither the server's own nor one of server.cors_origins", http.StatusForbidden),
+		in(CodeForbidden, FailInput, "the API key may not use what the request names: an MCP session another key opened", http.StatusForbidden),
 		in(CodeMalformedRequest, FailInput, "the request's JSON is malformed, has unknown fields or is nested too deep, or a parameter is unusable (the message says which)", http.StatusBadRequest),
 		in(CodeBodyTooLarge, FailInput, "the request's body is larger than server.max_body_bytes", http.StatusRequestEntityTooLarge),
 		in(CodeTooManyRequests, FailState, "the API key made more requests than its rate allows; Retry-After says when to try again", http.StatusTooManyRequests),

@@ -157,6 +157,7 @@ func (s *Server) authenticate(h http.HandlerFunc) http.HandlerFunc {
 			}
 			tenant, principal = e.tenant, e.principal
 		}
+		noteCaller(w, tenant, principal)
 		ctx := session.WithTenant(r.Context(), tenant)
 		ctx = agentrt.WithActor(ctx, principal)
 		h(w, r.WithContext(ctx))

@@ -115,8 +115,11 @@ type Server struct {
 	keys  *keyring
 	mux   *http.ServeMux
 	h     http.Handler
-	// mounted are the routes, in the order they were added.
+	// mounted are the routes, in the order they were added; shapes the
+	// error shapes of adapters' paths (ShapeErrors). Both are set up
+	// before the server serves, and only read after.
 	mounted []Route
+	shapes  []pathShape
 
 	draining atomic.Bool // Shutdown began: no new work
 	// streamsMu orders each stream's streams.Add before Shutdown's Wait,
@@ -200,7 +203,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.mux.HandleFunc("/", s.noRoute)
-	s.h = s.cors(s.mux)
+	s.h = s.shaped(s.cors(s.mux))
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -58,7 +59,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		_, err = s.store.ListSessions(session.WithTenant(ctx, s.cfg.Tenant), session.ListOptions{Limit: 1})
 	}
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
+		// The reason in words of the server's; a store's own (its
+		// driver's, its address) go to the log.
+		reason := "shutting down"
+		if !s.draining.Load() {
+			if reason = publicMessage(err); reason == "" {
+				reason = "the store did not answer"
+			}
+			s.log.LogAttrs(ctx, slog.LevelWarn, "not ready", slog.String("error", err.Error()))
+		}
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": reason})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

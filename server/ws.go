@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -330,6 +331,11 @@ func (wc *wsConn) read() (websocket.StatusCode, string) {
 		b, err := io.ReadAll(io.LimitReader(rd, limit+1))
 		if err != nil {
 			return 0, ""
+		}
+		if int64(len(b)) <= limit && !utf8.Valid(b) {
+			// RFC 6455 §8.1: a text frame that is not UTF-8 fails the
+			// connection, with 1007 (the library does not check).
+			return websocket.StatusInvalidFramePayloadData, "a text frame must be UTF-8"
 		}
 		it := wsItem{b: b}
 		if int64(len(b)) > limit {

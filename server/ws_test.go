@@ -807,25 +807,34 @@ func TestWSSubscribeTimeout(t *testing.T) {
 	}
 }
 
-// A frame that is not text ends the connection with 1003; one far over
-// the size limit with 1009.
+// A frame that is not text ends the connection with 1003; a text frame
+// that is not UTF-8 with 1007 (RFC 6455 §8.1); one far over the size
+// limit with 1009.
 func TestWSClosingFrames(t *testing.T) {
 	e := newWSEnv(t, server.Config{Limits: server.Limits{MaxBodyBytes: 1024}})
 	for _, tc := range []struct {
-		name string
-		typ  websocket.MessageType
-		size int
-		want websocket.StatusCode
+		name    string
+		typ     websocket.MessageType
+		payload string
+		want    websocket.StatusCode
 	}{
-		{"binary", websocket.MessageBinary, 10, websocket.StatusUnsupportedData},
-		{"far too large", websocket.MessageText, 64 << 10, websocket.StatusMessageTooBig},
+		{"binary", websocket.MessageBinary, strings.Repeat("{", 10), websocket.StatusUnsupportedData},
+		{"far too large", websocket.MessageText, strings.Repeat("{", 64<<10), websocket.StatusMessageTooBig},
+		{"invalid UTF-8", websocket.MessageText, `{"type":"input","id":"1","session":"s","text":"caf` + "\xe9" + `"}`, websocket.StatusInvalidFramePayloadData},
+		{"truncated UTF-8", websocket.MessageText, `{"type":"subscribe","id":"1","session":"` + "\xe2\x82" + `"}`, websocket.StatusInvalidFramePayloadData},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := e.dial(t, "")
 			// The write may fail once the server has closed; the close
 			// status is what counts.
-			_ = cl.c.Write(context.Background(), tc.typ, []byte(strings.Repeat("{", tc.size)))
-			<-cl.done
+			_ = cl.c.Write(context.Background(), tc.typ, []byte(tc.payload))
+			select {
+			case <-cl.done:
+			case f := <-cl.frames:
+				t.Fatalf("the server answered %+v, want the connection closed with %v", f, tc.want)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the connection is still open, want it closed with %v", tc.want)
+			}
 			if got := websocket.CloseStatus(cl.err); got != tc.want {
 				t.Errorf("closed with %v (%v), want %v", got, cl.err, tc.want)
 			}

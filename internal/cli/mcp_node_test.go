@@ -49,12 +49,24 @@ type inspected struct {
 		Name        string `json:"name"`
 		Description string `json:"description"`
 	} `json:"tools"`
-	IsError           bool `json:"isError"`
+	IsError bool `json:"isError"`
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
 	StructuredContent struct {
 		SessionID string `json:"session_id"`
 		Status    string `json:"status"`
 		Answer    string `json:"answer"`
 	} `json:"structuredContent"`
+}
+
+// Text is the text of a tools/call result.
+func (in inspected) Text() string {
+	var b strings.Builder
+	for _, c := range in.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
 }
 
 func inspect(t *testing.T, target []string, args ...string) inspected {
@@ -106,7 +118,20 @@ func TestServeMCPInspectorAndConformance(t *testing.T) {
 	e := newEnv(t, demoConfig, nil)
 	s := startServe(t, e, nil)
 	url := s.url + "/v1/mcp"
-	id := checkInspected(t, []string{url, "--transport", "http"})
+	target := []string{url, "--transport", "http"}
+	id := checkInspected(t, target)
+	// A session id of the client's making starts a session of that id;
+	// an argument the tool's schema does not have is an error result.
+	mine := inspect(t, target, "--method", "tools/call", "--tool-name", "assistant",
+		"--tool-arg", "message=what is 2+2", "--tool-arg", "session=inspector-1")
+	if mine.IsError || mine.StructuredContent.SessionID != "inspector-1" || mine.StructuredContent.Status != "done" {
+		t.Errorf("tools/call with session inspector-1: %+v; want a turn of a new session inspector-1", mine)
+	}
+	typo := inspect(t, target, "--method", "tools/call", "--tool-name", "assistant",
+		"--tool-arg", "message=hi", "--tool-arg", "sesion=inspector-2")
+	if !typo.IsError || !strings.Contains(typo.Text(), "malformed_request") || !strings.Contains(typo.Text(), "sesion") {
+		t.Errorf("tools/call with an argument the schema does not have: %+v; want an error result naming it", typo)
+	}
 	resp, err := http.Get(s.url + "/v1/sessions/" + id)
 	if err != nil {
 		t.Fatal(err)

@@ -22,10 +22,12 @@
 package agui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -100,8 +102,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in RunAgentInput
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		h.srv.WriteError(w, r, badRequest("the body is not a RunAgentInput: %v", err))
+	if err := decodeInput(r, &in); err != nil {
+		h.srv.WriteError(w, r, err)
 		return
 	}
 	text, err := newInput(in.Messages)
@@ -137,6 +139,25 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.reconnect(ctx, st, ss, r)
 	}
+}
+
+// decodeInput reads the body, a RunAgentInput; fields this adapter does
+// not know are allowed (AG-UI clients send more than it reads).
+func decodeInput(r *http.Request, in *RunAgentInput) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBodyTooLarge,
+				Msg: fmt.Sprintf("the request's body is over %d bytes", mbe.Limit)}
+		}
+		return badRequest("the request's body could not be read: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return badRequest("the request needs a body: a RunAgentInput")
+	}
+	_, err = server.DecodeJSON(b, in, false)
+	return err
 }
 
 func (in *RunAgentInput) check() error {
@@ -250,8 +271,7 @@ func (h *handler) turn(ctx context.Context, st *stream, ss *session.Session, in 
 	var fail *failure
 	for ev, err := range tr.Events() {
 		if err != nil {
-			e := agentrt.AsError(err)
-			fail = &failure{code: e.ErrorCode(), msg: err.Error()}
+			fail = failureOf(err)
 			break
 		}
 		if !st.send(st.t.event(ev)...) {
@@ -287,7 +307,7 @@ func (h *handler) end(ctx context.Context, st *stream, id string, fail *failure)
 	if fail == nil && st.t.status == session.StatusWaiting {
 		var err error
 		if w, err = h.waits(ctx, id); err != nil {
-			fail = &failure{code: agentrt.AsError(err).ErrorCode(), msg: err.Error()}
+			fail = failureOf(err)
 		}
 	}
 	st.send(st.t.finish(fail, w)...)
@@ -432,9 +452,11 @@ func resolution(q session.InputRequired, e ResumeEntry) (agentrt.Resolution, err
 }
 
 // reconnect gives a client the thread as the log holds it, then follows
-// the run in progress to its end, if one is.
+// the run in progress to its end, if one is; a thread whose run has
+// ended ends this one as that run did (its answer as the result, its
+// failure's code), and a thread that has not run yet ends it finished.
 func (h *handler) reconnect(ctx context.Context, st *stream, ss *session.Session, r *http.Request) {
-	msgs, err := history(ctx, h.r.Store(), ss.ID)
+	msgs, last, err := history(ctx, h.r.Store(), ss.ID)
 	if err != nil {
 		h.srv.WriteError(st.w, r, err)
 		return
@@ -443,13 +465,16 @@ func (h *handler) reconnect(ctx context.Context, st *stream, ss *session.Session
 	if ss.Status == session.StatusRunning {
 		f = h.follow(ctx, ss.ID, ss.LastSeq)
 		defer f.stop()
+	} else {
+		st.t.finalRes, st.t.reason = last.final, last.reason
+		st.t.errCode, st.t.errMsg = last.errCode, last.errMsg
 	}
 	st.open(ss, msgs)
 	st.t.status = ss.Status
 	if f != nil && !h.pipe(ctx, st, f) {
 		return
 	}
-	if st.t.status == session.StatusFailed {
+	if st.t.status == session.StatusFailed && st.t.errMsg == "" {
 		st.t.errMsg = "the thread's last run failed"
 	}
 	h.end(ctx, st, ss.ID, nil)
@@ -465,7 +490,7 @@ func (h *handler) pipe(ctx context.Context, st *stream, f *follower) bool {
 				return ctx.Err() == nil
 			}
 			if it.err != nil {
-				st.send(st.t.finish(&failure{code: agentrt.AsError(it.err).ErrorCode(), msg: it.err.Error()}, waits{})...)
+				st.send(st.t.finish(failureOf(it.err), waits{})...)
 				return false
 			}
 			if !st.send(st.t.event(it.ev)...) {

@@ -251,7 +251,8 @@ func TestNodeClientFrontendTool(t *testing.T) {
 }
 
 // A client that joins a thread with no history of its own gets the
-// thread's messages from the log (MESSAGES_SNAPSHOT) and a finished run.
+// thread's messages from the log (MESSAGES_SNAPSHOT) and the finished
+// run, with its answer as the result.
 func TestNodeClientReconnect(t *testing.T) {
 	f := newFixture(t)
 	runs := runClient(t, f, "reconnect")
@@ -261,7 +262,40 @@ func TestNodeClientReconnect(t *testing.T) {
 	if !slices.Contains(r.Types, "MESSAGES_SNAPSHOT") {
 		t.Fatalf("events %v: want MESSAGES_SNAPSHOT", r.Types)
 	}
+	if r.Outcome.Result != "echo: hello there" {
+		t.Errorf("result %v; want the thread's answer", r.Outcome.Result)
+	}
 	if len(r.Messages) != 2 || *r.Messages[0].Content != "hello there" || *r.Messages[1].Content != "echo: hello there" {
 		t.Errorf("the new client's messages %+v; want the thread's two", r.Messages)
+	}
+}
+
+// A client that connects to a thread with no messages gets an empty
+// MESSAGES_SNAPSHOT (messages: [], which the client's verifier requires)
+// and a finished run: an idle thread is not an error.
+func TestNodeClientEmptyThread(t *testing.T) {
+	f := newFixture(t)
+	runs := runClient(t, f, "empty")
+	r := runs[0]
+	r.ok(t, "success")
+	if !slices.Equal(r.Types, []string{"RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"}) {
+		t.Errorf("events %v; want the snapshots and RUN_FINISHED", r.Types)
+	}
+	if len(r.Messages) != 0 {
+		t.Errorf("the client's messages %+v; want none", r.Messages)
+	}
+}
+
+// A client that joins a thread whose last run failed gets that run's
+// failure, with its code, as RUN_ERROR.
+func TestNodeClientRejoinFailed(t *testing.T) {
+	f := newFixture(t)
+	runs := runClient(t, f, "rejoinFailed")
+	if len(runs) != 2 {
+		t.Fatalf("%d runs; want 2", len(runs))
+	}
+	r := runs[1]
+	if r.Thrown != nil || r.Error == nil || r.Error.Code != "bad_request" || !strings.Contains(r.Error.Message, "refuses") {
+		t.Fatalf("RUN_ERROR %+v (thrown %v); want the run's failure, bad_request; events %v", r.Error, r.Thrown, r.Types)
 	}
 }

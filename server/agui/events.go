@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -43,10 +44,13 @@ type Event struct {
 	StepName        string `json:"stepName,omitempty"`
 	// Delta is a text or an arguments fragment (a string), or a state
 	// delta (a JSON Patch).
-	Delta    any             `json:"delta,omitempty"`
-	Content  *string         `json:"content,omitempty"`
-	Snapshot any             `json:"snapshot,omitempty"`
-	Messages []Message       `json:"messages,omitempty"`
+	Delta    any     `json:"delta,omitempty"`
+	Content  *string `json:"content,omitempty"`
+	Snapshot any     `json:"snapshot,omitempty"`
+	// Messages is MESSAGES_SNAPSHOT's, sent even when empty (the
+	// client's schema requires the list): omitzero leaves out only a nil
+	// one, which the other types have.
+	Messages []Message       `json:"messages,omitzero"`
 	Result   any             `json:"result,omitempty"`
 	Outcome  *Outcome        `json:"outcome,omitempty"`
 	Message  string          `json:"message,omitempty"`
@@ -411,6 +415,10 @@ func (t *translator) finish(err *failure, w waits) []Event {
 		// A person's answer comes first; the client's calls stay pending
 		// and a later input's run ends naming them.
 		return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: &Outcome{Type: "interrupt", Interrupts: w.interrupts}})
+	case session.StatusIdle:
+		// A thread that has not run yet (a client joining it before its
+		// first input): nothing failed, and nothing is asked.
+		return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: &Outcome{Type: "success"}})
 	case session.StatusCanceled, session.StatusInterrupted:
 		return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: &Outcome{Type: "cancelled"}})
 	case session.StatusPaused:
@@ -432,6 +440,14 @@ func (t *translator) finish(err *failure, w waits) []Event {
 
 // failure is an error that ends a stream, as RUN_ERROR shows it.
 type failure struct{ code, msg string }
+
+// failureOf is err as RUN_ERROR says it: its code and the sentence the
+// HTTP API would answer (server.StatusOf), without what a store or a
+// library said underneath.
+func failureOf(err error) *failure {
+	_, d := server.StatusOf(err)
+	return &failure{code: d.Code, msg: d.Message}
+}
 
 // interrupt is a pending request as an AG-UI interrupt. Its metadata
 // carries the request whole under "agentrt"; responseSchema says what a

@@ -2,10 +2,13 @@ package agui
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 )
@@ -216,5 +219,19 @@ func TestFinishWaitingForClientTools(t *testing.T) {
 		if diff := cmp.Diff(tc.want, *last.Outcome); diff != "" {
 			t.Errorf("%s: outcome (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+// A stream that fails (its follower could not read the log) ends with
+// RUN_ERROR carrying the failure's code and the server's sentence for it,
+// not what the store said underneath.
+func TestRunErrorSaysNoInternals(t *testing.T) {
+	err := &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the session's events",
+		Err: errors.New("sqlite: step: disk I/O error (5386)")}
+	tr := newTranslator("t", "r")
+	got := tr.finish(failureOf(fmt.Errorf("follow the turn: %w", err)), waits{})
+	want := []Event{{Type: RunError, Code: agentrt.CodeStore, Message: "follow the turn: read the session's events"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RUN_ERROR (-want +got):\n%s", diff)
 	}
 }

@@ -85,22 +85,41 @@ func (st *stream) send(evs ...Event) bool {
 	return true
 }
 
+// lastRun is how the thread's last run ended, as the log says: its
+// answer, its failure and the reason it stopped, for the terminal event of
+// a client that joins the thread after it.
+type lastRun struct {
+	final           string
+	errCode, errMsg string
+	reason          string
+}
+
 // history is the thread's conversation as the log holds it, with the ids
-// a stream of its runs gave its messages.
-func history(ctx context.Context, store session.Store, id string) ([]Message, error) {
+// a stream of its runs gave its messages, and how its last run ended.
+func history(ctx context.Context, store session.Store, id string) ([]Message, lastRun, error) {
 	out := []Message{}
 	var attempt int64
 	var purpose, last string
+	var run lastRun
 	for ev, err := range store.Events(ctx, id, 0) {
 		if err != nil {
-			return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the thread's log", Err: err}
+			return nil, lastRun{}, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the thread's log", Err: err}
 		}
 		switch d := ev.Data.(type) {
 		case *session.MessagesImported:
 			for i, m := range d.Messages {
 				out = append(out, imported(ev.Seq, i, m))
 			}
+		case *session.Error:
+			// As the translator reads it: the run's own failure names
+			// no model and no attempt.
+			if d.Model == "" && d.Attempt == 0 {
+				run.errCode, run.errMsg = d.Code, d.Message
+			}
+		case *session.RunFinished:
+			run.reason = d.Reason
 		case *session.RunStarted:
+			run = lastRun{}
 			if d.Input != "" {
 				out = append(out, Message{ID: userID(ev.Seq), Role: "user", Content: ptr(d.Input)})
 			}
@@ -126,13 +145,14 @@ func history(ctx context.Context, store session.Store, id string) ([]Message, er
 			}
 			out = append(out, Message{ID: resultID(d.CallID), Role: "tool", ToolCallID: d.CallID, Content: ptr(content)})
 		case *session.Final:
+			run.final = d.Text
 			if d.Text != "" && d.Text != last {
 				out = append(out, Message{ID: finalID(ev.Seq), Role: "assistant", Content: ptr(d.Text)})
 				last = d.Text
 			}
 		}
 	}
-	return out, nil
+	return out, run, nil
 }
 
 func toolCalls(cs []model.ToolCall) []ToolCall {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -15,7 +14,9 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
+	agenttool "github.com/agentrt/agentrt/tool"
 )
 
 // Input is an agent tool's input.
@@ -69,6 +70,8 @@ type Call struct {
 type tool struct {
 	cfg   Config
 	agent string
+	// args checks a call's arguments against the tool's input schema.
+	args *agenttool.Validator
 }
 
 // outcome is what following a turn found.
@@ -107,10 +110,16 @@ func (t *tool) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToo
 	if req.Params.RequestState != "" {
 		o, err = t.answered(ctx, req, p)
 	} else {
+		// The arguments are checked against the tool's own input
+		// schema, as the SDK's typed tools are: a key it does not have
+		// (additionalProperties: false) is refused, not ignored.
+		if err := t.args.Validate(req.Params.Arguments); err != nil {
+			return toolError("%s: %v", agentrt.CodeMalformedRequest, err), nil
+		}
 		var in Input
 		if len(req.Params.Arguments) > 0 {
 			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return toolError("the arguments are not this tool's input {\"message\": ..., \"session\": ...}: %v", err), nil
+				return toolError("%s: the arguments are not this tool's input {\"message\": \"...\", \"session\": \"...\"}", agentrt.CodeMalformedRequest), nil
 			}
 		}
 		o, err = t.submit(ctx, in, p)
@@ -166,7 +175,7 @@ func (t *tool) submit(ctx context.Context, in Input, p *progress) (*outcome, err
 		}
 		id = ss.ID
 	} else {
-		st, err := r.Load(ctx, id)
+		st, err := t.session(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -181,6 +190,28 @@ func (t *tool) submit(ctx context.Context, in Input, p *progress) (*outcome, err
 	}
 	defer turn.Close()
 	return t.follow(ctx, turn.Events(), id, "", p)
+}
+
+// session is the state of the session a call names, in the call's
+// tenant. A session the tenant does not have yet is started with that id
+// for the tool's agent, as docs/protocols.md says of every id a
+// protocol's client makes up (AG-UI's threadId, A2A's contextId): another
+// tenant's session of that id stays out of reach.
+func (t *tool) session(ctx context.Context, id string) (*agentrt.State, error) {
+	r := t.cfg.Server.Runner()
+	st, err := r.Load(ctx, id)
+	if err == nil || agentrt.AsError(err).ErrorCode() != agentrt.CodeNotFound {
+		return st, err
+	}
+	if err := session.CheckID(id); err != nil {
+		return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadSessionID, Msg: "session: " + err.Error()}
+	}
+	_, err = r.CreateSession(ctx, t.agent, id, map[string]string{"source": "mcp"})
+	if err != nil && agentrt.AsError(err).ErrorCode() != agentrt.CodeSessionExists {
+		return nil, err
+	}
+	// Made now, or by a call of the same id a moment before.
+	return r.Load(ctx, id)
 }
 
 // answered goes on with a call the client makes again with its answers
@@ -459,13 +490,12 @@ func toolError(format string, args ...any) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(format, args...)}}, IsError: true}
 }
 
-// describe is an error as the tool result says it: its code and message.
+// describe is an error as the tool result says it: its code and the
+// sentence the HTTP API would answer (server.StatusOf: nothing of the
+// store's or Go's).
 func describe(err error) string {
-	var e *agentrt.Error
-	if errors.As(err, &e) && e.Code != "" {
-		return e.Code + ": " + err.Error()
-	}
-	return err.Error()
+	_, d := server.StatusOf(err)
+	return d.Code + ": " + d.Message
 }
 
 // progress sends a call's progress notifications, when its client asked

@@ -22,6 +22,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
+	agenttool "github.com/agentrt/agentrt/tool"
 )
 
 // Path is where Mount serves the Streamable HTTP endpoint.
@@ -73,6 +75,10 @@ func New(cfg Config) (*sdk.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
 	out, err := jsonschema.For[Output](nil)
 	if err != nil {
 		return nil, err
@@ -87,7 +93,11 @@ func New(cfg Config) (*sdk.Server, error) {
 			desc = "Ask the agent " + name + "."
 		}
 		desc += " Give the session of an earlier answer to continue that conversation."
-		t := &tool{cfg: cfg, agent: name}
+		v, err := agenttool.NewValidator(agenttool.Definition{Name: name, InputSchema: raw})
+		if err != nil {
+			return nil, err
+		}
+		t := &tool{cfg: cfg, agent: name, args: v}
 		s.AddTool(&sdk.Tool{Name: name, Description: desc, InputSchema: in, OutputSchema: out,
 			Annotations: &sdk.ToolAnnotations{Title: name, OpenWorldHint: ptr(true)}}, t.call)
 	}
@@ -126,7 +136,9 @@ func Mount(srv *server.Server, cfg Config) error {
 			r = r.Clone(r.Context())
 			r.Header.Set("Authorization", "Bearer local")
 		}
-		bearer.ServeHTTP(w, r)
+		ew := &errorWriter{ResponseWriter: w}
+		bearer.ServeHTTP(ew, r)
+		ew.finish(srv, r)
 	})
 	for _, m := range []string{"POST", "GET", "DELETE"} {
 		srv.Mount(m, Path, true, hh)

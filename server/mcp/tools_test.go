@@ -1,6 +1,8 @@
 package mcp_test
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,7 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/server/mcp"
+	"github.com/agentrt/agentrt/session"
 )
 
 // Each agent is a tool named as the agent, described by its description;
@@ -58,7 +62,7 @@ func TestAgentsAreTools(t *testing.T) {
 }
 
 // Bad input is the tool's error result with a code saying why: an empty
-// message, an unknown session, another agent's session.
+// message, a session id that cannot be one, another agent's session.
 func TestCallErrors(t *testing.T) {
 	f := newFixture(t)
 	cs := f.connect(t, "key-a", "", nil)
@@ -69,7 +73,8 @@ func TestCallErrors(t *testing.T) {
 		want string
 	}{
 		{"empty", map[string]any{"message": "  "}, "empty_input"},
-		{"unknown session", map[string]any{"message": "hi", "session": "nope"}, "not_found"},
+		{"unusable session id", map[string]any{"message": "hi", "session": "no spaces"}, "bad_session_id"},
+		{"hidden session id", map[string]any{"message": "hi", "session": "_claim.x"}, "bad_session_id"},
 		{"other agent's session", map[string]any{"message": "hi", "session": other.SessionID}, "wrong_agent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,19 +91,24 @@ func TestCallErrors(t *testing.T) {
 	}
 }
 
-// A session is its tenant's: another key's call with it finds none, and
-// another key cannot use an MCP session it did not open.
+// A session is its tenant's: another key's call with its id starts a
+// session of that id in the other tenant, which holds nothing of the
+// first; and another key cannot use an MCP session it did not open (a
+// 403 in the server's JSON error shape).
 func TestTenants(t *testing.T) {
 	f := newFixture(t)
 	a := f.connect(t, "key-a", "2025-11-25", nil)
 	_, out := call(t, a, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "secret"}})
 	b := f.connect(t, "key-b", "2025-11-25", nil)
-	res, _ := call(t, b, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "hi", "session": out.SessionID}})
-	if !res.IsError || !strings.HasPrefix(text(res), "not_found:") {
-		t.Errorf("tenant b with tenant a's session: %q; want not_found", text(res))
+	res, outB := call(t, b, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "hi", "session": out.SessionID}})
+	if res.IsError || outB.SessionID != out.SessionID || outB.Answer != "echo: hi" {
+		t.Errorf("tenant b with tenant a's session id: %q %+v; want a turn of b's own session of that id", text(res), outB)
+	}
+	if st, err := f.r.Load(tenantCtx(t, "ta"), out.SessionID); err != nil || st.Turn != 1 {
+		t.Errorf("tenant a's session after b's call: %v, %v; want its one turn", st, err)
 	}
 	// Tenant b's own session is in its tenant.
-	_, outB := call(t, b, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "hi"}})
+	_, outB = call(t, b, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "hi"}})
 	if _, err := f.r.Load(tenantCtx(t, "tb"), outB.SessionID); err != nil {
 		t.Errorf("tenant b's session %s in tenant tb: %v", outB.SessionID, err)
 	}
@@ -116,9 +126,13 @@ func TestTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var body server.ErrorBody
+	derr := json.NewDecoder(resp.Body).Decode(&body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("key b on key a's MCP session: %d; want 403", resp.StatusCode)
+	if resp.StatusCode != http.StatusForbidden || derr != nil || body.Error.Code != "forbidden" ||
+		!strings.Contains(body.Error.Message, "another API key") || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("key b on key a's MCP session: %d %s %+v (%v); want 403 forbidden in the JSON error shape",
+			resp.StatusCode, resp.Header.Get("Content-Type"), body, derr)
 	}
 	// No key: the server's 401.
 	req, _ = http.NewRequest("POST", f.http.URL+mcp.Path, strings.NewReader(`{}`))
@@ -163,4 +177,92 @@ func TestTurnFailureIsError(t *testing.T) {
 			t.Errorf("structured content %+v: want canceled, code canceled, session %s", c.out, id)
 		}
 	})
+}
+
+// A session the client names that its tenant does not have starts a new
+// session of that id for the tool's agent (docs/protocols.md), and the
+// next call with it continues it; the call's answer names it.
+func TestClientMadeSession(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, "key-a", "", nil)
+	res, out := call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "one", "session": "mine-1"}})
+	if res.IsError || out.SessionID != "mine-1" || out.Answer != "echo: one" {
+		t.Fatalf("first call with session mine-1: %q %+v; want a turn of a new session mine-1", text(res), out)
+	}
+	res, out = call(t, cs, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"message": "two", "session": "mine-1"}})
+	if res.IsError || out.SessionID != "mine-1" || out.Answer != "echo: two" {
+		t.Fatalf("second call with session mine-1: %q %+v", text(res), out)
+	}
+	st, err := f.r.Load(tenantCtx(t, "ta"), "mine-1")
+	if err != nil || st.Turn != 2 || st.Agent != "assistant" {
+		t.Fatalf("session mine-1 in tenant ta: %+v, %v; want two turns of assistant", st, err)
+	}
+	// Another agent's tool with that id: the session is the assistant's.
+	res, _ = call(t, cs, &sdk.CallToolParams{Name: "other", Arguments: map[string]any{"message": "x", "session": "mine-1"}})
+	if !res.IsError || !strings.HasPrefix(text(res), "wrong_agent:") {
+		t.Errorf("tool other with the assistant's session: %q; want wrong_agent", text(res))
+	}
+}
+
+// The arguments are checked against the tool's input schema: a key the
+// schema does not have (additionalProperties: false), or a value of the
+// wrong type, is the tool's error result, and nothing runs.
+func TestArgumentsFitSchema(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, "key-a", "", nil)
+	lr, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(lr.Tools[0].InputSchema); !strings.Contains(string(b), `"additionalProperties":false`) {
+		t.Fatalf("the input schema %s does not refuse other keys", b)
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"unknown key", map[string]any{"message": "hi", "sesion": "typo-1"}, "sesion"},
+		{"no message", map[string]any{"session": "typo-2"}, "message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "assistant", Arguments: tc.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.IsError || !strings.HasPrefix(text(res), "malformed_request:") || !strings.Contains(text(res), tc.want) {
+				t.Errorf("result %v %q: want an error result malformed_request naming %s", res.IsError, text(res), tc.want)
+			}
+		})
+	}
+	page, _, err := f.r.ListSessions(tenantCtx(t, "ta"), session.ListOptions{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 0 {
+		t.Errorf("%d sessions after calls with bad arguments; want none", len(page))
+	}
+}
+
+// The SDK's own refusals of a request (a payload that is not JSON-RPC)
+// are in the server's JSON error shape, with none of the decoder's words.
+func TestRefusalsAreJSON(t *testing.T) {
+	f := newFixture(t)
+	for _, body := range []string{`[1]`, `{"jsonrpc":5}`, `{`} {
+		req, _ := http.NewRequest("POST", f.http.URL+mcp.Path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer key-a")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var eb server.ErrorBody
+		if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &eb) != nil || eb.Error.Code != "malformed_request" ||
+			strings.Contains(eb.Error.Message, "json") {
+			t.Errorf("POST %s: %d %s; want 400 malformed_request in the JSON error shape, in words of its own", body, resp.StatusCode, b)
+		}
+	}
 }

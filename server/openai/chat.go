@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/server"
 )
 
 // ChatRequest is the body of POST /v1/chat/completions. Fields of
@@ -129,12 +130,9 @@ func decodeJSON(r *http.Request, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return badRequest("", "the request needs a JSON body")
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return badRequest(te.Field, "the request's field %s: want %s, got %s", te.Field, te.Type, te.Value)
-		}
-		return badRequest("", "the request's body is not valid JSON: %v", err)
+	if field, err := server.DecodeJSON(b, v, false); err != nil {
+		_, d := server.StatusOf(err)
+		return badRequest(field, "%s", d.Message)
 	}
 	return nil
 }

@@ -1,14 +1,12 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/server"
 )
 
 // Error is an error as the OpenAI API answers it: the HTTP status, and
@@ -62,33 +60,15 @@ func modelNotFound(name string) *Error {
 }
 
 // toAPIError turns an error of the runtime or the gateway into OpenAI's
-// shape, with the status the catalog of error codes gives it.
+// shape, with the status and the words the server gives it
+// (server.StatusOf: nothing of the store's or Go's).
 func toAPIError(err error) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return apiError(http.StatusGatewayTimeout, agentrt.CodeRequestTimeout, "", "the request took longer than the server allows; what it started goes on")
-	}
-	e := agentrt.AsError(err)
-	code := e.ErrorCode()
-	if errors.Is(err, session.ErrNotFound) && e.Code == "" {
-		code = agentrt.CodeNotFound
-	}
-	status := http.StatusInternalServerError
-	if info, ok := agentrt.LookupCode(code); ok && info.HTTP != 0 {
-		status = info.HTTP
-	}
-	msg := strings.TrimSpace(e.Error())
-	if e.Kind == agentrt.FailInternal || e.Kind == agentrt.FailStore {
-		// The wrapped detail is the server's, not the client's.
-		msg = e.Msg
-		if msg == "" {
-			msg = string(e.Kind) + " failure"
-		}
-	}
-	return apiError(status, code, "", "%s", msg)
+	status, d := server.StatusOf(err)
+	return apiError(status, d.Code, "", "%s", d.Message)
 }
 
 func writeError(w http.ResponseWriter, err error) {

@@ -39,7 +39,8 @@ func nodeScript(t *testing.T, name string) (node, script string) {
 // a run that waits for an approval with the next message, does a
 // client-side tool round trip (the stream helper assembling the call, the
 // history sent back with the tool message), and raises an unknown model as
-// its APIError.
+// its APIError, and a method the endpoint does not take (the server's
+// 405) too; each model's created is the server's start.
 func TestOpenAINodeClient(t *testing.T) {
 	t.Parallel()
 	node, script := nodeScript(t, "openai-chat.mjs")
@@ -56,7 +57,10 @@ func TestOpenAINodeClient(t *testing.T) {
 		t.Fatalf("node printed %q: %v", out, err)
 	}
 	want := map[string]any{
-		"models":   []any{"assistant", "writer"},
+		"models":  []any{"assistant", "writer"},
+		"created": []any{1700000000.0},
+		"method": map[string]any{"isAPIError": true, "status": 405.0, "code": "method_not_allowed",
+			"type": "invalid_request_error", "param": nil, "message": true},
 		"plain":    map[string]any{"content": "echo: hello node", "finish": "stop", "total": 15.0, "session": true},
 		"streamed": map[string]any{"content": "echo: stream me", "finish": "stop", "usage": 15.0},
 		"helper":   map[string]any{"content": "echo: help me", "finish": "stop", "deltas": 3.0},

@@ -56,6 +56,9 @@ type Adapter struct {
 	srv *server.Server
 	r   *agentrt.Runner
 	now func() time.Time
+	// created is when the adapter was mounted, the server's start: the
+	// created time of every model (an agent has none of its own).
+	created int64
 }
 
 // Mount adds the OpenAI-compatible endpoints to srv.
@@ -67,6 +70,7 @@ func Mount(srv *server.Server, cfg Config) (*Adapter, error) {
 	if a.now == nil {
 		a.now = time.Now
 	}
+	a.created = a.now().Unix()
 	srv.Mount("GET", "/v1/models", false, http.HandlerFunc(a.listModels))
 	srv.Mount("GET", "/v1/models/{model}", false, http.HandlerFunc(a.getModel))
 	// A completion may stream, and one that does not still waits for the
@@ -78,13 +82,26 @@ func Mount(srv *server.Server, cfg Config) (*Adapter, error) {
 	// bounds it.
 	srv.Mount("POST", "/v1/responses/{id}/cancel", false, http.HandlerFunc(a.cancelResponse))
 	srv.Mount("DELETE", "/v1/responses/{id}", false, http.HandlerFunc(a.deleteResponse))
+	// The server's own refusals on these paths (no key, a rate, a method
+	// they do not take) in OpenAI's shape too: its clients read no other.
+	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/responses"} {
+		srv.ShapeErrors(p, shapeError)
+	}
 	return a, nil
+}
+
+// shapeError writes an error of the server's in OpenAI's shape.
+func shapeError(w http.ResponseWriter, status int, d server.ErrorDetail) {
+	writeError(w, apiError(status, d.Code, "", "%s", d.Message))
 }
 
 // Model is an agent as GET /v1/models lists it.
 type Model struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"` // "model"
+	ID     string `json:"id"`
+	Object string `json:"object"` // "model"
+	// Created is when the server started (Unix seconds): an agent has no
+	// creation time of its own, and a client that caches models by it
+	// sees one steady value while the server runs.
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
 	// Description is the agent's description (agentrt's own field).
@@ -93,7 +110,7 @@ type Model struct {
 
 func (a *Adapter) model(name string) Model {
 	ag, _ := a.r.Agent(name)
-	m := Model{ID: name, Object: "model", OwnedBy: "agentrt"}
+	m := Model{ID: name, Object: "model", Created: a.created, OwnedBy: "agentrt"}
 	if ag != nil {
 		m.Description = ag.Description
 	}

@@ -90,11 +90,21 @@ const scenarios = {
     }
     await run(a, { tools });
   },
+  async empty() {
+    // A client joins a thread nobody has written to yet.
+    await run(agent());
+  },
   async reconnect() {
     const a = agent();
     say(a, "hello there");
     await run(a);
     // A new client on the same thread, with no history of its own.
+    await run(agent());
+  },
+  async rejoinFailed() {
+    const a = agent();
+    say(a, "fail now");
+    await run(a);
     await run(agent());
   },
 };

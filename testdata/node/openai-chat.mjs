@@ -9,6 +9,7 @@ const out = {};
 
 const models = await client.models.list();
 out.models = models.data.map((m) => m.id);
+out.created = [...new Set(models.data.map((m) => m.created))];
 
 // Not streamed, with the raw response for the session header.
 const { data: plain, response } = await client.chat.completions
@@ -71,6 +72,16 @@ try {
   out.unknown = 'no error';
 } catch (e) {
   out.unknown = { isAPIError: e instanceof OpenAI.APIError, status: e.status, code: e.code, param: e.param };
+}
+
+// A method the endpoint does not take is a 405 in OpenAI's shape too,
+// which the client raises as its APIError with the code and type.
+try {
+  await client.post('/models', { body: {} });
+  out.method = 'no error';
+} catch (e) {
+  out.method = { isAPIError: e instanceof OpenAI.APIError, status: e.status, code: e.code, type: e.type,
+    param: e.param ?? null, message: typeof e.error?.message === 'string' };
 }
 
 console.log(JSON.stringify(out));
