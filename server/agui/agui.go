@@ -30,7 +30,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
@@ -368,8 +367,12 @@ func (h *handler) resume(ctx context.Context, st *stream, ss *session.Session, i
 	}
 	// Follow the session from before the answers, subscribed to its
 	// tokens, so that the run they continue is streamed whole.
-	f := h.follow(ctx, ss.ID, ss.LastSeq)
-	defer f.stop()
+	f, err := h.srv.FollowSession(ctx, ss.ID, ss.LastSeq)
+	if err != nil {
+		h.srv.WriteError(st.w, r, err)
+		return
+	}
+	defer f.Close()
 	continued := false
 	for i, e := range in.Resume {
 		out, err := h.r.ResolveAndContinue(ctx, ss.ID, e.InterruptID, res[i])
@@ -461,10 +464,13 @@ func (h *handler) reconnect(ctx context.Context, st *stream, ss *session.Session
 		h.srv.WriteError(st.w, r, err)
 		return
 	}
-	var f *follower
+	var f *server.Turn
 	if ss.Status == session.StatusRunning {
-		f = h.follow(ctx, ss.ID, ss.LastSeq)
-		defer f.stop()
+		if f, err = h.srv.FollowSession(ctx, ss.ID, ss.LastSeq); err != nil {
+			h.srv.WriteError(st.w, r, err)
+			return
+		}
+		defer f.Close()
 	} else {
 		st.t.finalRes, st.t.reason = last.final, last.reason
 		st.t.errCode, st.t.errMsg = last.errCode, last.errMsg
@@ -480,70 +486,18 @@ func (h *handler) reconnect(ctx context.Context, st *stream, ss *session.Session
 	h.end(ctx, st, ss.ID, nil)
 }
 
-// pipe streams what f yields to the end of the run it follows. It
+// pipe streams the turn f follows to its end (the gateway's: through
+// the runs newer input restarts, to the end of the run that ends it). It
 // reports false when the client went away.
-func (h *handler) pipe(ctx context.Context, st *stream, f *follower) bool {
-	for {
-		select {
-		case it, ok := <-f.items:
-			if !ok {
-				return ctx.Err() == nil
-			}
-			if it.err != nil {
-				st.send(st.t.finish(failureOf(it.err), waits{})...)
-				return false
-			}
-			if !st.send(st.t.event(it.ev)...) {
-				return false
-			}
-			if rf, ok := it.ev.Data.(*session.RunFinished); ok && rf.Status != session.StatusRunning {
-				return true
-			}
-		case <-ctx.Done():
+func (h *handler) pipe(ctx context.Context, st *stream, f *server.Turn) bool {
+	for ev, err := range f.Events() {
+		if err != nil {
+			st.send(st.t.finish(failureOf(err), waits{})...)
+			return false
+		}
+		if !st.send(st.t.event(ev)...) {
 			return false
 		}
 	}
-}
-
-type item struct {
-	ev  *session.Event
-	err error
-}
-
-// follower watches a session in a goroutine it owns, from after, with
-// the session's live tokens from the moment follow returns.
-type follower struct {
-	items  chan item
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-func (h *handler) follow(ctx context.Context, id string, after int64) *follower {
-	wctx, cancel := context.WithCancel(ctx)
-	f := &follower{items: make(chan item), cancel: cancel}
-	subscribed := make(chan struct{})
-	f.wg.Go(func() {
-		defer close(f.items)
-		var once sync.Once
-		sub := func() { once.Do(func() { close(subscribed) }) }
-		defer sub() // a watch that fails first never subscribes
-		for ev, err := range h.r.WatchSubscribed(wctx, id, after, sub) {
-			select {
-			case f.items <- item{ev, err}:
-			case <-wctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	})
-	<-subscribed
-	return f
-}
-
-// stop ends the watch and waits for its goroutine.
-func (f *follower) stop() {
-	f.cancel()
-	f.wg.Wait()
+	return ctx.Err() == nil
 }

@@ -150,8 +150,12 @@ func (h *handler) answer(ctx context.Context, st *stream, ss *session.Session, r
 		h.srv.WriteError(st.w, r, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the thread's session", Err: err})
 		return
 	}
-	f := h.follow(ctx, ss.ID, ss.LastSeq)
-	defer f.stop()
+	f, err := h.srv.FollowSession(ctx, ss.ID, ss.LastSeq)
+	if err != nil {
+		h.srv.WriteError(st.w, r, err)
+		return
+	}
+	defer f.Close()
 	last := calls[len(calls)-1]
 	out, err := h.r.ResolveAndContinue(ctx, ss.ID, last.rid, last.res.resolution(by))
 	if err != nil {
