@@ -55,6 +55,19 @@ func ownerDead(owner string) bool {
 	return processGone(pid)
 }
 
+// Orphaned reports whether session s is marked running but no process
+// runs it, as far as a process on this host can tell at now: it has no
+// lease, its lease expired, or its lease is held by a process of this
+// host that no longer exists. Its run stopped with that process (a crash,
+// a kill); a resume in any process, or Recover, goes on with it.
+func Orphaned(s *session.Session, now time.Time) bool {
+	if s.Status != session.StatusRunning {
+		return false
+	}
+	l := s.Lease
+	return l == nil || l.Owner == "" || !now.Before(l.Expires) || ownerDead(l.Owner)
+}
+
 // leaseKeeper holds a run's lease on its session: it renews it every
 // third of its TTL on a timer (time.AfterFunc: no goroutine between
 // renewals) and, when a renewal finds the lease taken over, cancels the
