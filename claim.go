@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 
 	"github.com/agentrt/agentrt/session"
 )
@@ -45,7 +44,7 @@ func (r *Runner) Claim(ctx context.Context, name string) (claimed context.Contex
 		cancel(err)
 		if ae := AsError(err); ae.Code == CodeLeaseHeld {
 			return nil, nil, &Error{Kind: FailState, Code: CodeLeaseHeld,
-				Msg: fmt.Sprintf("%s is claimed by another runner: %s", name, ae.Msg), Err: err}
+				Msg: name + " is claimed by another runner", Err: ae.Err} // which, and until when
 		}
 		return nil, nil, err
 	}

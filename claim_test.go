@@ -3,6 +3,7 @@ package agentrt_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,8 +24,13 @@ func TestClaimOneHolderAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Claim(ctx, "gateway.source:chat"); agentrt.AsError(err).ErrorCode() != agentrt.CodeLeaseHeld {
+	_, _, err = b.Claim(ctx, "gateway.source:chat")
+	if agentrt.AsError(err).ErrorCode() != agentrt.CodeLeaseHeld {
 		t.Fatalf("a claim another runner holds: %v, want lease_held", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "gateway.source:chat is claimed by another runner: session ") ||
+		strings.Count(msg, "is being run by") != 1 || strings.Contains(msg, "leased by") {
+		t.Errorf("a claim another runner holds: %q, want its name and who holds it, once", msg)
 	}
 	if _, rel, err := b.Claim(ctx, "gateway.source:mail"); err != nil {
 		t.Fatalf("another name: %v", err)

@@ -55,6 +55,19 @@ func ownerDead(owner string) bool {
 	return processGone(pid)
 }
 
+// Orphaned reports whether session s is marked running but no process
+// runs it, as far as a process on this host can tell at now: it has no
+// lease, its lease expired, or its lease is held by a process of this
+// host that no longer exists. Its run stopped with that process (a crash,
+// a kill); a resume in any process, or Recover, goes on with it.
+func Orphaned(s *session.Session, now time.Time) bool {
+	if s.Status != session.StatusRunning {
+		return false
+	}
+	l := s.Lease
+	return l == nil || l.Owner == "" || !now.Before(l.Expires) || ownerDead(l.Owner)
+}
+
 // leaseKeeper holds a run's lease on its session: it renews it every
 // third of its TTL on a timer (time.AfterFunc: no goroutine between
 // renewals) and, when a renewal finds the lease taken over, cancels the
@@ -260,12 +273,26 @@ func (r *Runner) acquireLease(ctx context.Context, id string, wait bool, into *l
 	}
 }
 
+// leaseHeld is the lease_held error of session id, whose lease l another
+// process holds. It says so once: the store's LeaseHeldError, which
+// errors.As still finds, is its cause, not a second sentence.
 func leaseHeld(id string, l session.Lease) error {
-	return &Error{Kind: FailState, Code: CodeLeaseHeld,
-		Msg: fmt.Sprintf("session %s is being run by %s (its lease lasts until %s, and is renewed while it runs)",
-			id, l.Owner, l.Expires.UTC().Format("2006-01-02 15:04:05Z")),
-		Err: &session.LeaseHeldError{Lease: l}}
+	return &Error{Kind: FailState, Code: CodeLeaseHeld, Err: &leaseHeldError{id: id, held: &session.LeaseHeldError{Lease: l}}}
 }
+
+// leaseHeldError says who runs a session and until when, for people; it
+// wraps the store's LeaseHeldError.
+type leaseHeldError struct {
+	id   string
+	held *session.LeaseHeldError
+}
+
+func (e *leaseHeldError) Error() string {
+	return fmt.Sprintf("session %s is being run by %s (its lease lasts until %s, and is renewed while it runs)",
+		e.id, e.held.Lease.Owner, e.held.Lease.Expires.UTC().Format("2006-01-02 15:04:05Z"))
+}
+
+func (e *leaseHeldError) Unwrap() error { return e.held }
 
 // Recover resumes, in this runner, the sessions of every tenant whose run
 // can go on without a person: waiting sessions whose requests all expired

@@ -34,8 +34,13 @@ func TestLeaseHeldByAnotherRunner(t *testing.T) {
 	if errCode(err) != "lease_held" || !strings.Contains(err.Error(), "host-a:1:a") {
 		t.Fatalf("resume from another runner: %v, want lease_held naming the owner", err)
 	}
-	if !errors.Is(err, session.ErrLeaseHeld) {
-		t.Errorf("error does not wrap ErrLeaseHeld: %v", err)
+	// The fact once: not again in the words of the store's error.
+	if n := strings.Count(err.Error(), "host-a:1:a"); n != 1 {
+		t.Errorf("the error names the owner %d times: %v", n, err)
+	}
+	var held *session.LeaseHeldError
+	if !errors.Is(err, session.ErrLeaseHeld) || !errors.As(err, &held) || held.Lease.Owner != "host-a:1:a" {
+		t.Errorf("error does not wrap the store's LeaseHeldError: %v", err)
 	}
 	if _, err := a.r.Start(context.Background(), id, agentrt.Input{Text: "again"}); errCode(err) != "busy" {
 		t.Errorf("second start in one runner: %v, want busy", err)

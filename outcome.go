@@ -57,6 +57,9 @@ const (
 	NextContinue NextKind = "continue"
 	// NextCancel stops the session's run, wherever it runs.
 	NextCancel NextKind = "cancel"
+	// NextRevoke ends a standing decision (RuleID): the session's own, or
+	// with Agent set, that agent's.
+	NextRevoke NextKind = "revoke"
 )
 
 // NextStep is one way to go on with a session, as data.
@@ -70,6 +73,10 @@ type NextStep struct {
 	Question    string              `json:"question,omitempty"`
 	Options     []string            `json:"options,omitempty"`
 	Multi       bool                `json:"multi,omitempty"`
+	// RuleID and Agent name the standing decision a revoke step ends
+	// (Agent: one of the agent's, not the session's own).
+	RuleID string `json:"rule_id,omitempty"`
+	Agent  string `json:"agent,omitempty"`
 }
 
 // CLIFlags are the agentrt command's global flags that a follow-up command
@@ -109,6 +116,12 @@ func (n NextStep) Command(f CLIFlags) string {
 		fmt.Fprintf(&b, " resume %s", id)
 	case NextCancel:
 		fmt.Fprintf(&b, " cancel %s", id)
+	case NextRevoke:
+		if n.Agent != "" {
+			fmt.Fprintf(&b, " rules revoke --agent %s %s", shellQuote(n.Agent), shellQuote(n.RuleID))
+		} else {
+			fmt.Fprintf(&b, " rules revoke %s %s", id, shellQuote(n.RuleID))
+		}
 	case NextResolve:
 		fmt.Fprintf(&b, " approve %s %s", id, rid)
 	case NextRespond:

@@ -75,6 +75,8 @@ func TestNextStepCommand(t *testing.T) {
 		{agentrt.NextStep{Kind: agentrt.NextRespond, SessionID: "s1", RequestID: "r", RequestKind: session.RequestSelect, Multi: true}, agentrt.CLIFlags{}, "agentrt respond s1 r --select CHOICE,CHOICE..."},
 		{agentrt.NextStep{Kind: agentrt.NextRespond, SessionID: "s1", RequestID: "r", RequestKind: session.RequestConfirm}, agentrt.CLIFlags{},
 			"agentrt respond s1 r --done [--result JSON] | --failed [--reason R] | --retry"},
+		{agentrt.NextStep{Kind: agentrt.NextRevoke, SessionID: "s1", RuleID: "rule_1"}, flags, pre + " rules revoke s1 rule_1"},
+		{agentrt.NextStep{Kind: agentrt.NextRevoke, SessionID: "s1", RuleID: "rule_1", Agent: "my agent"}, agentrt.CLIFlags{}, "agentrt rules revoke --agent 'my agent' rule_1"},
 	}
 	for _, tt := range tests {
 		if got := tt.step.Command(tt.flags); got != tt.want {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"regexp"
@@ -86,8 +87,15 @@ type App struct {
 	Runner *agentrt.Runner
 	Tools  *tool.Registry
 	// Notices are one-line messages for the user (e.g. which model was
-	// chosen by default).
+	// chosen by default), each once: all of them, for a command that runs
+	// every agent (serve, gateway). NoticesFor has those of one agent.
 	Notices []string
+	// modelNotices are the notices of building each model of the config,
+	// by its name; agentModels the models each agent uses, and subAgents
+	// the agents it delegates to (NoticesFor). Written by Build only.
+	modelNotices map[string][]string
+	agentModels  map[string][]string
+	subAgents    map[string][]string
 
 	// StoreDSN is the store the app opened (the config's, or the
 	// override).
@@ -211,7 +219,7 @@ func check(cfg *config.Config, opts Options, models []string) error {
 // Build opens the store and builds the runner for cfg. When it fails, it
 // has ended whatever it had started (an MCP server's process, the store).
 func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err error) {
-	a := &App{Config: cfg}
+	a := &App{Config: cfg, modelNotices: map[string][]string{}, agentModels: map[string][]string{}, subAgents: map[string][]string{}}
 	defer func() {
 		if err != nil {
 			_ = a.Close() // the error that stopped Build is the one to report
@@ -247,6 +255,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		if err != nil {
 			return nil, err
 		}
+		a.agentModels[name] = append(ac.Models(), ac.Compaction.Model, ac.Plan.Summarizer)
 		m, err := a.buildModel(ctx, cfg, ac.Model, t, models, opts)
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", name, err)
@@ -311,6 +320,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		for _, t := range ac.Tools {
 			if _, isAgent := cfg.Agents[t]; isAgent {
 				b.Tools(agentrt.SubAgent(t, cfg.Agents[t].Description)) // another agent, as a tool
+				a.subAgents[name] = append(a.subAgents[name], t)
 			}
 		}
 		ra, err := b.Build()
@@ -330,12 +340,12 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 	if opts.StoreDSN != "" {
 		dsn = opts.StoreDSN
 	}
-	st, err := OpenStore(ctx, dsn)
+	var st session.Store
 	readOnly := false
-	if err != nil && opts.ReadOnly && errors.Is(err, sqlite.ErrReadOnly) {
-		// OpenStore opened dsn as SQLite: a path, sqlite:PATH or file:URI.
-		st, err = sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"), sqlite.ReadOnly())
-		readOnly = true
+	if opts.ReadOnly {
+		st, readOnly, err = openReading(ctx, dsn)
+	} else {
+		st, err = OpenStore(ctx, dsn)
 	}
 	if err != nil {
 		return nil, err
@@ -375,6 +385,45 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 	}
 	a.followMCPTools(cfg, opts.OnMCPToolsChanged)
 	return a, nil
+}
+
+// NoticesFor returns the notices that concern a run of agent: those of
+// the models it and the agents it delegates to use (so "no model found;
+// using the offline demo model" only when one of them is auto and found
+// none), and those of the app (recording provider traffic), in the order
+// they were said.
+func (a *App) NoticesFor(agent string) []string {
+	concern := map[string]bool{}
+	seen := map[string]bool{}
+	var visit func(string)
+	visit = func(ag string) {
+		if seen[ag] {
+			return
+		}
+		seen[ag] = true
+		for _, m := range a.agentModels[ag] {
+			for _, n := range a.modelNotices[m] {
+				concern[n] = true
+			}
+		}
+		for _, sub := range a.subAgents[ag] {
+			visit(sub)
+		}
+	}
+	visit(agent)
+	ofModels := map[string]bool{}
+	for _, ns := range a.modelNotices {
+		for _, n := range ns {
+			ofModels[n] = true
+		}
+	}
+	var out []string
+	for _, n := range a.Notices {
+		if concern[n] || !ofModels[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // OpenMemory returns the memory store of the app's database: the one its
@@ -452,6 +501,55 @@ func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
 		return nil, fmt.Errorf("store: unknown scheme %q in %q (use sqlite:PATH, postgres://…, memory: or a file path)", dsn[:i], postgres.Redact(dsn))
 	}
 	return sqlite.Open(ctx, dsn)
+}
+
+// OpenReading opens the store of dsn for a caller that only reads
+// sessions (listing them, completing their ids): a SQLite file that does
+// not exist is an empty store, so that nothing is created, and a SQLite
+// database this process may not write is opened read-only.
+func OpenReading(ctx context.Context, dsn string) (session.Store, error) {
+	st, _, err := openReading(ctx, dsn)
+	return st, err
+}
+
+// openReading is OpenReading; readOnly reports whether the store it
+// opened refuses writes (an empty stand-in, or SQLite read-only).
+func openReading(ctx context.Context, dsn string) (st session.Store, readOnly bool, err error) {
+	if path, ok := sqliteFile(dsn); ok && !exists(path) {
+		// Nothing to read, and a reader creates nothing (agentrt sessions
+		// list in an empty directory): an empty store stands in.
+		return memstore.New(), true, nil
+	}
+	st, err = OpenStore(ctx, dsn)
+	if err != nil && errors.Is(err, sqlite.ErrReadOnly) {
+		// OpenStore opened dsn as SQLite: a path, sqlite:PATH or file:URI.
+		st, err = sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"), sqlite.ReadOnly())
+		return st, true, err
+	}
+	return st, false, err
+}
+
+// sqliteFile returns the file of a SQLite DSN that names one (a path, or
+// sqlite:PATH); ok is false for any other store, and for a file: URI.
+func sqliteFile(dsn string) (path string, ok bool) {
+	switch {
+	case dsn == "" || dsn == "memory:" || dsn == "memory" || strings.HasPrefix(dsn, "file:") ||
+		strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
+		return "", false
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return strings.TrimPrefix(dsn, "sqlite:"), true
+	case keywordDSN.MatchString(dsn):
+		return "", false
+	}
+	if i := strings.Index(dsn, ":"); i > 1 && isScheme(dsn[:i]) {
+		return "", false
+	}
+	return dsn, true
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 func isScheme(s string) bool {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,10 +61,10 @@ func (a *App) buildModel(ctx context.Context, cfg *config.Config, name string, t
 	var err error
 	switch mc.Provider {
 	case "auto":
-		m, err = a.autoModel(ctx, t, opts)
+		m, err = a.autoModel(ctx, name, t, opts)
 	case "demo":
 		m = demo.New()
-		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: model %s is the offline demo model: arithmetic and the date only", name))
+		a.say(name, fmt.Sprintf("agentrt: model %s is the offline demo model: arithmetic and the date only", name))
 	case "scripted":
 		path := mc.Script
 		if !filepath.IsAbs(path) && cfg.File() != "" {
@@ -118,32 +119,43 @@ func timeouts(ac config.Agent, opts Options) (model.Timeouts, error) {
 // autoModel picks the first model it can find (PRODUCT §1):
 // OPENAI_API_KEY or OPENAI_BASE_URL, then ANTHROPIC_API_KEY, then a local
 // Ollama that answers, else the offline demo model. It says which in a
-// notice.
-func (a *App) autoModel(ctx context.Context, t model.Timeouts, opts Options) (model.Model, error) {
+// notice of model name (the config's entry, provider auto).
+func (a *App) autoModel(ctx context.Context, name string, t model.Timeouts, opts Options) (model.Model, error) {
 	env := opts.getenv
 	if key, base := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL"); key != "" || base != "" {
-		name := orDefault(env("OPENAI_MODEL"), DefaultOpenAIModel)
+		chosen := orDefault(env("OPENAI_MODEL"), DefaultOpenAIModel)
 		why := "OPENAI_API_KEY is set"
 		if base != "" {
 			why = "OPENAI_BASE_URL is " + base
 		}
-		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using OpenAI-compatible model %s (%s; OPENAI_MODEL picks another)", name, why))
-		return openai.New(openai.Config{Model: name, BaseURL: base, APIKey: key, Timeouts: t, HTTPClient: a.httpClient(t, opts)})
+		a.say(name, fmt.Sprintf("agentrt: using OpenAI-compatible model %s (%s; OPENAI_MODEL picks another)", chosen, why))
+		return openai.New(openai.Config{Model: chosen, BaseURL: base, APIKey: key, Timeouts: t, HTTPClient: a.httpClient(t, opts)})
 	}
 	if key := env("ANTHROPIC_API_KEY"); key != "" {
-		name := orDefault(env("ANTHROPIC_MODEL"), DefaultAnthropicModel)
-		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using Anthropic model %s (ANTHROPIC_API_KEY is set; ANTHROPIC_MODEL picks another)", name))
-		return anthropic.New(anthropic.Config{Model: name, BaseURL: env("ANTHROPIC_BASE_URL"), APIKey: key, Timeouts: t, HTTPClient: a.httpClient(t, opts)})
+		chosen := orDefault(env("ANTHROPIC_MODEL"), DefaultAnthropicModel)
+		a.say(name, fmt.Sprintf("agentrt: using Anthropic model %s (ANTHROPIC_API_KEY is set; ANTHROPIC_MODEL picks another)", chosen))
+		return anthropic.New(anthropic.Config{Model: chosen, BaseURL: env("ANTHROPIC_BASE_URL"), APIKey: key, Timeouts: t, HTTPClient: a.httpClient(t, opts)})
 	}
 	ollama := ollamaURL(opts)
-	if name, err := probeOllama(ctx, ollama, env("OLLAMA_MODEL")); err == nil {
-		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: using %s from the local Ollama at %s (OLLAMA_MODEL picks another)", name, ollama))
-		return openai.New(openai.Config{Model: name, BaseURL: ollama + "/v1", Timeouts: t, HTTPClient: a.httpClient(t, opts)})
+	if chosen, err := probeOllama(ctx, ollama, env("OLLAMA_MODEL")); err == nil {
+		a.say(name, fmt.Sprintf("agentrt: using %s from the local Ollama at %s (OLLAMA_MODEL picks another)", chosen, ollama))
+		return openai.New(openai.Config{Model: chosen, BaseURL: ollama + "/v1", Timeouts: t, HTTPClient: a.httpClient(t, opts)})
 	} else if err != errNoOllama {
-		a.Notices = append(a.Notices, fmt.Sprintf("agentrt: the local Ollama at %s is of no use: %v", ollama, err))
+		a.say(name, fmt.Sprintf("agentrt: the local Ollama at %s is of no use: %v", ollama, err))
 	}
-	a.Notices = append(a.Notices, "agentrt: no model found; using the offline demo model (set OPENAI_API_KEY or ANTHROPIC_API_KEY, run Ollama, or add a model to agentrt.yaml)")
+	a.say(name, "agentrt: no model found; using the offline demo model (set OPENAI_API_KEY or ANTHROPIC_API_KEY, run Ollama, or add a model to agentrt.yaml)")
 	return demo.New(), nil
+}
+
+// say records a notice for the user, once: one of building the config's
+// model called model, or ("" for model) one of the app's own.
+func (a *App) say(model, msg string) {
+	if !slices.Contains(a.Notices, msg) {
+		a.Notices = append(a.Notices, msg)
+	}
+	if model != "" && !slices.Contains(a.modelNotices[model], msg) {
+		a.modelNotices[model] = append(a.modelNotices[model], msg)
+	}
 }
 
 // httpClient returns the client a provider's model sends its requests
@@ -264,7 +276,7 @@ func (a *App) recordTraffic(opts *Options) error {
 	if mode == record.Replay {
 		verb = "replaying provider traffic from"
 	}
-	a.Notices = append(a.Notices, "agentrt: "+verb+" "+path)
+	a.say("", "agentrt: "+verb+" "+path)
 	return nil
 }
 

@@ -184,11 +184,13 @@ func (g *globals) showResolved(ctx context.Context, a *app.App, p *printer, id s
 	}
 	if d, ok := ev.Data.(*session.InputResolved); ok && d.Rule != nil {
 		where := "in session " + id
+		revoke := agentrt.NextStep{Kind: agentrt.NextRevoke, SessionID: id, RuleID: d.Rule.ID}
 		if d.Rule.Scope == session.RuleAgent {
 			where = "for agent " + d.Rule.Agent
+			revoke.Agent = d.Rule.Agent
 		}
-		fmt.Fprintf(g.s.Err, "standing decision %s: %s later calls of %s %s (agentrt rules revoke ends it)\n",
-			d.Rule.ID, d.Rule.Decision, d.Rule.Tool, where)
+		fmt.Fprintf(g.s.Err, "standing decision %s: %s later calls of %s %s; to end it: %s\n",
+			d.Rule.ID, d.Rule.Decision, d.Rule.Tool, where, g.command(revoke))
 	}
 	return nil
 }
@@ -203,13 +205,21 @@ func (g *globals) ask(ctx context.Context, a *app.App, p *printer, id string, st
 		g.lines = newLineReader(g.s.In)
 	}
 	w := g.s.Err
+	editing := false // the last answer was arguments the tool refused: ask for them again
 	for {
 		var res agentrt.Resolution
 		var err error
-		switch q.Kind {
-		case session.RequestApproval:
+		switch {
+		case editing:
+			editing = false
+			var args json.RawMessage
+			if args, err = g.askArguments(ctx); err == nil && args == nil {
+				continue // back to the question
+			}
+			res = agentrt.Resolution{Decision: session.DecisionEdit, Arguments: args}
+		case q.Kind == session.RequestApproval:
 			res, err = g.askApproval(ctx, st, q)
-		case session.RequestSelect:
+		case q.Kind == session.RequestSelect:
 			res, err = g.askSelect(ctx, q)
 		default:
 			res, err = g.askText(ctx, q)
@@ -221,6 +231,7 @@ func (g *globals) ask(ctx context.Context, a *app.App, p *printer, id string, st
 		run, err := g.resolveOne(ctx, a, p, id, q, res)
 		if re := (*agentrt.Error)(nil); errors.As(err, &re) && retryable[re.ErrorCode()] {
 			fmt.Fprintf(w, "%s; try again\n", oneLine(err))
+			editing = res.Decision == session.DecisionEdit
 			continue
 		}
 		return run, err
@@ -275,23 +286,38 @@ func (g *globals) askApproval(ctx context.Context, st *agentrt.State, q agentrt.
 			if !oneCall {
 				break
 			}
-			fmt.Fprint(w, "new arguments (JSON; empty to go back): ")
-			args, err := g.lines.next(ctx)
+			args, err := g.askArguments(ctx)
 			if err != nil {
 				return agentrt.Resolution{}, err
 			}
-			args = strings.TrimSpace(args)
-			if args == "" {
-				continue
+			if args == nil {
+				continue // back to the question
 			}
-			var v any
-			if err := json.Unmarshal([]byte(args), &v); err != nil {
-				fmt.Fprintf(w, "not JSON: %v; try again\n", err)
-				continue
-			}
-			return agentrt.Resolution{Decision: session.DecisionEdit, Arguments: json.RawMessage(args)}, nil
+			return agentrt.Resolution{Decision: session.DecisionEdit, Arguments: args}, nil
 		}
 		fmt.Fprintf(w, "answer %s\n", orList(strings.Split(strings.NewReplacer("[", "", "]", "").Replace(choices), " / ")))
+	}
+}
+
+// askArguments asks for a call's new arguments until they are JSON, and
+// asks again after text that is not; nil when the person gives none, to
+// go back to the question.
+func (g *globals) askArguments(ctx context.Context) (json.RawMessage, error) {
+	for {
+		fmt.Fprint(g.s.Err, "new arguments (JSON; empty to go back): ")
+		args, err := g.lines.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if args = strings.TrimSpace(args); args == "" {
+			return nil, nil
+		}
+		var v any
+		if err := json.Unmarshal([]byte(args), &v); err != nil {
+			fmt.Fprintf(g.s.Err, "not JSON: %v; try again\n", err)
+			continue
+		}
+		return json.RawMessage(args), nil
 	}
 }
 

@@ -226,6 +226,7 @@ func newRoot(g *globals) *cobra.Command {
 		newRunCmd(g), newResumeCmd(g), newCancelCmd(g), newApproveCmd(g), newRespondCmd(g), newRecoverCmd(g), newRulesCmd(g), newMemoryCmd(g), newMCPCmd(g), newSessionsCmd(g), newReplayCmd(g),
 		newToolsCmd(g), newConfigCmd(g), newVersionCmd(g), newSendCmd(g), newGatewayCmd(g), newInboxCmd(g), newServeCmd(g), newKeysCmd(g),
 	)
+	g.addCompletions(root)
 	return root
 }
 

@@ -986,9 +986,13 @@ func TestApproveAlwaysAndRules(t *testing.T) {
 	e.opts.Models = map[string]model.Model{"s": scripted.New("s", call, scripted.Reply{Text: "one"}, call, scripted.Reply{Text: "two"}, call)}
 	sid, req := pendingApproval(t, e.must(cli.ExitWaiting, "run", "--session", "a1", "deploy"))
 	r := e.must(cli.ExitOK, "approve", "--always", "--for", "agent", "--by", "ana", sid, req)
-	said := regexp.MustCompile(`standing decision (\S+): approve later calls of deploy for agent deployer`).FindStringSubmatch(r.err)
+	said := regexp.MustCompile(`standing decision (\S+): approve later calls of deploy for agent deployer; to end it: agentrt (.*)\n`).FindStringSubmatch(r.err)
 	if said == nil {
-		t.Fatalf("approve --always does not say which rule it made:\n%s", r.err)
+		t.Fatalf("approve --always does not say which rule it made, and the command that ends it:\n%s", r.err)
+	}
+	revoke := strings.Fields(said[2])
+	if want := []string{"--config", e.config, "rules", "revoke", "--agent", "deployer", said[1]}; !slices.Equal(revoke, want) {
+		t.Errorf("the command that ends it: %q, want agentrt %q", said[2], want)
 	}
 	// Another session: no question, and the output says why.
 	if r := e.must(cli.ExitOK, "run", "--session", "a2", "deploy"); !strings.Contains(r.out, "(decided by standing decision "+said[1]+")") {
@@ -1006,8 +1010,8 @@ func TestApproveAlwaysAndRules(t *testing.T) {
 	if r := e.run("rules", "revoke", "--agent", "deployer", "nope"); r.code == cli.ExitOK || !strings.Contains(r.err, `agent deployer has no standing decision "nope"`) {
 		t.Errorf("revoke an unknown rule: %v", r)
 	}
-	if r := e.must(cli.ExitOK, "rules", "revoke", "--agent", "deployer", said[1]); !strings.Contains(r.err, "revoked "+said[1]) {
-		t.Errorf("revoke: %v", r)
+	if r := agentrt(t, e.opts, revoke...); r.code != cli.ExitOK || !strings.Contains(r.err, "revoked "+said[1]) {
+		t.Errorf("agentrt %s: %v", said[2], r)
 	}
 	e.must(cli.ExitWaiting, "run", "--session", "a3", "deploy")
 	if runs.Load() != 2 {

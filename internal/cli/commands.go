@@ -28,7 +28,7 @@ func newResumeCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				p := newPrinter(g.s, asJSON, a.Notices)
+				p := newPrinter(g.s, asJSON, noticesFor(ctx, a, args[0]))
 				p.decideBy(approve)
 				res := p.print(a.Runner.Resume(ctx, args[0]))
 				if isWaiting(res.err) {
@@ -268,7 +268,7 @@ func (g *globals) resolve(cmd *cobra.Command, id, rid string, want session.Reque
 		}
 		// With --json, the events this command caused, from the first:
 		// the decision, then those of the run it continues.
-		p := newPrinter(g.s, asJSON, a.Notices)
+		p := newPrinter(g.s, asJSON, noticesFor(ctx, a, id))
 		if noResume {
 			ev, err := a.Runner.Resolve(ctx, id, rid, res)
 			if err != nil {
@@ -393,6 +393,10 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					enc.SetIndent("", "  ")
 					return enc.Encode(out)
 				}
+				if len(ss) == 0 {
+					fmt.Fprintln(g.s.Err, "no sessions")
+					return nil
+				}
 				tw := tabwriter.NewWriter(g.s.Out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTURN\tEVENTS\tUPDATED\tFIRST INPUT")
 				for _, s := range ss {
@@ -428,7 +432,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 						Command string `json:"command"`
 					}
 					var next []step
-					for _, n := range nextSteps(s, st) {
+					for _, n := range nextSteps(s, st, time.Now()) {
 						next = append(next, step{n, g.command(n)})
 					}
 					enc := json.NewEncoder(g.s.Out)
@@ -442,8 +446,17 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, ", $%.6f", s.Usage.CostUSD)
 				}
 				fmt.Fprintf(out, "\ncreated  %s\nupdated  %s\n", s.CreatedAt.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+				orphaned := agentrt.Orphaned(s, time.Now())
 				if l := s.Lease; l != nil && time.Now().Before(l.Expires) {
-					fmt.Fprintf(out, "lease    held by %s until %s\n", l.Owner, l.Expires.Local().Format(time.DateTime))
+					gone := ""
+					if orphaned {
+						gone = ", but that process is gone"
+					}
+					fmt.Fprintf(out, "lease    held by %s until %s%s\n", l.Owner, l.Expires.Local().Format(time.DateTime), gone)
+				}
+				if orphaned {
+					fmt.Fprintf(out, "next     no process runs it (the one that did stopped: a crash, a kill); continue with: %s\n",
+						g.command(agentrt.NextStep{Kind: agentrt.NextResume, SessionID: s.ID}))
 				}
 				for _, q := range st.Requests {
 					age := time.Since(q.Asked).Round(time.Second)
@@ -580,13 +593,17 @@ func firstInput(ctx context.Context, a *app.App, id string) string {
 	return ""
 }
 
-// nextSteps are the ways to go on with session s, whose state is st: those
-// of agentrt.DescribeOutcome for its status, and a resume for a waiting
-// session whose requests are all answered (with --no-resume, or by a
-// process that has not resumed it yet).
-func nextSteps(s *session.Session, st *agentrt.State) []agentrt.NextStep {
+// nextSteps are the ways to go on with session s, whose state is st, at
+// now: those of agentrt.DescribeOutcome for its status, and a resume for a
+// waiting session whose requests are all answered (with --no-resume, or
+// by a process that has not resumed it yet) or for a running session no
+// process runs (agentrt.Orphaned).
+func nextSteps(s *session.Session, st *agentrt.State, now time.Time) []agentrt.NextStep {
 	if s.Status == session.StatusRunning {
-		return nil // running here or elsewhere, or its process died: agentrt recover
+		if agentrt.Orphaned(s, now) {
+			return []agentrt.NextStep{{Kind: agentrt.NextResume, SessionID: s.ID}}
+		}
+		return nil // a process runs it: cancel stops it there
 	}
 	if s.Status == session.StatusWaiting && len(st.Requests) == 0 {
 		return []agentrt.NextStep{{Kind: agentrt.NextResume, SessionID: s.ID}}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,7 +58,7 @@ func newRunCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				p := newPrinter(g.s, f.json, a.Notices)
+				p := newPrinter(g.s, f.json, noticesFor(ctx, a, id))
 				p.decideBy(f.approve)
 				// With --agent, a session of another agent is an error, not
 				// a silent run of that other agent.
@@ -165,6 +164,22 @@ func defaultAgent(a *app.App) (string, error) {
 		return "", usageErr("choose an agent with --agent (configured: %s)", strings.Join(a.Runner.AgentNames(), ", "))
 	}
 	return name, nil
+}
+
+// noticesFor returns the notices that concern a run of session id: those
+// of the models its agent, and the agents it delegates to, use (app.App.NoticesFor).
+func noticesFor(ctx context.Context, a *app.App, id string) []string {
+	s, err := a.Store.GetSession(ctx, id)
+	if err != nil {
+		return a.Notices // the run says what is wrong
+	}
+	name := s.Agent
+	if name == "" {
+		if name, err = a.Runner.DefaultAgent(); err != nil {
+			return a.Notices
+		}
+	}
+	return a.NoticesFor(name)
 }
 
 // isWaiting reports whether err refuses a run because its session waits
@@ -337,7 +352,9 @@ type printer struct {
 func newPrinter(s Streams, asJSON bool, notices []string) *printer {
 	p := &printer{s: s, json: asJSON, enc: json.NewEncoder(s.Out), notices: notices}
 	if !asJSON && isTerminal(s.Err) {
-		p.spin = &spinner{w: s.Err}
+		tty := terminalErr(s.Err)
+		p.s.Err = tty // the printer's lines clear the spinner's frame too
+		p.spin = &spinner{w: tty}
 	}
 	return p
 }
@@ -568,56 +585,6 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
-}
-
-// spinner shows that agentrt is waiting on the model. Only on a terminal.
-type spinner struct {
-	w    io.Writer
-	mu   sync.Mutex
-	done chan struct{}
-	wg   sync.WaitGroup
-}
-
-func (s *spinner) start() {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done != nil {
-		return
-	}
-	s.done = make(chan struct{})
-	s.wg.Add(1)
-	go func(done chan struct{}) {
-		defer s.wg.Done()
-		frames := `|/-\`
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-done:
-				fmt.Fprint(s.w, "\r \r")
-				return
-			case <-t.C:
-				fmt.Fprintf(s.w, "\r%c thinking", frames[i%len(frames)])
-			}
-		}
-	}(s.done)
-}
-
-func (s *spinner) stop() {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	done := s.done
-	s.done = nil
-	s.mu.Unlock()
-	if done != nil {
-		close(done)
-		s.wg.Wait()
-	}
 }
 
 func cmpOr(a, b string) string {

@@ -156,7 +156,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return g.listenError(addr, err)
 	}
 	for _, n := range a.Notices {
 		log.Info(strings.TrimPrefix(n, "agentrt: "))

@@ -26,6 +26,11 @@ import (
 func Execute(args []string, s Streams, opts app.Options) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	if isTerminal(s.Err) {
+		// Shared with the spinner: a signal's notice clears its frame
+		// rather than being written after it.
+		s.Err = terminalErr(s.Err)
+	}
 	notices := &signalNotices{w: s.Err}
 	ctx = context.WithValue(ctx, signalNoticesKey{}, notices)
 	sigs := make(chan os.Signal, 2)

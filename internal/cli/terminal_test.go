@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -277,23 +278,27 @@ func TestTerminalApproval(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a bad edit says why and asks again", func(t *testing.T) {
+	t.Run("a bad edit says why and asks for the arguments again", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, tourConfig, nil)
 		tm := run(t, e)
+		const askArgs = "new arguments (JSON; empty to go back): "
 		tm.waitFor(approvalPrompt, 1)
 		tm.typeText("e\n")
-		tm.waitFor("new arguments (JSON; empty to go back): ", 1)
+		tm.waitFor(askArgs, 1)
 		tm.typeText("{bad\n")
-		tm.waitFor("not JSON: invalid character 'b' looking for beginning of object key string; try again\n", 1)
+		// Text that is not JSON: the arguments are asked for again, not
+		// the question.
+		tm.waitFor("not JSON: invalid character 'b' looking for beginning of object key string; try again\n"+askArgs, 1)
+		tm.typeText(`{"expression": 5}` + "\n")
+		// JSON the tool's schema refuses: the same.
+		tm.waitFor("edited arguments: ", 1)
+		tm.waitFor("; try again\n"+askArgs, 2)
+		// Empty goes back to the question.
+		tm.typeText("\n")
 		tm.waitFor(approvalPrompt, 2)
 		tm.typeText("e\n")
-		tm.waitFor("new arguments (JSON; empty to go back): ", 2)
-		tm.typeText(`{"expression": 5}` + "\n")
-		tm.waitFor("edited arguments: ", 1)
-		tm.waitFor(approvalPrompt, 3)
-		tm.typeText("e\n")
-		tm.waitFor("new arguments (JSON; empty to go back): ", 3)
+		tm.waitFor(askArgs, 4)
 		tm.typeText(`{"expression":"21*2+6"}` + "\n")
 		if code := tm.wait(); code != cli.ExitOK {
 			t.Fatalf("exit %d; the terminal showed:\n%s", code, tm.shown())
@@ -317,13 +322,21 @@ func TestTerminalApproval(t *testing.T) {
 		if code := tm.wait(); code != cli.ExitOK {
 			t.Fatalf("exit %d; the terminal showed:\n%s", code, tm.shown())
 		}
-		said := regexp.MustCompile(`standing decision (\S+): approve later calls of calculator in session t1`).FindStringSubmatch(tm.shown())
+		said := regexp.MustCompile(`standing decision (\S+): approve later calls of calculator in session t1; to end it: agentrt (.*)\n`).FindStringSubmatch(tm.shown())
 		if said == nil {
-			t.Fatalf("no standing decision said; the terminal showed:\n%s", tm.shown())
+			t.Fatalf("no standing decision said, with the command that ends it; the terminal showed:\n%s", tm.shown())
 		}
 		// The session's next call of the calculator is not asked about.
 		if r := e.must(cli.ExitOK, "run", "--session", "t1", "what is 1+1"); !strings.Contains(r.out, "(decided by standing decision "+said[1]+")") {
 			t.Errorf("the next call:\n%s", r.out)
+		}
+		// The command it printed ends it, as it is.
+		revoke := strings.Fields(said[2])
+		if want := []string{"--config", e.config, "rules", "revoke", "t1", said[1]}; !slices.Equal(revoke, want) {
+			t.Errorf("the command that ends it: %q, want agentrt %q", said[2], want)
+		}
+		if r := agentrt(t, e.opts, revoke...); r.code != cli.ExitOK || r.err != "revoked "+said[1]+"\n" {
+			t.Errorf("agentrt %s: %v", said[2], r)
 		}
 	})
 }

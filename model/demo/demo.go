@@ -4,6 +4,18 @@
 // ask_user tool for "ask me: QUESTION", answers from their results, and
 // otherwise explains how to configure a real model (see Notice).
 //
+// So that what guards and combines agents can be seen without a network,
+// it also delegates and repeats itself on request:
+//
+//   - "ask NAME: TASK" calls the tool NAME with {"task": TASK} when NAME is
+//     offered and takes a task (a sub-agent: an agent among another's
+//     tools), and answers with the sub-agent's answer;
+//   - "repeat N times: REQUEST" makes REQUEST's tool call N times in the
+//     turn (at most 50), as a model stuck in a loop would, then answers;
+//     told by a loop warning that it repeats itself, it stops and answers
+//     at once (agentrt's loop detection), and a budget (limits.max_steps)
+//     pauses it like any run.
+//
 // It also serves an agent whose strategy is plan_execute: asked for a
 // plan, it writes one with a calculator or clock step when the question
 // is arithmetic or asks the time, and otherwise a plan whose one reply
@@ -103,29 +115,124 @@ func respond(req *model.Request) (string, *model.ToolCall) {
 	last := req.Messages[len(req.Messages)-1]
 	switch last.Role {
 	case model.RoleTool:
+		if call := again(req); call != nil {
+			return "", call
+		}
 		return answer(req.Messages), nil
 	case model.RoleUser:
 		text := last.Text()
+		if strings.HasPrefix(text, loopWarning) {
+			// Told it repeats itself: it stops, and answers from what it has.
+			return stopped(req.Messages[:len(req.Messages)-1]), nil
+		}
 		if reply, ok := planned(req, text); ok {
 			return reply, nil
 		}
-		if q, ok := askMe(text); ok && offers(req, askUserTool) {
-			args, _ := json.Marshal(struct {
-				Question string `json:"question"`
-			}{q})
-			return "", newCall(req, askUserTool, args)
+		if _, rest, ok := repeat(text); ok {
+			text = rest
 		}
-		if expr := expression(text); expr != "" && offers(req, calculatorTool) {
-			args, _ := json.Marshal(struct {
-				Expression string `json:"expression"`
-			}{expr})
-			return "", newCall(req, calculatorTool, args)
-		}
-		if asksTime(text) && offers(req, clockTool) {
-			return "", newCall(req, clockTool, json.RawMessage("{}"))
+		if name, args := callFor(req, text); name != "" {
+			return "", newCall(req, name, args)
 		}
 	}
 	return Notice, nil
+}
+
+// callFor returns the tool call that answers a person's text, if one
+// does: its tool and arguments.
+func callFor(req *model.Request, text string) (string, json.RawMessage) {
+	if q, ok := askMe(text); ok && offers(req, askUserTool) {
+		args, _ := json.Marshal(struct {
+			Question string `json:"question"`
+		}{q})
+		return askUserTool, args
+	}
+	if name, task, ok := delegation(text); ok && offers(req, name) && takesTask(req, name) {
+		args, _ := json.Marshal(struct {
+			Task string `json:"task"`
+		}{task})
+		return name, args
+	}
+	if expr := expression(text); expr != "" && offers(req, calculatorTool) {
+		args, _ := json.Marshal(struct {
+			Expression string `json:"expression"`
+		}{expr})
+		return calculatorTool, args
+	}
+	if asksTime(text) && offers(req, clockTool) {
+		return clockTool, json.RawMessage("{}")
+	}
+	return "", nil
+}
+
+// loopWarning starts the reminder agentrt's loop detection gives a model
+// that repeats its tool calls.
+const loopWarning = "[loop warning]"
+
+// request returns the person's text the turn answers, and where it is in
+// msgs: the last user message that is not a loop warning.
+func request(msgs []model.Message) (string, int) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == model.RoleUser && !strings.HasPrefix(m.Text(), loopWarning) {
+			return m.Text(), i
+		}
+	}
+	return "", -1
+}
+
+// again returns the next call of a "repeat N times:" turn that has made
+// fewer than N: the same call as its first. nil when the turn asks for
+// no repetition, or has made them all.
+func again(req *model.Request) *model.ToolCall {
+	text, at := request(req.Messages)
+	n, _, ok := repeat(text)
+	if !ok {
+		return nil
+	}
+	var first *model.ToolCall
+	made := 0
+	for _, m := range req.Messages[at+1:] {
+		for _, c := range m.ToolCalls {
+			if first == nil {
+				first = &c
+			}
+			if c.Name == first.Name && string(c.Arguments) == string(first.Arguments) {
+				made++
+			}
+		}
+	}
+	if first == nil || made >= n {
+		return nil
+	}
+	return newCall(req, first.Name, first.Arguments)
+}
+
+// stopped is the answer of a model told by a loop warning that it
+// repeats itself: what its last tool results say, and that it stopped.
+func stopped(msgs []model.Message) string {
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != model.RoleTool {
+		return "I was repeating myself, so I stopped."
+	}
+	return answer(msgs) + " (I was repeating myself, so I stopped.)"
+}
+
+// takesTask reports whether the tool called name takes a task: a
+// sub-agent's input ({"task": …}).
+func takesTask(req *model.Request, name string) bool {
+	for _, t := range req.Tools {
+		if t.Name != name {
+			continue
+		}
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if json.Unmarshal(t.InputSchema, &schema) != nil {
+			return false
+		}
+		_, ok := schema.Properties["task"]
+		return ok
+	}
+	return false
 }
 
 // newCall numbers the call after those already in the conversation, so IDs
@@ -189,6 +296,13 @@ func answerOne(m model.Message, name string) string {
 	text := strings.TrimSpace(m.Text())
 	if m.IsError {
 		return fmt.Sprintf("The %s tool failed: %q.", name, errorText(text))
+	}
+	var sub struct {
+		Answer  string `json:"answer"`
+		Session string `json:"session"`
+	}
+	if decode(text, &sub) && sub.Answer != "" && sub.Session != "" {
+		return fmt.Sprintf("%s answered: %s", name, sub.Answer) // a sub-agent's
 	}
 	switch name {
 	case calculatorTool:

@@ -14,6 +14,8 @@ import (
 )
 
 var (
+	// researcher is a sub-agent, as agentrt.SubAgent offers it.
+	researcher = model.ToolSpec{Name: "researcher", InputSchema: json.RawMessage(`{"type":"object","properties":{"task":{"type":"string"},"continue_session":{"type":"string"}},"required":["task"]}`)}
 	calculator = model.ToolSpec{Name: "calculator", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	clock      = model.ToolSpec{Name: "clock", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	askUser    = model.ToolSpec{Name: "ask_user", InputSchema: json.RawMessage(`{"type":"object"}`)}
@@ -73,6 +75,14 @@ func TestUserMessages(t *testing.T) {
 		{"Ask me: 2+2?", []model.ToolSpec{calculator, askUser}, "ask_user", `{"question":"2+2?"}`},
 		{"ask me: what is your name?", both, "", ""},
 		{"ask me:", []model.ToolSpec{askUser}, "", ""},
+		{"ask researcher: what day is it", []model.ToolSpec{calculator, researcher}, "researcher", `{"task":"what day is it"}`},
+		{"Ask researcher:  find the sum of 2+2 ", []model.ToolSpec{calculator, researcher}, "researcher", `{"task":"find the sum of 2+2"}`},
+		{"ask researcher: what day is it", both, "clock", `{}`},                                             // no such sub-agent: the question itself
+		{"ask clock: what day is it", both, "clock", `{}`},                                                  // no sub-agent: the question itself
+		{"ask researcher:", []model.ToolSpec{researcher}, "", ""},                                           // no task
+		{"repeat 3 times: what is 6*7", both, "calculator", `{"expression":"6*7"}`},                         // the first of three
+		{"repeat three times: what is 6*7", both, "calculator", `{"expression":"6*7"}`},                     // not a count: the question as it is
+		{"repeat 2 times: ask researcher: hi", []model.ToolSpec{researcher}, "researcher", `{"task":"hi"}`}, // any call
 	}
 	for _, tt := range tests {
 		t.Run(tt.input, func(t *testing.T) {
@@ -227,6 +237,12 @@ func TestToolResults(t *testing.T) {
 			want:    `The search tool returned: {"hits":3}`,
 		},
 		{
+			name:    "a sub-agent's answer",
+			calls:   []model.ToolCall{call("c1", "researcher")},
+			results: []model.Message{toolResult("c1", "researcher", `{"answer":"It is Sunday.","session":"d1.abc.c1"}`, false)},
+			want:    "researcher answered: It is Sunday.",
+		},
+		{
 			name:    "unexpected calculator output",
 			calls:   []model.ToolCall{call("c1", "calculator")},
 			results: []model.Message{toolResult("c1", "calculator", `"47"`, false)},
@@ -279,6 +295,48 @@ func TestConversation(t *testing.T) {
 	next := generate(t, req)
 	if len(next.Message.ToolCalls) != 1 || next.Message.ToolCalls[0].ID != "demo_call_2" {
 		t.Errorf("second call %+v, want one with ID demo_call_2", next.Message.ToolCalls)
+	}
+}
+
+// "repeat N times:" makes the same call N times in the turn, then
+// answers; a loop warning stops it at once, and it says so.
+func TestRepeat(t *testing.T) {
+	t.Parallel()
+	play := func(t *testing.T, text string, warnAfter int) (calls int, answer string) {
+		t.Helper()
+		req := &model.Request{
+			Messages: []model.Message{model.TextMessage(model.RoleUser, "what is 1+1"),
+				model.TextMessage(model.RoleAssistant, "1+1 = 2"), // an earlier turn does not count
+				model.TextMessage(model.RoleUser, text)},
+			Tools: []model.ToolSpec{calculator, clock},
+		}
+		for range 60 {
+			resp := generate(t, req)
+			if len(resp.Message.ToolCalls) == 0 {
+				return calls, resp.Message.Text()
+			}
+			c := resp.Message.ToolCalls[0]
+			if string(c.Arguments) != `{"expression":"6*7"}` {
+				t.Fatalf("call %d: %s %s", calls+1, c.Name, c.Arguments)
+			}
+			calls++
+			req.Messages = append(req.Messages, resp.Message, toolResult(c.ID, c.Name, `{"expression":"6*7","result":42}`, false))
+			if calls == warnAfter {
+				req.Messages = append(req.Messages, model.TextMessage(model.RoleUser,
+					"[loop warning] calculator was called 4 times in this turn with the same arguments. Repeating it will not help: use what you have, try something different, or answer now."))
+			}
+		}
+		t.Fatal("it never answered")
+		return 0, ""
+	}
+	if calls, answer := play(t, "repeat 5 times: what is 6*7", 0); calls != 5 || answer != "6*7 = 42" {
+		t.Errorf("repeat 5 times: %d calls, answer %q", calls, answer)
+	}
+	if calls, answer := play(t, "repeat 8 times: what is 6*7", 4); calls != 4 || answer != "6*7 = 42 (I was repeating myself, so I stopped.)" {
+		t.Errorf("repeat 8 times, warned after 4: %d calls, answer %q", calls, answer)
+	}
+	if calls, _ := play(t, "repeat 1000 times: what is 6*7", 0); calls != 50 {
+		t.Errorf("repeat 1000 times: %d calls, want at most 50", calls)
 	}
 }
 

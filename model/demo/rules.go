@@ -2,6 +2,7 @@ package demo
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -237,4 +238,42 @@ func asksTime(text string) bool {
 		}
 	}
 	return false
+}
+
+// maxRepeat is the most times "repeat N times:" repeats a call.
+const maxRepeat = 50
+
+// repeat returns N and the request of "repeat N times: REQUEST".
+func repeat(text string) (n int, rest string, ok bool) {
+	t := strings.TrimSpace(text)
+	head, rest, found := strings.Cut(t, ":")
+	if !found {
+		return 0, "", false
+	}
+	f := strings.Fields(strings.ToLower(head))
+	if len(f) != 3 || f[0] != "repeat" || f[2] != "times" {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(f[1])
+	rest = strings.TrimSpace(rest)
+	if err != nil || n < 1 || rest == "" {
+		return 0, "", false
+	}
+	return min(n, maxRepeat), rest, true
+}
+
+// delegation returns the agent and the task of "ask NAME: TASK" (NAME not
+// "me": that asks the person).
+func delegation(text string) (name, task string, ok bool) {
+	t := strings.TrimSpace(text)
+	head, task, found := strings.Cut(t, ":")
+	if !found {
+		return "", "", false
+	}
+	f := strings.Fields(head)
+	if len(f) != 2 || !strings.EqualFold(f[0], "ask") || strings.EqualFold(f[1], "me") {
+		return "", "", false
+	}
+	task = strings.TrimSpace(task)
+	return f[1], task, task != ""
 }
