@@ -83,6 +83,7 @@ func publicMessage(err error) string {
 		var ie *agentrt.Error
 		var ae *tool.ArgumentError
 		var me *model.Error
+		var lh *session.LeaseHeldError
 		var inner string
 		switch {
 		case errors.As(e.Err, &ie):
@@ -91,7 +92,9 @@ func publicMessage(err error) string {
 			if ie.Kind != agentrt.FailInternal && ie.Kind != agentrt.FailStore {
 				inner = publicMessage(e.Err)
 			}
-		case errors.As(e.Err, &ae), errors.As(e.Err, &me):
+		case errors.As(e.Err, &ae), errors.As(e.Err, &me), errors.As(e.Err, &lh):
+			// Sentences for people: what the arguments lack, what the
+			// model said, who runs the session and until when.
 			inner = e.Err.Error()
 		}
 		switch {
