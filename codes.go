@@ -49,6 +49,7 @@ const (
 	CodeNoLeases        = "no_leases"         // the store has no leases (Recover needs them)
 	CodeConflict        = "conflict"          // another writer advanced the session
 	CodeEmptyInput      = "empty_input"       // the input is empty
+	CodeBadPart         = "bad_part"          // an input part that is neither text nor JSON data
 	CodeInputTooLarge   = "input_too_large"   // the input is over the size allowed
 	CodeUnfinishedRun   = "unfinished_run"    // a crashed run must be resumed first
 	CodeWaiting         = "waiting"           // the session waits for a person
@@ -185,6 +186,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeNoLeases, FailConfig, "the store has no leases, which recovery needs", http.StatusNotImplemented),
 		in(CodeConflict, FailStore, "another writer advanced the session; reload and try again", http.StatusConflict),
 		in(CodeEmptyInput, FailInput, "the input is empty", http.StatusBadRequest),
+		in(CodeBadPart, FailInput, "an input part is neither text nor JSON data (its type, or a field another type has)", http.StatusBadRequest),
 		in(CodeInputTooLarge, FailInput, "the input is larger than allowed", http.StatusRequestEntityTooLarge),
 		in(CodeUnfinishedRun, FailState, "the session's last run stopped with its process: resume it first", http.StatusConflict),
 		in(CodeWaiting, FailState, "the session waits for a person to resolve its requests", http.StatusConflict),

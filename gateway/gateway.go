@@ -470,16 +470,19 @@ func (g *Gateway) check(in Input, parts []session.InputPart) error {
 	for i, p := range parts {
 		switch p.Type {
 		case "text":
+			if len(p.Data) > 0 {
+				return bad(agentrt.CodeBadPart, "part %d: a text part has text, not data (send the data as a part of type data)", i+1)
+			}
 			size += len(p.Text)
 			empty = empty && strings.TrimSpace(p.Text) == ""
 		case "data":
 			if !json.Valid(p.Data) {
-				return bad(agentrt.CodeEmptyInput, "part %d: its data is not JSON", i+1)
+				return bad(agentrt.CodeBadPart, "part %d: its data is not JSON", i+1)
 			}
 			size += len(p.Data)
 			empty = false
 		default:
-			return bad(agentrt.CodeEmptyInput, "part %d: type %q is not text or data", i+1, p.Type)
+			return bad(agentrt.CodeBadPart, "part %d: type %q is not text or data", i+1, p.Type)
 		}
 	}
 	if empty {

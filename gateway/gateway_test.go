@@ -329,8 +329,9 @@ func TestSubmitBadInputAndKeys(t *testing.T) {
 	}{
 		{gateway.Input{Text: "hi"}, agentrt.CodeUnknownSource},
 		{gateway.Input{Source: "s", Text: "  "}, agentrt.CodeEmptyInput},
-		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "data", Data: []byte("{")}}}, agentrt.CodeEmptyInput},
-		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "image"}}}, agentrt.CodeEmptyInput},
+		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "data", Data: []byte("{")}}}, agentrt.CodeBadPart},
+		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "image"}}}, agentrt.CodeBadPart},
+		{gateway.Input{Source: "s", Parts: []session.InputPart{{Type: "text", Text: "x", Data: []byte(`{"a":1}`)}}}, agentrt.CodeBadPart},
 		{gateway.Input{Source: "s", Text: "far too long for it"}, agentrt.CodeInputTooLarge},
 		{gateway.Input{Source: "s", Session: "two words", Text: "hi"}, agentrt.CodeBadSessionID},
 		{gateway.Input{Source: "s", Session: "_rules.assistant", Text: "hi"}, agentrt.CodeBadSessionID},

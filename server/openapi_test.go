@@ -408,7 +408,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", header: idem, body: `{"text":"refund order 43"}`}, 409, "key_conflict")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", body: `{"text":""}`, invalid: true}, 400, "empty_input")
-		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", body: `{"text":"x","parts":[{"type":"image"}]}`, invalid: true}, 400, "empty_input")
+		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", body: `{"text":"x","parts":[{"type":"image"}]}`, invalid: true}, 400, "bad_part")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", body: `{"text":"hi","source":" "}`}, 400, "unknown_source")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", invalid: true}, 400, "malformed_request")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", body: `{"text":"hi","from":"me"}`, invalid: true}, 400, "malformed_request")

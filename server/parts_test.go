@@ -74,7 +74,8 @@ func TestInputParts(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ body, code string }{
-		{`{"parts":[{"type":"image","text":"x"}]}`, ""},
+		{`{"parts":[{"type":"image","text":"x"}]}`, "bad_part"},
+		{`{"parts":[{"type":"text","text":"x","data":{"a":1}}]}`, "bad_part"},
 		{`{"parts":[{"type":"text","text":"  "}]}`, "empty_input"},
 		{`{"text":"","parts":[]}`, "empty_input"},
 	} {
