@@ -307,6 +307,11 @@ func TestProblems(t *testing.T) {
 			want: `agentrt.yaml:3:27: server.cors.allowed_origins: server.cors_origins (its old name) is given too; keep only server.cors.allowed_origins`,
 		},
 		{
+			name: "any cors origin without keys",
+			src:  "server:\n  cors: {allowed_origins: [\"https://a.example\", \"*\"]}\n",
+			want: `agentrt.yaml:2:49: server.cors.allowed_origins[1]: "*" without API keys would let every web page the user opens drive this server; list the origins, or configure server.api_keys`,
+		},
+		{
 			name: "trusted_proxy not a boolean",
 			src:  "server: {trusted_proxy: yes please}\n",
 			want: `agentrt.yaml:1:25: server.trusted_proxy: expected true or false, got "yes please"`,

@@ -408,8 +408,12 @@ func (d *decoder) validateServer(c *Config) {
 		origins = "server.cors_origins"
 	}
 	for i, o := range c.Server.CORS.AllowedOrigins {
-		if _, err := weborigin.Normalize(o); err != nil && o != "*" && !strings.Contains(o, "$") {
-			d.at(c, fmt.Sprintf("%s[%d]", origins, i), "bad origin %q: %v (or \"*\" for any, with API keys)", o, err)
+		p := fmt.Sprintf("%s[%d]", origins, i)
+		switch _, err := weborigin.Normalize(o); {
+		case o == "*" && len(c.Server.APIKeys) == 0 && c.Server.APIKeysFile == "":
+			d.at(c, p, "\"*\" without API keys would let every web page the user opens drive this server; list the origins, or configure server.api_keys")
+		case err != nil && o != "*" && !strings.Contains(o, "$"):
+			d.at(c, p, "bad origin %q: %v (or \"*\" for any, with API keys)", o, err)
 		}
 	}
 	for i, k := range c.Server.APIKeys {

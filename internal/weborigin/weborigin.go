@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -81,8 +82,8 @@ func Loopback(name string) bool {
 	if name == "localhost" {
 		return true
 	}
-	ip := net.ParseIP(name)
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(name) // no allocation: this runs on every request
+	return err == nil && ip.IsLoopback()
 }
 
 func checkPort(port string) error {
