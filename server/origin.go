@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +18,8 @@ import (
 // the user's own machine included — and, by rebinding a name of its own
 // to 127.0.0.1, make them same-origin. The server owns the whole policy
 // here and applies it to every route, those Mount adds included, before
-// anything else looks at the request (edge wraps the mux; acceptsBody
-// wraps each route):
+// anything else looks at the request (edge wraps the mux and applies
+// 1 to 4; acceptsBody, inside each route's authentication, applies 5):
 //
 //  1. forwarded: without API keys, a request that came through a proxy
 //     (Forwarded, X-Forwarded-For, X-Forwarded-Host, X-Real-IP) is
@@ -149,13 +148,15 @@ func stateChanging(r *http.Request) bool {
 
 // allowedOrigin reports whether a page of origin may call the server at
 // host: its own origin, or one CORS allows. Browsers send an origin as
-// NormalizeOrigin writes it.
+// weborigin.Normalize writes it, so a listed one matches by string.
 func (p *browserPolicy) allowedOrigin(origin, host string) bool {
 	if p.anyOrigin || p.origins[origin] {
 		return true
 	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+	// An Origin is scheme://host[:port], nothing after: its host part is
+	// compared as it is, without parsing it.
+	_, rest, ok := strings.Cut(origin, "://")
+	return ok && rest != "" && strings.EqualFold(rest, host)
 }
 
 // checkOrigin refuses a state-changing request of a page of another
