@@ -111,7 +111,7 @@ async function attempt(name, init) {
 // served is one request the API saw, and its answer's status.
 type served struct {
 	method, path, origin, contentType string
-	status                                    int
+	status                            int
 }
 
 // recorded is an API handler that keeps what it served.
