@@ -117,6 +117,12 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed" // the endpoint does not take that method
 	CodeShuttingDown     = "shutting_down"      // the server is stopping and takes no new work
 	CodeRequestTimeout   = "request_timeout"    // the request took longer than the server allows
+
+	// Browsers: requests the server's browser policy refuses before they
+	// reach a route (server/origin.go; origin_not_allowed is one too).
+	CodeHostNotAllowed       = "host_not_allowed"       // a Host the server does not answer to (DNS rebinding)
+	CodeForwardedNotAllowed  = "forwarded_not_allowed"  // a keyless server reached through a proxy it does not trust
+	CodeUnsupportedMediaType = "unsupported_media_type" // a body that does not say it is JSON
 )
 
 // exitUsage is the agentrt command's exit code for a call it refuses:
@@ -235,7 +241,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeModuleFailed, FailInternal, "a module of the turn failed, panicked or timed out; the turn's inputs are set aside, refused with the reason", http.StatusInternalServerError),
 		in(CodeTurnStopped, FailInput, "a module stopped the turn (the reason says why); its inputs are refused with it", http.StatusUnprocessableEntity),
 		in(CodeUnauthorized, FailInput, "the request has no API key (Authorization: Bearer), or one the server does not know; without keys configured, the server answers only loopback clients", http.StatusUnauthorized),
-		in(CodeOriginNotAllowed, FailInput, "the request comes from a web page whose origin is neither the server's own nor one of server.cors_origins", http.StatusForbidden),
+		in(CodeOriginNotAllowed, FailInput, "a web page whose origin is neither the server's own nor one of server.cors.allowed_origins sent a request that changes something (or opens a WebSocket), or asked to (a CORS preflight)", http.StatusForbidden),
 		in(CodeForbidden, FailInput, "the API key may not use what the request names: an MCP session another key opened", http.StatusForbidden),
 		in(CodeMalformedRequest, FailInput, "the request's JSON is malformed, has unknown fields or is nested too deep, or a parameter is unusable (the message says which)", http.StatusBadRequest),
 		in(CodeBodyTooLarge, FailInput, "the request's body is larger than server.max_body_bytes", http.StatusRequestEntityTooLarge),
@@ -244,6 +250,9 @@ var codeTable = func() []CodeInfo {
 		in(CodeMethodNotAllowed, FailInput, "the endpoint does not take that method (Allow lists those it takes)", http.StatusMethodNotAllowed),
 		in(CodeShuttingDown, FailState, "the server is shutting down and takes no new work; another replica does", http.StatusServiceUnavailable),
 		in(CodeRequestTimeout, FailState, "the request took longer than server.request_timeout; what it started goes on", http.StatusGatewayTimeout),
+		in(CodeHostNotAllowed, FailInput, "the request's Host is not one the server answers to: a loopback name or address, or one of server.allowed_hosts (with API keys and no allowed_hosts, any)", http.StatusMisdirectedRequest),
+		in(CodeForwardedNotAllowed, FailInput, "the server has no API keys and the request came through a proxy (Forwarded, X-Forwarded-For, X-Forwarded-Host, X-Real-IP); server.trusted_proxy allows it", http.StatusForbidden),
+		in(CodeUnsupportedMediaType, FailInput, "the request has a body whose Content-Type is not JSON (application/json, or an application/…+json type)", http.StatusUnsupportedMediaType),
 		in(CodeSessionMaxCostUSD, FailLimit, "the session reached limits.session_max_cost_usd; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
 
 		// Model failures: package model's codes, in error events.

@@ -348,9 +348,17 @@ type Server struct {
 	// WriteTimeout drops a streaming client that takes no bytes for that
 	// long (default 30s).
 	WriteTimeout Duration `yaml:"write_timeout,omitempty"`
-	// CORSOrigins are the browser origins allowed to call the API ("*":
-	// any); none by default.
-	CORSOrigins []string `yaml:"cors_origins,omitempty"`
+	// AllowedHosts are the Host names (or addresses, with or without a
+	// port) the server answers to besides localhost, 127.0.0.1 and
+	// [::1]; without API keys those are all it answers to, with keys and
+	// none listed, any.
+	AllowedHosts []string `yaml:"allowed_hosts,omitempty"`
+	// TrustedProxy lets a server without API keys answer requests that
+	// came through a proxy (Forwarded, X-Forwarded-For, …); off by
+	// default.
+	TrustedProxy *bool `yaml:"trusted_proxy,omitempty"`
+	// CORS says which web pages may call the API.
+	CORS ServerCORS `yaml:"cors,omitempty"`
 	// ShutdownGrace is how long a stopping server lets runs finish before
 	// it hands the rest over to other replicas (default 10s).
 	ShutdownGrace Duration `yaml:"shutdown_grace,omitempty"`
@@ -360,6 +368,15 @@ type Server struct {
 	SweepEvery Duration `yaml:"sweep_every,omitempty"`
 	// A2A configures the A2A endpoints of the agents (/v1/a2a/NAME).
 	A2A ServerA2A `yaml:"a2a,omitempty"`
+}
+
+// ServerCORS configures the web pages of other origins that may call the
+// API.
+type ServerCORS struct {
+	// AllowedOrigins are their origins ("https://app.example.com"; "*":
+	// any, only with API keys); none by default. server.cors_origins, its
+	// old name, is read into it.
+	AllowedOrigins []string `yaml:"allowed_origins,omitempty"`
 }
 
 // ServerA2A configures the server's A2A endpoints.

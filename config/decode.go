@@ -733,6 +733,7 @@ func (d *decoder) compaction(n *yaml.Node, path string, c *Compaction) {
 }
 
 func (d *decoder) server(n *yaml.Node, path string, s *Server) {
+	var oldCORS, newCORS *yaml.Node // server.cors_origins, server.cors.allowed_origins
 	d.mapping(n, path,
 		field{"addr", d.str(&s.Addr)},
 		field{"api_keys_file", d.str(&s.APIKeysFile)},
@@ -742,7 +743,27 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 		field{"heartbeat", d.duration(&s.Heartbeat)},
 		field{"client_buffer", number(d, &s.ClientBuffer)},
 		field{"write_timeout", d.duration(&s.WriteTimeout)},
-		field{"cors_origins", d.list(&s.CORSOrigins)},
+		field{"allowed_hosts", d.list(&s.AllowedHosts)},
+		field{"trusted_proxy", d.boolean(&s.TrustedProxy)},
+		field{"cors", func(n *yaml.Node, path string) {
+			d.mapping(n, path, field{"allowed_origins", func(n *yaml.Node, path string) {
+				if oldCORS != nil {
+					d.errorf(n, path, "server.cors_origins (its old name) is given too; keep only server.cors.allowed_origins")
+					return
+				}
+				d.list(&s.CORS.AllowedOrigins)(n, path)
+				newCORS = n
+			}})
+		}},
+		// The old name of cors.allowed_origins, still read.
+		field{"cors_origins", func(n *yaml.Node, path string) {
+			if newCORS != nil {
+				d.errorf(n, path, "server.cors.allowed_origins is given too; keep only server.cors.allowed_origins (cors_origins is its old name)")
+				return
+			}
+			d.list(&s.CORS.AllowedOrigins)(n, path)
+			oldCORS = n
+		}},
 		field{"shutdown_grace", d.duration(&s.ShutdownGrace)},
 		field{"sweep_every", d.duration(&s.SweepEvery)},
 		field{"a2a", func(n *yaml.Node, path string) {

@@ -287,6 +287,36 @@ func TestProblems(t *testing.T) {
 			want: "agentrt.yaml:3:33: server.api_keys[0].rate: must not be negative, got -1",
 		},
 		{
+			name: "allowed host with a scheme",
+			src:  "server:\n  allowed_hosts: [ok.example, \"https://agents.example.com\"]\n",
+			want: `agentrt.yaml:2:31: server.allowed_hosts[1]: bad host "https://agents.example.com": want a host name or address, optionally with a port, e.g. agents.example.com or agents.example.com:8443`,
+		},
+		{
+			name: "cors origin with a path",
+			src:  "server:\n  cors: {allowed_origins: [\"https://app.example.com/ui\"]}\n",
+			want: `agentrt.yaml:2:28: server.cors.allowed_origins[0]: bad origin "https://app.example.com/ui": an origin has no path, query or fragment: https://app.example.com (or "*" for any, with API keys)`,
+		},
+		{
+			name: "cors origin without a scheme, by the old name",
+			src:  "server:\n  cors_origins: [app.example.com]\n",
+			want: `agentrt.yaml:2:18: server.cors_origins[0]: bad origin "app.example.com": want scheme://host[:port], e.g. https://app.example.com (or "*" for any, with API keys)`,
+		},
+		{
+			name: "cors origins by both names",
+			src:  "server:\n  cors_origins: [\"https://a.example\"]\n  cors: {allowed_origins: [\"https://b.example\"]}\n",
+			want: `agentrt.yaml:3:27: server.cors.allowed_origins: server.cors_origins (its old name) is given too; keep only server.cors.allowed_origins`,
+		},
+		{
+			name: "any cors origin without keys",
+			src:  "server:\n  cors: {allowed_origins: [\"https://a.example\", \"*\"]}\n",
+			want: `agentrt.yaml:2:49: server.cors.allowed_origins[1]: "*" without API keys would let every web page the user opens drive this server; list the origins, or configure server.api_keys`,
+		},
+		{
+			name: "trusted_proxy not a boolean",
+			src:  "server: {trusted_proxy: yes please}\n",
+			want: `agentrt.yaml:1:25: server.trusted_proxy: expected true or false, got "yes please"`,
+		},
+		{
 			name: "server bad duration",
 			src:  "server: {request_timeout: soon}\n",
 			want: `agentrt.yaml:1:27: server.request_timeout: bad duration "soon": want a Go duration such as "8s" or "2m", or whole seconds`,

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentrt/agentrt/internal/weborigin"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -395,6 +396,24 @@ func (d *decoder) validateServer(c *Config) {
 	if u := c.Server.A2A.PublicURL; u != "" && !strings.Contains(u, "$") {
 		if err := checkHTTPURL(u); err != nil {
 			d.atValue(c, "server.a2a.public_url", "%v (the server's URL as A2A clients reach it, e.g. https://agents.example.com)", err)
+		}
+	}
+	for i, h := range c.Server.AllowedHosts {
+		if _, err := weborigin.NormalizeHost(h); err != nil && !strings.Contains(h, "$") {
+			d.at(c, fmt.Sprintf("server.allowed_hosts[%d]", i), "bad host %q: %v", h, err)
+		}
+	}
+	origins := "server.cors.allowed_origins"
+	if _, old := d.pos["server.cors_origins"]; old {
+		origins = "server.cors_origins"
+	}
+	for i, o := range c.Server.CORS.AllowedOrigins {
+		p := fmt.Sprintf("%s[%d]", origins, i)
+		switch _, err := weborigin.Normalize(o); {
+		case o == "*" && len(c.Server.APIKeys) == 0 && c.Server.APIKeysFile == "":
+			d.at(c, p, "\"*\" without API keys would let every web page the user opens drive this server; list the origins, or configure server.api_keys")
+		case err != nil && o != "*" && !strings.Contains(o, "$"):
+			d.at(c, p, "bad origin %q: %v (or \"*\" for any, with API keys)", o, err)
 		}
 	}
 	for i, k := range c.Server.APIKeys {

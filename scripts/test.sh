@@ -54,6 +54,10 @@ if ! command -v curl >/dev/null 2>&1; then
   echo "installing curl (the server's tests resume streams with it)"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq curl >/dev/null
 fi
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing chromium (the server's browser tests drive it headless; a few minutes)"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
 MCPN=testdata/mcp/node_modules/@modelcontextprotocol
 if [ ! -f $MCPN/server-everything/dist/index.js ] || [ ! -f $MCPN/server-filesystem/dist/index.js ] || [ ! -f $MCPN/server-memory/dist/index.js ]; then
   npm install --silent --no-audit --no-fund --prefix testdata/mcp \

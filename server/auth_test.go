@@ -132,6 +132,7 @@ func TestNoKeysLoopbackOnly(t *testing.T) {
 		want   int
 	}{{"127.0.0.1:5000", 200}, {"[::1]:5000", 200}, {"10.1.2.3:5000", 401}, {"192.168.0.9:80", 401}} {
 		req := httptest.NewRequest("GET", "/v1/agents", nil)
+		req.Host = "localhost:8080" // httptest's example.com is no loopback name
 		req.RemoteAddr = c.remote
 		w := httptest.NewRecorder()
 		f.srv.Handler().ServeHTTP(w, req)

@@ -12,9 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model"
@@ -456,32 +454,6 @@ func (s *Server) logged(rt Route, h http.HandlerFunc) http.Handler {
 		s.log.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("route", rt.Pattern),
 			slog.String("path", r.URL.Path), slog.Int("status", sw.status), slog.Duration("took", s.now().Sub(start)),
 			slog.String("tenant", sw.tenant), slog.String("principal", sw.principal))
-	})
-}
-
-// cors answers browsers' preflight requests and marks answers for the
-// allowed origins; with no origins configured it does nothing.
-func (s *Server) cors(h http.Handler) http.Handler {
-	if len(s.cfg.CORS.Origins) == 0 {
-		return h
-	}
-	any := slices.Contains(s.cfg.CORS.Origins, "*")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
-		if origin != "" && (any || slices.Contains(s.cfg.CORS.Origins, origin)) {
-			hd := w.Header()
-			hd.Set("Access-Control-Allow-Origin", origin)
-			hd.Add("Vary", "Origin")
-			hd.Set("Access-Control-Expose-Headers", "Location, Retry-After, Agentrt-Input-Id")
-			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-				hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, Last-Event-ID")
-				hd.Set("Access-Control-Max-Age", fmt.Sprint(int((10 * time.Minute).Seconds())))
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-		}
-		h.ServeHTTP(w, r)
 	})
 }
 

@@ -182,6 +182,9 @@ func (f *fixture) do(t *testing.T, method, path, key string, body any, hdr ...st
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json") // hdr may say otherwise
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -244,6 +247,9 @@ func (f *fixture) streamCtx(t *testing.T, ctx context.Context, method, path, key
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}

@@ -396,6 +396,9 @@ func (c *client) do(ctx context.Context, method, path, body string) (int, []byte
 	if err != nil {
 		return 0, nil, err
 	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.c.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -418,6 +421,9 @@ func (c *client) open(ctx context.Context, method, path, body string, hdr ...str
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

@@ -13,8 +13,9 @@ import (
 // the client is on this machine (a test reaches only 127.0.0.1, so the
 // other addresses are set on the request): the whole of 127.0.0.0/8 is,
 // an IPv6 address other than ::1 is not, and a header that claims another
-// address changes nothing either way. Health answers anyone (a load
-// balancer elsewhere checks it).
+// address does not make a client local; a request that came through a
+// proxy is refused (origin_test.go, TestBrowserPolicyForwarded). Health
+// answers anyone (a load balancer elsewhere checks it).
 func TestNoKeysLoopbackByConnection(t *testing.T) {
 	f := newFixture(t, options{})
 	for _, c := range []struct {
@@ -25,11 +26,12 @@ func TestNoKeysLoopbackByConnection(t *testing.T) {
 	}{
 		{"127.8.9.10:50000", nil, "/v1/sessions", http.StatusOK},
 		{"[2001:db8::1]:50000", nil, "/v1/sessions", http.StatusUnauthorized},
-		{"192.0.2.1:50000", map[string]string{"X-Forwarded-For": "127.0.0.1", "X-Real-IP": "127.0.0.1", "Forwarded": "for=127.0.0.1"}, "/v1/sessions", http.StatusUnauthorized},
-		{"127.0.0.1:50000", map[string]string{"X-Forwarded-For": "192.0.2.1"}, "/v1/sessions", http.StatusOK},
+		{"192.0.2.1:50000", map[string]string{"X-Forwarded-For": "127.0.0.1", "X-Real-IP": "127.0.0.1", "Forwarded": "for=127.0.0.1"}, "/v1/sessions", http.StatusForbidden},
+		{"127.0.0.1:50000", map[string]string{"X-Forwarded-For": "192.0.2.1"}, "/v1/sessions", http.StatusForbidden},
 		{"192.0.2.1:50000", nil, "/healthz", http.StatusOK},
 	} {
 		req := httptest.NewRequest("GET", c.path, nil)
+		req.Host = "127.0.0.1:8080" // httptest's example.com is no loopback name
 		req.RemoteAddr = c.remote
 		for k, v := range c.hdr {
 			req.Header.Set(k, v)

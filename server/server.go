@@ -45,8 +45,20 @@ type Config struct {
 	Log *slog.Logger
 	// Limits bound what one request may ask of the server.
 	Limits Limits
-	// CORS, when it names origins, lets browsers on them call the API.
+	// CORS, when it names origins, lets web pages of them call the API
+	// (origin.go has the whole browser policy).
 	CORS CORS
+	// AllowedHosts are the names (or addresses, with or without a port)
+	// the server answers to besides its loopback ones (localhost,
+	// 127.0.0.1, [::1]), which are all it answers to without Keys: a web
+	// page that rebinds a name of its own to this machine gets 421
+	// host_not_allowed. With Keys and no AllowedHosts, any Host.
+	AllowedHosts []string
+	// TrustedProxy lets a server without Keys answer requests that came
+	// through a proxy (Forwarded, X-Forwarded-For, …): behind one on the
+	// same host every client looks local, so only a proxy that admits
+	// whom it should may be trusted.
+	TrustedProxy bool
 	// Heartbeat is how often an idle stream gets a comment, so that
 	// proxies keep it open and clients see it alive; zero: 15 s.
 	Heartbeat time.Duration
@@ -86,11 +98,13 @@ type Limits struct {
 	RequestTimeout time.Duration
 }
 
-// CORS says which browser origins may call the API. Off (no origins) by
-// default.
+// CORS says which web pages, besides the server's own origin, may call
+// the API: send it requests that change something, open a WebSocket, and
+// read its answers. None by default.
 type CORS struct {
-	// Origins are the allowed origins ("https://app.example.com"); "*"
-	// allows any.
+	// Origins are the allowed origins ("https://app.example.com"),
+	// credentials allowed; "*" allows any, without credentials, and only
+	// with Keys.
 	Origins []string
 }
 
@@ -113,8 +127,10 @@ type Server struct {
 	log   *slog.Logger
 	now   func() time.Time
 	keys  *keyring
-	mux   *http.ServeMux
-	h     http.Handler
+	// policy is what web pages may do (origin.go).
+	policy *browserPolicy
+	mux    *http.ServeMux
+	h      http.Handler
 	// mounted are the routes, in the order they were added; shapes the
 	// error shapes of adapters' paths (ShapeErrors). Both are set up
 	// before the server serves, and only read after.
@@ -186,8 +202,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	policy, err := newBrowserPolicy(cfg, len(keys.keys) == 0)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, r: cfg.Runner, gw: cfg.Gateway, store: cfg.Runner.Store(), log: cfg.Log, now: cfg.Now,
-		keys: keys, mux: http.NewServeMux(), stop: make(chan struct{}), abandon: make(chan struct{})}
+		keys: keys, policy: policy, mux: http.NewServeMux(), stop: make(chan struct{}), abandon: make(chan struct{})}
 	for _, rt := range s.routes() {
 		s.handle(rt)
 	}
@@ -203,12 +223,13 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.mux.HandleFunc("/", s.noRoute)
-	s.h = s.shaped(s.cors(s.mux))
+	// The adapters' error shapes apply to the edge's refusals too.
+	s.h = s.shaped(s.edge(s.mux))
 	return s, nil
 }
 
-// Handler returns the server's handler: every route, with auth, limits
-// and logging.
+// Handler returns the server's handler: every route, with the browser
+// policy, auth, limits and logging.
 func (s *Server) Handler() http.Handler { return s.h }
 
 // Route is one endpoint: what Routes lists and the OpenAPI document
@@ -229,17 +250,21 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.mounted...) }
 // Mount adds an endpoint of an adapter (a protocol served over the same
 // sessions): h gets requests already authenticated, scoped to their
 // tenant (session.TenantOf) and actor (agentrt.ActorOf), with the body
-// limit applied.
+// limit and the browser policy applied (origin.go: the Host, the Origin
+// of a request that changes something, a JSON body).
 func (s *Server) Mount(method, pattern string, stream bool, h http.Handler) {
 	s.handle(Route{Method: method, Pattern: pattern, Stream: stream, h: h.ServeHTTP})
 }
 
+// handle adds rt: logged(limitBody(authenticate(acceptsBody(timeout(h))))),
+// inside the edge that Handler puts around the mux.
 func (s *Server) handle(rt Route) {
 	s.mounted = append(s.mounted, rt)
 	h := rt.h
 	if !rt.Stream {
 		h = s.timeout(h)
 	}
+	h = s.acceptsBody(rt, h)
 	if !rt.Public {
 		h = s.authenticate(h)
 	}

@@ -10,8 +10,6 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,19 +208,14 @@ type wsSub struct {
 }
 
 // serveWS upgrades GET /v1/ws and serves the connection until it ends.
-// The request was authenticated (authenticate); the origin is checked
-// here, exactly as CORS does: a page of the server's own origin or of one
-// of CORS.Origins may connect, and a client that sends no Origin (not a
-// browser) too.
+// The request was authenticated (authenticate), and its origin checked
+// by the browser policy (origin.go): a page of the server's own origin or
+// of one of CORS.Origins may connect, and a client that sends no Origin
+// (not a browser) too.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", "websocket") {
 		w.Header().Set("Upgrade", "websocket")
 		writeError(w, r, s.log, badRequest("GET /v1/ws takes a WebSocket handshake (Connection: Upgrade, Upgrade: websocket)"))
-		return
-	}
-	if origin := r.Header.Get("Origin"); !s.originAllowed(origin, r.Host) {
-		writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeOriginNotAllowed,
-			Msg: fmt.Sprintf("origin %q may not open a WebSocket on this server (server.cors_origins)", origin)})
 		return
 	}
 	// The connection counts as one client (one "ws" stream), and
@@ -233,8 +226,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.streams.Done()
-	// The origin was checked above, by the same rule as CORS (exact
-	// origins, not the library's host patterns).
+	// The browser policy checked the origin (exact origins, not the
+	// library's host patterns).
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return // Accept answered the client
@@ -284,18 +277,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	cancel()
 	wg.Wait()
 	_ = c.CloseNow()
-}
-
-// originAllowed reports whether a page of origin may open a WebSocket on
-// host: no Origin (not a browser), the server's own, or one CORS allows.
-func (s *Server) originAllowed(origin, host string) bool {
-	if origin == "" {
-		return true
-	}
-	if u, err := url.Parse(origin); err == nil && u.Host != "" && strings.EqualFold(u.Host, host) {
-		return true
-	}
-	return slices.Contains(s.cfg.CORS.Origins, "*") || slices.Contains(s.cfg.CORS.Origins, origin)
 }
 
 // headerHas reports whether header key lists token (case-insensitive).

@@ -144,9 +144,11 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	sc := a.Config.Server
 	cfg := server.Config{Runner: a.Runner, Gateway: gw, Keys: keys, Tenant: tenant, Log: log,
 		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std()},
-		CORS:      server.CORS{Origins: sc.CORSOrigins},
+		CORS:      server.CORS{Origins: sc.CORS.AllowedOrigins},
 		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(),
 		Metrics: obs.metrics, Streams: obs.streams}
+	// The browser policy's config (server/origin.go).
+	cfg.AllowedHosts, cfg.TrustedProxy = sc.AllowedHosts, sc.TrustedProxy != nil && *sc.TrustedProxy
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -196,6 +196,7 @@ func TestApprovalAnsweredElsewhere(t *testing.T) {
 	task := res.(*spec.Task)
 	rid := task.Status.Message.Metadata["agentrt.requests"].([]any)[0].(string)
 	req, _ := http.NewRequest("POST", f.http.URL+"/v1/sessions/"+task.ContextID+"/requests/"+rid, strings.NewReader(`{"decision":"approve"}`))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

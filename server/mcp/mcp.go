@@ -117,7 +117,13 @@ func Mount(srv *server.Server, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	// The server's browser policy (server/origin.go) has judged the
+	// request's Host, Origin and Content-Type as for every route; the
+	// SDK's own Host check (a non-loopback Host on a loopback listener is
+	// 403, in plain text) would refuse what the policy allows — a name in
+	// server.allowed_hosts, any Host with API keys — so it is off.
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
+		&sdk.StreamableHTTPOptions{DisableLocalhostProtection: true})
 	// The SDK ties an MCP session to the identity in the request's
 	// TokenInfo (a request of another identity gets 403), and hands the
 	// TokenInfo to each call: it is how the tenant reaches the tool. The

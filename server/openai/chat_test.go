@@ -309,6 +309,7 @@ func TestChatCompletionSessionOverREST(t *testing.T) {
 	rest := func(method, path, body string) []byte {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), method, f.http.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
