@@ -196,10 +196,13 @@ func (f flusher) Flush() { _ = http.NewResponseController(f.ResponseWriter).Flus
 func (f flusher) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 func (m *mux) serveCard(w http.ResponseWriter, r *http.Request) {
-	ep, ok := m.endpoint(w, r)
-	if !ok {
-		return
+	if ep, ok := m.endpoint(w, r); ok {
+		m.serveCardOf(w, r, ep)
 	}
+}
+
+// serveCardOf answers with ep's agent card.
+func (m *mux) serveCardOf(w http.ResponseWriter, r *http.Request, ep *agentEndpoint) {
 	base := m.cfg.PublicURL
 	if base == "" {
 		scheme := "http"
@@ -215,15 +218,24 @@ func (m *mux) serveCard(w http.ResponseWriter, r *http.Request) {
 
 // serveNoCard answers where an agent's URL without its trailing slash
 // leads a client that resolves the card's path against it as a relative
-// URL (@a2a-js/sdk's createFromUrl does): there is no card of no agent,
-// and the answer says where the cards are.
+// URL (@a2a-js/sdk's createFromUrl does: /v1/a2a/NAME gives
+// /v1/a2a/.well-known/agent-card.json). With one agent, that URL can
+// only mean it: its card is served here too. With several, nothing in
+// the request says which agent the client was given (the path lost the
+// name, and fetch sends no referrer), and another agent's card would
+// lead the client to talk to the wrong agent: the answer is a 404
+// saying where the cards are.
 func (m *mux) serveNoCard(w http.ResponseWriter, r *http.Request) {
+	if len(m.agents) == 1 {
+		m.serveCardOf(w, r, slices.Collect(maps.Values(m.agents))[0])
+		return
+	}
 	var cards []string
 	for _, name := range slices.Sorted(maps.Keys(m.agents)) {
 		cards = append(cards, "/v1/a2a/"+name+"/.well-known/agent-card.json")
 	}
-	writeError(w, http.StatusNotFound, agentrt.CodeNotFound, "no agent card here: each agent has its own ("+strings.Join(cards, ", ")+
-		"); a client that finds the card from an agent's URL (as @a2a-js/sdk's createFromUrl does) needs the URL with its trailing slash, /v1/a2a/NAME/")
+	writeError(w, http.StatusNotFound, agentrt.CodeNotFound, "no agent card here: this server has several agents, each with its own card ("+strings.Join(cards, ", ")+
+		"); a client that finds the card from an agent's URL (as @a2a-js/sdk's createFromUrl does) needs the URL with its trailing slash, /v1/a2a/NAME/, or the card's own URL")
 }
 
 // Card is agent a's A2A card, served at url: its description, a skill for

@@ -44,6 +44,8 @@ type options struct {
 	// store are replicas: two servers, each with its runner and gateway,
 	// as two processes on one database.
 	store session.Store
+	// agents are served beside assistant.
+	agents []*agentrt.Agent
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -72,7 +74,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	if o.store == nil {
 		o.store = memstore.New()
 	}
-	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{ag}})
+	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: append([]*agentrt.Agent{ag}, o.agents...)})
 	if err != nil {
 		t.Fatal(err)
 	}

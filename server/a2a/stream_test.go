@@ -18,6 +18,7 @@ import (
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/server/a2a"
 	"github.com/agentrt/agentrt/session"
 )
@@ -50,24 +51,33 @@ func TestStreamKeepAlive(t *testing.T) {
 	t.Fatalf("the stream ended without a keep-alive comment: %v", sc.Err())
 }
 
-// The card of no agent, where @a2a-js/sdk's createFromUrl looks for it
-// when given an agent's URL without its trailing slash, is a 404 saying
-// where the cards are.
+// Where @a2a-js/sdk's createFromUrl looks for the card when given an
+// agent's URL without its trailing slash (/v1/a2a/.well-known/...): the
+// card of the server's one agent; with several agents, which one the
+// client was given is not known, and the answer is a 404 saying where
+// their cards are.
 func TestCardWithoutAgent(t *testing.T) {
-	f := newFixture(t, options{})
-	resp, err := http.Get(f.http.URL + "/v1/a2a/.well-known/agent-card.json")
-	if err != nil {
-		t.Fatal(err)
+	get := func(f *fixture) (int, string) {
+		resp, err := http.Get(f.http.URL + "/v1/a2a/.well-known/agent-card.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
-	var b strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		b.WriteString(sc.Text())
+	one := newFixture(t, options{})
+	status, body := get(one)
+	var card spec.AgentCard
+	if err := json.Unmarshal([]byte(body), &card); status != http.StatusOK || err != nil || card.Name != "assistant" ||
+		len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].URL != one.http.URL+"/v1/a2a/assistant" {
+		t.Errorf("one agent: %d %s (%v); want the card of assistant", status, body, err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound || !strings.Contains(b.String(), "/v1/a2a/assistant/.well-known/agent-card.json") ||
-		!strings.Contains(b.String(), "trailing slash") {
-		t.Errorf("GET /v1/a2a/.well-known/agent-card.json: %d %s; want a 404 naming the agents' cards", resp.StatusCode, b.String())
+	two := newFixture(t, options{agents: []*agentrt.Agent{{Name: "writer", Model: echo}}})
+	status, body = get(two)
+	if status != http.StatusNotFound || !strings.Contains(body, "/v1/a2a/assistant/.well-known/agent-card.json") ||
+		!strings.Contains(body, "/v1/a2a/writer/.well-known/agent-card.json") || !strings.Contains(body, "trailing slash") {
+		t.Errorf("two agents: %d %s; want a 404 naming the agents' cards", status, body)
 	}
 }
 
