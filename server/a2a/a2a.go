@@ -25,9 +25,12 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -149,7 +152,7 @@ func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) (*agentE
 		),
 		srv: srv, x: x, tasks: tasks, pushes: pushes, sender: sender, log: lg,
 	}
-	rpc := a2asrv.NewJSONRPCHandler(h, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
+	rpc := a2asrv.NewJSONRPCHandler(publicHandler{h: h, log: lg}, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
 	return &agentEndpoint{agent: a, srv: srv, h: h, rpc: rpc}, nil
 }
 
@@ -181,10 +184,53 @@ func (m *mux) endpoint(w http.ResponseWriter, r *http.Request) (*agentEndpoint, 
 	return ep, true
 }
 
+// serveRPC serves a JSON-RPC request to an agent: a request whose params
+// do not decode is answered here (see checkParams), a SendStreamingMessage
+// that starts a task by the adapter's own stream (serveStream), any other
+// by a2a-go's server, with the body as it came.
 func (m *mux) serveRPC(w http.ResponseWriter, r *http.Request) {
-	if ep, ok := m.endpoint(w, r); ok && !ep.serveStream(w, r, m.cfg.KeepAlive) {
-		ep.rpc.ServeHTTP(flusher{w}, r)
+	ep, ok := m.endpoint(w, r)
+	if !ok {
+		return
 	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		msg := "the request's body could not be read: " + err.Error()
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			msg = fmt.Sprintf("the request's body is over %d bytes", mbe.Limit)
+		}
+		writeRPCError(w, nil, rpcError(spec.ErrInvalidRequest, "%s", msg))
+		return
+	}
+	var rq rpcRequest
+	if json.Unmarshal(body, &rq) == nil && rq.JSONRPC == "2.0" && validID(rq.ID) {
+		params, err := checkParams(rq.Method, rq.Params)
+		switch {
+		case err != nil && (rq.Method == methodStream || rq.Method == "SubscribeToTask"):
+			// A stream's error is an event of the stream, as a2a-go's.
+			startSSE(w)
+			(&sseWriter{w: w, rc: http.NewResponseController(w), resp: rpcResult{JSONRPC: "2.0", ID: rq.ID}}).fail(err)
+			return
+		case err != nil:
+			writeRPCError(w, rq.ID, err)
+			return
+		}
+		if req, ok := params.(*spec.SendMessageRequest); ok && rq.Method == methodStream && ep.serveStream(w, r, rq.ID, req, m.cfg.KeepAlive) {
+			return
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	ep.rpc.ServeHTTP(flusher{w}, r)
+}
+
+// writeRPCError answers a JSON-RPC request (of id id) with err.
+func writeRPCError(w http.ResponseWriter, id any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   map[string]any `json:"error"`
+	}{"2.0", id, rpcErrorObject(err)})
 }
 
 // flusher lets a2a-go's SSE writer, which asks for an http.Flusher,

@@ -69,7 +69,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		st := ec.StoredTask
 		switch {
 		case st == nil:
-			yield(nil, fmt.Errorf("a2a: task %s is not the adapter's: %w", ec.TaskID, spec.ErrInvalidRequest))
+			yield(nil, rpcError(spec.ErrInvalidRequest, "task %s is not one this server made", ec.TaskID))
 		case st.Status.State == spec.TaskStateSubmitted && len(st.History) > 0 && st.History[0].ID == ec.Message.ID:
 			x.start(ctx, ec, yield)
 		case st.Status.State == spec.TaskStateInputRequired:
@@ -83,8 +83,8 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 // notWaiting is the error of a message on task id, in state, which asks
 // nothing.
 func notWaiting(id spec.TaskID, state spec.TaskState) error {
-	return fmt.Errorf("task %s is %s: a message on a task answers what it asks while it is input-required (SubscribeToTask follows it); send a message without a task id (same contextId) for a new turn: %w",
-		id, state, spec.ErrInvalidParams)
+	return rpcError(spec.ErrInvalidParams, "task %s is %s: a message on a task answers what it asks while it is input-required (SubscribeToTask follows it); send a message without a task id (same contextId) for a new turn",
+		id, state)
 }
 
 // start follows a new task's turn: the task as submitted, then its
@@ -145,7 +145,7 @@ func (x *executor) session(ctx context.Context, id string) (*session.Session, er
 		return nil, err
 	}
 	if s.Agent != x.agent {
-		return nil, fmt.Errorf("contextId %s is a session of agent %q, not %q: %w", id, s.Agent, x.agent, spec.ErrInvalidParams)
+		return nil, rpcError(spec.ErrInvalidParams, "contextId %s is a session of agent %q, not %q: send it to that agent, or use another contextId", id, s.Agent, x.agent)
 	}
 	return s, nil
 }
@@ -179,7 +179,7 @@ func (x *executor) answer(ctx context.Context, ec *a2asrv.ExecutorContext, yield
 		res.By = agentrt.ActorOf(ctx)
 		if _, err := r.ResolveAndContinue(ctx, id, p.Request.RequestID, res); err != nil &&
 			agentrt.AsError(err).ErrorCode() != agentrt.CodeAlreadyResolved {
-			problems = append(problems, fmt.Sprintf("request %s: %v", p.Request.RequestID, err))
+			problems = append(problems, fmt.Sprintf("request %s: %s", p.Request.RequestID, publicText(err)))
 		}
 	}
 	if len(problems) > 0 {
@@ -238,11 +238,11 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		case err == nil && (out.Acted || out.Status == session.StatusCanceled):
 			yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateCanceled, nil), nil)
 		case err == nil:
-			yield(nil, fmt.Errorf("task %s: its run ended %s before it could be canceled: %w", ec.TaskID, out.Status, spec.ErrTaskNotCancelable))
+			yield(nil, rpcError(spec.ErrTaskNotCancelable, "task %s: its run ended %s before it could be canceled", ec.TaskID, out.Status))
 		case agentrt.AsError(err).ErrorCode() == agentrt.CodeNotRunning:
 			// The log says how the task stands (ended, or its input not
 			// taken up yet): GetTask shows it.
-			yield(nil, fmt.Errorf("task %s: %v: %w", ec.TaskID, err, spec.ErrTaskNotCancelable))
+			yield(nil, rpcError(spec.ErrTaskNotCancelable, "task %s: %s", ec.TaskID, publicText(err)))
 		default:
 			yield(nil, err)
 		}
@@ -261,16 +261,16 @@ func inputOf(m *spec.Message) (string, []session.InputPart, error) {
 		case spec.Data:
 			b, err := json.Marshal(c.Value)
 			if err != nil {
-				return "", nil, fmt.Errorf("data part: %v: %w", err, spec.ErrInvalidParams)
+				return "", nil, rpcError(spec.ErrInvalidParams, "a data part of the message is not JSON: %v", err)
 			}
 			parts = append(parts, session.InputPart{Type: "data", Data: b})
 		default:
-			return "", nil, fmt.Errorf("a %T part: this agent takes text and data parts: %w", c, spec.ErrUnsupportedContentType)
+			return "", nil, rpcError(spec.ErrUnsupportedContentType, "%s: this agent takes text and data parts", partKind(p))
 		}
 	}
 	text := strings.Join(texts, "\n")
 	if text == "" && len(parts) == 0 {
-		return "", nil, fmt.Errorf("the message has no text or data part: %w", spec.ErrInvalidParams)
+		return "", nil, rpcError(spec.ErrInvalidParams, "the message has no text or data part")
 	}
 	return text, parts, nil
 }

@@ -98,27 +98,53 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessag
 	}
 }
 
-// answerable refuses a message on a task that asks nothing (working,
-// submitted) before a2a-go sees it: a2a-go would begin an execution of
-// the task for it — beside the run that goes on, which a2a-go does not
-// know of when the handler streams the task itself or another replica
-// runs it — and the executor's refusal (notWaiting) would fail the
-// task, here, while its run goes on. A message on a task that waits, or
-// has ended, or is not found, is a2a-go's to take or refuse.
+// answerable refuses, before a2a-go sees it, a message on a task that
+// it cannot take, in words of the adapter's own: a message with no id,
+// parts or role, or with another task's contextId; one on a task that
+// has ended; one on a task that asks nothing (working, submitted), for
+// which a2a-go would begin an execution of the task — beside the run
+// that goes on, which a2a-go does not know of when the handler streams
+// the task itself or another replica runs it — and the executor's
+// refusal (notWaiting) would fail the task, here, while its run goes
+// on. A message on a task that waits, or is not found, is a2a-go's to
+// take or refuse.
 func (h *handler) answerable(ctx context.Context, req *spec.SendMessageRequest) error {
 	if req == nil || req.Message == nil || req.Message.TaskID == "" {
 		return nil
 	}
-	st, err := h.tasks.Get(ctx, req.Message.TaskID)
+	m := req.Message
+	if err := checkMessage(m); err != nil {
+		return err
+	}
+	st, err := h.tasks.Get(ctx, m.TaskID)
 	if err != nil {
 		return nil
 	}
-	switch s := st.Task.Status.State; {
-	case s == spec.TaskStateInputRequired, s == spec.TaskStateAuthRequired, s.Terminal():
+	t := st.Task
+	switch s := t.Status.State; {
+	case m.ContextID != "" && m.ContextID != t.ContextID:
+		return rpcError(spec.ErrInvalidParams, "task %s is of context %s, not %s: leave contextId out, or give the task's", m.TaskID, t.ContextID, m.ContextID)
+	case s.Terminal():
+		return rpcError(spec.ErrInvalidParams, "task %s has ended (%s): send a message without a task id (same contextId %s) for a new turn", m.TaskID, s, t.ContextID)
+	case s == spec.TaskStateInputRequired, s == spec.TaskStateAuthRequired:
 		return nil
 	default:
-		return notWaiting(req.Message.TaskID, s)
+		return notWaiting(m.TaskID, s)
 	}
+}
+
+// checkMessage refuses what a2a-go would refuse of message m, in words
+// of the adapter's own.
+func checkMessage(m *spec.Message) error {
+	switch {
+	case m.ID == "":
+		return rpcError(spec.ErrInvalidParams, "the message has no messageId")
+	case len(m.Parts) == 0:
+		return rpcError(spec.ErrInvalidParams, "the message has no parts")
+	case m.Role == "":
+		return rpcError(spec.ErrInvalidParams, "the message has no role (ROLE_USER)")
+	}
+	return nil
 }
 
 // direct reports whether the stream of new task req is the handler's own
@@ -168,7 +194,7 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 	ref, _ := parseTaskID(id)
 	task, turn := h.tasks.begin(id)
 	if turn == nil {
-		return fmt.Errorf("a2a: task %s: its turn is gone", id)
+		return &agentrt.Error{Kind: agentrt.FailInternal, Msg: fmt.Sprintf("task %s: its turn is gone", id)}
 	}
 	defer turn.Close()
 	ended := false
@@ -195,7 +221,7 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 			}
 			// Following the turn failed: so does the task, as its
 			// translator says.
-			out, ended = append(out[:0], failed(tr.info, "following the session: "+err.Error())), true
+			out, ended = append(out[:0], failed(tr.info, "following the session: "+publicText(err))), true
 		} else {
 			out, ended = tr.batch(out[:0], evs)
 		}
@@ -237,6 +263,22 @@ func (h *handler) push(ctx context.Context, id spec.TaskID, evs []spec.Event) {
 			}
 		}
 	}
+}
+
+// CancelTask implements a2asrv.RequestHandler: a task that has ended is
+// refused in the adapter's words; any other is a2a-go's to cancel (its
+// executor's Cancel cancels the run).
+func (h *handler) CancelTask(ctx context.Context, req *spec.CancelTaskRequest) (*spec.Task, error) {
+	if req != nil {
+		st, err := h.tasks.Get(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		if s := st.Task.Status.State; s.Terminal() && s != spec.TaskStateCanceled {
+			return nil, rpcError(spec.ErrTaskNotCancelable, "task %s has ended (%s): only a task in progress can be canceled", req.ID, s)
+		}
+	}
+	return h.RequestHandler.CancelTask(ctx, req)
 }
 
 // SubscribeToTask implements a2asrv.RequestHandler: a2a-go's subscription
@@ -301,20 +343,15 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 	}
 	m := req.Message
 	// What a2a-go would refuse, refused before anything is stored.
-	switch {
-	case m.ID == "":
-		return nil, "", false, fmt.Errorf("message ID is required: %w", spec.ErrInvalidParams)
-	case len(m.Parts) == 0:
-		return nil, "", false, fmt.Errorf("message parts is required: %w", spec.ErrInvalidParams)
-	case m.Role == "":
-		return nil, "", false, fmt.Errorf("message role is required: %w", spec.ErrInvalidParams)
+	if err := checkMessage(m); err != nil {
+		return nil, "", false, err
 	}
 	contextID := m.ContextID
 	if contextID == "" {
 		contextID = contextFor(m.ID)
 	}
 	if err := session.CheckID(contextID); err != nil {
-		return nil, "", false, fmt.Errorf("contextId: %v: %w", err, spec.ErrInvalidParams)
+		return nil, "", false, rpcError(spec.ErrInvalidParams, "contextId: %v", err)
 	}
 	text, parts, err := inputOf(m)
 	if err != nil {
@@ -363,7 +400,7 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 func (h *handler) sentBefore(ctx context.Context, in gateway.Input) (spec.TaskID, error) {
 	ins, err := h.tasks.inbox.Inputs(ctx, in.Source, 0, 0)
 	if err != nil {
-		return "", &agentrt.Error{Kind: agentrt.FailStore, Msg: "a2a: read the inputs of session " + in.Source, Err: err}
+		return "", &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (the inputs of session " + in.Source + ")", Err: err}
 	}
 	want := in.Parts
 	if in.Text != "" {
@@ -379,7 +416,7 @@ func (h *handler) sentBefore(ctx context.Context, in gateway.Input) (spec.TaskID
 		}
 		return ref.id(), nil
 	}
-	return "", fmt.Errorf("message id %s was given to another message in context %s: %w", strings.TrimPrefix(in.Key, keyPrefix), in.Source, spec.ErrInvalidParams)
+	return "", rpcError(spec.ErrInvalidParams, "messageId %s was given to another message in context %s: give each message an id of its own", strings.TrimPrefix(in.Key, keyPrefix), in.Source)
 }
 
 func samePart(a, b session.InputPart) bool {

@@ -38,21 +38,25 @@ func TestServeStreamTakesNewTasksOnly(t *testing.T) {
 		{"old version", `{"jsonrpc":"1.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m9","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`, false},
 		{"no JSON", `{"jsonrpc":`, false},
 	}
+	var left []byte // the body a2a-go's server got
+	ep.rpc = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { left, _ = io.ReadAll(r.Body) })
+	m := &mux{cfg: Config{KeepAlive: time.Hour}, agents: map[string]*agentEndpoint{"assistant": ep}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			left = nil
 			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/a2a/assistant", strings.NewReader(tt.body))
+			r.SetPathValue("agent", "assistant")
 			w := httptest.NewRecorder()
-			served := ep.serveStream(w, r, time.Hour)
-			if served != tt.served {
+			m.serveRPC(w, r)
+			if served := left == nil; served != tt.served {
 				t.Fatalf("served %v; want %v", served, tt.served)
 			}
-			if !served {
+			if !tt.served {
 				if w.Code != http.StatusOK || w.Body.Len() > 0 || len(w.Header()) > 0 {
 					t.Errorf("left to a2a-go, but wrote %d %v %q", w.Code, w.Header(), w.Body.String())
 				}
-				b, err := io.ReadAll(r.Body)
-				if err != nil || string(b) != tt.body {
-					t.Errorf("the body left to a2a-go: %q %v; want it as it came", b, err)
+				if string(left) != tt.body {
+					t.Errorf("the body left to a2a-go: %q; want it as it came", left)
 				}
 				return
 			}

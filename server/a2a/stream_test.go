@@ -115,7 +115,7 @@ func TestStreamWire(t *testing.T) {
 		name: "bad message",
 		body: `{"jsonrpc":"2.0","id":2,"method":"SendStreamingMessage","params":{"message":{"messageId":"m4","role":"ROLE_USER","parts":[]}}}`,
 		want: []string{
-			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"message parts is required: invalid params","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"a2a-protocol.org","metadata":{"timestamp":"TIME"},"reason":"INVALID_PARAMS"}]}}`,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"the message has no parts","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"a2a-protocol.org","metadata":{"timestamp":"TIME"},"reason":"INVALID_PARAMS"}]}}`,
 		},
 	}}
 	taskID := regexp.MustCompile(`"task_[A-Za-z0-9_-]+"`)

@@ -82,7 +82,7 @@ func (t *translator) follow(batches iter.Seq2[[]*session.Event, error], yield fu
 	for evs, err := range batches {
 		if err != nil {
 			if !t.quiet || !leftOff(err) {
-				yield(failed(t.info, "following the session: "+err.Error()), nil)
+				yield(failed(t.info, "following the session: "+publicText(err)), nil)
 			}
 			return
 		}
