@@ -27,6 +27,9 @@ const (
 	MetaRun      = "agentrt.run_id"
 	MetaSeq      = "agentrt.seq"
 	MetaRequests = "agentrt.requests"
+	// MetaPaused is the reason of a run that paused (a limit, such as
+	// max_rounds): the task waits for a message that resumes it.
+	MetaPaused = "agentrt.paused"
 )
 
 // executor runs an A2A task as a turn of a session of one agent.
@@ -150,12 +153,16 @@ func (x *executor) session(ctx context.Context, id string) (*session.Session, er
 	return s, nil
 }
 
-// answer resolves the session's pending requests with the message and
-// follows the run it continues.
+// answer resolves the session's pending requests with the message, or
+// resumes the run that paused, and follows the run it continues.
 func (x *executor) answer(ctx context.Context, ec *a2asrv.ExecutorContext, yield func(spec.Event, error) bool) {
 	r := x.srv.Runner()
 	id := ec.ContextID
 	runID, after := position(ec.StoredTask)
+	if m := ec.StoredTask.Status.Message; m != nil && m.Metadata[MetaPaused] != nil {
+		x.resume(ctx, ec, yield)
+		return
+	}
 	pending, err := r.PendingRequests(ctx, session.RequestListOptions{SessionID: id, Limit: 100})
 	if err != nil {
 		yield(nil, err)
@@ -192,6 +199,42 @@ func (x *executor) answer(ctx context.Context, ec *a2asrv.ExecutorContext, yield
 	}
 	// Follow the run the answer continued (here, or wherever the last
 	// answer was given) from where the task stopped.
+	tr := &translator{info: ec.TaskInfo(), canceled: x.canceled, runID: runID, lastSeq: after}
+	tr.follow(single(r.Watch(ctx, id, after)), yield)
+}
+
+// resume resumes the run of a task that paused (its status message says
+// why), when the message says to go on, and follows it; any other
+// message leaves the task waiting, saying what to answer.
+func (x *executor) resume(ctx context.Context, ec *a2asrv.ExecutorContext, yield func(spec.Event, error) bool) {
+	r := x.srv.Runner()
+	id := ec.ContextID
+	runID, after := position(ec.StoredTask)
+	still := func(text string) {
+		msg := spec.NewMessageForTask(spec.MessageRoleAgent, ec, spec.NewTextPart(text))
+		msg.Metadata = ec.StoredTask.Status.Message.Metadata
+		yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateInputRequired, msg), nil)
+	}
+	ans, err := answerOf(ec.Message)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	switch strings.ToLower(strings.Trim(ans.text, " .!")) {
+	case "continue", "resume", "go on", "yes", "ok":
+	default:
+		still(fmt.Sprintf("The run paused: reply continue on this task to let it go on (got %q), or send a message without a task id for a new turn.", ans.text))
+		return
+	}
+	if _, err := r.StartResume(ctx, id); err != nil {
+		e := agentrt.AsError(err)
+		if e.Kind != agentrt.FailState {
+			yield(nil, err)
+			return
+		}
+		// Resumed meanwhile, elsewhere (or it is no longer paused): the
+		// log says how it goes on, which the task follows.
+	}
 	tr := &translator{info: ec.TaskInfo(), canceled: x.canceled, runID: runID, lastSeq: after}
 	tr.follow(single(r.Watch(ctx, id, after)), yield)
 }

@@ -118,11 +118,18 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // with API key key (none: "").
 func (f *fixture) client(t *testing.T, key string) *a2aclient.Client {
 	t.Helper()
+	return f.agentClient(t, "assistant", key)
+}
+
+// agentClient is a2a-go's client of agent, found through its card, with
+// API key key (none: "").
+func (f *fixture) agentClient(t *testing.T, agent, key string) *a2aclient.Client {
+	t.Helper()
 	hc := &http.Client{}
 	if key != "" {
 		hc.Transport = bearer{key}
 	}
-	card := f.card(t, "assistant", key)
+	card := f.card(t, agent, key)
 	c, err := a2aclient.NewFromCard(t.Context(), card, a2aclient.WithJSONRPCTransport(hc))
 	if err != nil {
 		t.Fatal(err)
