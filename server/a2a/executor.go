@@ -258,9 +258,11 @@ func position(t *spec.Task) (runID string, seq int64) {
 	return runID, seq
 }
 
-// Cancel cancels the session's run, and the task with it. A run that is
-// not running (it ended, or the task's input is not taken up yet) leaves
-// the task as it is: the task is not cancelable.
+// Cancel cancels the task's run (Runner.CancelRun: that run, not
+// whatever runs in the session when the request lands — the session's
+// next turn, another task's), and the task with it. A task whose run is
+// not running (it ended, or the task's input is not taken up yet) is
+// left as it is: the task is not cancelable.
 func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
 		done := make(chan struct{})
@@ -276,7 +278,12 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			x.mu.Unlock()
 			close(done)
 		}()
-		out, err := x.srv.Runner().Cancel(ctx, ec.ContextID, "A2A CancelTask "+string(ec.TaskID))
+		runID, err := x.taskRun(ctx, ec.TaskID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		out, err := x.srv.Runner().CancelRun(ctx, ec.ContextID, runID, "A2A CancelTask "+string(ec.TaskID))
 		switch {
 		case err == nil && (out.Acted || out.Status == session.StatusCanceled):
 			yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateCanceled, nil), nil)
@@ -290,6 +297,25 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			yield(nil, err)
 		}
 	}
+}
+
+// taskRun is the run of task id's turn as the log has it: the one in
+// progress (a turn restarted after an interruption goes on in another),
+// or the one that ended it. A task whose input no run has taken up yet
+// has none: it is not cancelable.
+func (x *executor) taskRun(ctx context.Context, id spec.TaskID) (string, error) {
+	ref, ok := parseTaskID(id)
+	if !ok {
+		return "", spec.ErrTaskNotFound
+	}
+	d, err := x.tasks.derive(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if d.tr.runID == "" {
+		return "", rpcError(spec.ErrTaskNotCancelable, "task %s: its input waits for a turn (the session's run answers another input first): it can be canceled once it runs", id)
+	}
+	return d.tr.runID, nil
 }
 
 // inputOf is a message's parts as a gateway input: its text parts joined

@@ -46,6 +46,9 @@ type options struct {
 	store session.Store
 	// agents are served beside assistant.
 	agents []*agentrt.Agent
+	// policy is the gateway's for input to a source whose turn runs;
+	// "": interrupt.
+	policy gateway.Policy
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -78,7 +81,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Runner: f.r})
+	gw, err := gateway.New(gateway.Config{Runner: f.r, Policy: o.policy})
 	if err != nil {
 		t.Fatal(err)
 	}
