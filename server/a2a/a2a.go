@@ -20,8 +20,9 @@
 // update. Both are over a task store of the adapter's: a task is derived
 // from what the session store holds — the input its id names and the
 // events of the turn that answers it — so that any process on the store
-// finds it, after a restart too (see taskStore). Push configs are held in
-// the memory of the process that received them.
+// finds it, after a restart too (see taskStore). Push configs are records
+// of the task's session in the store too, and a task's updates are pushed
+// by whichever server follows it (see push.go).
 package a2a
 
 import (
@@ -40,10 +41,10 @@ import (
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/session"
 )
 
 // Config configures the A2A endpoints. The zero value serves every agent
@@ -57,10 +58,24 @@ type Config struct {
 	PublicURL string
 	// AllowPrivateWebhooks lets push notifications go to loopback and
 	// private addresses. Off by default: a client could otherwise make the
-	// server POST into its own network (A2A's SSRF guidance).
+	// server POST into its own network (A2A's SSRF guidance). A push
+	// config's URL is checked when the config is made (its host, and the
+	// addresses its name resolves to) and again when a push dials it.
 	AllowPrivateWebhooks bool
+	// Resolver resolves a push config's host when the config is made;
+	// nil: net.DefaultResolver.
+	Resolver Resolver
 	// PushTimeout bounds one push notification; zero: 10 s.
 	PushTimeout time.Duration
+	// PushPoll is how often a server looks for tasks whose updates
+	// nobody pushes (their pusher stopped, their session moved on); zero:
+	// 2 s.
+	PushPoll time.Duration
+	// PushLease is how long a server pushes a task's updates without
+	// renewing its claim to, after which another takes the task over
+	// (at once when the server is known gone); zero:
+	// agentrt.DefaultLeaseTTL.
+	PushLease time.Duration
 	// Version is the agents' version on their cards; empty: "1".
 	Version string
 	// KeepAlive is how often an idle A2A stream (SendStreamingMessage,
@@ -87,6 +102,12 @@ func Mount(srv *server.Server, cfg Config) error {
 	if cfg.PushTimeout <= 0 {
 		cfg.PushTimeout = 10 * time.Second
 	}
+	if cfg.PushPoll <= 0 {
+		cfg.PushPoll = 2 * time.Second
+	}
+	if cfg.PushLease <= 0 {
+		cfg.PushLease = agentrt.DefaultLeaseTTL
+	}
 	if cfg.Version == "" {
 		cfg.Version = "1"
 	}
@@ -100,16 +121,29 @@ func Mount(srv *server.Server, cfg Config) error {
 		return fmt.Errorf("a2a: the runner has no agent to serve")
 	}
 	m := &mux{cfg: cfg, r: r, agents: map[string]*agentEndpoint{}}
+	// Push configs are records of the store's: a store without them
+	// serves no push notifications.
+	if recs, ok := r.Store().(session.Records); ok {
+		m.pushes = newPusher(srv, cfg, recs, func(agent string) *taskStore {
+			if ep := m.agents[agent]; ep != nil {
+				return ep.h.tasks
+			}
+			return nil
+		}, slog.New(quiet{cfg.Log.Handler()}).With("protocol", "a2a"))
+	}
 	for _, name := range names {
 		a, ok := r.Agent(name)
 		if !ok {
 			return fmt.Errorf("a2a: agent %q listed but not found", name)
 		}
-		ep, err := newAgentEndpoint(srv, cfg, a)
+		ep, err := newAgentEndpoint(srv, cfg, a, m.pushes)
 		if err != nil {
 			return err
 		}
 		m.agents[name] = ep
+	}
+	if m.pushes != nil && !srv.Go(m.pushes.run) {
+		return fmt.Errorf("a2a: the server is shutting down")
 	}
 	srv.Mount(http.MethodPost, RPCPath, true, http.HandlerFunc(m.serveRPC))
 	srv.Mount(http.MethodGet, CardPath, false, http.HandlerFunc(m.serveCard))
@@ -122,6 +156,7 @@ type mux struct {
 	cfg    Config
 	r      *agentrt.Runner
 	agents map[string]*agentEndpoint // set by Mount, then only read
+	pushes *pusher                   // nil: the store keeps no records
 }
 
 // agentEndpoint is one agent's A2A server: its own tasks, push configs
@@ -133,24 +168,23 @@ type agentEndpoint struct {
 	rpc   http.Handler
 }
 
-func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent) (*agentEndpoint, error) {
+func newAgentEndpoint(srv *server.Server, cfg Config, a *agentrt.Agent, pushes *pusher) (*agentEndpoint, error) {
 	tasks, err := newTaskStore(srv, a.Name)
 	if err != nil {
 		return nil, err
 	}
 	x := &executor{srv: srv, agent: a.Name, tasks: tasks}
-	sender := push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: cfg.PushTimeout, AllowPrivateNetworks: cfg.AllowPrivateWebhooks})
-	pushes := push.NewInMemoryStore()
 	lg := slog.New(quiet{cfg.Log.Handler()}).With("agent", a.Name, "protocol", "a2a")
-	caps := capabilities()
+	// a2a-go neither keeps push configs nor pushes: the handler keeps
+	// them (push methods) and the pusher pushes (see push.go).
+	caps := capabilities(false)
 	h := &handler{
 		RequestHandler: a2asrv.NewHandler(x,
 			a2asrv.WithTaskStore(tasks),
-			a2asrv.WithPushNotifications(pushes, sender),
 			a2asrv.WithCapabilityChecks(&caps),
 			a2asrv.WithLogger(lg),
 		),
-		srv: srv, x: x, tasks: tasks, pushes: pushes, sender: sender, log: lg,
+		srv: srv, x: x, tasks: tasks, pushes: pushes, log: lg,
 	}
 	rpc := a2asrv.NewJSONRPCHandler(publicHandler{h: h, log: lg}, a2asrv.WithTransportKeepAlive(cfg.KeepAlive))
 	return &agentEndpoint{agent: a, srv: srv, h: h, rpc: rpc}, nil
@@ -170,8 +204,10 @@ func (q quiet) WithAttrs(as []slog.Attr) slog.Handler { return quiet{q.Handler.W
 
 func (q quiet) WithGroup(name string) slog.Handler { return quiet{q.Handler.WithGroup(name)} }
 
-func capabilities() spec.AgentCapabilities {
-	return spec.AgentCapabilities{Streaming: true, PushNotifications: true}
+// capabilities are the card's: streaming, and push notifications when
+// the store keeps push configs.
+func capabilities(push bool) spec.AgentCapabilities {
+	return spec.AgentCapabilities{Streaming: true, PushNotifications: push}
 }
 
 func (m *mux) endpoint(w http.ResponseWriter, r *http.Request) (*agentEndpoint, bool) {
@@ -258,6 +294,7 @@ func (m *mux) serveCardOf(w http.ResponseWriter, r *http.Request, ep *agentEndpo
 		base = scheme + "://" + r.Host
 	}
 	card := Card(ep.agent, base+"/v1/a2a/"+ep.agent.Name, m.cfg.Version)
+	card.Capabilities.PushNotifications = m.pushes != nil
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(card)
 }
@@ -286,7 +323,8 @@ func (m *mux) serveNoCard(w http.ResponseWriter, r *http.Request) {
 
 // Card is agent a's A2A card, served at url: its description, a skill for
 // what it is for and one for each of its tools, JSON-RPC at url, streaming
-// and push notifications.
+// and push notifications (which a server over a store that keeps no
+// records, session.Records, has not).
 func Card(a *agentrt.Agent, url, version string) *spec.AgentCard {
 	desc := a.Description
 	if desc == "" {
@@ -303,7 +341,7 @@ func Card(a *agentrt.Agent, url, version string) *spec.AgentCard {
 		Description:         desc,
 		Version:             version,
 		SupportedInterfaces: []*spec.AgentInterface{{URL: url, ProtocolBinding: spec.TransportProtocolJSONRPC, ProtocolVersion: spec.Version}},
-		Capabilities:        capabilities(),
+		Capabilities:        capabilities(true),
 		DefaultInputModes:   []string{"text/plain", "application/json"},
 		DefaultOutputModes:  []string{"text/plain"},
 		Skills:              skills,

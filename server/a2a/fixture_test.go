@@ -35,6 +35,7 @@ type fixture struct {
 	http    *httptest.Server
 	started chan struct{} // a gate call began
 	release chan struct{} // closed: gate calls return
+	stop    func()        // see close
 }
 
 type options struct {
@@ -49,6 +50,9 @@ type options struct {
 	// policy is the gateway's for input to a source whose turn runs;
 	// "": interrupt.
 	policy gateway.Policy
+	// strictWebhooks keeps cfg.AllowPrivateWebhooks as it is (else it is
+	// set: the tests' webhooks are on 127.0.0.1).
+	strictWebhooks bool
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -92,12 +96,17 @@ func newFixture(t *testing.T, o options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.cfg.AllowPrivateWebhooks = true
+	if !o.strictWebhooks {
+		o.cfg.AllowPrivateWebhooks = true
+	}
+	if o.cfg.PushPoll == 0 {
+		o.cfg.PushPoll = 10 * time.Millisecond // replicas take tasks over at once
+	}
 	if err := a2a.Mount(f.srv, o.cfg); err != nil {
 		t.Fatal(err)
 	}
 	f.http = httptest.NewServer(f.srv.Handler())
-	t.Cleanup(func() {
+	f.stop = sync.OnceFunc(func() {
 		f.http.CloseClientConnections()
 		_ = f.srv.Shutdown(context.Background())
 		f.http.Close()
@@ -105,7 +114,15 @@ func newFixture(t *testing.T, o options) *fixture {
 		wg.Wait()
 		_ = f.r.Close(context.Background())
 	})
+	t.Cleanup(f.stop)
 	return f
+}
+
+// close stops the fixture's server, gateway and runner (once; the test's
+// cleanup does it too), as a replica that goes away.
+func (f *fixture) close(t *testing.T) {
+	t.Helper()
+	f.stop()
 }
 
 // bearer adds an API key to every request.

@@ -14,7 +14,6 @@ import (
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/agentrt/agentrt"
@@ -41,20 +40,15 @@ type handler struct {
 	srv   *server.Server
 	x     *executor
 	tasks *taskStore
-	// pushes and sender are a2a-go's, which its task manager uses; the
-	// handler's own stream of a new task (streamBatches) sends through
-	// them too.
-	pushes push.ConfigStore
-	sender push.Sender
+	// pushes keeps the tasks' push configs and pushes their updates
+	// (a2a-go does neither); nil when the store keeps no records.
+	pushes *pusher
 	log    *slog.Logger
 }
 
 // SendMessage implements a2asrv.RequestHandler.
 func (h *handler) SendMessage(ctx context.Context, req *spec.SendMessageRequest) (spec.SendMessageResult, error) {
-	if err := h.answerable(ctx, req); err != nil {
-		return nil, err
-	}
-	req, id, dup, err := h.newTask(ctx, req)
+	req, id, dup, err := h.accept(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +68,7 @@ func (h *handler) SendMessage(ctx context.Context, req *spec.SendMessageRequest)
 // SendStreamingMessage implements a2asrv.RequestHandler.
 func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessageRequest) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
-		if err := h.answerable(ctx, req); err != nil {
-			yield(nil, err)
-			return
-		}
-		req, id, dup, err := h.newTask(ctx, req)
+		req, id, dup, err := h.accept(ctx, req)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -96,6 +86,68 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessag
 		}
 		h.RequestHandler.SendStreamingMessage(ctx, req)(yield)
 	}
+}
+
+// accept takes a message (see answerable and newTask) and its push
+// config: the config is checked before anything is stored, and stored
+// for the message's task (the new one, or the one it answers); the
+// request returned, which a2a-go gets, has none (a2a-go keeps no configs
+// here). An answer to a task has the pusher look at the task at once:
+// its run goes on.
+func (h *handler) accept(ctx context.Context, req *spec.SendMessageRequest) (_ *spec.SendMessageRequest, id spec.TaskID, dup bool, err error) {
+	if err := h.answerable(ctx, req); err != nil {
+		return nil, "", false, err
+	}
+	var pc *spec.PushConfig
+	if req != nil && req.Config != nil && req.Config.PushConfig != nil {
+		if h.pushes == nil {
+			return nil, "", false, noPushes()
+		}
+		pc = req.Config.PushConfig
+		if err := h.pushes.check(ctx, pc); err != nil {
+			return nil, "", false, err
+		}
+		r, c := *req, *req.Config
+		c.PushConfig = nil
+		r.Config = &c
+		req = &r
+	}
+	req, id, dup, err = h.newTask(ctx, req)
+	if err != nil || dup || h.pushes == nil {
+		return req, id, dup, err
+	}
+	task, from := id, int64(0)
+	if id != "" {
+		ref, _ := parseTaskID(id)
+		from = ref.after
+	} else if req != nil && req.Message != nil {
+		task = req.Message.TaskID
+		if ref, ok := parseTaskID(task); ok && pc != nil {
+			// A config with an answer: the updates from the answer on.
+			if sess, err := h.srv.Runner().Store().GetSession(ctx, ref.session); err == nil {
+				from = sess.LastSeq
+			}
+		}
+	}
+	switch {
+	case task == "":
+	case pc != nil:
+		if _, err := h.pushes.save(ctx, task, pc, from); err != nil {
+			if id != "" {
+				h.tasks.release(id)
+			}
+			return nil, "", false, err
+		}
+	case id == "":
+		h.pushes.kick(session.TenantOf(ctx), task)
+	}
+	return req, id, false, nil
+}
+
+// noPushes is the error of a push method on a server whose store keeps
+// no push configs.
+func noPushes() error {
+	return rpcError(spec.ErrPushNotificationNotSupported, "this server keeps no push configs (its store keeps no records)")
 }
 
 // answerable refuses, before a2a-go sees it, a message on a task that
@@ -149,11 +201,10 @@ func checkMessage(m *spec.Message) error {
 
 // direct reports whether the stream of new task req is the handler's own
 // (stream): what a2a-go would do for it besides streaming the task's
-// events (push notifications, a shortened history) is asked for in its
-// configuration.
+// events (a shortened history) is asked for in its configuration.
 func direct(req *spec.SendMessageRequest) bool {
 	c := req.Config
-	return c == nil || c.PushConfig == nil && c.HistoryLength == nil
+	return c == nil || c.HistoryLength == nil
 }
 
 // stream yields new task id, then its updates, as the handler's own
@@ -183,13 +234,11 @@ func (h *handler) stream(ctx context.Context, id spec.TaskID) iter.Seq2[spec.Eve
 // together), so that a writer flushes once a batch; emit returns false to
 // stop. The task store holds the task as it goes, as the manager would
 // have stored it, so that GetTask, SubscribeToTask and CancelTask find
-// it, and each update goes to the task's push configs (one made while
-// the task streams too), before the stream has it, as the manager would
-// send it — after the client has left too, to the turn's end, when the
-// task has push configs then (the turn outlives the request, as a2a-go's
-// execution would); a CancelTask (a2a-go's, with no execution of the task to stop)
-// cancels the run, and the stream ends CANCELED with it. The error is
-// for a task whose turn is gone (nothing was emitted).
+// it; a CancelTask (a2a-go's, with no execution of the task to stop)
+// cancels the run, and the stream ends CANCELED with it. (Its push
+// notifications are the pusher's, which follows the task whether or not
+// its client stays.) The error is for a task whose turn is gone (nothing
+// was emitted).
 func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([]spec.Event) bool) error {
 	ref, _ := parseTaskID(id)
 	task, turn := h.tasks.begin(id)
@@ -208,9 +257,6 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 		return nil
 	}
 	tr := &translator{info: spec.TaskInfo{TaskID: id, ContextID: task.ContextID}, input: ref.input}
-	// Pushes outlive the request, as the turn does.
-	pctx := context.WithoutCancel(ctx)
-	gone := false // the client left; the task's webhooks want the rest
 	var out []spec.Event
 	for evs, err := range turn.EventBatches() {
 		if err != nil {
@@ -229,40 +275,14 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 			apply(task, ev)
 			h.tasks.progress(id, task, ev)
 		}
-		h.push(pctx, id, out)
-		if !gone && len(out) > 0 && !emit(out) {
-			if cfgs, err := h.pushes.List(pctx, id); err != nil || len(cfgs) == 0 {
-				return nil
-			}
-			gone = true
+		if len(out) > 0 && !emit(out) {
+			return nil
 		}
 		if ended {
 			return nil
 		}
 	}
 	return nil
-}
-
-// push sends evs, updates of task id, to the task's push configs, as
-// a2a-go's task manager does for the tasks it runs (in order, each
-// config in turn, waiting for each webhook). A config that cannot be
-// read or a webhook that fails is logged: the task goes on.
-func (h *handler) push(ctx context.Context, id spec.TaskID, evs []spec.Event) {
-	if len(evs) == 0 {
-		return
-	}
-	cfgs, err := h.pushes.List(ctx, id)
-	if err != nil {
-		h.log.Warn("a2a: push configs", "task", id, "err", err)
-		return
-	}
-	for _, ev := range evs {
-		for _, c := range cfgs {
-			if err := h.sender.SendPush(ctx, c, ev); err != nil {
-				h.log.Warn("a2a: push notification", "task", id, "url", c.URL, "err", err)
-			}
-		}
-	}
 }
 
 // CancelTask implements a2asrv.RequestHandler: a task that has ended is
@@ -279,6 +299,76 @@ func (h *handler) CancelTask(ctx context.Context, req *spec.CancelTaskRequest) (
 		}
 	}
 	return h.RequestHandler.CancelTask(ctx, req)
+}
+
+// CreateTaskPushConfig implements a2asrv.RequestHandler: config c,
+// checked, is stored for its task (of ctx's tenant), whose updates are
+// pushed from then on (a task that has ended has none).
+func (h *handler) CreateTaskPushConfig(ctx context.Context, c *spec.PushConfig) (*spec.PushConfig, error) {
+	if h.pushes == nil {
+		return nil, noPushes()
+	}
+	if c == nil {
+		return nil, rpcError(spec.ErrInvalidParams, "the push config is empty")
+	}
+	st, err := h.tasks.Get(ctx, c.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.pushes.check(ctx, c); err != nil {
+		return nil, err
+	}
+	sess, err := h.srv.Runner().Store().GetSession(ctx, st.Task.ContextID)
+	if err != nil {
+		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (session " + st.Task.ContextID + ")", Err: err}
+	}
+	return h.pushes.save(ctx, c.TaskID, c, sess.LastSeq)
+}
+
+// GetTaskPushConfig implements a2asrv.RequestHandler.
+func (h *handler) GetTaskPushConfig(ctx context.Context, req *spec.GetTaskPushConfigRequest) (*spec.PushConfig, error) {
+	cfgs, err := h.listPush(ctx, req.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cfgs {
+		if c.ID == req.ID {
+			return c, nil
+		}
+	}
+	return nil, pushConfigError(req.TaskID, req.ID)
+}
+
+// ListTaskPushConfigs implements a2asrv.RequestHandler.
+func (h *handler) ListTaskPushConfigs(ctx context.Context, req *spec.ListTaskPushConfigRequest) (*spec.ListTaskPushConfigResponse, error) {
+	cfgs, err := h.listPush(ctx, req.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	return &spec.ListTaskPushConfigResponse{Configs: cfgs}, nil
+}
+
+// DeleteTaskPushConfig implements a2asrv.RequestHandler: a config the
+// task does not have is no error.
+func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *spec.DeleteTaskPushConfigRequest) error {
+	if h.pushes == nil {
+		return noPushes()
+	}
+	if _, err := h.tasks.Get(ctx, req.TaskID); err != nil {
+		return err
+	}
+	return h.pushes.deleteConfig(ctx, req.TaskID, req.ID)
+}
+
+// listPush is the push configs of task id, a task of ctx's tenant.
+func (h *handler) listPush(ctx context.Context, id spec.TaskID) ([]*spec.PushConfig, error) {
+	if h.pushes == nil {
+		return nil, noPushes()
+	}
+	if _, err := h.tasks.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	return h.pushes.configs(ctx, id)
 }
 
 // SubscribeToTask implements a2asrv.RequestHandler: a2a-go's subscription

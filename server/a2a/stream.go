@@ -51,7 +51,7 @@ func (ep *agentEndpoint) serveStream(w http.ResponseWriter, r *http.Request, rpc
 	if req.Message == nil || req.Message.TaskID != "" || !direct(req) {
 		return false
 	}
-	_, id, dup, err := ep.h.newTask(r.Context(), req)
+	_, id, dup, err := ep.h.accept(r.Context(), req)
 	if err != nil || dup {
 		return false
 	}
