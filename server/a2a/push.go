@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -206,10 +207,31 @@ func (p *pusher) configs(ctx context.Context, id spec.TaskID) ([]*spec.PushConfi
 	return out, nil
 }
 
-// check refuses config c, made for a task, as checkWebhook does.
+// Limits of push configs: a client cannot make the store keep more of
+// them, or larger ones, than a webhook needs.
+const (
+	maxPushConfigs   = 10   // a task's
+	maxPushURL       = 2048 // bytes of a config's URL
+	maxPushCredBytes = 4096 // bytes of its token and credentials
+)
+
+// check refuses config c, made for a task: too large, or as
+// checkWebhook does.
 func (p *pusher) check(ctx context.Context, c *spec.PushConfig) error {
 	if c == nil {
 		return rpcError(spec.ErrInvalidParams, "the push config is empty")
+	}
+	cred := len(c.Token)
+	if c.Auth != nil {
+		cred += len(c.Auth.Scheme) + len(c.Auth.Credentials)
+	}
+	switch {
+	case len(c.URL) > maxPushURL:
+		return rpcError(spec.ErrInvalidParams, "push config url: %d bytes, more than the %d allowed", len(c.URL), maxPushURL)
+	case cred > maxPushCredBytes:
+		return rpcError(spec.ErrInvalidParams, "push config token and authentication: %d bytes, more than the %d allowed", cred, maxPushCredBytes)
+	case len(c.ID) > 256:
+		return rpcError(spec.ErrInvalidParams, "push config id: %d bytes, more than the 256 allowed", len(c.ID))
 	}
 	return checkWebhook(ctx, p.res, c.URL, p.private)
 }
@@ -226,6 +248,13 @@ func (p *pusher) save(ctx context.Context, id spec.TaskID, c *spec.PushConfig, f
 	saved.TaskID = id
 	if saved.ID == "" {
 		saved.ID = "push_" + p.r.NewID()
+	}
+	have, err := p.configs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(have) >= maxPushConfigs && !slices.ContainsFunc(have, func(h *spec.PushConfig) bool { return h.ID == saved.ID }) {
+		return nil, rpcError(spec.ErrInvalidParams, "task %s has %d push configs, the most it can have: delete one first (DeleteTaskPushNotificationConfig)", id, len(have))
 	}
 	b, err := json.Marshal(&saved)
 	if err != nil {

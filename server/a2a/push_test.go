@@ -356,3 +356,45 @@ func TestPushHandedOverAtShutdown(t *testing.T) {
 	close(a.release)
 	close(b.release)
 }
+
+// A task has at most 10 push configs (one made again under its id
+// replaces it), each of a bounded size.
+func TestPushConfigLimits(t *testing.T) {
+	f := newFixture(t, options{})
+	c := f.client(t, "")
+	res, err := c.SendMessage(t.Context(), &spec.SendMessageRequest{Message: text(`call deploy {"env":"prod"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*spec.Task)
+	var ids []string
+	for range 10 {
+		cfg, err := c.CreateTaskPushConfig(t.Context(), &spec.PushConfig{TaskID: task.ID, URL: "http://127.0.0.1:1/hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cfg.ID)
+	}
+	if _, err := c.CreateTaskPushConfig(t.Context(), &spec.PushConfig{TaskID: task.ID, URL: "http://127.0.0.1:1/hook"}); !errors.Is(err, spec.ErrInvalidParams) ||
+		!strings.Contains(err.Error(), "has 10 push configs, the most it can have") {
+		t.Errorf("an 11th config: %v; want invalid params", err)
+	}
+	if _, err := c.CreateTaskPushConfig(t.Context(), &spec.PushConfig{TaskID: task.ID, ID: ids[3], URL: "http://127.0.0.1:2/hook"}); err != nil {
+		t.Errorf("a config made again under its id: %v", err)
+	}
+	for _, tc := range []struct {
+		cfg  spec.PushConfig
+		says string
+	}{
+		{spec.PushConfig{URL: "http://127.0.0.1/" + strings.Repeat("a", 2048)}, "push config url: 2065 bytes, more than the 2048 allowed"},
+		{spec.PushConfig{URL: "http://127.0.0.1/", Token: strings.Repeat("t", 5000)}, "more than the 4096 allowed"},
+	} {
+		if err := c.DeleteTaskPushConfig(t.Context(), &spec.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: ids[0]}); err != nil {
+			t.Fatal(err)
+		}
+		tc.cfg.TaskID = task.ID
+		if _, err := c.CreateTaskPushConfig(t.Context(), &tc.cfg); !errors.Is(err, spec.ErrInvalidParams) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("a config too large: %v; want invalid params saying %q", err, tc.says)
+		}
+	}
+}
