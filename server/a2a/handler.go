@@ -116,30 +116,32 @@ func (h *handler) accept(ctx context.Context, req *spec.SendMessageRequest) (_ *
 	if err != nil || dup || h.pushes == nil {
 		return req, id, dup, err
 	}
-	task, from := id, int64(0)
-	if id != "" {
-		ref, _ := parseTaskID(id)
-		from = ref.after
-	} else if req != nil && req.Message != nil {
-		task = req.Message.TaskID
-		if ref, ok := parseTaskID(task); ok && pc != nil {
-			// A config with an answer: the updates from the answer on.
-			if sess, err := h.srv.Runner().Store().GetSession(ctx, ref.session); err == nil {
-				from = sess.LastSeq
-			}
-		}
+	var onTask spec.TaskID // the task the message answers, if any
+	if id == "" && req != nil && req.Message != nil {
+		onTask = req.Message.TaskID
 	}
 	switch {
-	case task == "":
-	case pc != nil:
-		if _, err := h.pushes.save(ctx, task, pc, from); err != nil {
-			if id != "" {
-				h.tasks.release(id)
-			}
+	case pc != nil && id != "":
+		// A new task's config: its updates from its turn's start.
+		ref, _ := parseTaskID(id)
+		if _, err := h.pushes.save(ctx, id, pc, ref.after); err != nil {
+			h.tasks.release(id)
 			return nil, "", false, err
 		}
-	case id == "":
-		h.pushes.kick(session.TenantOf(ctx), task)
+	case pc != nil && onTask != "":
+		// A config with an answer: the updates from the answer on.
+		ref, _ := parseTaskID(onTask)
+		sess, err := h.srv.Runner().Store().GetSession(ctx, ref.session)
+		if err != nil {
+			return nil, "", false, &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (session " + ref.session + ")", Err: err}
+		}
+		if _, err := h.pushes.save(ctx, onTask, pc, sess.LastSeq); err != nil {
+			return nil, "", false, err
+		}
+	case onTask != "":
+		// An answer: if the task has push configs, its run goes on, and
+		// so do its pushes, at once.
+		h.pushes.kick(session.TenantOf(ctx), onTask)
 	}
 	return req, id, false, nil
 }
