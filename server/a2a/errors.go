@@ -62,15 +62,15 @@ var kinds = []struct {
 	{spec.ErrInternalError, -32603},
 }
 
-// kindOf is the kind of err: the first of kinds its chain holds, else
-// an internal error.
-func kindOf(err error) (error, int) {
+// kindOf is the kind of err and its JSON-RPC code: the first of kinds
+// its chain holds, else an internal error.
+func kindOf(err error) (code int, kind error) {
 	for _, k := range kinds {
 		if errors.Is(err, k.err) {
-			return k.err, k.code
+			return k.code, k.err
 		}
 	}
-	return spec.ErrInternalError, -32603
+	return -32603, spec.ErrInternalError
 }
 
 // public is err as a client reads it (see above); subject names what the
@@ -80,7 +80,7 @@ func public(ctx context.Context, log *slog.Logger, err error, subject string) er
 	if err == nil {
 		return nil
 	}
-	kind, _ := kindOf(err)
+	_, kind := kindOf(err)
 	var own *spec.Error
 	if errors.As(err, &own) && own.Message != "" {
 		return &spec.Error{Err: kind, Message: own.Message, Details: own.Details, TypedDetails: own.TypedDetails}
@@ -157,7 +157,7 @@ func publicText(err error) string {
 // one: the code, the message, and the error's reason as a
 // google.rpc.ErrorInfo.
 func rpcErrorObject(err error) map[string]any {
-	kind, code := kindOf(err)
+	code, kind := kindOf(err)
 	meta := map[string]string{"timestamp": time.Now().UTC().Format(time.RFC3339)}
 	var own *spec.Error
 	if errors.As(err, &own) {
