@@ -65,7 +65,23 @@ type ControlOutcome struct {
 // stays recorded, and takes effect all the same). A session with no run
 // in progress is an error (code not_running).
 func (r *Runner) Cancel(ctx context.Context, id, reason string) (*ControlOutcome, error) {
-	return r.requestControl(ctx, id, session.ControlCancel, reason)
+	return r.requestControl(ctx, id, "", session.ControlCancel, reason)
+}
+
+// CancelRun cancels run runID of session id, as Cancel does, only if it
+// is the session's run in progress: wherever it runs, the process
+// running the session acts only if the run it runs is runID (the control
+// request names it, across processes). A run that has ended, or any
+// other run of the session — its next turn, which began after the
+// caller read that runID was running — is an error of code not_running
+// saying so, and nothing is stopped: what the caller read as running
+// decides what is canceled, not what runs when the request lands. A run
+// resumed (after a pause, an answer, a crash) keeps its id.
+func (r *Runner) CancelRun(ctx context.Context, id, runID, reason string) (*ControlOutcome, error) {
+	if runID == "" {
+		return nil, &Error{Kind: FailInput, Msg: "CancelRun needs the id of the run to cancel (Cancel cancels whatever runs)"}
+	}
+	return r.requestControl(ctx, id, runID, session.ControlCancel, reason)
 }
 
 // Interrupt stops the run of session id at its next safe point, wherever
@@ -73,11 +89,36 @@ func (r *Runner) Cancel(ctx context.Context, id, reason string) (*ControlOutcome
 // returns as Cancel does. The turn ends interrupted, its history coherent
 // for the next turn (a waiting run's requests are withdrawn).
 func (r *Runner) Interrupt(ctx context.Context, id, reason string) (*ControlOutcome, error) {
-	return r.requestControl(ctx, id, session.ControlInterrupt, reason)
+	return r.requestControl(ctx, id, "", session.ControlInterrupt, reason)
 }
 
-func (r *Runner) requestControl(ctx context.Context, id string, kind session.ControlKind, reason string) (*ControlOutcome, error) {
-	c := session.Control{ID: "ctl_" + r.newID(), Kind: kind, Reason: reason, By: ActorOf(ctx), At: r.now().UTC()}
+// notThisRun is CancelRun's error when run runID is not the run of
+// session id in progress; current is the one that is ("" when none is,
+// status the session's).
+func notThisRun(id, runID, current string, status session.Status) error {
+	msg := fmt.Sprintf("run %s of session %s is not in progress", runID, id)
+	if current != "" {
+		msg += fmt.Sprintf(" (run %s is): nothing of it to cancel", current)
+	} else {
+		msg += fmt.Sprintf(" (the session is %s): nothing to cancel", status)
+	}
+	return &Error{Kind: FailState, Code: CodeNotRunning, Msg: msg}
+}
+
+// currentRun is the id of the run of session sess whose event is the
+// session's last: the run in progress, while sess is running or waiting.
+func (r *Runner) currentRun(ctx context.Context, sess *session.Session) (string, error) {
+	for e, err := range r.store.Events(ctx, sess.ID, max(sess.LastSeq-1, 0)) {
+		if err != nil {
+			return "", &Error{Kind: FailStore, Msg: "read events of session " + sess.ID, Err: err}
+		}
+		return e.RunID, nil
+	}
+	return "", nil
+}
+
+func (r *Runner) requestControl(ctx context.Context, id, runID string, kind session.ControlKind, reason string) (*ControlOutcome, error) {
+	c := session.Control{ID: "ctl_" + r.newID(), Kind: kind, Reason: reason, By: ActorOf(ctx), At: r.now().UTC(), RunID: runID}
 	k := keyOf(ctx, id)
 	var (
 		asked bool  // c was handed to a run, here or elsewhere
@@ -104,6 +145,22 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			if err != nil {
 				return nil, notFound(id, err)
 			}
+			if runID != "" {
+				switch cur := h.ID(); {
+				case cur == "":
+					// A run just beginning here: its id is known in a
+					// moment.
+					if err := sleepCtx(ctx, &delay); err != nil {
+						return nil, err
+					}
+					continue
+				case cur != runID && asked:
+					out, _, err := r.controlOutcome(ctx, id, c, from)
+					return out, err
+				case cur != runID:
+					return nil, notThisRun(id, runID, cur, sess.Status)
+				}
+			}
 			if !asked {
 				asked, from = true, sess.LastSeq
 			}
@@ -118,8 +175,22 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 			return nil, notFound(id, err)
 		}
 		if sess.Status != session.StatusRunning && sess.Status != session.StatusWaiting {
+			if runID != "" {
+				return nil, notThisRun(id, runID, "", sess.Status)
+			}
 			return nil, &Error{Kind: FailState, Code: CodeNotRunning,
 				Msg: fmt.Sprintf("session %s has no run in progress (status %s): nothing to %s", id, sess.Status, kind)}
+		}
+		if runID != "" && !asked {
+			// The run in progress, as the log has it: the one the request
+			// names, or the caller's run has ended.
+			cur, err := r.currentRun(ctx, sess)
+			if err != nil {
+				return nil, err
+			}
+			if cur != runID {
+				return nil, notThisRun(id, runID, cur, sess.Status)
+			}
 		}
 		if !asked {
 			from = sess.LastSeq
@@ -149,18 +220,27 @@ func (r *Runner) requestControl(ctx context.Context, id string, kind session.Con
 		case errors.As(err, &held), AsError(err).Code == CodeBusy:
 			// A short hold (a resolution), or a run just beginning here:
 			// look again in a moment.
-			t := time.NewTimer(delay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
-			case <-t.C:
+			if err := sleepCtx(ctx, &delay); err != nil {
+				return nil, err
 			}
-			delay = min(2*delay, 200*time.Millisecond)
 		default:
 			return nil, err
 		}
 	}
+}
+
+// sleepCtx waits *delay, or until ctx ends, and doubles *delay up to
+// 200ms: the backoff of a request that looks again.
+func sleepCtx(ctx context.Context, delay *time.Duration) error {
+	t := time.NewTimer(*delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	*delay = min(2**delay, 200*time.Millisecond)
+	return nil
 }
 
 // awaitOwner waits until the run of session id that held lease l stops
@@ -230,11 +310,16 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 		out, _, err := r.controlOutcome(ctx, id, c, from)
 		return out, err
 	}
+	if c.RunID != "" && x.st.RunID != c.RunID {
+		cur, status := x.st.RunID, x.st.Status
+		r.finish(x)
+		return nil, notThisRun(id, c.RunID, cur, status)
+	}
 	for _, q := range x.st.Requests {
 		if q.Child == nil {
 			continue
 		}
-		if _, err := r.requestControl(ctx, q.Child.SessionID, c.Kind, c.Reason); err != nil &&
+		if _, err := r.requestControl(ctx, q.Child.SessionID, "", c.Kind, c.Reason); err != nil &&
 			AsError(err).Code != CodeNotRunning && AsError(err).Code != CodeNotFound {
 			r.finish(x)
 			return nil, err
@@ -396,7 +481,9 @@ func (c *controlPlane) fire() {
 	cancel()
 	if err == nil { // a store that hiccupped is asked again at the next poll
 		for _, q := range reqs {
-			if h := c.reg.run(skey{q.Tenant, q.SessionID}); h != nil {
+			// A request naming a run is for that run only (CancelRun): the
+			// session's next run does not act on it.
+			if h := c.reg.run(skey{q.Tenant, q.SessionID}); h != nil && (q.Control.RunID == "" || q.Control.RunID == h.ID()) {
 				h.applyControl(q.Control)
 			}
 		}

@@ -586,6 +586,9 @@ type Control struct {
 	Reason string      `json:"reason,omitempty"`
 	By     string      `json:"by,omitempty"`
 	At     time.Time   `json:"at"`
+	// RunID, when set, names the run the request is for: a run of
+	// another id (the session's next) does not act on it.
+	RunID string `json:"run_id,omitempty"`
 }
 
 func (*RunStarted) EventType() Type    { return TypeRunStarted }

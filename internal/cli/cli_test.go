@@ -110,6 +110,7 @@ const demoConfig = "models:\n  demo: {provider: demo}\n"
 type event struct {
 	Seq       int64           `json:"seq"`
 	SessionID string          `json:"session_id"`
+	RunID     string          `json:"run_id"`
 	Agent     string          `json:"agent"`
 	Type      string          `json:"type"`
 	Data      json.RawMessage `json:"data"`

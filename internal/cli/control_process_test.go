@@ -31,6 +31,42 @@ agents:
 
 var slowFiles = map[string]string{"slow.yaml": "replies:\n  - text: never said\n    delay: 1h\n"}
 
+// agentrt cancel --run, from another process, cancels the run it names
+// and only it: a run that is not the session's run in progress is not
+// stopped (the process running the session acts only on a request for
+// its run), and the command says which run is; the run named is.
+func TestProcessCancelRun(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs child processes")
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnvStore(t, st.dsn(t), slowConfig, slowFiles)
+			run := startChild(t, e.dir, nil, "--config", e.config, "run", "--json", "--session", "s1", "go")
+			runID := run.waitEvent("model_started").RunID
+			if runID == "" {
+				t.Fatal("model_started names no run")
+			}
+			c := startChild(t, e.dir, nil, "--config", e.config, "cancel", "s1", "--run", "run_ended_before")
+			if code := c.wait(); code != cli.ExitUsage || !strings.Contains(c.stderrText(), "run "+runID+" is") {
+				t.Fatalf("cancel --run of another run: exit %d\n%s", code, c.stderrText())
+			}
+			c = startChild(t, e.dir, nil, "--config", e.config, "cancel", "s1", "--run", runID, "--reason", "this one")
+			if code := c.wait(); code != cli.ExitOK || !strings.Contains(c.stderrText(), "run canceled") {
+				t.Fatalf("cancel --run of the run: exit %d\n%s", code, c.stderrText())
+			}
+			if code := run.wait(); code != cli.ExitFailed {
+				t.Fatalf("the run's process: exit %d, want %d\n%s", code, cli.ExitFailed, run.stderrText())
+			}
+			evs := parseEvents(t, newProcChild(t, e).mustOut("--config", e.config, "sessions", "events", "s1"))
+			ctl := ofType(evs, "control")
+			if len(ctl) != 1 || data(t, ctl[0])["run_id"] != runID || data(t, ctl[0])["reason"] != "this one" {
+				t.Fatalf("control events %v in %v; want the one naming the run", ctl, types(evs))
+			}
+		})
+	}
+}
+
 // agentrt cancel, from another process, stops a run: the process running
 // it acts on the request, records it, ends the run canceled and exits 1;
 // the canceling command returns once the run has stopped.

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -154,19 +155,117 @@ func TestServeProcessA2ATaskAcrossRestart(t *testing.T) {
 	s2.stopOK()
 }
 
+// pushHook is a webhook on 127.0.0.1 that records the task states
+// pushed to it.
+type pushHook struct {
+	*httptest.Server
+	states chan spec.TaskState
+}
+
+func newPushHook(t *testing.T) *pushHook {
+	t.Helper()
+	h := &pushHook{states: make(chan spec.TaskState, 256)}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sr spec.StreamResponse
+		if err := json.NewDecoder(r.Body).Decode(&sr); err != nil {
+			t.Errorf("a push: %v", err)
+			return
+		}
+		switch e := sr.Event.(type) {
+		case *spec.Task:
+			h.states <- e.Status.State
+		case *spec.TaskStatusUpdateEvent:
+			h.states <- e.Status.State
+		}
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// until reads the states pushed until want, and returns them; the test
+// fails if want does not come within procTimeout (stderr says why).
+func (h *pushHook) until(t *testing.T, want spec.TaskState, stderr func() string) []spec.TaskState {
+	t.Helper()
+	var got []spec.TaskState
+	timeout := time.After(procTimeout)
+	for {
+		select {
+		case s := <-h.states:
+			if got = append(got, s); s == want {
+				return got
+			}
+		case <-timeout:
+			t.Fatalf("states pushed %v; no %s within %v; stderr:\n%s", got, want, procTimeout, stderr())
+		}
+	}
+}
+
+// A task's push config survives a SIGKILL of the server that took it
+// (SQLite): a task that waited for an approval, answered after the
+// restart, and a task whose run was under way, which the restarted
+// server resumes, are pushed to their ends by the restarted server.
+func TestServeProcessA2APushAcrossRestart(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	llm := fakellm.Start(t)
+	e := newEnv(t, carefulConfig(llm, "server:\n  a2a: {allow_private_webhooks: true}\n"), nil)
+	waiting, running := newPushHook(t), newPushHook(t)
+	s1 := startServe(t, e, nil)
+	c1 := a2aClient(t, s1.url)
+	res, err := c1.SendMessage(t.Context(), &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("what is 21*2+5")),
+		Config: &spec.SendMessageConfig{PushConfig: &spec.PushConfig{URL: waiting.URL, Token: "w"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := res.(*spec.Task)
+	waiting.until(t, spec.TaskStateInputRequired, s1.stderrText)
+	arrived, _ := llm.Hold()
+	res, err = c1.SendMessage(t.Context(), &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("what is 2+2")),
+		Config: &spec.SendMessageConfig{ReturnImmediately: true, PushConfig: &spec.PushConfig{URL: running.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	underWay := res.(*spec.Task)
+	<-arrived // its model call is under way
+	running.until(t, spec.TaskStateWorking, s1.stderrText)
+	kill(s1.child)
+
+	s2 := startServe(t, e, nil)
+	c2 := a2aClient(t, s2.url)
+	cfgs, err := c2.ListTaskPushConfigs(t.Context(), &spec.ListTaskPushConfigRequest{TaskID: asked.ID})
+	if err != nil || len(cfgs) != 1 || cfgs[0].URL != waiting.URL || cfgs[0].Token != "w" {
+		t.Fatalf("the waiting task's push configs after the restart: %+v %v", cfgs, err)
+	}
+	if _, err := c2.SendMessage(t.Context(), &spec.SendMessageRequest{Message: approve(asked)}); err != nil {
+		t.Fatalf("the answer after the restart: %v", err)
+	}
+	waiting.until(t, spec.TaskStateCompleted, s2.stderrText)
+	// The run under way at the kill is resumed by the restarted server
+	// (its recovery), and asks for its approval: pushed, then answered.
+	running.until(t, spec.TaskStateInputRequired, s2.stderrText)
+	if _, err := c2.SendMessage(t.Context(), &spec.SendMessageRequest{Message: approve(underWay)}); err != nil {
+		t.Fatalf("the answer to the resumed task: %v", err)
+	}
+	running.until(t, spec.TaskStateCompleted, s2.stderrText)
+	s2.stopOK()
+}
+
 // On Postgres, two servers: a task made on one is read, answered and
 // followed on the other, and canceled from the replica that does not run
-// it.
+// it; its push config, made with it on the first, is pushed to its end
+// after the answer on the other.
 func TestServeProcessA2AReplicas(t *testing.T) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs agentrt serve")
 	dsn, _ := pgtest.Schema(t)
 	llm := fakellm.Start(t)
-	e := newEnvStore(t, dsn, carefulConfig(llm, "control_poll: 100ms\n"), nil)
+	e := newEnvStore(t, dsn, carefulConfig(llm, "control_poll: 100ms\nserver:\n  a2a: {allow_private_webhooks: true}\n"), nil)
 	reps := []*serveProc{startServe(t, e, nil), startServe(t, e, nil)}
 	ca, cb := a2aClient(t, reps[0].url), a2aClient(t, reps[1].url)
+	hook := newPushHook(t)
 
-	res, err := ca.SendMessage(t.Context(), &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("what is 6*7"))})
+	res, err := ca.SendMessage(t.Context(), &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("what is 6*7")),
+		Config: &spec.SendMessageConfig{PushConfig: &spec.PushConfig{URL: hook.URL}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +289,8 @@ func TestServeProcessA2AReplicas(t *testing.T) {
 		!strings.Contains(sub[len(sub)-2], "42") {
 		t.Errorf("the first replica's subscription: %v; want the task working, its answer, completed", sub)
 	}
+	stderrs := func() string { return reps[0].stderrText() + reps[1].stderrText() }
+	hook.until(t, spec.TaskStateCompleted, stderrs)
 	for i, c := range []*a2aclient.Client{ca, cb} {
 		// The replica where a2a-go ran the answer holds the task as its
 		// own follower last saw it: the run's last commit, made by the

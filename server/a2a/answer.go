@@ -41,22 +41,22 @@ func answerOf(m *spec.Message) (*answer, error) {
 		case spec.Data:
 			b, err := json.Marshal(c.Value)
 			if err != nil {
-				return nil, fmt.Errorf("data part: %v: %w", err, spec.ErrInvalidParams)
+				return nil, rpcError(spec.ErrInvalidParams, "a data part of the answer is not JSON: %v", err)
 			}
 			var s structuredAnswer
 			dec := json.NewDecoder(strings.NewReader(string(b)))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&s); err != nil {
-				return nil, fmt.Errorf("the answer's data part: %v (want request_id, decision, arguments, text, selected, result, reason): %w", err, spec.ErrInvalidParams)
+				return nil, rpcError(spec.ErrInvalidParams, "the answer's data part: %v (want request_id, decision, arguments, text, selected, result, reason)", err)
 			}
 			a.structured, a.requestID = &s, s.RequestID
 		default:
-			return nil, fmt.Errorf("a %T part: an answer is text or data: %w", c, spec.ErrUnsupportedContentType)
+			return nil, rpcError(spec.ErrUnsupportedContentType, "%s: an answer is text or data", partKind(p))
 		}
 	}
 	a.text = strings.TrimSpace(strings.Join(texts, "\n"))
 	if a.text == "" && a.structured == nil {
-		return nil, fmt.Errorf("the answer has no text or data part: %w", spec.ErrInvalidParams)
+		return nil, rpcError(spec.ErrInvalidParams, "the answer has no text or data part")
 	}
 	return a, nil
 }

@@ -87,7 +87,7 @@ func deriveTasks(ctx context.Context, st session.Store, sess *session.Session, t
 	var evs []spec.Event
 	for ev, err := range st.Events(ctx, sess.ID, from) {
 		if err != nil {
-			return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "a2a: read session " + sess.ID, Err: err}
+			return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (session " + sess.ID + ")", Err: err}
 		}
 		one[0] = ev
 		for _, d := range out {

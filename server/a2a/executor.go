@@ -27,6 +27,9 @@ const (
 	MetaRun      = "agentrt.run_id"
 	MetaSeq      = "agentrt.seq"
 	MetaRequests = "agentrt.requests"
+	// MetaPaused is the reason of a run that paused (a limit, such as
+	// max_rounds): the task waits for a message that resumes it.
+	MetaPaused = "agentrt.paused"
 )
 
 // executor runs an A2A task as a turn of a session of one agent.
@@ -69,7 +72,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		st := ec.StoredTask
 		switch {
 		case st == nil:
-			yield(nil, fmt.Errorf("a2a: task %s is not the adapter's: %w", ec.TaskID, spec.ErrInvalidRequest))
+			yield(nil, rpcError(spec.ErrInvalidRequest, "task %s is not one this server made", ec.TaskID))
 		case st.Status.State == spec.TaskStateSubmitted && len(st.History) > 0 && st.History[0].ID == ec.Message.ID:
 			x.start(ctx, ec, yield)
 		case st.Status.State == spec.TaskStateInputRequired:
@@ -83,8 +86,8 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 // notWaiting is the error of a message on task id, in state, which asks
 // nothing.
 func notWaiting(id spec.TaskID, state spec.TaskState) error {
-	return fmt.Errorf("task %s is %s: a message on a task answers what it asks while it is input-required (SubscribeToTask follows it); send a message without a task id (same contextId) for a new turn: %w",
-		id, state, spec.ErrInvalidParams)
+	return rpcError(spec.ErrInvalidParams, "task %s is %s: a message on a task answers what it asks while it is input-required (SubscribeToTask follows it); send a message without a task id (same contextId) for a new turn",
+		id, state)
 }
 
 // start follows a new task's turn: the task as submitted, then its
@@ -145,17 +148,21 @@ func (x *executor) session(ctx context.Context, id string) (*session.Session, er
 		return nil, err
 	}
 	if s.Agent != x.agent {
-		return nil, fmt.Errorf("contextId %s is a session of agent %q, not %q: %w", id, s.Agent, x.agent, spec.ErrInvalidParams)
+		return nil, rpcError(spec.ErrInvalidParams, "contextId %s is a session of agent %q, not %q: send it to that agent, or use another contextId", id, s.Agent, x.agent)
 	}
 	return s, nil
 }
 
-// answer resolves the session's pending requests with the message and
-// follows the run it continues.
+// answer resolves the session's pending requests with the message, or
+// resumes the run that paused, and follows the run it continues.
 func (x *executor) answer(ctx context.Context, ec *a2asrv.ExecutorContext, yield func(spec.Event, error) bool) {
 	r := x.srv.Runner()
 	id := ec.ContextID
 	runID, after := position(ec.StoredTask)
+	if m := ec.StoredTask.Status.Message; m != nil && m.Metadata[MetaPaused] != nil {
+		x.resume(ctx, ec, yield)
+		return
+	}
 	pending, err := r.PendingRequests(ctx, session.RequestListOptions{SessionID: id, Limit: 100})
 	if err != nil {
 		yield(nil, err)
@@ -179,7 +186,7 @@ func (x *executor) answer(ctx context.Context, ec *a2asrv.ExecutorContext, yield
 		res.By = agentrt.ActorOf(ctx)
 		if _, err := r.ResolveAndContinue(ctx, id, p.Request.RequestID, res); err != nil &&
 			agentrt.AsError(err).ErrorCode() != agentrt.CodeAlreadyResolved {
-			problems = append(problems, fmt.Sprintf("request %s: %v", p.Request.RequestID, err))
+			problems = append(problems, fmt.Sprintf("request %s: %s", p.Request.RequestID, publicText(err)))
 		}
 	}
 	if len(problems) > 0 {
@@ -192,6 +199,42 @@ func (x *executor) answer(ctx context.Context, ec *a2asrv.ExecutorContext, yield
 	}
 	// Follow the run the answer continued (here, or wherever the last
 	// answer was given) from where the task stopped.
+	tr := &translator{info: ec.TaskInfo(), canceled: x.canceled, runID: runID, lastSeq: after}
+	tr.follow(single(r.Watch(ctx, id, after)), yield)
+}
+
+// resume resumes the run of a task that paused (its status message says
+// why), when the message says to go on, and follows it; any other
+// message leaves the task waiting, saying what to answer.
+func (x *executor) resume(ctx context.Context, ec *a2asrv.ExecutorContext, yield func(spec.Event, error) bool) {
+	r := x.srv.Runner()
+	id := ec.ContextID
+	runID, after := position(ec.StoredTask)
+	still := func(text string) {
+		msg := spec.NewMessageForTask(spec.MessageRoleAgent, ec, spec.NewTextPart(text))
+		msg.Metadata = ec.StoredTask.Status.Message.Metadata
+		yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateInputRequired, msg), nil)
+	}
+	ans, err := answerOf(ec.Message)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	switch strings.ToLower(strings.Trim(ans.text, " .!")) {
+	case "continue", "resume", "go on", "yes", "ok":
+	default:
+		still(fmt.Sprintf("The run paused: reply continue on this task to let it go on (got %q), or send a message without a task id for a new turn.", ans.text))
+		return
+	}
+	if _, err := r.StartResume(ctx, id); err != nil {
+		e := agentrt.AsError(err)
+		if e.Kind != agentrt.FailState {
+			yield(nil, err)
+			return
+		}
+		// Resumed meanwhile, elsewhere (or it is no longer paused): the
+		// log says how it goes on, which the task follows.
+	}
 	tr := &translator{info: ec.TaskInfo(), canceled: x.canceled, runID: runID, lastSeq: after}
 	tr.follow(single(r.Watch(ctx, id, after)), yield)
 }
@@ -215,9 +258,11 @@ func position(t *spec.Task) (runID string, seq int64) {
 	return runID, seq
 }
 
-// Cancel cancels the session's run, and the task with it. A run that is
-// not running (it ended, or the task's input is not taken up yet) leaves
-// the task as it is: the task is not cancelable.
+// Cancel cancels the task's run (Runner.CancelRun: that run, not
+// whatever runs in the session when the request lands — the session's
+// next turn, another task's), and the task with it. A task whose run is
+// not running (it ended, or the task's input is not taken up yet) is
+// left as it is: the task is not cancelable.
 func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
 		done := make(chan struct{})
@@ -233,20 +278,44 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			x.mu.Unlock()
 			close(done)
 		}()
-		out, err := x.srv.Runner().Cancel(ctx, ec.ContextID, "A2A CancelTask "+string(ec.TaskID))
+		runID, err := x.taskRun(ctx, ec.TaskID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		out, err := x.srv.Runner().CancelRun(ctx, ec.ContextID, runID, "A2A CancelTask "+string(ec.TaskID))
 		switch {
 		case err == nil && (out.Acted || out.Status == session.StatusCanceled):
 			yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateCanceled, nil), nil)
 		case err == nil:
-			yield(nil, fmt.Errorf("task %s: its run ended %s before it could be canceled: %w", ec.TaskID, out.Status, spec.ErrTaskNotCancelable))
+			yield(nil, rpcError(spec.ErrTaskNotCancelable, "task %s: its run ended %s before it could be canceled", ec.TaskID, out.Status))
 		case agentrt.AsError(err).ErrorCode() == agentrt.CodeNotRunning:
 			// The log says how the task stands (ended, or its input not
 			// taken up yet): GetTask shows it.
-			yield(nil, fmt.Errorf("task %s: %v: %w", ec.TaskID, err, spec.ErrTaskNotCancelable))
+			yield(nil, rpcError(spec.ErrTaskNotCancelable, "task %s: %s", ec.TaskID, publicText(err)))
 		default:
 			yield(nil, err)
 		}
 	}
+}
+
+// taskRun is the run of task id's turn as the log has it: the one in
+// progress (a turn restarted after an interruption goes on in another),
+// or the one that ended it. A task whose input no run has taken up yet
+// has none: it is not cancelable.
+func (x *executor) taskRun(ctx context.Context, id spec.TaskID) (string, error) {
+	ref, ok := parseTaskID(id)
+	if !ok {
+		return "", spec.ErrTaskNotFound
+	}
+	d, err := x.tasks.derive(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if d.tr.runID == "" {
+		return "", rpcError(spec.ErrTaskNotCancelable, "task %s: its input waits for a turn (the session's run answers another input first): it can be canceled once it runs", id)
+	}
+	return d.tr.runID, nil
 }
 
 // inputOf is a message's parts as a gateway input: its text parts joined
@@ -261,16 +330,16 @@ func inputOf(m *spec.Message) (string, []session.InputPart, error) {
 		case spec.Data:
 			b, err := json.Marshal(c.Value)
 			if err != nil {
-				return "", nil, fmt.Errorf("data part: %v: %w", err, spec.ErrInvalidParams)
+				return "", nil, rpcError(spec.ErrInvalidParams, "a data part of the message is not JSON: %v", err)
 			}
 			parts = append(parts, session.InputPart{Type: "data", Data: b})
 		default:
-			return "", nil, fmt.Errorf("a %T part: this agent takes text and data parts: %w", c, spec.ErrUnsupportedContentType)
+			return "", nil, rpcError(spec.ErrUnsupportedContentType, "%s: this agent takes text and data parts", partKind(p))
 		}
 	}
 	text := strings.Join(texts, "\n")
 	if text == "" && len(parts) == 0 {
-		return "", nil, fmt.Errorf("the message has no text or data part: %w", spec.ErrInvalidParams)
+		return "", nil, rpcError(spec.ErrInvalidParams, "the message has no text or data part")
 	}
 	return text, parts, nil
 }

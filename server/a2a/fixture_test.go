@@ -35,6 +35,7 @@ type fixture struct {
 	http    *httptest.Server
 	started chan struct{} // a gate call began
 	release chan struct{} // closed: gate calls return
+	stop    func()        // see close
 }
 
 type options struct {
@@ -44,6 +45,14 @@ type options struct {
 	// store are replicas: two servers, each with its runner and gateway,
 	// as two processes on one database.
 	store session.Store
+	// agents are served beside assistant.
+	agents []*agentrt.Agent
+	// policy is the gateway's for input to a source whose turn runs;
+	// "": interrupt.
+	policy gateway.Policy
+	// strictWebhooks keeps cfg.AllowPrivateWebhooks as it is (else it is
+	// set: the tests' webhooks are on 127.0.0.1).
+	strictWebhooks bool
 }
 
 func newFixture(t *testing.T, o options) *fixture {
@@ -72,11 +81,11 @@ func newFixture(t *testing.T, o options) *fixture {
 	if o.store == nil {
 		o.store = memstore.New()
 	}
-	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{ag}})
+	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: append([]*agentrt.Agent{ag}, o.agents...)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Runner: f.r})
+	gw, err := gateway.New(gateway.Config{Runner: f.r, Policy: o.policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +96,17 @@ func newFixture(t *testing.T, o options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.cfg.AllowPrivateWebhooks = true
+	if !o.strictWebhooks {
+		o.cfg.AllowPrivateWebhooks = true
+	}
+	if o.cfg.PushPoll == 0 {
+		o.cfg.PushPoll = 10 * time.Millisecond // replicas take tasks over at once
+	}
 	if err := a2a.Mount(f.srv, o.cfg); err != nil {
 		t.Fatal(err)
 	}
 	f.http = httptest.NewServer(f.srv.Handler())
-	t.Cleanup(func() {
+	f.stop = sync.OnceFunc(func() {
 		f.http.CloseClientConnections()
 		_ = f.srv.Shutdown(context.Background())
 		f.http.Close()
@@ -100,7 +114,15 @@ func newFixture(t *testing.T, o options) *fixture {
 		wg.Wait()
 		_ = f.r.Close(context.Background())
 	})
+	t.Cleanup(f.stop)
 	return f
+}
+
+// close stops the fixture's server, gateway and runner (once; the test's
+// cleanup does it too), as a replica that goes away.
+func (f *fixture) close(t *testing.T) {
+	t.Helper()
+	f.stop()
 }
 
 // bearer adds an API key to every request.
@@ -116,11 +138,18 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // with API key key (none: "").
 func (f *fixture) client(t *testing.T, key string) *a2aclient.Client {
 	t.Helper()
+	return f.agentClient(t, "assistant", key)
+}
+
+// agentClient is a2a-go's client of agent, found through its card, with
+// API key key (none: "").
+func (f *fixture) agentClient(t *testing.T, agent, key string) *a2aclient.Client {
+	t.Helper()
 	hc := &http.Client{}
 	if key != "" {
 		hc.Transport = bearer{key}
 	}
-	card := f.card(t, "assistant", key)
+	card := f.card(t, agent, key)
 	c, err := a2aclient.NewFromCard(t.Context(), card, a2aclient.WithJSONRPCTransport(hc))
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/agentrt/agentrt"
@@ -41,20 +40,15 @@ type handler struct {
 	srv   *server.Server
 	x     *executor
 	tasks *taskStore
-	// pushes and sender are a2a-go's, which its task manager uses; the
-	// handler's own stream of a new task (streamBatches) sends through
-	// them too.
-	pushes push.ConfigStore
-	sender push.Sender
+	// pushes keeps the tasks' push configs and pushes their updates
+	// (a2a-go does neither); nil when the store keeps no records.
+	pushes *pusher
 	log    *slog.Logger
 }
 
 // SendMessage implements a2asrv.RequestHandler.
 func (h *handler) SendMessage(ctx context.Context, req *spec.SendMessageRequest) (spec.SendMessageResult, error) {
-	if err := h.answerable(ctx, req); err != nil {
-		return nil, err
-	}
-	req, id, dup, err := h.newTask(ctx, req)
+	req, id, dup, err := h.accept(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +68,7 @@ func (h *handler) SendMessage(ctx context.Context, req *spec.SendMessageRequest)
 // SendStreamingMessage implements a2asrv.RequestHandler.
 func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessageRequest) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
-		if err := h.answerable(ctx, req); err != nil {
-			yield(nil, err)
-			return
-		}
-		req, id, dup, err := h.newTask(ctx, req)
+		req, id, dup, err := h.accept(ctx, req)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -98,36 +88,125 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *spec.SendMessag
 	}
 }
 
-// answerable refuses a message on a task that asks nothing (working,
-// submitted) before a2a-go sees it: a2a-go would begin an execution of
-// the task for it — beside the run that goes on, which a2a-go does not
-// know of when the handler streams the task itself or another replica
-// runs it — and the executor's refusal (notWaiting) would fail the
-// task, here, while its run goes on. A message on a task that waits, or
-// has ended, or is not found, is a2a-go's to take or refuse.
+// accept takes a message (see answerable and newTask) and its push
+// config: the config is checked before anything is stored, and stored
+// for the message's task (the new one, or the one it answers); the
+// request returned, which a2a-go gets, has none (a2a-go keeps no configs
+// here). An answer to a task has the pusher look at the task at once:
+// its run goes on.
+func (h *handler) accept(ctx context.Context, req *spec.SendMessageRequest) (_ *spec.SendMessageRequest, id spec.TaskID, dup bool, err error) {
+	if err := h.answerable(ctx, req); err != nil {
+		return nil, "", false, err
+	}
+	var pc *spec.PushConfig
+	if req != nil && req.Config != nil && req.Config.PushConfig != nil {
+		if h.pushes == nil {
+			return nil, "", false, noPushes()
+		}
+		pc = req.Config.PushConfig
+		if err := h.pushes.check(ctx, pc); err != nil {
+			return nil, "", false, err
+		}
+		r, c := *req, *req.Config
+		c.PushConfig = nil
+		r.Config = &c
+		req = &r
+	}
+	req, id, dup, err = h.newTask(ctx, req)
+	if err != nil || dup || h.pushes == nil {
+		return req, id, dup, err
+	}
+	var onTask spec.TaskID // the task the message answers, if any
+	if id == "" && req != nil && req.Message != nil {
+		onTask = req.Message.TaskID
+	}
+	switch {
+	case pc != nil && id != "":
+		// A new task's config: its updates from its turn's start.
+		ref, _ := parseTaskID(id)
+		if _, err := h.pushes.save(ctx, id, pc, ref.after); err != nil {
+			h.tasks.release(id)
+			return nil, "", false, err
+		}
+	case pc != nil && onTask != "":
+		// A config with an answer: the updates from the answer on.
+		ref, _ := parseTaskID(onTask)
+		sess, err := h.srv.Runner().Store().GetSession(ctx, ref.session)
+		if err != nil {
+			return nil, "", false, &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (session " + ref.session + ")", Err: err}
+		}
+		if _, err := h.pushes.save(ctx, onTask, pc, sess.LastSeq); err != nil {
+			return nil, "", false, err
+		}
+	case onTask != "":
+		// An answer: if the task has push configs, its run goes on, and
+		// so do its pushes, at once.
+		h.pushes.kick(session.TenantOf(ctx), onTask)
+	}
+	return req, id, false, nil
+}
+
+// noPushes is the error of a push method on a server whose store keeps
+// no push configs.
+func noPushes() error {
+	return rpcError(spec.ErrPushNotificationNotSupported, "this server keeps no push configs (its store keeps no records)")
+}
+
+// answerable refuses, before a2a-go sees it, a message on a task that
+// it cannot take, in words of the adapter's own: a message with no id,
+// parts or role, or with another task's contextId; one on a task that
+// has ended; one on a task that asks nothing (working, submitted), for
+// which a2a-go would begin an execution of the task — beside the run
+// that goes on, which a2a-go does not know of when the handler streams
+// the task itself or another replica runs it — and the executor's
+// refusal (notWaiting) would fail the task, here, while its run goes
+// on. A message on a task that waits, or is not found, is a2a-go's to
+// take or refuse.
 func (h *handler) answerable(ctx context.Context, req *spec.SendMessageRequest) error {
 	if req == nil || req.Message == nil || req.Message.TaskID == "" {
 		return nil
 	}
-	st, err := h.tasks.Get(ctx, req.Message.TaskID)
+	m := req.Message
+	if err := checkMessage(m); err != nil {
+		return err
+	}
+	st, err := h.tasks.Get(ctx, m.TaskID)
 	if err != nil {
 		return nil
 	}
-	switch s := st.Task.Status.State; {
-	case s == spec.TaskStateInputRequired, s == spec.TaskStateAuthRequired, s.Terminal():
+	t := st.Task
+	switch s := t.Status.State; {
+	case m.ContextID != "" && m.ContextID != t.ContextID:
+		return rpcError(spec.ErrInvalidParams, "task %s is of context %s, not %s: leave contextId out, or give the task's", m.TaskID, t.ContextID, m.ContextID)
+	case s.Terminal():
+		return rpcError(spec.ErrInvalidParams, "task %s has ended (%s): send a message without a task id (same contextId %s) for a new turn", m.TaskID, s, t.ContextID)
+	case s == spec.TaskStateInputRequired, s == spec.TaskStateAuthRequired:
 		return nil
 	default:
-		return notWaiting(req.Message.TaskID, s)
+		return notWaiting(m.TaskID, s)
 	}
+}
+
+// checkMessage refuses what a2a-go would refuse of message m, in words
+// of the adapter's own.
+func checkMessage(m *spec.Message) error {
+	switch {
+	case m.ID == "":
+		return rpcError(spec.ErrInvalidParams, "the message has no messageId")
+	case len(m.Parts) == 0:
+		return rpcError(spec.ErrInvalidParams, "the message has no parts")
+	case m.Role == "":
+		return rpcError(spec.ErrInvalidParams, "the message has no role (ROLE_USER)")
+	}
+	return nil
 }
 
 // direct reports whether the stream of new task req is the handler's own
 // (stream): what a2a-go would do for it besides streaming the task's
-// events (push notifications, a shortened history) is asked for in its
-// configuration.
+// events (a shortened history) is asked for in its configuration.
 func direct(req *spec.SendMessageRequest) bool {
 	c := req.Config
-	return c == nil || c.PushConfig == nil && c.HistoryLength == nil
+	return c == nil || c.HistoryLength == nil
 }
 
 // stream yields new task id, then its updates, as the handler's own
@@ -157,18 +236,16 @@ func (h *handler) stream(ctx context.Context, id spec.TaskID) iter.Seq2[spec.Eve
 // together), so that a writer flushes once a batch; emit returns false to
 // stop. The task store holds the task as it goes, as the manager would
 // have stored it, so that GetTask, SubscribeToTask and CancelTask find
-// it, and each update goes to the task's push configs (one made while
-// the task streams too), before the stream has it, as the manager would
-// send it — after the client has left too, to the turn's end, when the
-// task has push configs then (the turn outlives the request, as a2a-go's
-// execution would); a CancelTask (a2a-go's, with no execution of the task to stop)
-// cancels the run, and the stream ends CANCELED with it. The error is
-// for a task whose turn is gone (nothing was emitted).
+// it; a CancelTask (a2a-go's, with no execution of the task to stop)
+// cancels the run, and the stream ends CANCELED with it. (Its push
+// notifications are the pusher's, which follows the task whether or not
+// its client stays.) The error is for a task whose turn is gone (nothing
+// was emitted).
 func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([]spec.Event) bool) error {
 	ref, _ := parseTaskID(id)
 	task, turn := h.tasks.begin(id)
 	if turn == nil {
-		return fmt.Errorf("a2a: task %s: its turn is gone", id)
+		return &agentrt.Error{Kind: agentrt.FailInternal, Msg: fmt.Sprintf("task %s: its turn is gone", id)}
 	}
 	defer turn.Close()
 	ended := false
@@ -182,9 +259,6 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 		return nil
 	}
 	tr := &translator{info: spec.TaskInfo{TaskID: id, ContextID: task.ContextID}, input: ref.input}
-	// Pushes outlive the request, as the turn does.
-	pctx := context.WithoutCancel(ctx)
-	gone := false // the client left; the task's webhooks want the rest
 	var out []spec.Event
 	for evs, err := range turn.EventBatches() {
 		if err != nil {
@@ -195,7 +269,7 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 			}
 			// Following the turn failed: so does the task, as its
 			// translator says.
-			out, ended = append(out[:0], failed(tr.info, "following the session: "+err.Error())), true
+			out, ended = append(out[:0], failed(tr.info, "following the session: "+publicText(err))), true
 		} else {
 			out, ended = tr.batch(out[:0], evs)
 		}
@@ -203,12 +277,8 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 			apply(task, ev)
 			h.tasks.progress(id, task, ev)
 		}
-		h.push(pctx, id, out)
-		if !gone && len(out) > 0 && !emit(out) {
-			if cfgs, err := h.pushes.List(pctx, id); err != nil || len(cfgs) == 0 {
-				return nil
-			}
-			gone = true
+		if len(out) > 0 && !emit(out) {
+			return nil
 		}
 		if ended {
 			return nil
@@ -217,26 +287,90 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 	return nil
 }
 
-// push sends evs, updates of task id, to the task's push configs, as
-// a2a-go's task manager does for the tasks it runs (in order, each
-// config in turn, waiting for each webhook). A config that cannot be
-// read or a webhook that fails is logged: the task goes on.
-func (h *handler) push(ctx context.Context, id spec.TaskID, evs []spec.Event) {
-	if len(evs) == 0 {
-		return
-	}
-	cfgs, err := h.pushes.List(ctx, id)
-	if err != nil {
-		h.log.Warn("a2a: push configs", "task", id, "err", err)
-		return
-	}
-	for _, ev := range evs {
-		for _, c := range cfgs {
-			if err := h.sender.SendPush(ctx, c, ev); err != nil {
-				h.log.Warn("a2a: push notification", "task", id, "url", c.URL, "err", err)
-			}
+// CancelTask implements a2asrv.RequestHandler: a task that has ended is
+// refused in the adapter's words; any other is a2a-go's to cancel (its
+// executor's Cancel cancels the run).
+func (h *handler) CancelTask(ctx context.Context, req *spec.CancelTaskRequest) (*spec.Task, error) {
+	if req != nil {
+		st, err := h.tasks.Get(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		if s := st.Task.Status.State; s.Terminal() && s != spec.TaskStateCanceled {
+			return nil, rpcError(spec.ErrTaskNotCancelable, "task %s has ended (%s): only a task in progress can be canceled", req.ID, s)
 		}
 	}
+	return h.RequestHandler.CancelTask(ctx, req)
+}
+
+// CreateTaskPushConfig implements a2asrv.RequestHandler: config c,
+// checked, is stored for its task (of ctx's tenant), whose updates are
+// pushed from then on (a task that has ended has none).
+func (h *handler) CreateTaskPushConfig(ctx context.Context, c *spec.PushConfig) (*spec.PushConfig, error) {
+	if h.pushes == nil {
+		return nil, noPushes()
+	}
+	if c == nil {
+		return nil, rpcError(spec.ErrInvalidParams, "the push config is empty")
+	}
+	st, err := h.tasks.Get(ctx, c.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.pushes.check(ctx, c); err != nil {
+		return nil, err
+	}
+	sess, err := h.srv.Runner().Store().GetSession(ctx, st.Task.ContextID)
+	if err != nil {
+		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (session " + st.Task.ContextID + ")", Err: err}
+	}
+	return h.pushes.save(ctx, c.TaskID, c, sess.LastSeq)
+}
+
+// GetTaskPushConfig implements a2asrv.RequestHandler.
+func (h *handler) GetTaskPushConfig(ctx context.Context, req *spec.GetTaskPushConfigRequest) (*spec.PushConfig, error) {
+	cfgs, err := h.listPush(ctx, req.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cfgs {
+		if c.ID == req.ID {
+			return c, nil
+		}
+	}
+	return nil, pushConfigError(req.TaskID, req.ID)
+}
+
+// ListTaskPushConfigs implements a2asrv.RequestHandler.
+func (h *handler) ListTaskPushConfigs(ctx context.Context, req *spec.ListTaskPushConfigRequest) (*spec.ListTaskPushConfigResponse, error) {
+	cfgs, err := h.listPush(ctx, req.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	return &spec.ListTaskPushConfigResponse{Configs: cfgs}, nil
+}
+
+// DeleteTaskPushConfig implements a2asrv.RequestHandler: a config the
+// task does not have is no error.
+func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *spec.DeleteTaskPushConfigRequest) error {
+	if h.pushes == nil {
+		return noPushes()
+	}
+	if _, err := h.tasks.Get(ctx, req.TaskID); err != nil {
+		return err
+	}
+	return h.pushes.deleteConfig(ctx, req.TaskID, req.ID)
+}
+
+// listPush is the push configs of task id, a task of ctx's tenant.
+func (h *handler) listPush(ctx context.Context, id spec.TaskID) ([]*spec.PushConfig, error) {
+	if h.pushes == nil {
+		return nil, noPushes()
+	}
+	if _, err := h.tasks.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	return h.pushes.configs(ctx, id)
 }
 
 // SubscribeToTask implements a2asrv.RequestHandler: a2a-go's subscription
@@ -301,20 +435,15 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 	}
 	m := req.Message
 	// What a2a-go would refuse, refused before anything is stored.
-	switch {
-	case m.ID == "":
-		return nil, "", false, fmt.Errorf("message ID is required: %w", spec.ErrInvalidParams)
-	case len(m.Parts) == 0:
-		return nil, "", false, fmt.Errorf("message parts is required: %w", spec.ErrInvalidParams)
-	case m.Role == "":
-		return nil, "", false, fmt.Errorf("message role is required: %w", spec.ErrInvalidParams)
+	if err := checkMessage(m); err != nil {
+		return nil, "", false, err
 	}
 	contextID := m.ContextID
 	if contextID == "" {
 		contextID = contextFor(m.ID)
 	}
 	if err := session.CheckID(contextID); err != nil {
-		return nil, "", false, fmt.Errorf("contextId: %v: %w", err, spec.ErrInvalidParams)
+		return nil, "", false, rpcError(spec.ErrInvalidParams, "contextId: %v", err)
 	}
 	text, parts, err := inputOf(m)
 	if err != nil {
@@ -363,7 +492,7 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 func (h *handler) sentBefore(ctx context.Context, in gateway.Input) (spec.TaskID, error) {
 	ins, err := h.tasks.inbox.Inputs(ctx, in.Source, 0, 0)
 	if err != nil {
-		return "", &agentrt.Error{Kind: agentrt.FailStore, Msg: "a2a: read the inputs of session " + in.Source, Err: err}
+		return "", &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (the inputs of session " + in.Source + ")", Err: err}
 	}
 	want := in.Parts
 	if in.Text != "" {
@@ -379,7 +508,7 @@ func (h *handler) sentBefore(ctx context.Context, in gateway.Input) (spec.TaskID
 		}
 		return ref.id(), nil
 	}
-	return "", fmt.Errorf("message id %s was given to another message in context %s: %w", strings.TrimPrefix(in.Key, keyPrefix), in.Source, spec.ErrInvalidParams)
+	return "", rpcError(spec.ErrInvalidParams, "messageId %s was given to another message in context %s: give each message an id of its own", strings.TrimPrefix(in.Key, keyPrefix), in.Source)
 }
 
 func samePart(a, b session.InputPart) bool {

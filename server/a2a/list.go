@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 
@@ -30,7 +29,7 @@ func (s *taskStore) List(ctx context.Context, req *spec.ListTasksRequest) (*spec
 	if size == 0 {
 		size = 50
 	} else if size < 1 || size > 100 {
-		return nil, fmt.Errorf("page size must be between 1 and 100 inclusive, got %d: %w", size, spec.ErrInvalidRequest)
+		return nil, rpcError(spec.ErrInvalidParams, "pageSize must be between 1 and 100, got %d", size)
 	}
 	before := int64(-1)
 	if req.PageToken != "" {
@@ -39,7 +38,7 @@ func (s *taskStore) List(ctx context.Context, req *spec.ListTasksRequest) (*spec
 			before, err = strconv.ParseInt(string(b), 10, 64)
 		}
 		if err != nil || before <= 0 {
-			return nil, fmt.Errorf("page token %q: not a token a listing gave: %w", req.PageToken, spec.ErrInvalidParams)
+			return nil, rpcError(spec.ErrInvalidParams, "pageToken %q is not a token a listing gave (its nextPageToken)", req.PageToken)
 		}
 	}
 	found, err := s.taskInputs(ctx, req.ContextID)
@@ -115,7 +114,7 @@ func (s *taskStore) taskInputs(ctx context.Context, id string) ([]listed, error)
 	add := func(sess *session.Session) error {
 		ins, err := s.inbox.Inputs(ctx, sess.ID, 0, 0)
 		if err != nil {
-			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "a2a: read the inputs of session " + sess.ID, Err: err}
+			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (the inputs of session " + sess.ID + ")", Err: err}
 		}
 		for i := range ins {
 			if _, ok := taskAfter(&ins[i]); ok && ins[i].SessionID == sess.ID {
@@ -138,7 +137,7 @@ func (s *taskStore) taskInputs(ctx context.Context, id string) ([]listed, error)
 	for {
 		page, err := s.srv.Runner().Store().ListSessions(ctx, opt)
 		if err != nil {
-			return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "a2a: list sessions", Err: err}
+			return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (the sessions)", Err: err}
 		}
 		for _, sess := range page {
 			if sess.Agent == s.agent {

@@ -1,11 +1,9 @@
 package a2a
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"time"
 
@@ -34,56 +32,51 @@ type rpcResult struct {
 }
 
 // serveStream serves a SendStreamingMessage that starts a task (no task
-// id, no push config) itself, and reports whether it did: the task's
-// input is stored (handler.newTask), and its events are written as
-// a2a-go's JSON-RPC server writes a stream — an SSE event a result, each
-// with a random id, in the same JSON — from the turn's batches, flushed
-// once a batch, with keep-alive comments every keepAlive while the turn
-// is quiet. a2a-go's server goes through a goroutine and a flush an event
-// and its task manager copies the task several times an event; this is
-// the common case, at the native stream's cost.
+// id, no historyLength), req of JSON-RPC request id, itself, and reports
+// whether it did: the task's input is stored (handler.newTask), and its
+// events are written as a2a-go's JSON-RPC server writes a stream — an
+// SSE event a result, each with a random id, in the same JSON — from the
+// turn's batches, flushed once a batch, with keep-alive comments every
+// keepAlive while the turn is quiet. a2a-go's server goes through a
+// goroutine and a flush an event and its task manager copies the task
+// several times an event; this is the common case, at the native
+// stream's cost.
 //
 // Any other request, and one that newTask refuses or finds sent before,
 // is left to a2a-go (false), with its body as it came: newTask stored
 // nothing, and a2a-go's handler (handler.SendStreamingMessage) runs it
 // again, answering the same error, or the task sent before, in its own
 // encoding.
-func (ep *agentEndpoint) serveStream(w http.ResponseWriter, r *http.Request, keepAlive time.Duration) bool {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+func (ep *agentEndpoint) serveStream(w http.ResponseWriter, r *http.Request, rpcID any, req *spec.SendMessageRequest, keepAlive time.Duration) bool {
+	if req.Message == nil || req.Message.TaskID != "" || !direct(req) {
 		return false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var rq rpcRequest
-	if json.Unmarshal(body, &rq) != nil || rq.JSONRPC != "2.0" || rq.Method != methodStream || !validID(rq.ID) {
-		return false
-	}
-	var req spec.SendMessageRequest
-	if json.Unmarshal(rq.Params, &req) != nil || req.Message == nil || req.Message.TaskID != "" || !direct(&req) {
-		return false
-	}
-	_, id, dup, err := ep.h.newTask(r.Context(), &req)
+	_, id, dup, err := ep.h.accept(r.Context(), req)
 	if err != nil || dup {
 		return false
 	}
 	defer ep.h.tasks.release(id)
 
+	startSSE(w)
+	ka := ep.srv.KeepAliveEvery(w, keepAlive)
+	defer ka.Stop()
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), ka: ka, resp: rpcResult{JSONRPC: "2.0", ID: rpcID}}
+	if err := ep.h.streamBatches(r.Context(), id, s.batch); err != nil {
+		// Nothing was written but the headers: say why as a2a-go would
+		// (an internal error).
+		s.fail(public(r.Context(), ep.h.log, err, taskSubject(id)))
+	}
+	return true
+}
+
+// startSSE writes the headers of an SSE stream.
+func startSSE(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	ka := ep.srv.KeepAliveEvery(w, keepAlive)
-	defer ka.Stop()
-	s := &sseWriter{w: w, rc: http.NewResponseController(w), ka: ka, resp: rpcResult{JSONRPC: "2.0", ID: rq.ID}}
-	if err := ep.h.streamBatches(r.Context(), id, s.batch); err != nil {
-		// Nothing was written but the headers: say why as a2a-go would
-		// (an internal error).
-		s.fail(err)
-	}
-	return true
 }
 
 // sseWriter writes a stream's events as a2a-go's JSON-RPC server does.
@@ -110,20 +103,23 @@ func (s *sseWriter) batch(evs []spec.Event) bool {
 	return s.send()
 }
 
-// fail writes a JSON-RPC error ending the stream.
+// fail writes a JSON-RPC error ending the stream; err is public (its
+// message is what the client reads).
 func (s *sseWriter) fail(err error) {
 	b, _ := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      any    `json:"id"`
 		Error   any    `json:"error"`
-	}{"2.0", s.resp.ID, map[string]any{"code": -32603, "message": err.Error()}})
+	}{"2.0", s.resp.ID, rpcErrorObject(err)})
 	s.buf = append(append(append(append(append(s.buf[:0], "id: "...), eventID()...), "\ndata: "...), b...), "\n\n"...)
 	s.send()
 }
 
 func (s *sseWriter) send() bool {
-	s.ka.Lock()
-	defer s.ka.Unlock()
+	if s.ka != nil {
+		s.ka.Lock()
+		defer s.ka.Unlock()
+	}
 	if _, err := s.w.Write(s.buf); err != nil {
 		return false
 	}
@@ -159,8 +155,3 @@ func eventID() []byte {
 	hex.Encode(out[24:], u[10:])
 	return out[:]
 }
-
-// errReader gives err: a body that failed to read, for a2a-go to find.
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }

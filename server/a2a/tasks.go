@@ -97,7 +97,7 @@ func newTaskStore(srv *server.Server, agent string) (*taskStore, error) {
 // Create refuses: a task is made by the adapter when it stores the
 // task's input (add), under an id that names that input.
 func (s *taskStore) Create(ctx context.Context, task *spec.Task) (taskstore.TaskVersion, error) {
-	return taskstore.TaskVersionMissing, fmt.Errorf("a2a: task %s: tasks are created by the adapter as it stores their input: %w", task.ID, spec.ErrInvalidRequest)
+	return taskstore.TaskVersionMissing, rpcError(spec.ErrInvalidRequest, "task %s: tasks are created by the adapter as it stores their input", task.ID)
 }
 
 // add holds new task t, of ctx's tenant, with the turn that answers its
@@ -366,7 +366,7 @@ func (s *taskStore) derive(ctx context.Context, ref taskRef) (*derivedTask, erro
 	}
 	ins, err := s.inbox.Inputs(ctx, ref.session, ref.inboxSeq-1, 1)
 	if err != nil {
-		return nil, fmt.Errorf("a2a: task %s: read its input: %w", ref.id(), err)
+		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (the input of task " + string(ref.id()) + ")", Err: err}
 	}
 	if len(ins) == 0 || ins[0].ID != ref.input || ins[0].SessionID != ref.session {
 		return nil, spec.ErrTaskNotFound
@@ -389,7 +389,7 @@ func (s *taskStore) sessionOf(ctx context.Context, id string) (*session.Session,
 		return nil, spec.ErrTaskNotFound
 	}
 	if err != nil {
-		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "a2a: read session " + id, Err: err}
+		return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "the store could not be read (session " + id + ")", Err: err}
 	}
 	if sess.Agent != s.agent {
 		return nil, spec.ErrTaskNotFound

@@ -58,10 +58,17 @@ func endpoint(t *testing.T, extra ...tool.Tool) (*agentEndpoint, *agentrt.Runner
 		wg.Wait()
 		_ = r.Close(context.Background())
 	})
-	ep, err := newAgentEndpoint(srv, Config{Log: slog.New(slog.DiscardHandler), KeepAlive: time.Hour}, ag)
+	cfg := Config{Log: slog.New(slog.DiscardHandler), KeepAlive: time.Hour, PushTimeout: time.Second, PushPoll: time.Hour, PushLease: time.Hour,
+		AllowPrivateWebhooks: true}
+	// The pusher keeps push configs; nothing runs it here (its kicks
+	// wait in its channel).
+	var tasks *taskStore
+	pushes := newPusher(srv, cfg, r.Store().(session.Records), func(string) *taskStore { return tasks }, cfg.Log)
+	ep, err := newAgentEndpoint(srv, cfg, ag, pushes)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tasks = ep.h.tasks
 	return ep, r
 }
 
@@ -160,8 +167,8 @@ func TestTokensOfABatchAreOneChunk(t *testing.T) {
 // its turn, not through a2a-go's task manager (which copies the task
 // through gob several times an event): the store takes no update from
 // the manager, and holds the task as the stream left it, as the manager
-// would have. A message with a push config goes through a2a-go, which
-// sends the notifications.
+// would have. A message with a push config is streamed the same way (the
+// pusher, not a2a-go, sends its notifications), its config kept.
 func TestNewTaskStreamBypassesTaskManager(t *testing.T) {
 	ep, _ := endpoint(t)
 	stream := func(req *spec.SendMessageRequest) []spec.Event {
@@ -201,9 +208,13 @@ func TestNewTaskStreamBypassesTaskManager(t *testing.T) {
 
 	push := &spec.SendMessageRequest{Message: spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart("three")),
 		Config: &spec.SendMessageConfig{PushConfig: &spec.PushConfig{URL: "http://127.0.0.1:1/hook"}}}
-	stream(push)
-	if ep.h.tasks.updates.Load() == 0 {
-		t.Error("a message with a push config: a2a-go's task manager made no update; want it to run the task")
+	evs = stream(push)
+	if n := ep.h.tasks.updates.Load(); n != 0 {
+		t.Errorf("a message with a push config: a2a-go's task manager made %d updates; want none", n)
+	}
+	cfgs, err := ep.h.ListTaskPushConfigs(t.Context(), &spec.ListTaskPushConfigRequest{TaskID: evs[0].(*spec.Task).ID})
+	if err != nil || len(cfgs.Configs) != 1 || cfgs.Configs[0].URL != "http://127.0.0.1:1/hook" {
+		t.Errorf("the task's push configs: %+v %v; want the message's", cfgs, err)
 	}
 }
 

@@ -27,6 +27,8 @@ import (
 //	                            → INPUT_REQUIRED with the questions
 //	run_finished done         → the answer artifact replaced by the final
 //	                            answer, then COMPLETED
+//	run_finished paused       → INPUT_REQUIRED saying why, and that a
+//	                            message on the task resumes the run
 //	run_finished failed       → FAILED with the error's message
 //	run_finished canceled     → CANCELED
 //
@@ -82,7 +84,7 @@ func (t *translator) follow(batches iter.Seq2[[]*session.Event, error], yield fu
 	for evs, err := range batches {
 		if err != nil {
 			if !t.quiet || !leftOff(err) {
-				yield(failed(t.info, "following the session: "+err.Error()), nil)
+				yield(failed(t.info, "following the session: "+publicText(err)), nil)
 			}
 			return
 		}
@@ -266,6 +268,10 @@ func (t *translator) finished(ev *session.Event, d *session.RunFinished) ([]spec
 		return append(out, t.status(ev, spec.TaskStateCompleted, nil)), true
 	case session.StatusWaiting:
 		return []spec.Event{t.status(ev, spec.TaskStateInputRequired, t.question(ev))}, true
+	case session.StatusPaused:
+		// Not the task's end: the run goes on when resumed (a message on
+		// the task, POST /v1/sessions/{id}/resume, agentrt resume).
+		return []spec.Event{t.status(ev, spec.TaskStateInputRequired, t.pause(ev, d))}, true
 	case session.StatusCanceled:
 		if t.canceled != nil {
 			if done, ok := t.canceled(t.info.TaskID); ok {
@@ -315,6 +321,32 @@ func (t *translator) question(ev *session.Event) *spec.Message {
 		ids = append(ids, r.RequestID)
 	}
 	msg.Metadata = map[string]any{MetaSession: t.info.ContextID, MetaRun: t.runID, MetaSeq: float64(t.lastSeq), MetaRequests: ids}
+	return msg
+}
+
+// pause is the INPUT_REQUIRED message of a run that paused (run_finished
+// ev, d): why (a limit, in the words of its error event when it had
+// one) and how the task goes on, with where it stands in the log, as a
+// question's message has, and the pause's reason (MetaPaused).
+func (t *translator) pause(ev *session.Event, d *session.RunFinished) *spec.Message {
+	why := t.errMsg
+	if why == "" {
+		switch d.Reason {
+		case "max_rounds":
+			why = "The run stopped at its round limit (limits.max_rounds) before it had an answer."
+		case "":
+			why = "The run paused."
+		default:
+			why = fmt.Sprintf("The run paused (%s).", d.Reason)
+		}
+	} else if !strings.HasSuffix(why, ".") {
+		why += "."
+	}
+	text := why + " Reply continue on this task to let it go on (the session's resume: POST /v1/sessions/" + t.info.ContextID +
+		"/resume), or send a message without a task id for a new turn."
+	msg := t.message(ev, "paused", spec.NewTextPart(text))
+	msg.Metadata = map[string]any{MetaSession: t.info.ContextID, MetaRun: t.runID, MetaSeq: float64(t.lastSeq),
+		MetaRequests: []any{}, MetaPaused: d.Reason}
 	return msg
 }
 

@@ -317,12 +317,23 @@ func (s *sse) events(evs []StreamEvent) error {
 	return s.send()
 }
 
-// cancelResponse serves POST /v1/responses/{id}/cancel: the response's
-// run is canceled (Runner.Cancel), wherever it runs, and the answer is the
-// response, cancelled. A response whose run has not started yet (its
-// input waits behind the session's run) is canceled once it starts; one
-// that has ended cannot be, except that cancelling a cancelled response
-// answers it again.
+// cancelResponse serves POST /v1/responses/{id}/cancel: the run of the
+// response's turn is canceled (Runner.CancelRun, naming the run read as
+// the turn's), wherever it runs, and the answer is the response,
+// cancelled. When that run ended between the reading and the cancel, the
+// session's next run, which may be running by then, is not touched: the
+// response is read again, and if its turn went on in
+// another run (restarted after an interruption), that run is the one
+// canceled. A response whose run has not started yet (its input waits
+// behind the session's run) is canceled once it starts; one that has
+// ended cannot be, except that cancelling a cancelled response answers
+// it again.
+//
+// A run answers every input merged into its turn: under the interrupt
+// policy, a response created on a session while another of its turns
+// runs restarts that turn, and the new run answers both (docs/protocols.md,
+// Responses): cancelling either cancels that run, and both responses end
+// cancelled.
 func (a *Adapter) cancelResponse(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -331,21 +342,28 @@ func (a *Adapter) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	rd, err := a.readResponse(ctx, id, ref, ss)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := a.awaitStart(ctx, rd); err != nil {
-		writeError(w, err)
-		return
-	}
-	if !rd.ended {
-		_, err := a.r.Cancel(ctx, ref.session, "response "+id+" cancelled over the OpenAI API")
-		if err != nil && agentrt.AsError(err).Code != agentrt.CodeNotRunning {
+	var rd *renderer
+	for tries := 0; ; tries++ {
+		if rd, err = a.readResponse(ctx, id, ref, ss); err == nil {
+			err = a.awaitStart(ctx, rd)
+		}
+		if err != nil {
 			writeError(w, err)
 			return
 		}
+		if rd.ended {
+			break
+		}
+		_, err := a.r.CancelRun(ctx, ref.session, rd.run, "response "+id+" cancelled over the OpenAI API")
+		if err == nil {
+			break
+		}
+		if agentrt.AsError(err).Code != agentrt.CodeNotRunning || tries == maxCancelTries-1 {
+			writeError(w, err)
+			return
+		}
+		// The run read has ended since: how the turn goes on (or ended)
+		// is read again.
 	}
 	// The response as the log has it now: cancelled, or what the run came
 	// to first.
@@ -363,6 +381,11 @@ func (a *Adapter) cancelResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, rd.response())
 }
+
+// maxCancelTries bounds how often a cancel reads the response's run
+// again after the run it named ended first: a turn that restarts again
+// and again under cancels is answered with not_running.
+const maxCancelTries = 5
 
 // awaitStart renders the response's events from the log, and, if its
 // run has not started, follows the log until it has (or ctx ends).

@@ -70,6 +70,10 @@ type renderer struct {
 	call   *modelCall
 	said   string // the text of the turn's last reply with text
 	handed map[string]bool
+	// run is the run of the turn's last event: the one in progress while
+	// the turn runs (a turn restarted after an interruption goes on in
+	// another run), which a cancel of the response names.
+	run string
 }
 
 // modelCall is a model call of the conversation: a reply, and the
@@ -198,9 +202,13 @@ func (rd *renderer) see(ev *session.Event) []StreamEvent {
 			rd.base.Tools = functionTools(rs.ClientTools)
 		}
 		rd.o.see(ev)
+		rd.run = ev.RunID
 		return rd.put(out, rd.last+1, StreamEvent{Type: "response.in_progress", Response: rd.response()})
 	}
 	rd.o.see(ev)
+	if ev.RunID != "" {
+		rd.run = ev.RunID
+	}
 	switch d := ev.Data.(type) {
 	case *session.ModelStarted:
 		switch {

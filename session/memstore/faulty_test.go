@@ -160,3 +160,36 @@ func TestFaultyIndexes(t *testing.T) {
 		t.Errorf("Failed() = %d, want 5", got)
 	}
 }
+
+// Faulty keeps a store's records when it has every capability, fails
+// their writes and reads as it is told, storing nothing, and has none
+// for a store with an inbox only.
+func TestFaultyRecords(t *testing.T) {
+	var f storetest.Faults
+	m := memstore.New()
+	r, ok := storetest.Faulty(m, &f).(session.Records)
+	if !ok {
+		t.Fatal("Faulty(memstore) keeps no records")
+	}
+	if _, ok := storetest.Faulty(inboxOnly{m, m}, &f).(session.Records); ok {
+		t.Error("Faulty of a store with an inbox only keeps records")
+	}
+	ctx := t.Context()
+	if err := m.CreateSession(ctx, &session.Session{ID: "s1", Agent: "a", Status: session.StatusIdle}); err != nil {
+		t.Fatal(err)
+	}
+	f.FailRecordWrite(1, false)
+	if _, err := r.PutRecord(ctx, &session.Record{SessionID: "s1", Kind: "k", Data: []byte(`1`)}); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("PutRecord: %v, want injected", err)
+	}
+	if _, err := r.PutRecord(ctx, &session.Record{SessionID: "s1", Kind: "k", Data: []byte(`2`)}); err != nil {
+		t.Fatal(err)
+	}
+	f.FailRead(1, false)
+	if _, err := r.SessionRecords(ctx, "s1", "k", ""); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("SessionRecords: %v, want injected", err)
+	}
+	if got, err := r.SessionRecords(ctx, "s1", "k", ""); err != nil || len(got) != 1 || string(got[0].Data) != `2` {
+		t.Errorf("the records: %+v %v; want the second write's only", got, err)
+	}
+}

@@ -86,6 +86,9 @@ type entry struct {
 	// wake, when not nil, is closed by the next commit or delete: Follow
 	// makes it when it has read everything and waits.
 	wake chan struct{}
+	// records are the session's records (session.Records), which go
+	// with it.
+	records map[recordKey]*session.Record
 }
 
 var (

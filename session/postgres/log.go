@@ -146,6 +146,24 @@ var migrations = [][]string{
 		`CREATE INDEX sessions_leases ON sessions (lease_expires, tenant, id) WHERE status = 'running'`,
 		`CREATE INDEX sessions_owners ON sessions ((lease_owner COLLATE "C"), tenant, id) WHERE status = 'running' AND lease_owner IS NOT NULL`,
 	},
+	// Version 5: records kept with sessions (session.Records), a row per
+	// record, deleted with the session: data is its JSON text, version
+	// the count of its writes. Their names compare bytewise (COLLATE
+	// "C"), as the other stores order them; records_kind lists a kind's
+	// across tenants (KindRecords).
+	{
+		`CREATE TABLE records (
+			tenant     text COLLATE "C" NOT NULL,
+			session_id text COLLATE "C" NOT NULL,
+			kind       text COLLATE "C" NOT NULL,
+			key        text COLLATE "C" NOT NULL,
+			id         text COLLATE "C" NOT NULL,
+			data       text   NOT NULL,
+			version    bigint NOT NULL,
+			PRIMARY KEY (tenant, session_id, kind, key, id)
+		)`,
+		`CREATE INDEX records_kind ON records (kind, tenant, session_id, key, id)`,
+	},
 }
 
 // migrate brings the schema up to date under an advisory lock.

@@ -248,6 +248,23 @@ var migrations = [][]string{
 		`CREATE INDEX sessions_leases ON sessions (lease_expires, tenant, id) WHERE status = 'running'`,
 		`CREATE INDEX sessions_owners ON sessions (lease_owner, tenant, id) WHERE status = 'running' AND lease_owner IS NOT NULL`,
 	},
+	// Version 9: records kept with sessions (session.Records), a row per
+	// record, deleted with the session: data is its JSON, version the
+	// count of its writes. records_kind lists a kind's across tenants
+	// (KindRecords).
+	{
+		`CREATE TABLE records (
+			tenant     TEXT    NOT NULL,
+			session_id TEXT    NOT NULL,
+			kind       TEXT    NOT NULL,
+			key        TEXT    NOT NULL,
+			id         TEXT    NOT NULL,
+			data       TEXT    NOT NULL,
+			version    INTEGER NOT NULL,
+			PRIMARY KEY (tenant, session_id, kind, key, id)
+		) WITHOUT ROWID`,
+		`CREATE INDEX records_kind ON records (kind, tenant, session_id, key, id)`,
+	},
 }
 
 // fills[v] fills in, after migrations[v-1], what version v keeps that the

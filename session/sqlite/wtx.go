@@ -44,6 +44,13 @@ const (
 	sUpsertRequest
 	sDeleteRequests
 	sDeleteSessionRequests
+	sSessionExists
+	sInsertRecord
+	sUpsertRecord
+	sUpdateRecord
+	sRecordVersion
+	sDeleteRecord
+	sDeleteSessionRecords
 	numStmts
 )
 
@@ -119,6 +126,19 @@ var writeSQL = [numStmts]string{
 	// The requests of a session that ids, a JSON array, name.
 	sDeleteRequests:        `DELETE FROM requests WHERE tenant = ? AND session_id = ? AND request_id IN (SELECT value FROM json_each(?))`,
 	sDeleteSessionRequests: `DELETE FROM requests WHERE tenant = ? AND session_id = ?`,
+	sSessionExists:         `SELECT 1 FROM sessions WHERE tenant = ? AND id = ?`,
+	// A record: tenant, session, kind, key, id, data; created (no row if
+	// it exists), created or replaced, or replaced at a version (no row
+	// if it is at another).
+	sInsertRecord: `INSERT INTO records (tenant, session_id, kind, key, id, data, version) VALUES (?, ?, ?, ?, ?, ?, 1)
+		ON CONFLICT DO NOTHING RETURNING version`,
+	sUpsertRecord: `INSERT INTO records (tenant, session_id, kind, key, id, data, version) VALUES (?, ?, ?, ?, ?, ?, 1)
+		ON CONFLICT DO UPDATE SET data = excluded.data, version = version + 1 RETURNING version`,
+	sUpdateRecord: `UPDATE records SET data = ?, version = version + 1
+		WHERE tenant = ? AND session_id = ? AND kind = ? AND key = ? AND id = ? AND version = ? RETURNING version`,
+	sRecordVersion:        `SELECT version FROM records WHERE tenant = ? AND session_id = ? AND kind = ? AND key = ? AND id = ?`,
+	sDeleteRecord:         `DELETE FROM records WHERE tenant = ? AND session_id = ? AND kind = ? AND key = ? AND id = ?`,
+	sDeleteSessionRecords: `DELETE FROM records WHERE tenant = ? AND session_id = ?`,
 }
 
 // A wtx is the writer's transaction: the driver's connection, which the

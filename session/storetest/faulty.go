@@ -36,6 +36,7 @@ const (
 	reads
 	leases
 	inboxWrites
+	recordWrites
 	numClasses
 )
 
@@ -54,6 +55,11 @@ func (f *Faults) FailLease(n int, following bool) { f.arm(leases, n, following) 
 // FailInboxWrite makes the nth inbox write (Submit, Refuse) from now
 // fail, and every later one too if following is set. n = 0 disarms.
 func (f *Faults) FailInboxWrite(n int, following bool) { f.arm(inboxWrites, n, following) }
+
+// FailRecordWrite makes the nth record write (PutRecord, DeleteRecord)
+// from now fail, and every later one too if following is set. n = 0
+// disarms. Record reads (SessionRecords, KindRecords) are reads.
+func (f *Faults) FailRecordWrite(n int, following bool) { f.arm(recordWrites, n, following) }
 
 func (f *Faults) arm(c class, n int, following bool) {
 	f.mu.Lock()
@@ -109,9 +115,10 @@ func (f *Faults) hit(c class) error {
 // has the optional capabilities (session.Leaser, session.Follower,
 // session.Inbox, and session.RequestIndex with session.LeaseIndex) that
 // s has, and no others; the two indexes go together, kept when s has
-// both (every store of this module does). A failing call does nothing
-// and returns an error wrapping ErrInjected; Events and Follow yield it
-// as their only value.
+// both (every store of this module does); session.Records is kept when
+// s has it and every other capability (as every store of this module
+// does). A failing call does nothing and returns an error wrapping
+// ErrInjected; Events and Follow yield it as their only value.
 func Faulty(s session.Store, f *Faults) session.Store {
 	fs := faultyStore{s: s, f: f}
 	l, isLeaser := s.(session.Leaser)
@@ -119,12 +126,22 @@ func Faulty(s session.Store, f *Faults) session.Store {
 	b, isInbox := s.(session.Inbox)
 	ri, hasRequests := s.(session.RequestIndex)
 	li, hasLeases := s.(session.LeaseIndex)
+	rs, hasRecords := s.(session.Records)
 	fl, ff, fb := faultyLeaser{l, f}, faultyFollower{fo, f}, faultyInbox{b, f}
 	fi := faultyIndex{ri, li, f}
 	// Each combination of capabilities is a type of its own: a type
 	// assertion must find exactly those of s.
 	if hasRequests && hasLeases {
 		switch {
+		case isLeaser && isFollower && isInbox && hasRecords:
+			return struct {
+				faultyStore
+				faultyLeaser
+				faultyFollower
+				faultyInbox
+				faultyIndex
+				faultyRecords
+			}{fs, fl, ff, fb, fi, faultyRecords{rs, f}}
 		case isLeaser && isFollower && isInbox:
 			return struct {
 				faultyStore
@@ -323,6 +340,39 @@ func (ff faultyFollower) Follow(ctx context.Context, id string, after int64) ite
 			}
 		}
 	}
+}
+
+type faultyRecords struct {
+	r session.Records
+	f *Faults
+}
+
+func (fr faultyRecords) PutRecord(ctx context.Context, r *session.Record) (int64, error) {
+	if err := fr.f.hit(recordWrites); err != nil {
+		return 0, err
+	}
+	return fr.r.PutRecord(ctx, r)
+}
+
+func (fr faultyRecords) SessionRecords(ctx context.Context, id, kind, key string) ([]session.Record, error) {
+	if err := fr.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fr.r.SessionRecords(ctx, id, kind, key)
+}
+
+func (fr faultyRecords) DeleteRecord(ctx context.Context, id, kind, key, recordID string) error {
+	if err := fr.f.hit(recordWrites); err != nil {
+		return err
+	}
+	return fr.r.DeleteRecord(ctx, id, kind, key, recordID)
+}
+
+func (fr faultyRecords) KindRecords(ctx context.Context, kind string, limit int) ([]session.Record, error) {
+	if err := fr.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fr.r.KindRecords(ctx, kind, limit)
 }
 
 type faultyInbox struct {

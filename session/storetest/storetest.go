@@ -131,6 +131,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Inbox", func(t *testing.T) { runInbox(t, newStore) })
 	t.Run("RequestIndex", func(t *testing.T) { runRequests(t, newStore) })
 	t.Run("LeaseIndex", func(t *testing.T) { runLeaseIndex(t, newStore) })
+	t.Run("Records", func(t *testing.T) { runRecords(t, newStore) })
 }
 
 // base is the suite's reference time: whole milliseconds, UTC.

@@ -5,8 +5,8 @@
 //
 //   node a2a-client.mjs AGENT_URL
 //
-// AGENT_URL is the agent's A2A endpoint (http://127.0.0.1:PORT/v1/a2a/NAME);
-// its card is at AGENT_URL/.well-known/agent-card.json. It prints one JSON
+// AGENT_URL is the agent's A2A endpoint (http://127.0.0.1:PORT/v1/a2a/NAME),
+// without a trailing slash; its card is at AGENT_URL/.well-known/agent-card.json. It prints one JSON
 // object with what each step saw, and exits 1 on an error.
 
 import { randomUUID } from 'node:crypto'
@@ -38,9 +38,11 @@ function message(text, { taskId = '', contextId = '' } = {}) {
 
 const send = (msg, configuration) => ({ tenant: '', message: msg, configuration, metadata: undefined })
 
-// The card's path resolves against the base URL as a relative URL does:
-// with the trailing slash, under the agent's endpoint.
-const client = await new ClientFactory().createFromUrl(agentUrl.replace(/\/?$/, '/'))
+// The agent's URL as given, without a trailing slash: the SDK resolves
+// the card's path against it as a relative URL, which drops the agent's
+// name (/v1/a2a/.well-known/agent-card.json), where a server of one agent
+// serves that agent's card.
+const client = await new ClientFactory().createFromUrl(agentUrl)
 const out = {}
 
 // Card.
