@@ -97,12 +97,13 @@ const (
 	CodeSessionMaxCostUSD = "session_max_cost_usd" // cost of the whole session
 
 	// Gateway: inputs from the outside world (package gateway).
-	CodeUnknownSource = "unknown_source" // an input names no source, or one that maps to no session
-	CodeBadSessionID  = "bad_session_id" // an input's session is not a usable session id
-	CodeKeyConflict   = "key_conflict"   // an idempotency key given to other content
-	CodeInputRejected = "input_rejected" // the source's turn runs, and its policy rejects input meanwhile
-	CodeModuleFailed  = "module_failed"  // a module of the turn failed, panicked or timed out
-	CodeTurnStopped   = "turn_stopped"   // a module stopped the turn, with its reason
+	CodeUnknownSource     = "unknown_source"      // an input names no source, or one that maps to no session
+	CodeBadSessionID      = "bad_session_id"      // an input's session is not a usable session id
+	CodeKeyConflict       = "key_conflict"        // an idempotency key given to other content
+	CodeBadIdempotencyKey = "bad_idempotency_key" // an idempotency key longer than the gateway takes
+	CodeInputRejected     = "input_rejected"      // the source's turn runs, and its policy rejects input meanwhile
+	CodeModuleFailed      = "module_failed"       // a module of the turn failed, panicked or timed out
+	CodeTurnStopped       = "turn_stopped"        // a module stopped the turn, with its reason
 
 	// Server: requests the HTTP server refuses before they reach a
 	// session (package server, agentrt serve).
@@ -228,6 +229,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeUnknownSource, FailInput, "the input names no source, or its source maps to no session", http.StatusBadRequest),
 		in(CodeBadSessionID, FailInput, "the input's session (given, or its source's) is not a usable id: 1 to 128 letters, digits, '_', '.', '-', ':' or '@', not a hidden session's", http.StatusBadRequest),
 		in(CodeKeyConflict, FailInput, "the idempotency key was given to another input of the source", http.StatusConflict),
+		in(CodeBadIdempotencyKey, FailInput, "the idempotency key is longer than 256 bytes (gateway.MaxKeyBytes)", http.StatusBadRequest),
 		in(CodeInputRejected, FailState, "the source's turn is running and its policy rejects input meanwhile; the input is kept, refused", http.StatusConflict),
 		in(CodeModuleFailed, FailInternal, "a module of the turn failed, panicked or timed out; the turn's inputs are set aside, refused with the reason", http.StatusInternalServerError),
 		in(CodeTurnStopped, FailInput, "a module stopped the turn (the reason says why); its inputs are refused with it", http.StatusUnprocessableEntity),
