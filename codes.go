@@ -116,6 +116,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed" // the endpoint does not take that method
 	CodeShuttingDown     = "shutting_down"      // the server is stopping and takes no new work
 	CodeRequestTimeout   = "request_timeout"    // the request took longer than the server allows
+	CodeBodyTimeout      = "body_timeout"       // the request's body did not come in time
 )
 
 // exitUsage is the agentrt command's exit code for a call it refuses:
@@ -242,6 +243,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeMethodNotAllowed, FailInput, "the endpoint does not take that method (Allow lists those it takes)", http.StatusMethodNotAllowed),
 		in(CodeShuttingDown, FailState, "the server is shutting down and takes no new work; another replica does", http.StatusServiceUnavailable),
 		in(CodeRequestTimeout, FailState, "the request took longer than server.request_timeout; what it started goes on", http.StatusGatewayTimeout),
+		in(CodeBodyTimeout, FailInput, "the request's body stopped coming for server.read_timeout, or did not come whole within server.request_timeout; the connection is closed", http.StatusRequestTimeout),
 		in(CodeSessionMaxCostUSD, FailLimit, "the session reached limits.session_max_cost_usd; the run pauses until the limit is raised", http.StatusUnprocessableEntity),
 
 		// Model failures: package model's codes, in error events.

@@ -337,9 +337,13 @@ type Server struct {
 	// how deeply its JSON nests (default 32).
 	MaxBodyBytes int64 `yaml:"max_body_bytes,omitempty"`
 	MaxJSONDepth int   `yaml:"max_json_depth,omitempty"`
-	// RequestTimeout bounds a request that does not stream (default
-	// 60s).
+	// RequestTimeout bounds a request that does not stream, and the
+	// reading of any request's body (default 60s).
 	RequestTimeout Duration `yaml:"request_timeout,omitempty"`
+	// ReadTimeout is how long the server waits for a client that sends
+	// nothing: for a request's headers, and for each part of its body
+	// (default 10s).
+	ReadTimeout Duration `yaml:"read_timeout,omitempty"`
 	// Heartbeat is how often an idle stream gets a comment (default 15s).
 	Heartbeat Duration `yaml:"heartbeat,omitempty"`
 	// ClientBuffer is how many events a stream holds for a slow client

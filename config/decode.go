@@ -739,6 +739,7 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 		field{"max_body_bytes", number(d, &s.MaxBodyBytes)},
 		field{"max_json_depth", number(d, &s.MaxJSONDepth)},
 		field{"request_timeout", d.duration(&s.RequestTimeout)},
+		field{"read_timeout", d.duration(&s.ReadTimeout)},
 		field{"heartbeat", d.duration(&s.Heartbeat)},
 		field{"client_buffer", number(d, &s.ClientBuffer)},
 		field{"write_timeout", d.duration(&s.WriteTimeout)},

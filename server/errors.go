@@ -102,6 +102,9 @@ func badRequest(format string, args ...any) error {
 func decode(r *http.Request, v any, maxDepth int, empty bool) error {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
+		if e := agentrt.AsError(err); e != nil && e.Code == agentrt.CodeBodyTimeout {
+			return e
+		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBodyTooLarge,

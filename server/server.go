@@ -82,8 +82,14 @@ type Limits struct {
 	MaxBodyBytes int64
 	// MaxJSONDepth bounds how deeply a request's JSON nests; default 32.
 	MaxJSONDepth int
-	// RequestTimeout bounds a request that does not stream; default 60 s.
+	// RequestTimeout bounds a request that does not stream, and the
+	// reading of any request's body; default 60 s.
 	RequestTimeout time.Duration
+	// ReadTimeout is how long the server waits for a client that sends
+	// nothing: for each part of a request's body (the connection is then
+	// closed, 408 body_timeout). agentrt serve gives the http.Server's
+	// ReadHeaderTimeout the same value. Default 10 s.
+	ReadTimeout time.Duration
 }
 
 // CORS says which browser origins may call the API. Off (no origins) by
@@ -102,6 +108,7 @@ const (
 	DefaultMaxBodyBytes   = 1 << 20
 	DefaultMaxJSONDepth   = 32
 	DefaultRequestTimeout = 60 * time.Second
+	DefaultReadTimeout    = 10 * time.Second
 )
 
 // Server is the HTTP API. Its Handler is safe for concurrent use.
@@ -179,6 +186,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Limits.RequestTimeout <= 0 {
 		cfg.Limits.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.Limits.ReadTimeout <= 0 {
+		cfg.Limits.ReadTimeout = DefaultReadTimeout
+	}
 	keys, err := newKeyring(cfg.Keys)
 	if err != nil {
 		return nil, err
@@ -200,7 +210,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.mux.HandleFunc("/", s.noRoute)
-	s.h = s.cors(s.mux)
+	s.h = s.guardBody(s.cors(s.mux))
 	return s, nil
 }
 

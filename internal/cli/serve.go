@@ -143,7 +143,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	}
 	sc := a.Config.Server
 	cfg := server.Config{Runner: a.Runner, Gateway: gw, Keys: keys, Tenant: tenant, Log: log,
-		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std()},
+		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std(), ReadTimeout: sc.ReadTimeout.Std()},
 		CORS:      server.CORS{Origins: sc.CORSOrigins},
 		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(),
 		Metrics: obs.metrics, Streams: obs.streams}
@@ -164,7 +164,11 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if len(keys) == 0 {
 		log.Warn("no API keys configured (server.api_keys): answering only clients on this machine")
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	readTimeout := cfg.Limits.ReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = server.DefaultReadTimeout
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	// The line scripts and tests wait for: where to reach the server.
 	log.Info("serving", "addr", "http://"+ln.Addr().String(), "store", postgres.Redact(a.StoreDSN), "owner", a.Runner.Owner())
