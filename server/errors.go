@@ -202,6 +202,19 @@ func (s *Server) timeout(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// timeoutUnless bounds a request of a route that may stream when it asks
+// for no stream (JSON instead of server-sent events).
+func (s *Server) timeoutUnless(streams func(*http.Request) bool, h http.HandlerFunc) http.HandlerFunc {
+	bounded := s.timeout(h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if streams(r) {
+			h(w, r)
+			return
+		}
+		bounded(w, r)
+	}
+}
+
 // statusWriter remembers the status a handler answered.
 type statusWriter struct {
 	http.ResponseWriter

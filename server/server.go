@@ -225,9 +225,12 @@ type Route struct {
 	Pattern string // the path, as net/http.ServeMux patterns write it
 	// Public routes take no API key (health, readiness, metrics).
 	Public bool
-	// Stream routes may answer with a stream; they get no request timeout.
-	Stream bool
-	h      http.HandlerFunc
+	// Stream routes may answer with a stream; they get no request timeout,
+	// unless streams says a request asks for none (an adapter's route,
+	// Mount, says nothing: its handler bounds what does not stream).
+	Stream  bool
+	streams func(*http.Request) bool
+	h       http.HandlerFunc
 }
 
 // Routes lists the server's endpoints (those Mount added included).
@@ -244,8 +247,11 @@ func (s *Server) Mount(method, pattern string, stream bool, h http.Handler) {
 func (s *Server) handle(rt Route) {
 	s.mounted = append(s.mounted, rt)
 	h := rt.h
-	if !rt.Stream {
+	switch {
+	case !rt.Stream:
 		h = s.timeout(h)
+	case rt.streams != nil:
+		h = s.timeoutUnless(rt.streams, h)
 	}
 	if !rt.Public {
 		h = s.authenticate(h)
