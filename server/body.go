@@ -24,10 +24,10 @@ import (
 //     stream answering the request is not cut by it.) It bounds
 //     net/http's own read of a body the handler left unread, too;
 //   - a refusal (status 400 or more) written before the body was read to
-//     its end does not wait for it. net/http reads an unread body of up
-//     to 256 KiB before it writes the headers, to keep the connection: a
-//     401 to a client with no key that declared 100,000 bytes and sent
-//     none waited for them. A refusal closes the connection instead.
+//     its end waits for it at most refusalGrace. net/http reads an unread
+//     body of up to 256 KiB before it writes the headers, to keep the
+//     connection: a 401 to a client with no key that declared 100,000
+//     bytes and sent none waited for them.
 //
 // The guard is the handler's outermost layer, so that it covers every
 // answer: the routes' refusals (auth, limits), the mux's 404 and 405, the
@@ -123,8 +123,12 @@ func (w *guardedWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// check makes a refusal of a body not read to its end close the
-// connection, reading no more of it.
+// check bounds how long a refusal of a body not read to its end waits
+// for it. net/http reads what is left of the body (up to 256 KiB) before
+// it writes the headers, to keep the connection: long enough for a client
+// that is sending its body (whose answer a closed connection could lose),
+// not for as long as a stalled one would hold it: then the connection is
+// closed after the answer.
 func (w *guardedWriter) check(code int) {
 	if w.checked || code < http.StatusOK {
 		return
@@ -133,11 +137,12 @@ func (w *guardedWriter) check(code int) {
 	if code < http.StatusBadRequest || w.b.ended.Load() {
 		return
 	}
-	w.Header().Set("Connection", "close")
-	// net/http closes the body after the handler, which reads what is
-	// left of it: with the deadline gone, it reads no more.
-	_ = w.b.rc.SetReadDeadline(longAgo)
+	d := time.Now().Add(min(refusalGrace, w.b.every))
+	if w.b.by.Before(d) {
+		d = w.b.by
+	}
+	_ = w.b.rc.SetReadDeadline(d)
 }
 
-// longAgo is a deadline that has passed.
-var longAgo = time.Unix(1, 0)
+// refusalGrace is the most a refusal waits for the rest of a body.
+const refusalGrace = time.Second
