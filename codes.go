@@ -112,6 +112,7 @@ const (
 	CodeMalformedRequest = "malformed_request"  // the request's JSON or parameters are malformed
 	CodeBodyTooLarge     = "body_too_large"     // the request's body is over the server's limit
 	CodeTooManyRequests  = "too_many_requests"  // the API key is over its rate limit
+	CodeTooManyStreams   = "too_many_streams"   // the API key holds as many streams as it may
 	CodeNoRoute          = "no_route"           // no endpoint at that path
 	CodeMethodNotAllowed = "method_not_allowed" // the endpoint does not take that method
 	CodeShuttingDown     = "shutting_down"      // the server is stopping and takes no new work
@@ -239,6 +240,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeMalformedRequest, FailInput, "the request's JSON is malformed, has unknown fields or is nested too deep, or a parameter is unusable (the message says which)", http.StatusBadRequest),
 		in(CodeBodyTooLarge, FailInput, "the request's body is larger than server.max_body_bytes", http.StatusRequestEntityTooLarge),
 		in(CodeTooManyRequests, FailState, "the API key made more requests than its rate allows; Retry-After says when to try again", http.StatusTooManyRequests),
+		in(CodeTooManyStreams, FailState, "the API key holds as many streams open as it may (server.max_streams, or the key's max_streams): SSE streams, WebSockets and their subscriptions, the adapters' turns; close one first", http.StatusTooManyRequests),
 		in(CodeNoRoute, FailInput, "the server has no endpoint at that path", http.StatusNotFound),
 		in(CodeMethodNotAllowed, FailInput, "the endpoint does not take that method (Allow lists those it takes)", http.StatusMethodNotAllowed),
 		in(CodeShuttingDown, FailState, "the server is shutting down and takes no new work; another replica does", http.StatusServiceUnavailable),
@@ -261,7 +263,7 @@ var codeTable = func() []CodeInfo {
 		case string(model.CodeAuth), string(model.CodeBadRequest), string(model.CodeContextLength):
 			t[i].Recoverable = false
 		case CodeConflict, CodeEndNotStored, CodeWatchBehind, CodeLeaseHeld, CodeBusy, CodeLeaseExpired,
-			CodeTooManyRequests, CodeShuttingDown, CodeRequestTimeout:
+			CodeTooManyRequests, CodeTooManyStreams, CodeShuttingDown, CodeRequestTimeout:
 			t[i].Recoverable = true
 		case CodeMaxSteps, CodeMaxTokens, CodeMaxCostUSD, CodeMaxTurnDuration, CodeSessionMaxTokens, CodeSessionMaxCostUSD:
 			// A budget pauses the run: resume goes on (after raising

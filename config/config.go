@@ -331,7 +331,7 @@ type Server struct {
 	APIKeys []APIKey `yaml:"api_keys,omitempty"`
 	// APIKeysFile names a YAML file of more keys, each given by its hash
 	// only (agentrt keys new writes it): a list of {hash, tenant,
-	// principal, rate, burst}.
+	// principal, rate, burst, max_streams}.
 	APIKeysFile string `yaml:"api_keys_file,omitempty"`
 	// MaxBodyBytes bounds a request's body (default 1 MiB); MaxJSONDepth
 	// how deeply its JSON nests (default 32).
@@ -352,6 +352,10 @@ type Server struct {
 	// WriteTimeout drops a streaming client that takes no bytes for that
 	// long (default 30s).
 	WriteTimeout Duration `yaml:"write_timeout,omitempty"`
+	// MaxStreams is how many streams one API key may hold open at once
+	// (a key's max_streams wins), and the clients on this machine
+	// together when there are no keys (default 64).
+	MaxStreams int `yaml:"max_streams,omitempty"`
 	// CORSOrigins are the browser origins allowed to call the API ("*":
 	// any); none by default.
 	CORSOrigins []string `yaml:"cors_origins,omitempty"`
@@ -445,6 +449,9 @@ type APIKey struct {
 	// Burst how many at once.
 	Rate  float64 `yaml:"rate,omitempty"`
 	Burst int     `yaml:"burst,omitempty"`
+	// MaxStreams is how many streams the key may hold open at once
+	// (zero: server.max_streams).
+	MaxStreams int `yaml:"max_streams,omitempty"`
 }
 
 // Position is where something is written in a config file. Lines and

@@ -743,6 +743,7 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 		field{"heartbeat", d.duration(&s.Heartbeat)},
 		field{"client_buffer", number(d, &s.ClientBuffer)},
 		field{"write_timeout", d.duration(&s.WriteTimeout)},
+		field{"max_streams", number(d, &s.MaxStreams)},
 		field{"cors_origins", d.list(&s.CORSOrigins)},
 		field{"shutdown_grace", d.duration(&s.ShutdownGrace)},
 		field{"sweep_every", d.duration(&s.SweepEvery)},
@@ -773,6 +774,7 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 					field{"principal", d.str(&k.Principal)},
 					field{"rate", number(d, &k.Rate)},
 					field{"burst", number(d, &k.Burst)},
+					field{"max_streams", number(d, &k.MaxStreams)},
 				)
 				s.APIKeys = append(s.APIKeys, k)
 			}

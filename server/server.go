@@ -57,6 +57,10 @@ type Config struct {
 	// WriteTimeout bounds one write to a streaming client; a client that
 	// takes no bytes for that long is dropped. Zero: 30 s.
 	WriteTimeout time.Duration
+	// MaxStreams is how many streams a key may hold open at once (a key's
+	// own MaxStreams wins), and the clients on this machine together when
+	// there are no keys; one over is 429 too_many_streams. Zero: 64.
+	MaxStreams int
 	// Ready reports whether the server can serve (GET /readyz); nil: the
 	// store answers.
 	Ready func(ctx context.Context) error
@@ -109,6 +113,7 @@ const (
 	DefaultMaxJSONDepth   = 32
 	DefaultRequestTimeout = 60 * time.Second
 	DefaultReadTimeout    = 10 * time.Second
+	DefaultMaxStreams     = 64
 )
 
 // Server is the HTTP API. Its Handler is safe for concurrent use.
@@ -120,6 +125,9 @@ type Server struct {
 	log   *slog.Logger
 	now   func() time.Time
 	keys  *keyring
+	// local is the stream allowance of the clients on this machine when
+	// there are no keys.
+	local streamBudget
 	mux   *http.ServeMux
 	h     http.Handler
 	// mounted are the routes, in the order they were added.
@@ -177,6 +185,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
 	if cfg.Limits.MaxBodyBytes <= 0 {
 		cfg.Limits.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -189,12 +200,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Limits.ReadTimeout <= 0 {
 		cfg.Limits.ReadTimeout = DefaultReadTimeout
 	}
-	keys, err := newKeyring(cfg.Keys)
+	keys, err := newKeyring(cfg.Keys, cfg.MaxStreams)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, r: cfg.Runner, gw: cfg.Gateway, store: cfg.Runner.Store(), log: cfg.Log, now: cfg.Now,
 		keys: keys, mux: http.NewServeMux(), stop: make(chan struct{}), abandon: make(chan struct{})}
+	s.local.max = int64(cfg.MaxStreams)
 	for _, rt := range s.routes() {
 		s.handle(rt)
 	}
@@ -252,6 +264,9 @@ func (s *Server) handle(rt Route) {
 		h = s.timeout(h)
 	case rt.streams != nil:
 		h = s.timeoutUnless(rt.streams, h)
+	}
+	if rt.Stream {
+		h = s.limitStreams(rt, h)
 	}
 	if !rt.Public {
 		h = s.authenticate(h)

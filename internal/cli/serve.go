@@ -145,7 +145,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	cfg := server.Config{Runner: a.Runner, Gateway: gw, Keys: keys, Tenant: tenant, Log: log,
 		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std(), ReadTimeout: sc.ReadTimeout.Std()},
 		CORS:      server.CORS{Origins: sc.CORSOrigins},
-		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(),
+		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(), MaxStreams: sc.MaxStreams,
 		Metrics: obs.metrics, Streams: obs.streams}
 	srv, err := server.New(cfg)
 	if err != nil {
