@@ -356,6 +356,10 @@ type Server struct {
 	// (a key's max_streams wins), and the clients on this machine
 	// together when there are no keys (default 64).
 	MaxStreams int `yaml:"max_streams,omitempty"`
+	// MaxConnections is how many connections the server holds open at
+	// once; more wait to be accepted (default: half the process's limit
+	// on open files, which agentrt serve raises to its hard limit).
+	MaxConnections int `yaml:"max_connections,omitempty"`
 	// CORSOrigins are the browser origins allowed to call the API ("*":
 	// any); none by default.
 	CORSOrigins []string `yaml:"cors_origins,omitempty"`

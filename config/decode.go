@@ -744,6 +744,7 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 		field{"client_buffer", number(d, &s.ClientBuffer)},
 		field{"write_timeout", d.duration(&s.WriteTimeout)},
 		field{"max_streams", number(d, &s.MaxStreams)},
+		field{"max_connections", number(d, &s.MaxConnections)},
 		field{"cors_origins", d.list(&s.CORSOrigins)},
 		field{"shutdown_grace", d.duration(&s.ShutdownGrace)},
 		field{"sweep_every", d.duration(&s.SweepEvery)},

@@ -154,6 +154,18 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if err := mountProtocols(srv, a, log); err != nil {
 		return err
 	}
+	// Every connection holds a file descriptor: raise the limit as far as
+	// it goes, and keep half of it for what the turns open (the store,
+	// model and tool connections, MCP servers).
+	files, hard, err := raiseFileLimit()
+	if err != nil {
+		log.Warn("could not raise the limit on open files", "limit", files, "hard", hard, "error", err)
+	}
+	maxConns := sc.MaxConnections
+	if maxConns <= 0 {
+		maxConns = defaultMaxConnections(files)
+	}
+	log.Info("connections", "max_connections", maxConns, "open_files_limit", files, "hard_limit", hard)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -183,7 +195,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 		sweep(gctx, a, log)
 	}()
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(ln) }()
+	go func() { httpDone <- hs.Serve(server.LimitConnections(hs, ln, maxConns)) }()
 
 	var serveErr error
 	select {
@@ -222,6 +234,18 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// defaultMaxConnections is server.max_connections when the config sets
+// none: half the limit on open files (unknown: 4096).
+func defaultMaxConnections(files uint64) int {
+	switch {
+	case files == 0:
+		return 4096
+	case files > 1<<30:
+		return 1 << 29
+	}
+	return max(16, int(files/2))
 }
 
 // sweep resumes, every so often with jitter, the runs whose process died
