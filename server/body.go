@@ -42,16 +42,24 @@ func (s *Server) guardBody(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		b := &guardedBody{src: r.Body, rc: http.NewResponseController(w), every: s.cfg.Limits.ReadTimeout,
-			by: time.Now().Add(s.cfg.Limits.RequestTimeout), total: s.cfg.Limits.RequestTimeout}
-		if b.arm() != nil {
+		// One allocation for the body, the writer and their controller.
+		g := &guard{body: guardedBody{src: r.Body, rc: *http.NewResponseController(w), every: s.cfg.Limits.ReadTimeout,
+			by: time.Now().Add(s.cfg.Limits.RequestTimeout), total: s.cfg.Limits.RequestTimeout}}
+		if g.body.arm() != nil {
 			// No connection to set a deadline on (a ResponseRecorder).
 			h.ServeHTTP(w, r)
 			return
 		}
-		r.Body = b
-		h.ServeHTTP(&guardedWriter{ResponseWriter: w, b: b}, r)
+		g.w = guardedWriter{ResponseWriter: w, b: &g.body}
+		r.Body = &g.body
+		h.ServeHTTP(&g.w, r)
 	})
+}
+
+// guard is what guardBody puts around one request.
+type guard struct {
+	body guardedBody
+	w    guardedWriter
 }
 
 // guardedBody is a request's body read under the read deadlines. Read is
@@ -59,7 +67,7 @@ func (s *Server) guardBody(h http.Handler) http.Handler {
 // by any.
 type guardedBody struct {
 	src   io.ReadCloser
-	rc    *http.ResponseController
+	rc    http.ResponseController
 	every time.Duration // for each read
 	by    time.Time     // for the whole body
 	total time.Duration // what by is, from the request's start

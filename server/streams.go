@@ -39,24 +39,27 @@ func withBudget(ctx context.Context, b *streamBudget) context.Context {
 }
 
 // takeStream counts a stream against the allowance of ctx's key, or
-// refuses it; release gives it back (once). A context of no key (a
-// request that was not authenticated: a public route) has no allowance.
-func takeStream(ctx context.Context) (release func(), err error) {
+// refuses it; the stream's end is the budget's release, called once. A
+// context of no key (a request that was not authenticated: a public
+// route) has no allowance (a nil budget, whose release does nothing).
+func takeStream(ctx context.Context) (*streamBudget, error) {
 	b, _ := ctx.Value(budgetKey{}).(*streamBudget)
 	if b == nil {
-		return func() {}, nil
+		return nil, nil
 	}
 	if n := b.open.Add(1); n > b.max {
 		b.open.Add(-1)
 		return nil, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeTooManyStreams,
 			Msg: fmt.Sprintf("the API key has %d streams open, the most it may (server.max_streams, or the key's max_streams): close one first", b.max)}
 	}
-	var once atomic.Bool
-	return func() {
-		if once.CompareAndSwap(false, true) {
-			b.open.Add(-1)
-		}
-	}, nil
+	return b, nil
+}
+
+// release gives back a stream takeStream counted.
+func (b *streamBudget) release() {
+	if b != nil {
+		b.open.Add(-1)
+	}
 }
 
 // limitStreams counts a request of a route that may stream against its
@@ -68,12 +71,12 @@ func (s *Server) limitStreams(rt Route, h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		release, err := takeStream(r.Context())
+		b, err := takeStream(r.Context())
 		if err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}
-		defer release()
+		defer b.release()
 		h(w, r)
 	}
 }

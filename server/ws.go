@@ -486,7 +486,7 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 		return f.Session, err
 	}
 	// A subscription is a stream of the key's, as an SSE stream is.
-	release, err := takeStream(wc.ctx)
+	budget, err := takeStream(wc.ctx)
 	if err != nil {
 		return f.Session, err
 	}
@@ -505,7 +505,7 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 	wc.mu.Unlock()
 	if err != nil {
 		cancel()
-		release()
+		budget.release()
 		return f.Session, err
 	}
 	// The subscribed reply goes out once the watch sees the session's
@@ -514,7 +514,7 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 	hello, err := json.Marshal(wsSubscribedReply{wsHead: wsHead{Type: wsSubscribed, ID: f.ID}, Session: f.Session, After: f.After, LastSeq: ss.LastSeq})
 	if err != nil {
 		cancel()
-		release()
+		budget.release()
 		return f.Session, err
 	}
 	ready := make(chan struct{})
@@ -527,7 +527,7 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 	go func() {
 		defer func() {
 			cancel()
-			release()
+			budget.release()
 			wc.mu.Lock()
 			if wc.subs[sub.session] == sub {
 				delete(wc.subs, sub.session)
