@@ -354,7 +354,7 @@ type Server struct {
 	WriteTimeout Duration `yaml:"write_timeout,omitempty"`
 	// MaxStreams is how many streams one API key may hold open at once
 	// (a key's max_streams wins), and the clients on this machine
-	// together when there are no keys (default 64).
+	// together when there are no keys (default 256).
 	MaxStreams int `yaml:"max_streams,omitempty"`
 	// MaxConnections is how many connections the server holds open at
 	// once; more wait to be accepted (default: half the process's limit

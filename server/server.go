@@ -59,7 +59,7 @@ type Config struct {
 	WriteTimeout time.Duration
 	// MaxStreams is how many streams a key may hold open at once (a key's
 	// own MaxStreams wins), and the clients on this machine together when
-	// there are no keys; one over is 429 too_many_streams. Zero: 64.
+	// there are no keys; one over is 429 too_many_streams. Zero: 256.
 	MaxStreams int
 	// Ready reports whether the server can serve (GET /readyz); nil: the
 	// store answers.
@@ -113,7 +113,7 @@ const (
 	DefaultMaxJSONDepth   = 32
 	DefaultRequestTimeout = 60 * time.Second
 	DefaultReadTimeout    = 10 * time.Second
-	DefaultMaxStreams     = 64
+	DefaultMaxStreams     = 256
 )
 
 // Server is the HTTP API. Its Handler is safe for concurrent use.
