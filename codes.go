@@ -98,12 +98,13 @@ const (
 	CodeSessionMaxCostUSD = "session_max_cost_usd" // cost of the whole session
 
 	// Gateway: inputs from the outside world (package gateway).
-	CodeUnknownSource = "unknown_source" // an input names no source, or one that maps to no session
-	CodeBadSessionID  = "bad_session_id" // an input's session is not a usable session id
-	CodeKeyConflict   = "key_conflict"   // an idempotency key given to other content
-	CodeInputRejected = "input_rejected" // the source's turn runs, and its policy rejects input meanwhile
-	CodeModuleFailed  = "module_failed"  // a module of the turn failed, panicked or timed out
-	CodeTurnStopped   = "turn_stopped"   // a module stopped the turn, with its reason
+	CodeUnknownSource     = "unknown_source"      // an input names no source, or one that maps to no session
+	CodeBadSessionID      = "bad_session_id"      // an input's session is not a usable session id
+	CodeKeyConflict       = "key_conflict"        // an idempotency key given to other content
+	CodeBadIdempotencyKey = "bad_idempotency_key" // an idempotency key longer than the gateway takes
+	CodeInputRejected     = "input_rejected"      // the source's turn runs, and its policy rejects input meanwhile
+	CodeModuleFailed      = "module_failed"       // a module of the turn failed, panicked or timed out
+	CodeTurnStopped       = "turn_stopped"        // a module stopped the turn, with its reason
 
 	// Server: requests the HTTP server refuses before they reach a
 	// session (package server, agentrt serve).
@@ -113,10 +114,12 @@ const (
 	CodeMalformedRequest = "malformed_request"  // the request's JSON or parameters are malformed
 	CodeBodyTooLarge     = "body_too_large"     // the request's body is over the server's limit
 	CodeTooManyRequests  = "too_many_requests"  // the API key is over its rate limit
+	CodeTooManyStreams   = "too_many_streams"   // the API key holds as many streams as it may
 	CodeNoRoute          = "no_route"           // no endpoint at that path
 	CodeMethodNotAllowed = "method_not_allowed" // the endpoint does not take that method
 	CodeShuttingDown     = "shutting_down"      // the server is stopping and takes no new work
 	CodeRequestTimeout   = "request_timeout"    // the request took longer than the server allows
+	CodeBodyTimeout      = "body_timeout"       // the request's body did not come in time
 
 	// Browsers: requests the server's browser policy refuses before they
 	// reach a route (server/origin.go; origin_not_allowed is one too).
@@ -237,6 +240,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeUnknownSource, FailInput, "the input names no source, or its source maps to no session", http.StatusBadRequest),
 		in(CodeBadSessionID, FailInput, "the input's session (given, or its source's) is not a usable id: 1 to 128 letters, digits, '_', '.', '-', ':' or '@', not a hidden session's", http.StatusBadRequest),
 		in(CodeKeyConflict, FailInput, "the idempotency key was given to another input of the source", http.StatusConflict),
+		in(CodeBadIdempotencyKey, FailInput, "the idempotency key is longer than 256 bytes (gateway.MaxKeyBytes)", http.StatusBadRequest),
 		in(CodeInputRejected, FailState, "the source's turn is running and its policy rejects input meanwhile; the input is kept, refused", http.StatusConflict),
 		in(CodeModuleFailed, FailInternal, "a module of the turn failed, panicked or timed out; the turn's inputs are set aside, refused with the reason", http.StatusInternalServerError),
 		in(CodeTurnStopped, FailInput, "a module stopped the turn (the reason says why); its inputs are refused with it", http.StatusUnprocessableEntity),
@@ -246,10 +250,12 @@ var codeTable = func() []CodeInfo {
 		in(CodeMalformedRequest, FailInput, "the request's JSON is malformed, has unknown fields or is nested too deep, or a parameter is unusable (the message says which)", http.StatusBadRequest),
 		in(CodeBodyTooLarge, FailInput, "the request's body is larger than server.max_body_bytes", http.StatusRequestEntityTooLarge),
 		in(CodeTooManyRequests, FailState, "the API key made more requests than its rate allows; Retry-After says when to try again", http.StatusTooManyRequests),
+		in(CodeTooManyStreams, FailState, "the API key holds as many streams open as it may (server.max_streams, or the key's max_streams): SSE streams, WebSockets and their subscriptions, the adapters' turns; close one first", http.StatusTooManyRequests),
 		in(CodeNoRoute, FailInput, "the server has no endpoint at that path", http.StatusNotFound),
 		in(CodeMethodNotAllowed, FailInput, "the endpoint does not take that method (Allow lists those it takes)", http.StatusMethodNotAllowed),
 		in(CodeShuttingDown, FailState, "the server is shutting down and takes no new work; another replica does", http.StatusServiceUnavailable),
 		in(CodeRequestTimeout, FailState, "the request took longer than server.request_timeout; what it started goes on", http.StatusGatewayTimeout),
+		in(CodeBodyTimeout, FailInput, "the request's body stopped coming for server.read_timeout, or did not come whole within server.request_timeout; the connection is closed", http.StatusRequestTimeout),
 		in(CodeHostNotAllowed, FailInput, "the request's Host is not one the server answers to: a loopback name or address, or one of server.allowed_hosts (with API keys and no allowed_hosts, any)", http.StatusMisdirectedRequest),
 		in(CodeForwardedNotAllowed, FailInput, "the server has no API keys and the request came through a proxy (Forwarded, X-Forwarded-For, X-Forwarded-Host, X-Real-IP); server.trusted_proxy allows it", http.StatusForbidden),
 		in(CodeUnsupportedMediaType, FailInput, "the request has a body whose Content-Type is not JSON (application/json, or an application/…+json type)", http.StatusUnsupportedMediaType),
@@ -270,7 +276,7 @@ var codeTable = func() []CodeInfo {
 		case string(model.CodeAuth), string(model.CodeBadRequest), string(model.CodeContextLength):
 			t[i].Recoverable = false
 		case CodeConflict, CodeEndNotStored, CodeWatchBehind, CodeLeaseHeld, CodeBusy, CodeLeaseExpired,
-			CodeTooManyRequests, CodeShuttingDown, CodeRequestTimeout:
+			CodeTooManyRequests, CodeTooManyStreams, CodeShuttingDown, CodeRequestTimeout:
 			t[i].Recoverable = true
 		case CodeMaxSteps, CodeMaxTokens, CodeMaxCostUSD, CodeMaxTurnDuration, CodeSessionMaxTokens, CodeSessionMaxCostUSD:
 			// A budget pauses the run: resume goes on (after raising

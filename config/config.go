@@ -331,15 +331,19 @@ type Server struct {
 	APIKeys []APIKey `yaml:"api_keys,omitempty"`
 	// APIKeysFile names a YAML file of more keys, each given by its hash
 	// only (agentrt keys new writes it): a list of {hash, tenant,
-	// principal, rate, burst}.
+	// principal, rate, burst, max_streams}.
 	APIKeysFile string `yaml:"api_keys_file,omitempty"`
 	// MaxBodyBytes bounds a request's body (default 1 MiB); MaxJSONDepth
 	// how deeply its JSON nests (default 32).
 	MaxBodyBytes int64 `yaml:"max_body_bytes,omitempty"`
 	MaxJSONDepth int   `yaml:"max_json_depth,omitempty"`
-	// RequestTimeout bounds a request that does not stream (default
-	// 60s).
+	// RequestTimeout bounds a request that does not stream, and the
+	// reading of any request's body (default 60s).
 	RequestTimeout Duration `yaml:"request_timeout,omitempty"`
+	// ReadTimeout is how long the server waits for a client that sends
+	// nothing: for a request's headers, and for each part of its body
+	// (default 10s).
+	ReadTimeout Duration `yaml:"read_timeout,omitempty"`
 	// Heartbeat is how often an idle stream gets a comment (default 15s).
 	Heartbeat Duration `yaml:"heartbeat,omitempty"`
 	// ClientBuffer is how many events a stream holds for a slow client
@@ -348,6 +352,14 @@ type Server struct {
 	// WriteTimeout drops a streaming client that takes no bytes for that
 	// long (default 30s).
 	WriteTimeout Duration `yaml:"write_timeout,omitempty"`
+	// MaxStreams is how many streams one API key may hold open at once
+	// (a key's max_streams wins), and the clients on this machine
+	// together when there are no keys (default 256).
+	MaxStreams int `yaml:"max_streams,omitempty"`
+	// MaxConnections is how many connections the server holds open at
+	// once; more wait to be accepted (default: half the process's limit
+	// on open files, which agentrt serve raises to its hard limit).
+	MaxConnections int `yaml:"max_connections,omitempty"`
 	// AllowedHosts are the Host names (or addresses, with or without a
 	// port) the server answers to besides localhost, 127.0.0.1 and
 	// [::1]; without API keys those are all it answers to, with keys and
@@ -458,6 +470,9 @@ type APIKey struct {
 	// Burst how many at once.
 	Rate  float64 `yaml:"rate,omitempty"`
 	Burst int     `yaml:"burst,omitempty"`
+	// MaxStreams is how many streams the key may hold open at once
+	// (zero: server.max_streams).
+	MaxStreams int `yaml:"max_streams,omitempty"`
 }
 
 // Position is where something is written in a config file. Lines and

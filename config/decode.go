@@ -740,9 +740,12 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 		field{"max_body_bytes", number(d, &s.MaxBodyBytes)},
 		field{"max_json_depth", number(d, &s.MaxJSONDepth)},
 		field{"request_timeout", d.duration(&s.RequestTimeout)},
+		field{"read_timeout", d.duration(&s.ReadTimeout)},
 		field{"heartbeat", d.duration(&s.Heartbeat)},
 		field{"client_buffer", number(d, &s.ClientBuffer)},
 		field{"write_timeout", d.duration(&s.WriteTimeout)},
+		field{"max_streams", number(d, &s.MaxStreams)},
+		field{"max_connections", number(d, &s.MaxConnections)},
 		field{"allowed_hosts", d.list(&s.AllowedHosts)},
 		field{"trusted_proxy", d.boolean(&s.TrustedProxy)},
 		field{"cors", func(n *yaml.Node, path string) {
@@ -793,6 +796,7 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 					field{"principal", d.str(&k.Principal)},
 					field{"rate", number(d, &k.Rate)},
 					field{"burst", number(d, &k.Burst)},
+					field{"max_streams", number(d, &k.MaxStreams)},
 				)
 				s.APIKeys = append(s.APIKeys, k)
 			}

@@ -322,6 +322,11 @@ func TestProblems(t *testing.T) {
 			want: `agentrt.yaml:1:27: server.request_timeout: bad duration "soon": want a Go duration such as "8s" or "2m", or whole seconds`,
 		},
 		{
+			name: "server bad read timeout",
+			src:  "server: {read_timeout: -3s}\n",
+			want: `agentrt.yaml:1:24: server.read_timeout: duration "-3s" is negative`,
+		},
+		{
 			name: "duplicate key",
 			src:  base + "  b:\n    model: m\n    tools: [clock]\n    model: m\n",
 			want: "agentrt.yaml:8:5: agents.b.model: duplicate key; first written at line 6",

@@ -83,7 +83,7 @@ type Input struct {
 	// Key, when set, makes the submission idempotent: the same key from
 	// the same source is stored once, however often and from however many
 	// processes it is submitted; the same key with other content is an
-	// error.
+	// error. At most MaxKeyBytes long.
 	Key string
 	// ClientTools are tools the sender runs itself (agentrt.Input's): the
 	// turn offers them to the model and hands their calls back as
@@ -168,6 +168,11 @@ const (
 	DefaultMaxInputBytes = 1 << 20
 	DefaultPoll          = 200 * time.Millisecond
 )
+
+// MaxKeyBytes bounds an input's idempotency key (Input.Key): the key is
+// stored with the input and in the inbox's unique index, so a client
+// could otherwise make every row of it as large as its body.
+const MaxKeyBytes = 256
 
 // Gateway submits inputs to the inbox and runs the turns that answer
 // them. Its methods are safe for concurrent use.
@@ -465,6 +470,10 @@ func (g *Gateway) check(in Input, parts []session.InputPart) error {
 	}
 	if strings.TrimSpace(in.Source) == "" {
 		return bad(agentrt.CodeUnknownSource, "an input needs a source")
+	}
+	if len(in.Key) > MaxKeyBytes {
+		return bad(agentrt.CodeBadIdempotencyKey, "the input from source %s has an idempotency key of %d bytes; at most %d are taken (a UUID is 36)",
+			in.Source, len(in.Key), MaxKeyBytes)
 	}
 	size, empty := 0, true
 	for i, p := range parts {

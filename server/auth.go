@@ -33,6 +33,9 @@ type Key struct {
 	// many at once; zero Rate: no limit.
 	Rate  float64
 	Burst int
+	// MaxStreams is how many streams the key may hold open at once; zero:
+	// the server's Config.MaxStreams.
+	MaxStreams int
 }
 
 // HashKey returns the form of key a config keeps instead of the key:
@@ -52,9 +55,10 @@ type keyEntry struct {
 	tenant    string
 	principal string
 	limit     *rate.Limiter // nil: no limit
+	streams   streamBudget
 }
 
-func newKeyring(keys []Key) (*keyring, error) {
+func newKeyring(keys []Key, maxStreams int) (*keyring, error) {
 	kr := &keyring{}
 	seen := map[[sha256.Size]byte]bool{}
 	for i, k := range keys {
@@ -86,14 +90,18 @@ func newKeyring(keys []Key) (*keyring, error) {
 			e.principal = "key:" + hex.EncodeToString(e.hash[:4])
 		}
 		switch {
-		case k.Rate < 0 || math.IsNaN(k.Rate) || k.Burst < 0:
-			return nil, fmt.Errorf("server: api key %d: a negative rate or burst", i)
+		case k.Rate < 0 || math.IsNaN(k.Rate) || k.Burst < 0 || k.MaxStreams < 0:
+			return nil, fmt.Errorf("server: api key %d: a negative rate, burst or max_streams", i)
 		case k.Rate > 0:
 			burst := k.Burst
 			if burst == 0 {
 				burst = max(1, int(math.Ceil(k.Rate)))
 			}
 			e.limit = rate.NewLimiter(rate.Limit(k.Rate), burst)
+		}
+		e.streams.max = int64(maxStreams)
+		if k.MaxStreams > 0 {
+			e.streams.max = int64(k.MaxStreams)
 		}
 		kr.keys = append(kr.keys, &e)
 	}
@@ -123,7 +131,7 @@ func (s *Server) authenticate(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeShuttingDown, Msg: "the server is shutting down"})
 			return
 		}
-		tenant, principal := s.cfg.Tenant, "local"
+		tenant, principal, budget := s.cfg.Tenant, "local", &s.local
 		if len(s.keys.keys) == 0 {
 			if !loopback(r) {
 				writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeUnauthorized,
@@ -155,10 +163,11 @@ func (s *Server) authenticate(h http.HandlerFunc) http.HandlerFunc {
 					return
 				}
 			}
-			tenant, principal = e.tenant, e.principal
+			tenant, principal, budget = e.tenant, e.principal, &e.streams
 		}
 		noteCaller(w, tenant, principal)
 		ctx := session.WithTenant(r.Context(), tenant)
+		ctx = withBudget(ctx, budget)
 		ctx = agentrt.WithActor(ctx, principal)
 		h(w, r.WithContext(ctx))
 	}

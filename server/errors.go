@@ -191,6 +191,9 @@ func badRequest(format string, args ...any) error {
 func decode(r *http.Request, v any, maxDepth int, empty bool) error {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
+		if e := agentrt.AsError(err); e != nil && e.Code == agentrt.CodeBodyTimeout {
+			return e
+		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBodyTooLarge,
@@ -390,6 +393,19 @@ func (s *Server) timeout(h http.HandlerFunc) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.RequestTimeout)
 		defer cancel()
 		h(w, r.WithContext(ctx))
+	}
+}
+
+// timeoutUnless bounds a request of a route that may stream when it asks
+// for no stream (JSON instead of server-sent events).
+func (s *Server) timeoutUnless(streams func(*http.Request) bool, h http.HandlerFunc) http.HandlerFunc {
+	bounded := s.timeout(h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if streams(r) {
+			h(w, r)
+			return
+		}
+		bounded(w, r)
 	}
 }
 

@@ -162,7 +162,9 @@ func newLoadServer(tb testing.TB, o loadOptions) *loadServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = ls.gw.Run(ctx) })
-	ls.srv, err = server.New(server.Config{Runner: ls.r, Gateway: ls.gw, Heartbeat: time.Hour})
+	// One client streams up to 1,000 turns at once here: its allowance of
+	// streams is not what these tests measure.
+	ls.srv, err = server.New(server.Config{Runner: ls.r, Gateway: ls.gw, Heartbeat: time.Hour, MaxStreams: 1 << 20})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -407,6 +407,8 @@ func TestOpenAPIConformance(t *testing.T) {
 			t.Errorf("a repeated Idempotency-Key: %s", a.body)
 		}
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", header: idem, body: `{"text":"refund order 43"}`}, 409, "key_conflict")
+		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", header: map[string]string{"Idempotency-Key": strings.Repeat("k", 257)},
+			body: `{"text":"refund order 44"}`}, 400, "bad_idempotency_key")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", body: `{"text":""}`, invalid: true}, 400, "empty_input")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", body: `{"text":"x","parts":[{"type":"image"}]}`, invalid: true}, 400, "bad_part")
 		c.send(t, call{method: "POST", path: "/v1/sessions/chat/messages", body: `{"text":"hi","source":" "}`}, 400, "unknown_source")

@@ -97,7 +97,7 @@ func routeProbes() map[string]probe {
 		"POST /v1/agui/{agent}":                           {path: "/v1/agui/assistant", body: agui, hdr: []string{"Accept", "text/event-stream"}, want: 200},
 		"POST /v1/a2a/{agent}":                            {path: "/v1/a2a/assistant", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"nope"}}`, want: 200},
 		"GET /v1/a2a/{agent}/.well-known/agent-card.json": {path: "/v1/a2a/assistant/.well-known/agent-card.json", want: 200},
-		"GET /v1/a2a/.well-known/agent-card.json":         {path: "/v1/a2a/.well-known/agent-card.json", want: 404},
+		"GET /v1/a2a/.well-known/agent-card.json":         {path: "/v1/a2a/.well-known/agent-card.json", want: 200}, // one agent: its card
 		"POST /v1/mcp":                                    {path: "/v1/mcp", body: mcpInit, hdr: mcpAccept, want: 200},
 		"GET /v1/mcp":                                     {path: "/v1/mcp", hdr: []string{"Accept", "text/event-stream"}, want: 400},
 		"DELETE /v1/mcp":                                  {path: "/v1/mcp", want: 400},

@@ -69,6 +69,10 @@ type Config struct {
 	// WriteTimeout bounds one write to a streaming client; a client that
 	// takes no bytes for that long is dropped. Zero: 30 s.
 	WriteTimeout time.Duration
+	// MaxStreams is how many streams a key may hold open at once (a key's
+	// own MaxStreams wins), and the clients on this machine together when
+	// there are no keys; one over is 429 too_many_streams. Zero: 256.
+	MaxStreams int
 	// Ready reports whether the server can serve (GET /readyz); nil: the
 	// store answers.
 	Ready func(ctx context.Context) error
@@ -94,8 +98,14 @@ type Limits struct {
 	MaxBodyBytes int64
 	// MaxJSONDepth bounds how deeply a request's JSON nests; default 32.
 	MaxJSONDepth int
-	// RequestTimeout bounds a request that does not stream; default 60 s.
+	// RequestTimeout bounds a request that does not stream, and the
+	// reading of any request's body; default 60 s.
 	RequestTimeout time.Duration
+	// ReadTimeout is how long the server waits for a client that sends
+	// nothing: for each part of a request's body (the connection is then
+	// closed, 408 body_timeout). agentrt serve gives the http.Server's
+	// ReadHeaderTimeout the same value. Default 10 s.
+	ReadTimeout time.Duration
 }
 
 // CORS says which web pages, besides the server's own origin, may call
@@ -116,6 +126,8 @@ const (
 	DefaultMaxBodyBytes   = 1 << 20
 	DefaultMaxJSONDepth   = 32
 	DefaultRequestTimeout = 60 * time.Second
+	DefaultReadTimeout    = 10 * time.Second
+	DefaultMaxStreams     = 256
 )
 
 // Server is the HTTP API. Its Handler is safe for concurrent use.
@@ -129,8 +141,11 @@ type Server struct {
 	keys  *keyring
 	// policy is what web pages may do (origin.go).
 	policy *browserPolicy
-	mux    *http.ServeMux
-	h      http.Handler
+	// local is the stream allowance of the clients on this machine when
+	// there are no keys.
+	local streamBudget
+	mux   *http.ServeMux
+	h     http.Handler
 	// mounted are the routes, in the order they were added; shapes the
 	// error shapes of adapters' paths (ShapeErrors). Both are set up
 	// before the server serves, and only read after.
@@ -189,6 +204,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
 	if cfg.Limits.MaxBodyBytes <= 0 {
 		cfg.Limits.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -198,7 +216,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Limits.RequestTimeout <= 0 {
 		cfg.Limits.RequestTimeout = DefaultRequestTimeout
 	}
-	keys, err := newKeyring(cfg.Keys)
+	if cfg.Limits.ReadTimeout <= 0 {
+		cfg.Limits.ReadTimeout = DefaultReadTimeout
+	}
+	keys, err := newKeyring(cfg.Keys, cfg.MaxStreams)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +229,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, r: cfg.Runner, gw: cfg.Gateway, store: cfg.Runner.Store(), log: cfg.Log, now: cfg.Now,
 		keys: keys, policy: policy, mux: http.NewServeMux(), stop: make(chan struct{}), abandon: make(chan struct{})}
+	s.local.max = int64(cfg.MaxStreams)
 	for _, rt := range s.routes() {
 		s.handle(rt)
 	}
@@ -223,8 +245,10 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.mux.HandleFunc("/", s.noRoute)
-	// The adapters' error shapes apply to the edge's refusals too.
-	s.h = s.shaped(s.edge(s.mux))
+	// The body guard is outermost, so that the edge's refusals of a body
+	// not yet read do not wait for it either; the adapters' error shapes
+	// apply to the edge's refusals too.
+	s.h = s.guardBody(s.shaped(s.edge(s.mux)))
 	return s, nil
 }
 
@@ -239,9 +263,12 @@ type Route struct {
 	Pattern string // the path, as net/http.ServeMux patterns write it
 	// Public routes take no API key (health, readiness, metrics).
 	Public bool
-	// Stream routes may answer with a stream; they get no request timeout.
-	Stream bool
-	h      http.HandlerFunc
+	// Stream routes may answer with a stream; they get no request timeout,
+	// unless streams says a request asks for none (an adapter's route,
+	// Mount, says nothing: its handler bounds what does not stream).
+	Stream  bool
+	streams func(*http.Request) bool
+	h       http.HandlerFunc
 }
 
 // Routes lists the server's endpoints (those Mount added included).
@@ -261,8 +288,14 @@ func (s *Server) Mount(method, pattern string, stream bool, h http.Handler) {
 func (s *Server) handle(rt Route) {
 	s.mounted = append(s.mounted, rt)
 	h := rt.h
-	if !rt.Stream {
+	switch {
+	case !rt.Stream:
 		h = s.timeout(h)
+	case rt.streams != nil:
+		h = s.timeoutUnless(rt.streams, h)
+	}
+	if rt.Stream {
+		h = s.limitStreams(rt, h)
 	}
 	h = s.acceptsBody(rt, h)
 	if !rt.Public {

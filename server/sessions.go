@@ -30,8 +30,8 @@ func (s *Server) routes() []Route {
 		{Method: "GET", Pattern: "/v1/sessions", h: s.listSessions},
 		{Method: "GET", Pattern: "/v1/sessions/{id}", h: s.getSession},
 		{Method: "DELETE", Pattern: "/v1/sessions/{id}", h: s.deleteSession},
-		{Method: "POST", Pattern: "/v1/sessions/{id}/messages", Stream: true, h: s.postMessage},
-		{Method: "GET", Pattern: "/v1/sessions/{id}/events", Stream: true, h: s.getEvents},
+		{Method: "POST", Pattern: "/v1/sessions/{id}/messages", Stream: true, streams: wantsSSE, h: s.postMessage},
+		{Method: "GET", Pattern: "/v1/sessions/{id}/events", Stream: true, streams: wantsSSE, h: s.getEvents},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/requests/{rid}", h: s.resolve},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/cancel", h: s.control(false)},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/interrupt", h: s.control(true)},
@@ -378,6 +378,12 @@ func (s *Server) subscribe(ctx context.Context, id string, after int64) (*feed, 
 	}
 }
 
+// maxEventsPage is about the most bytes of events a JSON page of a
+// session's log holds (it holds at least one event, however large): a
+// page of 10,000 large events would otherwise be built whole in memory.
+// A page that ends before the session's last_seq is not the last.
+const maxEventsPage = 1 << 20
+
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -425,7 +431,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		n++
-		if n == limit {
+		if n == limit || len(buf) >= maxEventsPage {
 			break
 		}
 	}

@@ -469,6 +469,11 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 	if err != nil {
 		return f.Session, err
 	}
+	// A subscription is a stream of the key's, as an SSE stream is.
+	budget, err := takeStream(wc.ctx)
+	if err != nil {
+		return f.Session, err
+	}
 	sctx, cancel := context.WithCancel(wc.ctx)
 	sub := &wsSub{session: f.Session, id: f.ID, ctx: sctx, cancel: cancel, done: make(chan struct{})}
 	wc.mu.Lock()
@@ -484,6 +489,7 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 	wc.mu.Unlock()
 	if err != nil {
 		cancel()
+		budget.release()
 		return f.Session, err
 	}
 	// The subscribed reply goes out once the watch sees the session's
@@ -492,6 +498,7 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 	hello, err := json.Marshal(wsSubscribedReply{wsHead: wsHead{Type: wsSubscribed, ID: f.ID}, Session: f.Session, After: f.After, LastSeq: ss.LastSeq})
 	if err != nil {
 		cancel()
+		budget.release()
 		return f.Session, err
 	}
 	ready := make(chan struct{})
@@ -504,6 +511,7 @@ func (wc *wsConn) subscribe(ctx context.Context, b []byte) (string, error) {
 	go func() {
 		defer func() {
 			cancel()
+			budget.release()
 			wc.mu.Lock()
 			if wc.subs[sub.session] == sub {
 				delete(wc.subs, sub.session)

@@ -19,7 +19,8 @@ import (
 func ServerKeys(cfg *config.Config) ([]server.Key, error) {
 	var keys []server.Key
 	for _, k := range cfg.Server.APIKeys {
-		keys = append(keys, server.Key{Key: k.Key, Hash: k.Hash, Tenant: k.Tenant, Principal: k.Principal, Rate: k.Rate, Burst: k.Burst})
+		keys = append(keys, server.Key{Key: k.Key, Hash: k.Hash, Tenant: k.Tenant, Principal: k.Principal, Rate: k.Rate, Burst: k.Burst,
+			MaxStreams: k.MaxStreams})
 	}
 	if cfg.Server.APIKeysFile == "" {
 		return keys, nil
@@ -29,7 +30,8 @@ func ServerKeys(cfg *config.Config) ([]server.Key, error) {
 		return nil, err
 	}
 	for _, k := range fk {
-		keys = append(keys, server.Key{Hash: k.Hash, Tenant: k.Tenant, Principal: k.Principal, Rate: k.Rate, Burst: k.Burst})
+		keys = append(keys, server.Key{Hash: k.Hash, Tenant: k.Tenant, Principal: k.Principal, Rate: k.Rate, Burst: k.Burst,
+			MaxStreams: k.MaxStreams})
 	}
 	return keys, nil
 }
@@ -41,6 +43,9 @@ type FileKey struct {
 	Principal string  `yaml:"principal,omitempty"`
 	Rate      float64 `yaml:"rate,omitempty"`
 	Burst     int     `yaml:"burst,omitempty"`
+	// MaxStreams is how many streams the key may hold open at once (zero:
+	// server.max_streams).
+	MaxStreams int `yaml:"max_streams,omitempty"`
 }
 
 // ReadKeysFile reads an API keys file: a YAML list of FileKey. A missing

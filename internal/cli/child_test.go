@@ -171,9 +171,19 @@ type child struct {
 // dir with args and extra environment.
 func startChild(t *testing.T, dir string, env []string, args ...string) *child {
 	t.Helper()
+	return startChildVia(t, dir, env, nil, args...)
+}
+
+// startChildVia is startChild through a command that execs it (via, e.g.
+// prlimit with its options), when via is not empty.
+func startChildVia(t *testing.T, dir string, env, via []string, args ...string) *child {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), procTimeout)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	if len(via) > 0 {
+		cmd = exec.CommandContext(ctx, via[0], append(append(via[1:len(via):len(via)], os.Args[0]), args...)...)
+	}
 	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")

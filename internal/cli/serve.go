@@ -143,9 +143,9 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	}
 	sc := a.Config.Server
 	cfg := server.Config{Runner: a.Runner, Gateway: gw, Keys: keys, Tenant: tenant, Log: log,
-		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std()},
+		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std(), ReadTimeout: sc.ReadTimeout.Std()},
 		CORS:      server.CORS{Origins: sc.CORS.AllowedOrigins},
-		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(),
+		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(), MaxStreams: sc.MaxStreams,
 		Metrics: obs.metrics, Streams: obs.streams}
 	// The browser policy's config (server/origin.go).
 	cfg.AllowedHosts, cfg.TrustedProxy = sc.AllowedHosts, sc.TrustedProxy != nil && *sc.TrustedProxy
@@ -156,6 +156,18 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if err := mountProtocols(srv, a, log); err != nil {
 		return err
 	}
+	// Every connection holds a file descriptor: raise the limit as far as
+	// it goes, and keep half of it for what the turns open (the store,
+	// model and tool connections, MCP servers).
+	files, hard, err := raiseFileLimit()
+	if err != nil {
+		log.Warn("could not raise the limit on open files", "limit", files, "hard", hard, "error", err)
+	}
+	maxConns := sc.MaxConnections
+	if maxConns <= 0 {
+		maxConns = defaultMaxConnections(files)
+	}
+	log.Info("connections", "max_connections", maxConns, "open_files_limit", files, "hard_limit", hard)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return g.listenError(addr, err)
@@ -166,7 +178,11 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if len(keys) == 0 {
 		log.Warn("no API keys configured (server.api_keys): answering only clients on this machine")
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	readTimeout := cfg.Limits.ReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = server.DefaultReadTimeout
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	// The line scripts and tests wait for: where to reach the server.
 	log.Info("serving", "addr", "http://"+ln.Addr().String(), "store", postgres.Redact(a.StoreDSN), "owner", a.Runner.Owner())
@@ -181,7 +197,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 		sweep(gctx, a, log)
 	}()
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(ln) }()
+	go func() { httpDone <- hs.Serve(server.LimitConnections(hs, ln, maxConns)) }()
 
 	var serveErr error
 	select {
@@ -220,6 +236,18 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// defaultMaxConnections is server.max_connections when the config sets
+// none: half the limit on open files (unknown: 4096).
+func defaultMaxConnections(files uint64) int {
+	switch {
+	case files == 0:
+		return 4096
+	case files > 1<<30:
+		return 1 << 29
+	}
+	return max(16, int(files/2))
 }
 
 // sweep resumes, every so often with jitter, the runs whose process died

@@ -42,10 +42,17 @@ var servingAddr = regexp.MustCompile(`"?addr"?[=:]"?(http://[0-9.]+:[0-9]+)`)
 // the line that says where it listens.
 func startServe(t *testing.T, e *env, envv []string, args ...string) *serveProc {
 	t.Helper()
+	return startServeVia(t, e, envv, nil, args...)
+}
+
+// startServeVia is startServe through a command that execs it
+// (startChildVia).
+func startServeVia(t *testing.T, e *env, envv, via []string, args ...string) *serveProc {
+	t.Helper()
 	if !slices.Contains(args, "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}
-	c := startChild(t, e.dir, envv, append([]string{"--config", e.config, "serve"}, args...)...)
+	c := startChildVia(t, e.dir, envv, via, append([]string{"--config", e.config, "serve"}, args...)...)
 	s := &serveProc{child: c, more: make(chan struct{})}
 	go func() {
 		for l := range c.stderr {
