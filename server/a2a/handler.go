@@ -287,6 +287,31 @@ func (h *handler) streamBatches(ctx context.Context, id spec.TaskID, emit func([
 	return nil
 }
 
+// GetTask implements a2asrv.RequestHandler: a task this process runs is
+// read as its stream here has it, unless the log has it ended already —
+// a client whose subscription (or another replica) showed the end, then
+// asked, got the task still working — then as the log has it.
+func (h *handler) GetTask(ctx context.Context, req *spec.GetTaskRequest) (*spec.Task, error) {
+	t, err := h.RequestHandler.GetTask(ctx, req)
+	if err != nil || t.Status.State.Terminal() || !h.tasks.running(ctx, req.ID) {
+		return t, err
+	}
+	ref, ok := parseTaskID(req.ID)
+	if !ok {
+		return t, nil
+	}
+	d, derr := h.tasks.derive(ctx, ref)
+	if derr != nil || !d.task.Status.State.Terminal() {
+		return t, nil
+	}
+	all := -1 // a2a-go's GetTask gives the whole history unless asked for less
+	n := req.HistoryLength
+	if n == nil {
+		n = &all
+	}
+	return trimmed(d.task, &spec.ListTasksRequest{HistoryLength: n, IncludeArtifacts: true}), nil
+}
+
 // CancelTask implements a2asrv.RequestHandler: a task that has ended is
 // refused in the adapter's words; any other is a2a-go's to cancel (its
 // executor's Cancel cancels the run).
