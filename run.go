@@ -306,6 +306,13 @@ func (h *Run) leaveModel() {
 	}
 }
 
+// failure returns the error the run ended with, if any.
+func (h *Run) failure() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
 func (h *Run) setErr(err error) {
 	if h == nil {
 		return

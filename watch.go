@@ -18,7 +18,11 @@ import (
 // Postgres store) and unless Config.NoRelay, a run in any process sharing
 // the store. It ends when ctx ends (without an error) or the consumer
 // stops; the error, when it yields one, is the store's (an unknown or
-// deleted session is not_found).
+// deleted session is not_found), or, when a run of the session in this
+// process stopped because the store refused its write, end_not_stored
+// (recoverable: after the events it stored, which the watch yields
+// first; watch again from the last one to follow the run once it is
+// resumed).
 //
 // Watching never holds up a run: committed events come from the store (a
 // session.Follower sees the commits of every process), and a watcher that
@@ -136,6 +140,15 @@ func (w *watcher) drain(ctx context.Context, sub *subscriber) bool {
 			return ctx.Err() == nil
 		}
 		for _, m := range q {
+			if m.err != nil {
+				// The run here stopped without storing its end: what
+				// it stored is in the store, and then the watch ends.
+				if w.catchUp(ctx) {
+					w.yield(nil, m.err)
+				}
+				clear(q)
+				return false
+			}
 			if !w.take(ctx, m.ev, m.pos) {
 				clear(q)
 				return false
@@ -295,10 +308,10 @@ type subscriber struct {
 }
 
 // put queues m, or drops it and marks the watcher lagged if its inbox
-// is full.
+// is full (a failure is never dropped: it ends the watch).
 func (s *subscriber) put(m hubMsg) {
 	s.mu.Lock()
-	if len(s.q) >= subscriberBuffer {
+	if len(s.q) >= subscriberBuffer && m.err == nil {
 		s.mu.Unlock()
 		s.lagged.Store(true)
 		return
@@ -326,6 +339,9 @@ func (s *subscriber) take(spare []hubMsg) []hubMsg {
 type hubMsg struct {
 	ev  *session.Event
 	pos int64 // for a token, the seq of the last event committed before it
+	// err, when set, ends the watch: a run of the session stopped in this
+	// process without storing its end (see topic.fail).
+	err error
 }
 
 // subscriberBuffer is the size of a watcher's inbox: a turn's events and
@@ -417,6 +433,16 @@ func (t *topic) publishCommitted(evs []*session.Event) {
 	}
 	for _, e := range evs {
 		t.send(hubMsg{ev: e})
+	}
+}
+
+// fail ends the watches of t's session in this process with err, after
+// the events they have yet to yield: its run stopped here because the
+// store refused a write, and the run_finished they would wait for is not
+// coming (revive.go).
+func (t *topic) fail(err error) {
+	if t != nil && t.nsubs.Load() > 0 {
+		t.send(hubMsg{err: err})
 	}
 }
 
