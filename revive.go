@@ -71,6 +71,10 @@ type reviver struct {
 	failing atomic.Pointer[writeFailure]
 	wake    chan struct{} // one value: try now (a write succeeded)
 	stop    chan struct{} // closed by close
+	// ctx bounds the tries: close cancels it, so that Close does not
+	// wait for a store that hangs.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	stalled map[skey]*stalledRun // guarded by mu
@@ -107,7 +111,9 @@ type callAttempt struct {
 }
 
 func newReviver(r *Runner) *reviver {
-	return &reviver{r: r, wake: make(chan struct{}, 1), stop: make(chan struct{}), stalled: make(map[skey]*stalledRun)}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &reviver{r: r, wake: make(chan struct{}, 1), stop: make(chan struct{}), ctx: ctx, cancel: cancel,
+		stalled: make(map[skey]*stalledRun)}
 }
 
 // WriteFailure reports whether the store refuses this runner's writes, as
@@ -212,6 +218,7 @@ func (v *reviver) close() {
 	if !v.closed {
 		v.closed = true
 		close(v.stop)
+		v.cancel()
 		clear(v.stalled)
 	}
 }
@@ -291,7 +298,7 @@ func (v *reviver) probe() bool {
 	if f == nil {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	ctx, cancel := context.WithTimeout(v.ctx, commitTimeout)
 	defer cancel()
 	_, release, err := v.r.Claim(ctx, probeClaim)
 	if err != nil {
@@ -308,7 +315,8 @@ func (v *reviver) probe() bool {
 // first the tool results s had in hand. s is forgotten once the
 // resumption is stored.
 func (r *Runner) resumeStalled(k skey, s *stalledRun) error {
-	ctx := session.WithTenant(context.Background(), k.tenant)
+	ctx, cancel := context.WithTimeout(session.WithTenant(r.revive.ctx, k.tenant), commitTimeout)
+	defer cancel()
 	x, rctx, err := r.startResume(ctx, k.id, true, resumeOf{stalled: s})
 	if err != nil {
 		return err
