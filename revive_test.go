@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -320,4 +321,52 @@ func TestCloseStopsRevivals(t *testing.T) {
 	if got := fmt.Sprint(c.counts()); got != "map[a:1]" {
 		t.Errorf("tool runs: %s", got)
 	}
+}
+
+// hangingLeases is a memory store whose Acquire, once told to, waits for
+// its context to end: a database that stopped answering.
+type hangingLeases struct {
+	*memstore.Store
+	hang atomic.Bool
+}
+
+func (h *hangingLeases) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (session.Lease, error) {
+	if h.hang.Load() {
+		<-ctx.Done()
+		return session.Lease{}, ctx.Err()
+	}
+	return h.Store.Acquire(ctx, id, owner, ttl)
+}
+
+// Close does not wait for a revival stuck on a store that stopped
+// answering: the try is canceled.
+func TestCloseDoesNotWaitForARevival(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var faults storetest.Faults
+		hl := &hangingLeases{Store: memstore.New()}
+		c := &refusingTool{faults: &faults, refuse: "a", runs: map[string]int{}}
+		m := scripted.New("m", scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("count", map[string]any{"k": "a"})}}, scripted.Reply{Text: "counted"})
+		e := newEnv(t, storetest.Faulty(hl, &faults), agentrt.Config{}, calcAgent(m, registry(t, c.tool())))
+		id := e.session(t, "calc")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		h, err := e.r.Start(ctx, id, agentrt.Input{Text: "go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Wait(ctx); !errors.Is(err, storetest.ErrInjected) {
+			t.Fatalf("Wait: %v", err)
+		}
+		hl.hang.Store(true)
+		faults.FailLease(0, false)
+		time.Sleep(time.Second) // the revival tries, and waits on the store
+		synctest.Wait()
+		start := time.Now()
+		if err := e.r.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited > 0 {
+			t.Errorf("Close waited %v for the revival's try", waited)
+		}
+	})
 }
