@@ -271,7 +271,7 @@ func TestWriteFailureClearsByItself(t *testing.T) {
 		tried := faults.LeaseCalls()
 		faults.FailCommit(0, false)
 		faults.FailLease(0, false)
-		time.Sleep(5 * time.Second) // the backoff's longest wait
+		time.Sleep(10 * time.Second) // more than the backoff's longest wait (5 s, give or take a fifth)
 		synctest.Wait()
 		if err := e.r.WriteFailure(); err != nil {
 			t.Fatalf("WriteFailure still says %v after the store accepts writes", err)
