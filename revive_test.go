@@ -21,11 +21,13 @@ import (
 // refusingTool counts its runs by argument; the run of the argument
 // named by refuse makes the store refuse every write from then on (its
 // commits and lease calls), as a disk that fills up does, before it
-// returns. The run of "late" returns only once its context ends: after
-// the refused commit, which cancels the calls still running.
+// returns. The first run of "late" returns only once its context ends:
+// after the refused commit, which cancels the calls still running; with
+// late set (made by the test), the refusing run waits for it to start.
 type refusingTool struct {
 	faults *storetest.Faults
 	refuse string
+	late   chan struct{} // closed when late's first run started
 
 	mu   sync.Mutex
 	runs map[string]int // guarded by mu
@@ -40,10 +42,14 @@ func (c *refusingTool) tool() tool.Tool {
 		first := c.runs[in.K] == 1
 		c.mu.Unlock()
 		if in.K == c.refuse && first {
+			if c.late != nil {
+				<-c.late
+			}
 			c.faults.FailCommit(1, true)
 			c.faults.FailLease(1, true)
 		}
-		if in.K == "late" {
+		if in.K == "late" && first {
+			close(c.late)
 			<-ctx.Done() // a result in hand after the refused commit
 		}
 		return "counted " + in.K, nil
@@ -86,6 +92,9 @@ func TestStoreRefusalRevivesTheRun(t *testing.T) {
 				var faults storetest.Faults
 				mem := memstore.New()
 				c := &refusingTool{faults: &faults, refuse: tc.refuse, runs: map[string]int{}}
+				if len(tc.calls) > 1 {
+					c.late = make(chan struct{})
+				}
 				m := scripted.New("m", scripted.Reply{ToolCalls: tc.calls}, scripted.Reply{Text: "counted"})
 				e := newEnv(t, storetest.Faulty(mem, &faults), agentrt.Config{}, calcAgent(m, registry(t, c.tool())))
 				id := e.session(t, "calc")
