@@ -254,10 +254,10 @@ type resumeOf struct {
 
 // startResume begins a resumption: run_resumed emitted, or, for a session
 // that crashed its process too often without progress, its failure.
-// Recover and a revival leave a sub-agent's session to the run of its
-// parent (code busy: another run resumes it); a revival resumes only the
-// run that stalled, still running, and records first the tool results it
-// had in hand.
+// Recover leaves a sub-agent's session to the run of its parent (code
+// busy: another run resumes it); a revival resumes only the run that
+// stalled, still running and not a sub-agent's, and records first the
+// tool results it had in hand.
 func (r *Runner) startResume(ctx context.Context, id string, detached bool, how resumeOf) (*Exec, context.Context, error) {
 	x, rctx, err := r.beginRun(ctx, id, detached, "")
 	if err != nil {

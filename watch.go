@@ -140,11 +140,11 @@ func (w *watcher) drain(ctx context.Context, sub *subscriber) bool {
 			return ctx.Err() == nil
 		}
 		for _, m := range q {
-			if m.err != nil {
+			if m.ev == nil {
 				// The run here stopped without storing its end: what
 				// it stored is in the store, and then the watch ends.
 				if w.catchUp(ctx) {
-					w.yield(nil, m.err)
+					w.yield(nil, sub.failure())
 				}
 				clear(q)
 				return false
@@ -303,15 +303,16 @@ type topic struct {
 type subscriber struct {
 	mu     sync.Mutex
 	q      []hubMsg      // guarded by mu; grows up to subscriberBuffer
+	failed error         // guarded by mu: set by fail
 	ready  chan struct{} // one value: q has messages
 	lagged atomic.Bool
 }
 
 // put queues m, or drops it and marks the watcher lagged if its inbox
-// is full (a failure is never dropped: it ends the watch).
+// is full.
 func (s *subscriber) put(m hubMsg) {
 	s.mu.Lock()
-	if len(s.q) >= subscriberBuffer && m.err == nil {
+	if len(s.q) >= subscriberBuffer {
 		s.mu.Unlock()
 		s.lagged.Store(true)
 		return
@@ -336,12 +337,11 @@ func (s *subscriber) take(spare []hubMsg) []hubMsg {
 	return q
 }
 
+// A hubMsg without an event ends the watch with the subscriber's failure
+// (see topic.fail).
 type hubMsg struct {
 	ev  *session.Event
 	pos int64 // for a token, the seq of the last event committed before it
-	// err, when set, ends the watch: a run of the session stopped in this
-	// process without storing its end (see topic.fail).
-	err error
 }
 
 // subscriberBuffer is the size of a watcher's inbox: a turn's events and
@@ -441,9 +441,38 @@ func (t *topic) publishCommitted(evs []*session.Event) {
 // store refused a write, and the run_finished they would wait for is not
 // coming (revive.go).
 func (t *topic) fail(err error) {
-	if t != nil && t.nsubs.Load() > 0 {
-		t.send(hubMsg{err: err})
+	if t == nil || t.nsubs.Load() == 0 {
+		return
 	}
+	t.hub.mu.Lock()
+	defer t.hub.mu.Unlock()
+	for _, s := range t.subs {
+		s.fail(err)
+	}
+}
+
+// fail queues the end of the watch with err, even when the inbox is full.
+func (s *subscriber) fail(err error) {
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	s.q = append(s.q, hubMsg{})
+	first := len(s.q) == 1
+	s.mu.Unlock()
+	if first {
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// failure is the error fail queued the end of the watch with.
+func (s *subscriber) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 func (t *topic) send(m hubMsg) {
