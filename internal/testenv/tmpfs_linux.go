@@ -25,10 +25,13 @@ func Tmpfs(t testing.TB, size int) string {
 		cannotMount(t, "mount a tmpfs on "+dir+": "+err.Error())
 	}
 	t.Cleanup(func() {
-		// A process of the test may still hold a file open there: detach.
-		if err := syscall.Unmount(dir, 0); errors.Is(err, syscall.EBUSY) {
+		err := syscall.Unmount(dir, 0)
+		if errors.Is(err, syscall.EBUSY) {
+			// A process of the test may still hold a file open there:
+			// detach it, to go when the file is closed.
 			err = syscall.Unmount(dir, syscall.MNT_DETACH)
-		} else if err != nil {
+		}
+		if err != nil {
 			t.Errorf("unmount the tmpfs on %s: %v", dir, err)
 		}
 	})
