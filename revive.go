@@ -121,8 +121,9 @@ func newReviver(r *Runner) *reviver {
 // or the renewals of a run's lease for a whole lease TTL), then an *Error
 // of code store_unavailable, saying since when, until the store accepts
 // one again. Meanwhile the runner tries writes by itself, with a backoff:
-// it resumes the runs the refusal stopped, or takes and releases a claim.
-// A server reports itself not ready while it is not nil.
+// it resumes the runs the refusal stopped, or takes and releases a claim
+// (with a store that has leases; with another, the next commit tells). A
+// server reports itself not ready while it is not nil.
 func (r *Runner) WriteFailure() error {
 	f := r.revive.failing.Load()
 	if f == nil {
@@ -292,11 +293,15 @@ func (v *reviver) round() bool {
 }
 
 // probe takes and releases a claim: a write that tells whether the store
-// accepts writes again.
+// accepts writes again. A store without leases has no claims to write:
+// there, only a commit tells.
 func (v *reviver) probe() bool {
 	f := v.failing.Load()
 	if f == nil {
 		return true
+	}
+	if v.r.leaser == nil {
+		return false
 	}
 	ctx, cancel := context.WithTimeout(v.ctx, commitTimeout)
 	defer cancel()
