@@ -62,6 +62,8 @@ const (
 	CodeNoControl       = "no_control"        // the store cannot carry control requests
 	CodeInterrupted     = "interrupted"       // the run was interrupted
 
+	CodeStoreUnavailable = "store_unavailable" // the store refuses writes (revive.go)
+
 	// Human requests.
 	CodeUnknownRequest  = "unknown_request"  // no such pending request
 	CodeAlreadyResolved = "already_resolved" // the request was answered already
@@ -202,6 +204,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeNothingToResume, FailState, "the session has no run to continue", http.StatusConflict),
 		in(CodeNotRunning, FailState, "the session has no run in progress", http.StatusConflict),
 		in(CodeEndNotStored, FailStore, "the run stopped without storing how it ended: the store still says running, and a resume goes on", http.StatusServiceUnavailable),
+		in(CodeStoreUnavailable, FailStore, "the store refuses writes (a full disk, a database that is down or read-only); the runs it stopped are resumed in this process once it accepts them again", http.StatusServiceUnavailable),
 		in(CodeCrashLoop, FailState, "the run crashed its process too often without progress; resume tries again", http.StatusConflict),
 		in(CodeWatchBehind, FailStore, "a watcher could not read the events it missed; watch again from the seq given", http.StatusServiceUnavailable),
 		in(CodeNoControl, FailConfig, "the store cannot carry control requests between processes", http.StatusNotImplemented),

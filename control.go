@@ -516,11 +516,14 @@ func (c *controlPlane) close() {
 // store what they have in hand and release their sessions — and waits
 // for every use of a session to end (runs started by Start, StartResume
 // and Recover, runs on callers' goroutines, resolutions, stepped
-// sessions), until ctx ends. Later uses are refused. Close is idempotent.
+// sessions), until ctx ends. Later uses are refused; runs the store's
+// refusal of a write stopped are no longer resumed here (they stay
+// running, for Recover). Close is idempotent.
 func (r *Runner) Close(ctx context.Context) error {
 	for _, h := range r.reg.close() {
 		h.Cancel()
 	}
+	r.revive.close()
 	if r.gaveUp.Load() {
 		return &Error{Kind: FailState, Code: CodeClosed, Msg: "runs that ignored their cancellation were left behind at shutdown"}
 	}

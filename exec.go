@@ -27,6 +27,7 @@ type Exec struct {
 	// calls the model several times. An Exec goes back to the pool only
 	// when its run has ended and every goroutine it started has returned.
 	pendingBuf [8]*session.Event // pending's first backing array
+	ranBuf     [4]callAttempt    // ran's first backing array
 	commit     session.Commit
 	snapshot   session.Snapshot
 	msgs       []model.Message
@@ -70,6 +71,14 @@ type execRun struct {
 	dirty   bool // a commit failed: the state is ahead of the store
 	lazy    bool // built-in steps may leave their events to the next commit (see Runner.step)
 	quiet   bool // the model call under way is not the answer: no live tokens
+	// background: the run goes on in the background (Runner.background),
+	// and this process resumes it if the store refuses its write.
+	background bool
+	// ran are the attempts of the calls whose results are pending, not
+	// yet committed; inHand the results a failed commit could not
+	// store, which a revival of the run records (revive.go).
+	ran    []callAttempt
+	inHand []heldResult
 	// finishPair, once a reply streamed a tool-call delta, holds the
 	// model_finished that reply ends with (see liveToolCallDelta).
 	finishPair *eventPair[session.ToolCallDelta, session.ModelFinished]
@@ -93,6 +102,7 @@ func (r *Runner) newExec(a *Agent, st *State) *Exec {
 	x.execRun = execRun{r: r, agent: a, st: st, committed: st.Seq, stored: st.Status,
 		hooks: hookSet{h: r.hooksOf(a)}}
 	x.pending = x.pendingBuf[:0]
+	x.ran = x.ranBuf[:0]
 	return x
 }
 
@@ -118,6 +128,7 @@ func (r *Runner) putExec(x *Exec) {
 		x.msgs = msgs[:0]
 	}
 	clear(x.pendingBuf[:])
+	clear(x.ranBuf[:])
 	x.execRun = execRun{}
 	x.req = model.Request{}
 	// The last commit's events and the last reply are the conversation's
@@ -447,11 +458,19 @@ func (x *Exec) Commit(ctx context.Context) error {
 	c.Snapshot, x.snapshot = nil, session.Snapshot{}
 	if err != nil {
 		// The state in memory is now ahead of the store: the run stops,
-		// and whoever goes on reloads the session.
+		// and whoever goes on reloads the session. The tool results it
+		// had are kept for a revival here (revive.go).
+		x.holdResults()
 		x.pending = x.pending[:0]
 		x.dirty = true
-		return storeError(x.st.SessionID, err)
+		serr := storeError(x.st.SessionID, err)
+		if ctx.Err() == nil && storeRefusal(serr) {
+			x.r.revive.refused(serr)
+		}
+		return serr
 	}
+	x.r.revive.wrote()
+	x.ran = x.ran[:0]
 	x.committed = x.st.Seq
 	x.answers, c.Answers = nil, nil
 	x.stored = c.Status
@@ -473,6 +492,40 @@ func (x *Exec) Commit(ctx context.Context) error {
 		x.hooks.turnEnd(ctx, x.info(), end, x.st.RunUsage)
 	}
 	return nil
+}
+
+// ranCall notes the attempt of call id, whose result the run now holds
+// and commits next.
+func (x *Exec) ranCall(id string, attempt int) {
+	x.ran = append(x.ran, callAttempt{id: id, attempt: attempt})
+}
+
+// holdResults keeps, before a failed commit drops them, the pending
+// results of the calls the run ran.
+func (x *Exec) holdResults() {
+	if len(x.ran) == 0 {
+		return
+	}
+	for _, e := range x.pending {
+		d, ok := e.Data.(*session.ToolResult)
+		if !ok {
+			continue
+		}
+		for _, c := range x.ran {
+			if c.id == d.CallID {
+				x.holdResult(*d, c.attempt)
+				break
+			}
+		}
+	}
+	x.ran = x.ran[:0]
+}
+
+// holdResult keeps res, the result of attempt of its call, which the run
+// could not store.
+func (x *Exec) holdResult(res session.ToolResult, attempt int) {
+	res.Result = slices.Clone(res.Result)
+	x.inHand = append(x.inHand, heldResult{res: res, attempt: attempt})
 }
 
 // storeError wraps a failed commit.
@@ -553,7 +606,7 @@ func (x *Exec) reload(ctx context.Context) error {
 		return err
 	}
 	st.agentRules, st.rulesFrom, st.rulesCtx = nil, x.r, x.st.rulesCtx
-	x.st, x.pending, x.end, x.reason = st, x.pending[:0], "", ""
+	x.st, x.pending, x.end, x.reason, x.ran = st, x.pending[:0], "", "", x.ran[:0]
 	x.committed, x.dirty = st.Seq, false
 	return nil
 }

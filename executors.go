@@ -614,6 +614,7 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		} else {
 			x.add(newEvent(x, o.res, t))
 		}
+		x.ranCall(o.res.CallID, o.attempt)
 		if err := ctx.Err(); err != nil {
 			// Canceled with the result in hand: store it before stopping.
 			cctx, cancel := afterEnd(ctx)
@@ -694,10 +695,21 @@ func (x *Exec) runJobs(ctx context.Context, info HookInfo, jobs []toolJob) error
 	// record stores one outcome: the results in hand are stored even
 	// when the run was canceled meanwhile.
 	record := func(o *toolOutcome) {
-		if err != nil || o == nil || o.canceled {
+		if o == nil || o.canceled {
+			return
+		}
+		if err != nil {
+			if o.attempt > 0 && storeRefusal(err) {
+				// A result in hand after the store refused a commit:
+				// kept for a revival here (revive.go).
+				x.holdResult(o.res, o.attempt)
+			}
 			return
 		}
 		emit(x, o.res)
+		if o.attempt > 0 {
+			x.ranCall(o.res.CallID, o.attempt)
+		}
 		cctx, ccancel := ctx, context.CancelFunc(func() {})
 		if ctx.Err() != nil {
 			cctx, ccancel = afterEnd(ctx)
@@ -834,6 +846,9 @@ type toolOutcome struct {
 	// canceled: the run's context ended before the call had an outcome of
 	// its own; there is nothing to store.
 	canceled bool
+	// attempt is the attempt of the call that ran in this process (0 for
+	// an outcome of another kind: a delegation's).
+	attempt int
 }
 
 // runTool runs one job of CallTools. Several run concurrently: it reads
@@ -865,6 +880,7 @@ func (x *Exec) runTool(ctx context.Context, info HookInfo, j toolJob) toolOutcom
 		res: session.ToolResult{CallID: j.call.ID, Name: j.call.Name, OK: res.OK, Result: res.Output, Error: res.Error,
 			LatencyMS: res.Latency.Milliseconds()},
 		latency: res.Latency,
+		attempt: j.attempt,
 	}
 }
 

@@ -362,14 +362,18 @@ func (r *Runner) recoverStatus(ctx context.Context, status session.Status, runs 
 	}
 }
 
-// recoverable reports whether s may be abandoned: not run by this runner,
-// of an agent it knows. Whether its lease is free is for Acquire, by the
-// store's clock, to decide (StartResume).
+// recoverable reports whether s may be abandoned: not used by this
+// runner, nor left to its revival of a run the store stopped (which holds
+// the results the run had in hand), of an agent it knows. Whether its
+// lease is free is for Acquire, by the store's clock, to decide
+// (StartResume). A lease that names this runner is no sign of a run: a
+// run's release that the store refused leaves one behind, as does a
+// process restarted under the same owner name (Config.Owner).
 func (r *Runner) recoverable(ctx context.Context, s *session.Session) bool {
 	if _, ok := r.agents[s.Agent]; !ok {
 		return false
 	}
-	if s.Lease != nil && s.Lease.Owner == r.owner {
+	if r.revive.holds(keyOf(ctx, s.ID)) {
 		return false
 	}
 	_, active := r.Active(ctx, s.ID)

@@ -175,6 +175,27 @@ func TestRecoverExactlyOnce(t *testing.T) {
 	}
 }
 
+// A lease that names the recovering runner is no sign that it runs the
+// session: a process restarted under the same owner name (Config.Owner),
+// or a run whose release the store refused, leaves one behind. Recover
+// resumes such a session once the lease expired, as any other.
+func TestRecoverSessionLeasedToItsOwnName(t *testing.T) {
+	clock := storetest.NewClock(time.Now())
+	store := memstore.New(memstore.WithClock(clock.Now))
+	id := crashed(t, store, "s1", "host-a:1:a")
+	clock.Advance(2 * time.Hour)
+	g := newGate()
+	close(g.release)
+	e := newEnv(t, store, agentrt.Config{Owner: "host-a:1:a"}, calcAgent(scripted.New("m", scripted.Reply{Text: "recovered"}), registry(t, g.tool())))
+	runs, err := e.r.Recover(context.Background())
+	if err != nil || len(runs) != 1 || runs[0].SessionID() != id {
+		t.Fatalf("Recover: %d runs, %v; want the session whose lease names this runner", len(runs), err)
+	}
+	if res, err := runs[0].Wait(context.Background()); err != nil || res.Status != session.StatusDone || res.Text != "recovered" {
+		t.Fatalf("recovered run: %+v %v", res, err)
+	}
+}
+
 // A session that crashes its process every time it is resumed is stopped
 // after MaxRecoveries, failed with reason crash_loop; a person's resume
 // tries again.

@@ -117,6 +117,9 @@ const (
 	ResumeApproval  = "approval"  // every pending request was resolved
 	ResumePause     = "resume"    // a paused run goes on
 	ResumeRetry     = "retry"     // a failed, canceled or interrupted run is tried again
+	// ResumeStore: the store refused a write of the run, and this
+	// process resumes it once the store accepts writes again (revive.go).
+	ResumeStore = "store"
 )
 
 // Resume continues a session whose run stopped before it finished: after a
@@ -126,7 +129,7 @@ const (
 // calling goroutine; its events, and leaving the loop, are like Run's.
 func (r *Runner) Resume(ctx context.Context, sessionID string) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
-		x, rctx, err := r.startResume(ctx, sessionID, false, false)
+		x, rctx, err := r.startResume(ctx, sessionID, false, resumeOf{})
 		if err != nil {
 			yield(nil, err)
 			return
@@ -147,7 +150,7 @@ func (r *Runner) StartResume(ctx context.Context, sessionID string) (*Run, error
 }
 
 func (r *Runner) startResumeBackground(ctx context.Context, sessionID string, recovering bool) (*Run, error) {
-	x, rctx, err := r.startResume(ctx, sessionID, true, recovering)
+	x, rctx, err := r.startResume(ctx, sessionID, true, resumeOf{recovering: recovering})
 	if err != nil {
 		return nil, err
 	}
@@ -159,9 +162,11 @@ func (r *Runner) startResumeBackground(ctx context.Context, sessionID string, re
 }
 
 // background runs x's run on a goroutine; the run's claim, which Close
-// waits for, covers it.
+// waits for, covers it. Such a run, stopped by the store's refusal of a
+// write, is resumed by this process (revive.go).
 func (r *Runner) background(ctx context.Context, x *Exec) *Run {
 	h := x.handle
+	x.background = true
 	go func() {
 		stack.Presize()
 		r.drive(ctx, x)
@@ -244,11 +249,21 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	return x, rctx, nil
 }
 
+// resumeOf says which resumption startResume begins: one a caller asked
+// for (the zero value), Recover's (recovering), or this process's
+// revival of stalled, a run the store's refusal of a write stopped.
+type resumeOf struct {
+	recovering bool
+	stalled    *stalledRun
+}
+
 // startResume begins a resumption: run_resumed emitted, or, for a session
 // that crashed its process too often without progress, its failure.
-// recovering is set for Recover, which leaves a sub-agent's session to the
-// run of its parent (code busy: another run resumes it).
-func (r *Runner) startResume(ctx context.Context, id string, detached, recovering bool) (*Exec, context.Context, error) {
+// Recover leaves a sub-agent's session to the run of its parent (code
+// busy: another run resumes it); a revival resumes only the run that
+// stalled, still running and not a sub-agent's, and records first the
+// tool results it had in hand.
+func (r *Runner) startResume(ctx context.Context, id string, detached bool, how resumeOf) (*Exec, context.Context, error) {
 	x, rctx, err := r.beginRun(ctx, id, detached, "")
 	if err != nil {
 		return nil, nil, err
@@ -272,7 +287,17 @@ func (r *Runner) startResume(ctx context.Context, id string, detached, recoverin
 		return r.abandon(x, &Error{Kind: FailState, Code: CodeNothingToResume,
 			Msg: fmt.Sprintf("session %q has nothing to resume (status %s)", id, st.Status)})
 	}
-	if recovering && st.Parent != nil {
+	if s := how.stalled; s != nil {
+		if st.Status != session.StatusRunning || st.RunID != s.runID || st.Parent != nil {
+			// Canceled by a person meanwhile, or finished (or resumed
+			// again) by another process: not the run that stalled. Or
+			// a sub-agent's, which its parent's resumption resumes.
+			return r.abandon(x, &Error{Kind: FailState, Code: CodeNothingToResume,
+				Msg: fmt.Sprintf("session %q's run %s is not this process's to resume", id, s.runID)})
+		}
+		reason = ResumeStore // not a crash: no crash loop to count
+	}
+	if how.recovering && st.Parent != nil {
 		// A sub-agent's run goes on with its parent's: the parent's
 		// resumption resumes it and takes its answer, exactly once.
 		return r.abandon(x, &Error{Kind: FailState, Code: CodeBusy,
@@ -293,8 +318,22 @@ func (r *Runner) startResume(ctx context.Context, id string, detached, recoverin
 		return x, rctx, nil
 	}
 	emit(x, session.RunResumed{Reason: reason, From: st.Status})
+	if how.stalled != nil {
+		x.recordHeld(how.stalled.results)
+	}
 	x.lease.watch(h.cancel)
 	return x, rctx, nil
+}
+
+// recordHeld records the tool results a stalled run had in hand and could
+// not store, for the calls that still wait for them in the same attempt:
+// the calls are not run again.
+func (x *Exec) recordHeld(results []heldResult) {
+	for _, hr := range results {
+		if c := x.st.call(hr.res.CallID); c != nil && c.Started && !c.Done && c.Attempts == hr.attempt {
+			emit(x, hr.res)
+		}
+	}
 }
 
 // beginRun begins a run of session id: its handle and context, the
@@ -604,6 +643,16 @@ func (r *Runner) finish(x *Exec) {
 		r.cache.put(x.key, x.st)
 	}
 	x.lease.stop()
+	if cause := x.refusedByStore(); cause != nil {
+		// The store refused the run's write: the watchers here would
+		// wait for an end that is not coming. A background run is
+		// resumed by this process once the store accepts writes.
+		revived := x.background && r.revive.stall(x.key, x.st.RunID, x.inHand, cause)
+		if !revived {
+			r.revive.refused(cause)
+		}
+		x.topic.fail(stalledError(x, cause, revived))
+	}
 	r.hub.release(x.topic)
 	r.reg.unclaim(x.key)
 	if h := x.handle; h != nil {

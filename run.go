@@ -124,9 +124,11 @@ func (h *Run) Done() <-chan struct{} {
 // Result's Status is the session's status in the store. The error is
 // ctx's when ctx ends first, or the error that kept the run from storing
 // how it ended (the store then still says running, and the run is
-// resumable; the Result's Err has code end_not_stored). A run that failed
-// as such (a model that failed for good, say) has a Result with status
-// failed and a nil error.
+// resumable; the Result's Err has code end_not_stored: a run of Start or
+// StartResume that stopped so because the store refused a write is
+// resumed by this runner once the store accepts writes again, as a run
+// of its own). A run that failed as such (a model that failed for good,
+// say) has a Result with status failed and a nil error.
 func (h *Run) Wait(ctx context.Context) (*Result, error) {
 	select {
 	case <-h.Done():
@@ -304,6 +306,13 @@ func (h *Run) leaveModel() {
 	if h != nil {
 		h.inModel.Store(false)
 	}
+}
+
+// failure returns the error the run ended with, if any.
+func (h *Run) failure() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
 }
 
 func (h *Run) setErr(err error) {

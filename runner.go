@@ -129,6 +129,7 @@ type Runner struct {
 	agentHooks map[string]*Hooks
 
 	reg      registry     // the sessions in use in this runner
+	revive   *reviver     // runs the store's refusal of a write stopped, resumed here
 	stepping stepping     // sessions driven step by step, between steps
 	control  controlPlane // control requests from other processes
 }
@@ -149,6 +150,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		observer:  cfg.Observer,
 	}
 	r.reg.active = make(map[skey]*Run)
+	r.revive = newReviver(r)
 	r.leaser, _ = cfg.Store.(session.Leaser)
 	r.follower, _ = cfg.Store.(session.Follower)
 	if rl, ok := cfg.Store.(session.Relay); ok && !cfg.NoRelay {

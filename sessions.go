@@ -50,6 +50,19 @@ func (g *registry) claim(k skey, h *Run) error {
 	return nil
 }
 
+// enter counts a use of the runner that is no session's (a goroutine of
+// its own, which Close waits for); it reports false once the registry is
+// closed. The use ends with done.
+func (g *registry) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.uses.Add(1)
+	return true
+}
+
 // release ends a claim: unclaim, then done.
 func (g *registry) release(k skey) {
 	g.unclaim(k)

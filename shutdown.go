@@ -26,6 +26,9 @@ var errHandedOver error = &Error{Kind: FailCanceled, Code: CodeShuttingDown, Msg
 // Close, by contrast, cancels the runs: they end canceled, for a person
 // to resume.
 func (r *Runner) Shutdown(ctx context.Context) error {
+	// Runs the store stopped are left to the runner that takes over, as
+	// those still running are.
+	r.revive.close()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for !r.reg.idle() {

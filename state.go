@@ -273,9 +273,12 @@ func (s *State) Apply(e *session.Event) error {
 			s.StepBase, s.UsageBase = s.Steps, s.RunUsage
 		}
 		s.RunSince = e.Time
-		if d.Reason == ResumeRecovered {
+		switch d.Reason {
+		case ResumeRecovered:
 			s.Recoveries++
-		} else {
+		case ResumeStore:
+			// The store stopped the run, not a crash; nor is it progress.
+		default:
 			s.Recoveries = 0
 		}
 		if d.Reason == ResumeRetry {

@@ -18,7 +18,11 @@ import (
 // Postgres store) and unless Config.NoRelay, a run in any process sharing
 // the store. It ends when ctx ends (without an error) or the consumer
 // stops; the error, when it yields one, is the store's (an unknown or
-// deleted session is not_found).
+// deleted session is not_found), or, when a run of the session in this
+// process stopped because the store refused its write, end_not_stored
+// (recoverable: after the events it stored, which the watch yields
+// first; watch again from the last one to follow the run once it is
+// resumed).
 //
 // Watching never holds up a run: committed events come from the store (a
 // session.Follower sees the commits of every process), and a watcher that
@@ -136,6 +140,15 @@ func (w *watcher) drain(ctx context.Context, sub *subscriber) bool {
 			return ctx.Err() == nil
 		}
 		for _, m := range q {
+			if m.ev == nil {
+				// The run here stopped without storing its end: what
+				// it stored is in the store, and then the watch ends.
+				if w.catchUp(ctx) {
+					w.yield(nil, sub.failure())
+				}
+				clear(q)
+				return false
+			}
 			if !w.take(ctx, m.ev, m.pos) {
 				clear(q)
 				return false
@@ -290,6 +303,7 @@ type topic struct {
 type subscriber struct {
 	mu     sync.Mutex
 	q      []hubMsg      // guarded by mu; grows up to subscriberBuffer
+	failed error         // guarded by mu: set by fail
 	ready  chan struct{} // one value: q has messages
 	lagged atomic.Bool
 }
@@ -323,6 +337,8 @@ func (s *subscriber) take(spare []hubMsg) []hubMsg {
 	return q
 }
 
+// A hubMsg without an event ends the watch with the subscriber's failure
+// (see topic.fail).
 type hubMsg struct {
 	ev  *session.Event
 	pos int64 // for a token, the seq of the last event committed before it
@@ -418,6 +434,45 @@ func (t *topic) publishCommitted(evs []*session.Event) {
 	for _, e := range evs {
 		t.send(hubMsg{ev: e})
 	}
+}
+
+// fail ends the watches of t's session in this process with err, after
+// the events they have yet to yield: its run stopped here because the
+// store refused a write, and the run_finished they would wait for is not
+// coming (revive.go).
+func (t *topic) fail(err error) {
+	if t == nil || t.nsubs.Load() == 0 {
+		return
+	}
+	t.hub.mu.Lock()
+	defer t.hub.mu.Unlock()
+	for _, s := range t.subs {
+		s.fail(err)
+	}
+}
+
+// fail queues the end of the watch with err, even when the inbox is full.
+func (s *subscriber) fail(err error) {
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	s.q = append(s.q, hubMsg{})
+	first := len(s.q) == 1
+	s.mu.Unlock()
+	if first {
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// failure is the error fail queued the end of the watch with.
+func (s *subscriber) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 func (t *topic) send(m hubMsg) {

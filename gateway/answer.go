@@ -29,7 +29,8 @@ import (
 // keep the input for that process's next turn, it returns an error of
 // code lease_held at once, the input pending. Its error is a turn's
 // that failed (its inputs are set aside, refused with the failure, as
-// Run's workers do), or the one that kept the agent from starting when
+// Run's workers do; a failure of the store leaves them pending), or the
+// one that kept the agent from starting when
 // the session runs elsewhere and the source's policy does not interrupt
 // it (the input stays pending). When a worker of Run in this process
 // serves the source already, Answer returns nil at once: that worker

@@ -257,7 +257,15 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 	defer func() {
 		// Wake the loop, unless the worker ended as the source had nothing
 		// pending and the loop saw nothing since that it left for later.
+		// A worker that failed is followed by another after a poll, not at
+		// once: a store that refuses writes (or reads) would otherwise be
+		// asked again and again as fast as it answers.
 		g.mu.Lock()
+		if failed != nil && !done {
+			if until := g.now().Add(g.cfg.Poll); g.backoff[k].Before(until) {
+				g.backoff[k] = until
+			}
+		}
 		delete(g.serving, k)
 		again := !done || s.recheck || g.starved
 		if again {
@@ -361,6 +369,14 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 			return failed
 		case err != nil && ctx.Err() != nil:
 			return cmp.Or(failed, err) // shutting down: the inputs stay pending
+		case err != nil && agentrt.AsError(err).Kind == agentrt.FailStore:
+			// The store refused the turn's writes (a full disk, a
+			// database gone): not its inputs' fault. Those still
+			// pending stay so, for a turn after a poll; a run that had
+			// begun is resumed by the runner once the store accepts
+			// writes.
+			fail(err)
+			return failed
 		case err != nil:
 			g.setAside(ctx, k.source, still, agentrt.CodeModuleFailed, err.Error())
 			if failed == nil {

@@ -53,6 +53,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.draining.Load():
 		err = errors.New("shutting down")
+	case s.r.WriteFailure() != nil:
+		// The runner's knowledge, not a probe: it tries writes itself
+		// until the store accepts one (the reason is its sentence, not
+		// the store's wording).
+		err = s.r.WriteFailure()
 	case s.cfg.Ready != nil:
 		err = s.cfg.Ready(ctx)
 	default:

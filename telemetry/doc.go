@@ -22,7 +22,7 @@
 //
 // # Metrics
 //
-// Runs started (by reason: new, recovered, approval, resume, retry) and
+// Runs started (by reason: new, recovered, approval, resume, retry, store) and
 // finished (by status), runs in progress, run duration, rounds, plan
 // steps, model calls by model and outcome, tokens, cost and latency, tool
 // calls by tool and outcome (ok, error, denied) and latency, and leases

@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m := &metrics{
 		runsStarted: counter("runs_started_total",
-			"Runs begun in this process, by agent and reason: new for a turn, else why a run was resumed (recovered, approval, resume, retry).",
+			"Runs begun in this process, by agent and reason: new for a turn, else why a run was resumed (recovered, approval, resume, retry, store).",
 			"agent", "reason"),
 		runsFinished: counter("runs_finished_total",
 			"Runs of this process that stopped, by agent and status (done, waiting, paused, failed, canceled, interrupted; not_stored when the run stopped without storing its end).",

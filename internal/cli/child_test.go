@@ -35,6 +35,8 @@ import (
 //   - once is journal for a side effect that must not happen twice
 //     (tool.Meta.AtMostOnce); with AGENTRT_ONCE=block it then says so on
 //     stderr and never returns.
+//   - fill is journal for a side effect, then fills the filesystem of the
+//     file AGENTRT_FILL names, until it is full.
 func childTools() []tool.Tool {
 	stubborn := tool.Must(tool.New("stubborn", "ignores cancellation", func(ctx context.Context, _ struct{}) (string, error) {
 		if os.Getenv("AGENTRT_STUBBORN") == "block" {
@@ -82,7 +84,34 @@ func childTools() []tool.Tool {
 		}
 		return "recorded " + in.Line, nil
 	}))
-	return []tool.Tool{stubborn, journal, tool.WithMeta(once, tool.Meta{AtMostOnce: true})}
+	fill := tool.Must(tool.New("fill", "records a line, then fills the disk", func(ctx context.Context, in struct {
+		Line string `json:"line"`
+	}) (string, error) {
+		f, err := os.OpenFile(os.Getenv("AGENTRT_JOURNAL"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return "", err
+		}
+		info, _ := tool.CallInfoFrom(ctx)
+		fmt.Fprintf(f, "%s %s %d\n", in.Line, info.IdempotencyKey, info.Attempt)
+		if err := f.Close(); err != nil {
+			return "", err
+		}
+		disk, err := os.OpenFile(os.Getenv("AGENTRT_FILL"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return "", err
+		}
+		defer disk.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := disk.Write(buf); err != nil {
+				if errors.Is(err, syscall.ENOSPC) {
+					return "filled the disk", nil
+				}
+				return "", err
+			}
+		}
+	}))
+	return []tool.Tool{stubborn, journal, tool.WithMeta(once, tool.Meta{AtMostOnce: true}), fill}
 }
 
 // childModules are the extra gateway modules of the CLI the child

@@ -19,3 +19,13 @@ func SkipShort(t testing.TB, why string) {
 	}
 	t.Skip(why)
 }
+
+// cannotMount skips a test that cannot mount what it needs, saying why,
+// or fails it under CI, where it must run.
+func cannotMount(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (under CI this test must run)", why)
+	}
+	t.Skip(why)
+}
