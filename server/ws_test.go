@@ -1077,6 +1077,12 @@ func TestWSStalledClient(t *testing.T) {
 	for {
 		select {
 		case f := <-cl.frames:
+			if f.Type == "reconnect" && len(got) > 0 && f.LastEventID == got[len(got)-1] {
+				// The subscription fell behind first (its buffer stayed
+				// full for WriteTimeout) and said where to go on from, which
+				// a loaded machine may deliver before the drop: as good.
+				continue
+			}
 			if f.Type != "event" {
 				t.Fatalf("after %d events: %+v", len(got), f)
 			}

@@ -153,6 +153,14 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if err != nil {
 		return err
 	}
+	serving := false
+	defer func() {
+		if !serving {
+			// What the adapters started as they were mounted (Server.Go:
+			// A2A's pushes) stops before the store closes.
+			_ = srv.Shutdown(context.WithoutCancel(ctx))
+		}
+	}()
 	if err := mountProtocols(srv, a, log); err != nil {
 		return err
 	}
@@ -167,11 +175,12 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if maxConns <= 0 {
 		maxConns = defaultMaxConnections(files)
 	}
-	log.Info("connections", "max_connections", maxConns, "open_files_limit", files, "hard_limit", hard)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return g.listenError(addr, err)
 	}
+	serving = true
+	log.Info("connections", "max_connections", maxConns, "open_files_limit", files, "hard_limit", hard)
 	for _, n := range a.Notices {
 		log.Info(strings.TrimPrefix(n, "agentrt: "))
 	}
