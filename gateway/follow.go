@@ -373,9 +373,10 @@ func (f *Following) finish(o Outcome) {
 // check looks at the stored inputs while nothing in the log can end the
 // turn: until a run takes the input (it may be refused), and while the
 // turn waits for its restart (which may be set aside). A refusal by this
-// process's gateway wakes it at once; one by another process is found
-// within the gateway's FollowPoll. It ends the watch, with the outcome as
-// its cause, when the inputs say the turn ended.
+// process's gateway of an input the turn depends on wakes it at once
+// (one of other inputs does not make it read the store); one by another
+// process is found within the gateway's FollowPoll. It ends the watch,
+// with the outcome as its cause, when the inputs say the turn ended.
 func (f *Following) check(ctx context.Context, end context.CancelCauseFunc) {
 	select {
 	case <-f.stored:
@@ -388,7 +389,7 @@ func (f *Following) check(ctx context.Context, end context.CancelCauseFunc) {
 	poll := time.NewTimer(f.g.cfg.FollowPoll)
 	defer poll.Stop()
 	for {
-		changed := f.g.changes.wait()
+		next := f.g.changes.wait()
 		if o := f.look(ctx); o != nil {
 			end(&endCause{*o})
 			return
@@ -407,14 +408,36 @@ func (f *Following) check(ctx context.Context, end context.CancelCauseFunc) {
 			continue
 		}
 		poll.Reset(f.g.cfg.FollowPoll)
-		select {
-		case <-changed:
-		case <-f.kick:
-		case <-poll.C:
-		case <-ctx.Done():
-			return
+		for again := false; !again; {
+			select {
+			case <-next.done:
+				next, again = next.since(f.dependsOn())
+			case <-f.kick:
+				again = true
+			case <-poll.C:
+				again = true
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
+}
+
+// dependsOn returns the inputs whose refusal may end the turn now: the
+// followed input, until a run takes it; the inputs a restart answers,
+// while the turn waits for it.
+func (f *Following) dependsOn() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch f.tr.phase() {
+	case phaseWaiting:
+		if f.sub != nil && f.sub.ID != "" {
+			return []string{f.sub.ID}
+		}
+	case phaseRestarting:
+		return slices.Clone(f.tr.restart)
+	}
+	return nil
 }
 
 // look reads the stored inputs the turn's end depends on now.
@@ -472,31 +495,57 @@ func (g *Gateway) input(ctx context.Context, source string, seq int64, id string
 }
 
 // changes wakes the followers of this process's inputs when its gateway
-// refuses some: each then reads its input's stored state. A broadcast,
+// refuses some, naming them: a follower whose turn depends on one of
+// them reads its state from the store; the others do not. A broadcast,
 // not a channel per input, so that any number of followers of one input
 // each hear it, and none of them can stop another hearing it.
 type changes struct {
-	mu sync.Mutex
-	ch chan struct{} // closed at the next change; guarded by mu
+	mu   sync.Mutex
+	next *change // the change to come; nil until someone waits. Guarded by mu.
 }
 
-// wait returns a channel closed at the next change.
-func (c *changes) wait() <-chan struct{} {
+// change is one refusal. Invariant: ids and after are set before done is
+// closed, and never changed after.
+type change struct {
+	done  chan struct{} // closed when it happened
+	ids   []string      // the inputs it refused
+	after *change       // the change that comes next
+}
+
+// wait returns the change to come.
+func (c *changes) wait() *change {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ch == nil {
-		c.ch = make(chan struct{})
+	if c.next == nil {
+		c.next = &change{done: make(chan struct{})}
 	}
-	return c.ch
+	return c.next
 }
 
-// signal wakes everyone waiting.
-func (c *changes) signal() {
+// signal tells everyone waiting that ids were refused.
+func (c *changes) signal(ids ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ch != nil {
-		close(c.ch)
-		c.ch = nil
+	ch := c.next
+	if ch == nil {
+		return // nobody waits
+	}
+	ch.ids, ch.after = ids, &change{done: make(chan struct{})}
+	c.next = ch.after
+	close(ch.done)
+}
+
+// since walks the changes from c that happened, and returns the first
+// to come, and whether any of them refused one of ids.
+func (c *change) since(ids []string) (next *change, hit bool) {
+	for {
+		select {
+		case <-c.done:
+		default:
+			return c, hit
+		}
+		hit = hit || slices.ContainsFunc(c.ids, func(id string) bool { return slices.Contains(ids, id) })
+		c = c.after
 	}
 }
 

@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
 )
 
 type failingModule struct{}
@@ -254,5 +257,62 @@ func TestFollowRestartSetAside(t *testing.T) {
 		if o, _ := f.Outcome(); o.State != gateway.TurnFailed {
 			t.Errorf("outcome %+v, want failed", o)
 		}
+	})
+}
+
+// readCounting counts the reads of the stored inputs' states
+// (Inbox.Inputs): what a Following's checker costs the store.
+type readCounting struct {
+	*memstore.Store
+	reads atomic.Int64
+}
+
+func (c *readCounting) Inputs(ctx context.Context, source string, after int64, limit int) ([]session.InboxInput, error) {
+	c.reads.Add(1)
+	return c.Store.Inputs(ctx, source, after, limit)
+}
+
+// A refusal wakes the followers of the inputs it refused, not every
+// follower of the process: with many inputs waiting for their turns
+// (here held by a debounce), each refusal of another source's input made
+// every one of them read its input's state from the store — a read per
+// follower per refusal.
+func TestFollowersReadOnlyTheirRefusals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var store *readCounting
+		e := newEnvWrapped(t, gateway.Config{Debounce: time.Hour,
+			Sources: map[string]gateway.SourceConfig{"hot": {Debounce: time.Nanosecond, Policy: gateway.Reject}}},
+			func(m *memstore.Store) session.Store { store = &readCounting{Store: m}; return store })
+		e.bot.inModel = make(chan struct{}, 8)
+		e.bot.release = make(chan struct{})
+		stop := e.run(t)
+		defer stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		const waiting = 200
+		for i := range waiting {
+			src := fmt.Sprint("chat", i)
+			if _, err := e.r.CreateSession(t.Context(), "", src, nil); err != nil {
+				t.Fatal(err)
+			}
+			go follow(ctx, e.g.Follow(e.submit(t, src, "hello"), 0))
+		}
+		e.submit(t, "hot", "slow")
+		<-e.bot.inModel
+		synctest.Wait() // every follower has looked once, and waits
+		before := store.reads.Load()
+		const refusals = 5
+		for range refusals {
+			if _, err := e.g.Submit(t.Context(), gateway.Input{Source: "hot", Text: "more"}); agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected {
+				t.Fatalf("hot's newer input: %v, want input_rejected", err)
+			}
+			synctest.Wait()
+		}
+		if n := store.reads.Load() - before; n > refusals {
+			t.Errorf("%d refusals of hot's inputs made %d reads of the inbox, with %d followers of other inputs waiting; want at most one a refusal", refusals, n, waiting)
+		}
+		close(e.bot.release)
+		cancel()
+		synctest.Wait()
 	})
 }

@@ -402,7 +402,7 @@ func (g *Gateway) dropCorrupt(ctx context.Context, source string, pending []sess
 		if err := g.inbox.Refuse(ctx, []string{in.ID}, reason); err != nil {
 			return nil, fmt.Errorf("set aside input %s: %w", in.ID, err)
 		}
-		g.changes.signal()
+		g.changes.signal(in.ID)
 		g.report(source, fmt.Errorf("input %s set aside: %s", in.ID, reason))
 	}
 	return ok, nil
@@ -444,7 +444,7 @@ func (g *Gateway) setAside(ctx context.Context, source string, pending map[strin
 		if err := g.inbox.Refuse(ctx, ids, code+": "+reason); err != nil {
 			g.report(source, fmt.Errorf("set aside inputs %s: %w", strings.Join(ids, ", "), err))
 		} else {
-			g.changes.signal()
+			g.changes.signal(ids...)
 		}
 	}
 	g.report(source, &agentrt.Error{Kind: agentrt.FailInternal, Code: code, Msg: reason})
