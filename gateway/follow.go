@@ -276,6 +276,13 @@ func (f *Following) Events(ctx context.Context) iter.Seq2[*session.Event, error]
 					return
 				}
 				sub, err := f.g.Submit(ctx, *f.in)
+				if err != nil && sub != nil {
+					// Stored, and refused at once (the source's policy, or a
+					// refused input sent again): the turn came to that.
+					if o := f.g.refused(ctx, sub); o != nil {
+						f.finish(*o)
+					}
+				}
 				f.setStored(sub, err)
 				if err != nil {
 					stopWatch()
@@ -447,12 +454,7 @@ func (f *Following) look(ctx context.Context) *Outcome {
 	f.mu.Unlock()
 	switch {
 	case phase == phaseWaiting && sub != nil && sub.ID != "":
-		in, err := f.g.input(ctx, sub.Source, sub.Seq, sub.ID)
-		if err != nil || in.State != session.InputRefused {
-			return nil
-		}
-		code, reason := refusal(in)
-		return &Outcome{State: TurnRefused, Code: code, Reason: reason}
+		return f.g.refused(ctx, sub)
 	case phase == phaseRestarting && sub != nil && sub.Source != "":
 		// The restart answers the inputs that interrupted the run; if a
 		// failed or stopped restart set every one aside, it never comes.
@@ -480,6 +482,17 @@ func (f *Following) look(ctx context.Context) *Outcome {
 		return &Outcome{State: TurnFailed, Code: code, Reason: "the turn's restart was set aside: " + reason, TurnID: turn, RunID: run}
 	}
 	return nil
+}
+
+// refused returns the outcome of input sub if it is stored refused; nil
+// if it is not, or cannot be read.
+func (g *Gateway) refused(ctx context.Context, sub *Submitted) *Outcome {
+	in, err := g.input(ctx, sub.Source, sub.Seq, sub.ID)
+	if err != nil || in.State != session.InputRefused {
+		return nil
+	}
+	code, reason := refusal(in)
+	return &Outcome{State: TurnRefused, Code: code, Reason: reason}
 }
 
 // input reads the stored input id of source, whose Seq is seq.

@@ -316,3 +316,28 @@ func TestFollowersReadOnlyTheirRefusals(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// An input Open's submission refused (the source's policy rejects input
+// while its turn runs) is a turn that came to refused: Outcome says so,
+// with its code, as for an input refused later.
+func TestOpenRefusedAtSubmitHasItsOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Policy: gateway.Reject})
+		e.bot.inModel = make(chan struct{}, 8)
+		e.bot.release = make(chan struct{})
+		stop := e.run(t)
+		defer stop()
+		e.submit(t, "chat", "slow")
+		<-e.bot.inModel
+		f := e.g.Open(gateway.Input{Source: "chat", Text: "order 2"}, 0)
+		if _, err := follow(t.Context(), f); agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected {
+			t.Fatalf("the follower ended with %v, want input_rejected", err)
+		}
+		o, ok := f.Outcome()
+		if !ok || o.State != gateway.TurnRefused || o.Code != agentrt.CodeInputRejected {
+			t.Errorf("outcome %+v (%v), want refused, input_rejected", o, ok)
+		}
+		close(e.bot.release)
+		synctest.Wait()
+	})
+}
