@@ -93,8 +93,9 @@ func kindOf(code string) agentrt.ErrorKind {
 }
 
 // refusal reads the code and the reason of a refused input: the gateway
-// stores a refusal's reason as "code: reason" (setAside, Reject); one
-// stored otherwise is input_rejected.
+// stores a refusal's reason as "code: reason" (setAside, Reject,
+// dropCorrupt); one stored otherwise (by an older version's reject
+// policy) is input_rejected.
 func refusal(in session.InboxInput) (code, reason string) {
 	if c, r, ok := strings.Cut(in.Reason, ": "); ok {
 		if _, known := agentrt.LookupCode(c); known {

@@ -399,7 +399,9 @@ func (g *Gateway) dropCorrupt(ctx context.Context, source string, pending []sess
 			continue
 		}
 		reason := "its stored content could not be decoded: " + in.Corrupt
-		if err := g.inbox.Refuse(ctx, []string{in.ID}, reason); err != nil {
+		// Coded as every refusal is (see refusal): the store lost it, the
+		// source's policy did not refuse it.
+		if err := g.inbox.Refuse(ctx, []string{in.ID}, agentrt.CodeStore+": "+reason); err != nil {
 			return nil, fmt.Errorf("set aside input %s: %w", in.ID, err)
 		}
 		g.changes.signal(in.ID)
