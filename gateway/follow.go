@@ -301,9 +301,12 @@ func (f *Following) Events(ctx context.Context) iter.Seq2[*session.Event, error]
 					break
 				}
 				if err != nil {
-					if ctx.Err() == nil {
-						f.finish(Outcome{State: TurnFailed, Code: agentrt.AsError(err).ErrorCode(), Reason: err.Error()})
+					if ctx.Err() != nil {
+						// A read cut short: ctx ended, or the checker ended
+						// the turn (its cause, below, says how).
+						break
 					}
+					f.finish(Outcome{State: TurnFailed, Code: agentrt.AsError(err).ErrorCode(), Reason: err.Error()})
 					yield(nil, err)
 					stopWatch()
 					return

@@ -341,3 +341,45 @@ func TestOpenRefusedAtSubmitHasItsOutcome(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// slowSessionRead holds each read of a session row, once armed, until
+// its context ends: a store read still under way.
+type slowSessionRead struct {
+	*memstore.Store
+	armed atomic.Bool
+}
+
+func (s *slowSessionRead) GetSession(ctx context.Context, id string) (*session.Session, error) {
+	if s.armed.Load() {
+		<-ctx.Done()
+		return nil, fmt.Errorf("get session %s: %w", id, ctx.Err())
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+// The follower of an input refused before its watch has read the
+// session hears the refusal, with its code: the checker that found it
+// ends the watch, and the watch's read, cut short, is not the turn's
+// end (the follower said "context canceled", at random, under -race).
+func TestFollowRefusedBeforeTheWatchBegins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var store *slowSessionRead
+		e := newEnvWrapped(t, gateway.Config{Modules: []gateway.Module{failingModule{}}},
+			func(m *memstore.Store) session.Store { store = &slowSessionRead{Store: m}; return store })
+		stop := e.run(t)
+		defer stop()
+		if _, err := e.r.CreateSession(t.Context(), "", "chat", nil); err != nil {
+			t.Fatal(err)
+		}
+		sub := e.submit(t, "chat", "hello")
+		synctest.Wait() // set aside: the module failed
+		store.armed.Store(true)
+		f := e.g.Follow(sub, 0)
+		if _, err := follow(t.Context(), f); agentrt.AsError(err).ErrorCode() != agentrt.CodeModuleFailed {
+			t.Fatalf("the follower ended with %v, want module_failed", err)
+		}
+		if o, _ := f.Outcome(); o.State != gateway.TurnRefused || o.Code != agentrt.CodeModuleFailed {
+			t.Errorf("outcome %+v, want refused, module_failed", o)
+		}
+	})
+}
