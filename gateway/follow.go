@@ -307,6 +307,7 @@ func (f *Following) Events(ctx context.Context) iter.Seq2[*session.Event, error]
 						break
 					}
 					f.finish(Outcome{State: TurnFailed, Code: agentrt.AsError(err).ErrorCode(), Reason: err.Error()})
+					f.setStored(nil, err) // Stored says why, when nothing was stored
 					yield(nil, err)
 					stopWatch()
 					return

@@ -383,3 +383,23 @@ func TestFollowRefusedBeforeTheWatchBegins(t *testing.T) {
 		}
 	})
 }
+
+// Open of an input to a session that does not exist (deleted since its
+// follower was made, say) reports why to Stored: not_found, not that
+// the watch "ended before the input was stored".
+func TestOpenOfAnUnknownSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{})
+		stop := e.run(t)
+		defer stop()
+		f := e.g.Open(gateway.Input{Source: "chat", Text: "hello"}, 0)
+		_, ferr := follow(t.Context(), f)
+		sub, err := f.Stored(t.Context())
+		if agentrt.AsError(ferr).ErrorCode() != agentrt.CodeNotFound || agentrt.AsError(err).ErrorCode() != agentrt.CodeNotFound || sub != nil {
+			t.Errorf("Events ended with %v, Stored gave %+v, %v; want not_found from both, nothing stored", ferr, sub, err)
+		}
+		if ins, _ := e.store.Inputs(t.Context(), "chat", 0, 0); len(ins) != 0 {
+			t.Errorf("inbox %+v, want nothing submitted", ins)
+		}
+	})
+}
