@@ -455,21 +455,44 @@ func (f *Following) dependsOn() []string {
 // look reads the stored inputs the turn's end depends on now.
 func (f *Following) look(ctx context.Context) *Outcome {
 	f.mu.Lock()
-	phase, sub, restart := f.tr.phase(), f.sub, slices.Clone(f.tr.restart)
+	sub, tr := f.sub, f.tr
+	tr.restart = slices.Clone(tr.restart)
 	f.mu.Unlock()
-	switch {
-	case phase == phaseWaiting && sub != nil && sub.ID != "":
-		return f.g.refused(ctx, sub)
-	case phase == phaseRestarting && sub != nil && sub.Source != "":
+	return f.g.Ended(ctx, sub, &tr)
+}
+
+// Ended reports what the stored inputs say of the turn that answers
+// input sub, which t has followed in the session's log so far: refused,
+// when no run has taken the input and it was refused; failed, when the
+// turn waits for its restart after newer input and the restart's inputs
+// were all set aside (it never comes). Nil otherwise: the log is to say
+// how the turn ends, or the inputs could not be read. A Following reads
+// this while the log is silent; a reader of the log alone (a protocol
+// adapter rendering a turn again from the store) asks it when the log
+// has not ended the turn, and draws the same line.
+func (g *Gateway) Ended(ctx context.Context, sub *Submitted, t *TurnTracker) *Outcome {
+	if sub == nil {
+		return nil
+	}
+	switch t.phase() {
+	case phaseWaiting:
+		if sub.ID == "" {
+			return nil
+		}
+		return g.refused(ctx, sub)
+	case phaseRestarting:
+		if sub.Source == "" {
+			return nil
+		}
 		// The restart answers the inputs that interrupted the run; if a
 		// failed or stopped restart set every one aside, it never comes.
-		ins, err := f.g.inbox.Inputs(ctx, sub.Source, sub.Seq, 0)
+		ins, err := g.inbox.Inputs(ctx, sub.Source, sub.Seq, 0)
 		if err != nil {
 			return nil
 		}
 		var last *session.InboxInput
 		for i := range ins {
-			if !slices.Contains(restart, ins[i].ID) {
+			if !slices.Contains(t.restart, ins[i].ID) {
 				continue
 			}
 			if ins[i].State != session.InputRefused {
@@ -480,11 +503,8 @@ func (f *Following) look(ctx context.Context) *Outcome {
 		if last == nil {
 			return nil
 		}
-		f.mu.Lock()
-		turn, run := f.tr.turn, f.tr.run
-		f.mu.Unlock()
 		code, reason := refusal(*last)
-		return &Outcome{State: TurnFailed, Code: code, Reason: "the turn's restart was set aside: " + reason, TurnID: turn, RunID: run}
+		return &Outcome{State: TurnFailed, Code: code, Reason: "the turn's restart was set aside: " + reason, TurnID: t.turn, RunID: t.run}
 	}
 	return nil
 }
