@@ -276,12 +276,18 @@ func (a *Adapter) replay(ctx context.Context, rd *renderer) error {
 			return nil
 		}
 	}
-	if sub := rd.ref.submitted(); sub != nil {
+	a.settle(ctx, rd)
+	return nil
+}
+
+// settle ends rd as the gateway says its turn ended, when the log it has
+// read does not (its input refused, its restart set aside).
+func (a *Adapter) settle(ctx context.Context, rd *renderer) {
+	if sub := rd.ref.submitted(); sub != nil && !rd.ended {
 		if o := a.srv.Gateway().Ended(ctx, sub, rd.track); o != nil {
 			rd.settle(o)
 		}
 	}
-	return nil
 }
 
 // streamResponse streams the response's events, as they are rendered
@@ -370,9 +376,10 @@ func (a *Adapter) cancelResponse(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rd.response())
 }
 
-// awaitStart renders the response's events from the log, and, if its
-// run has not started, follows its turn until it has, or has ended
-// without (its input refused), or ctx ends.
+// awaitStart renders the response's events from the log (and what the
+// gateway says of a turn the log has not ended), and, if its run has not
+// started, follows its turn until it has, or has ended without (its
+// input refused), or ctx ends.
 func (a *Adapter) awaitStart(ctx context.Context, rd *renderer) error {
 	last := rd.ref.after
 	for ev, err := range a.r.Store().Events(ctx, rd.ref.session, rd.ref.after) {
@@ -384,7 +391,7 @@ func (a *Adapter) awaitStart(ctx context.Context, rd *renderer) error {
 			return nil
 		}
 	}
-	if rd.matched {
+	if a.settle(ctx, rd); rd.matched || rd.ended {
 		return nil
 	}
 	var t *server.Turn
