@@ -89,12 +89,13 @@ func TestCorruptInboxRowSetAside(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ids []string
+			var subs []*gateway.Submitted
 			for _, text := range []string{"one", "two", "three"} {
 				sub, err := g.Submit(ctx, gateway.Input{Source: "chat", Text: text})
 				if err != nil {
 					t.Fatal(err)
 				}
-				ids = append(ids, sub.ID)
+				ids, subs = append(ids, sub.ID), append(subs, sub)
 			}
 			other, err := g.Submit(ctx, gateway.Input{Source: "mail", Text: "hello"})
 			if err != nil {
@@ -130,6 +131,18 @@ func TestCorruptInboxRowSetAside(t *testing.T) {
 			}
 			if got, _ := inbox.Inputs(ctx, "mail", 0, 0); len(got) != 1 || got[0].State != session.InputAnswered {
 				t.Errorf("mail's input %+v, want answered", got)
+			}
+			// Its follower hears why, with a code of its own: not
+			// input_rejected, which says the source's policy refused it.
+			fctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			f := g.Follow(subs[1], 0)
+			var ferr error
+			for _, err := range f.Events(fctx) {
+				ferr = err
+			}
+			if o, _ := f.Outcome(); agentrt.AsError(ferr).ErrorCode() != agentrt.CodeStore || o.State != gateway.TurnRefused || o.Code != agentrt.CodeStore {
+				t.Errorf("the damaged input's follower ended with %v, outcome %+v; want it refused, code store", ferr, o)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -93,8 +93,9 @@ func kindOf(code string) agentrt.ErrorKind {
 }
 
 // refusal reads the code and the reason of a refused input: the gateway
-// stores a refusal's reason as "code: reason" (setAside, Reject); one
-// stored otherwise is input_rejected.
+// stores a refusal's reason as "code: reason" (setAside, Reject,
+// dropCorrupt); one stored otherwise (by an older version's reject
+// policy) is input_rejected.
 func refusal(in session.InboxInput) (code, reason string) {
 	if c, r, ok := strings.Cut(in.Reason, ": "); ok {
 		if _, known := agentrt.LookupCode(c); known {
@@ -276,6 +277,13 @@ func (f *Following) Events(ctx context.Context) iter.Seq2[*session.Event, error]
 					return
 				}
 				sub, err := f.g.Submit(ctx, *f.in)
+				if err != nil && sub != nil {
+					// Stored, and refused at once (the source's policy, or a
+					// refused input sent again): the turn came to that.
+					if o := f.g.refused(ctx, sub); o != nil {
+						f.finish(*o)
+					}
+				}
 				f.setStored(sub, err)
 				if err != nil {
 					stopWatch()
@@ -293,9 +301,13 @@ func (f *Following) Events(ctx context.Context) iter.Seq2[*session.Event, error]
 					break
 				}
 				if err != nil {
-					if ctx.Err() == nil {
-						f.finish(Outcome{State: TurnFailed, Code: agentrt.AsError(err).ErrorCode(), Reason: err.Error()})
+					if ctx.Err() != nil {
+						// A read cut short: ctx ended, or the checker ended
+						// the turn (its cause, below, says how).
+						break
 					}
+					f.finish(Outcome{State: TurnFailed, Code: agentrt.AsError(err).ErrorCode(), Reason: err.Error()})
+					f.setStored(nil, err) // Stored says why, when nothing was stored
 					yield(nil, err)
 					stopWatch()
 					return
@@ -373,9 +385,10 @@ func (f *Following) finish(o Outcome) {
 // check looks at the stored inputs while nothing in the log can end the
 // turn: until a run takes the input (it may be refused), and while the
 // turn waits for its restart (which may be set aside). A refusal by this
-// process's gateway wakes it at once; one by another process is found
-// within the gateway's FollowPoll. It ends the watch, with the outcome as
-// its cause, when the inputs say the turn ended.
+// process's gateway of an input the turn depends on wakes it at once
+// (one of other inputs does not make it read the store); one by another
+// process is found within the gateway's FollowPoll. It ends the watch,
+// with the outcome as its cause, when the inputs say the turn ended.
 func (f *Following) check(ctx context.Context, end context.CancelCauseFunc) {
 	select {
 	case <-f.stored:
@@ -388,7 +401,7 @@ func (f *Following) check(ctx context.Context, end context.CancelCauseFunc) {
 	poll := time.NewTimer(f.g.cfg.FollowPoll)
 	defer poll.Stop()
 	for {
-		changed := f.g.changes.wait()
+		next := f.g.changes.wait()
 		if o := f.look(ctx); o != nil {
 			end(&endCause{*o})
 			return
@@ -407,39 +420,79 @@ func (f *Following) check(ctx context.Context, end context.CancelCauseFunc) {
 			continue
 		}
 		poll.Reset(f.g.cfg.FollowPoll)
-		select {
-		case <-changed:
-		case <-f.kick:
-		case <-poll.C:
-		case <-ctx.Done():
-			return
+		for again := false; !again; {
+			select {
+			case <-next.done:
+				next, again = next.since(f.dependsOn())
+			case <-f.kick:
+				again = true
+			case <-poll.C:
+				again = true
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
+}
+
+// dependsOn returns the inputs whose refusal may end the turn now: the
+// followed input, until a run takes it; the inputs a restart answers,
+// while the turn waits for it.
+func (f *Following) dependsOn() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch f.tr.phase() {
+	case phaseWaiting:
+		if f.sub != nil && f.sub.ID != "" {
+			return []string{f.sub.ID}
+		}
+	case phaseRestarting:
+		return slices.Clone(f.tr.restart)
+	}
+	return nil
 }
 
 // look reads the stored inputs the turn's end depends on now.
 func (f *Following) look(ctx context.Context) *Outcome {
 	f.mu.Lock()
-	phase, sub, restart := f.tr.phase(), f.sub, slices.Clone(f.tr.restart)
+	sub, tr := f.sub, f.tr
+	tr.restart = slices.Clone(tr.restart)
 	f.mu.Unlock()
-	switch {
-	case phase == phaseWaiting && sub != nil && sub.ID != "":
-		in, err := f.g.input(ctx, sub.Source, sub.Seq, sub.ID)
-		if err != nil || in.State != session.InputRefused {
+	return f.g.Ended(ctx, sub, &tr)
+}
+
+// Ended reports what the stored inputs say of the turn that answers
+// input sub, which t has followed in the session's log so far: refused,
+// when no run has taken the input and it was refused; failed, when the
+// turn waits for its restart after newer input and the restart's inputs
+// were all set aside (it never comes). Nil otherwise: the log is to say
+// how the turn ends, or the inputs could not be read. A Following reads
+// this while the log is silent; a reader of the log alone (a protocol
+// adapter rendering a turn again from the store) asks it when the log
+// has not ended the turn, and draws the same line.
+func (g *Gateway) Ended(ctx context.Context, sub *Submitted, t *TurnTracker) *Outcome {
+	if sub == nil {
+		return nil
+	}
+	switch t.phase() {
+	case phaseWaiting:
+		if sub.ID == "" {
 			return nil
 		}
-		code, reason := refusal(in)
-		return &Outcome{State: TurnRefused, Code: code, Reason: reason}
-	case phase == phaseRestarting && sub != nil && sub.Source != "":
+		return g.refused(ctx, sub)
+	case phaseRestarting:
+		if sub.Source == "" {
+			return nil
+		}
 		// The restart answers the inputs that interrupted the run; if a
 		// failed or stopped restart set every one aside, it never comes.
-		ins, err := f.g.inbox.Inputs(ctx, sub.Source, sub.Seq, 0)
+		ins, err := g.inbox.Inputs(ctx, sub.Source, sub.Seq, 0)
 		if err != nil {
 			return nil
 		}
 		var last *session.InboxInput
 		for i := range ins {
-			if !slices.Contains(restart, ins[i].ID) {
+			if !slices.Contains(t.restart, ins[i].ID) {
 				continue
 			}
 			if ins[i].State != session.InputRefused {
@@ -450,13 +503,21 @@ func (f *Following) look(ctx context.Context) *Outcome {
 		if last == nil {
 			return nil
 		}
-		f.mu.Lock()
-		turn, run := f.tr.turn, f.tr.run
-		f.mu.Unlock()
 		code, reason := refusal(*last)
-		return &Outcome{State: TurnFailed, Code: code, Reason: "the turn's restart was set aside: " + reason, TurnID: turn, RunID: run}
+		return &Outcome{State: TurnFailed, Code: code, Reason: "the turn's restart was set aside: " + reason, TurnID: t.turn, RunID: t.run}
 	}
 	return nil
+}
+
+// refused returns the outcome of input sub if it is stored refused; nil
+// if it is not, or cannot be read.
+func (g *Gateway) refused(ctx context.Context, sub *Submitted) *Outcome {
+	in, err := g.input(ctx, sub.Source, sub.Seq, sub.ID)
+	if err != nil || in.State != session.InputRefused {
+		return nil
+	}
+	code, reason := refusal(in)
+	return &Outcome{State: TurnRefused, Code: code, Reason: reason}
 }
 
 // input reads the stored input id of source, whose Seq is seq.
@@ -472,31 +533,57 @@ func (g *Gateway) input(ctx context.Context, source string, seq int64, id string
 }
 
 // changes wakes the followers of this process's inputs when its gateway
-// refuses some: each then reads its input's stored state. A broadcast,
+// refuses some, naming them: a follower whose turn depends on one of
+// them reads its state from the store; the others do not. A broadcast,
 // not a channel per input, so that any number of followers of one input
 // each hear it, and none of them can stop another hearing it.
 type changes struct {
-	mu sync.Mutex
-	ch chan struct{} // closed at the next change; guarded by mu
+	mu   sync.Mutex
+	next *change // the change to come; nil until someone waits. Guarded by mu.
 }
 
-// wait returns a channel closed at the next change.
-func (c *changes) wait() <-chan struct{} {
+// change is one refusal. Invariant: ids and after are set before done is
+// closed, and never changed after.
+type change struct {
+	done  chan struct{} // closed when it happened
+	ids   []string      // the inputs it refused
+	after *change       // the change that comes next
+}
+
+// wait returns the change to come.
+func (c *changes) wait() *change {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ch == nil {
-		c.ch = make(chan struct{})
+	if c.next == nil {
+		c.next = &change{done: make(chan struct{})}
 	}
-	return c.ch
+	return c.next
 }
 
-// signal wakes everyone waiting.
-func (c *changes) signal() {
+// signal tells everyone waiting that ids were refused.
+func (c *changes) signal(ids ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ch != nil {
-		close(c.ch)
-		c.ch = nil
+	ch := c.next
+	if ch == nil {
+		return // nobody waits
+	}
+	ch.ids, ch.after = ids, &change{done: make(chan struct{})}
+	c.next = ch.after
+	close(ch.done)
+}
+
+// since walks the changes from c that happened, and returns the first
+// to come, and whether any of them refused one of ids.
+func (c *change) since(ids []string) (next *change, hit bool) {
+	for {
+		select {
+		case <-c.done:
+		default:
+			return c, hit
+		}
+		hit = hit || slices.ContainsFunc(c.ids, func(id string) bool { return slices.Contains(ids, id) })
+		c = c.after
 	}
 }
 

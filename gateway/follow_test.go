@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
 )
 
 type failingModule struct{}
@@ -253,6 +256,150 @@ func TestFollowRestartSetAside(t *testing.T) {
 		}
 		if o, _ := f.Outcome(); o.State != gateway.TurnFailed {
 			t.Errorf("outcome %+v, want failed", o)
+		}
+	})
+}
+
+// readCounting counts the reads of the stored inputs' states
+// (Inbox.Inputs): what a Following's checker costs the store.
+type readCounting struct {
+	*memstore.Store
+	reads atomic.Int64
+}
+
+func (c *readCounting) Inputs(ctx context.Context, source string, after int64, limit int) ([]session.InboxInput, error) {
+	c.reads.Add(1)
+	return c.Store.Inputs(ctx, source, after, limit)
+}
+
+// A refusal wakes the followers of the inputs it refused, not every
+// follower of the process: with many inputs waiting for their turns
+// (here held by a debounce), each refusal of another source's input made
+// every one of them read its input's state from the store — a read per
+// follower per refusal.
+func TestFollowersReadOnlyTheirRefusals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var store *readCounting
+		e := newEnvWrapped(t, gateway.Config{Debounce: time.Hour,
+			Sources: map[string]gateway.SourceConfig{"hot": {Debounce: time.Nanosecond, Policy: gateway.Reject}}},
+			func(m *memstore.Store) session.Store { store = &readCounting{Store: m}; return store })
+		e.bot.inModel = make(chan struct{}, 8)
+		e.bot.release = make(chan struct{})
+		stop := e.run(t)
+		defer stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		const waiting = 200
+		for i := range waiting {
+			src := fmt.Sprint("chat", i)
+			if _, err := e.r.CreateSession(t.Context(), "", src, nil); err != nil {
+				t.Fatal(err)
+			}
+			go follow(ctx, e.g.Follow(e.submit(t, src, "hello"), 0))
+		}
+		e.submit(t, "hot", "slow")
+		<-e.bot.inModel
+		synctest.Wait() // every follower has looked once, and waits
+		before := store.reads.Load()
+		const refusals = 5
+		for range refusals {
+			if _, err := e.g.Submit(t.Context(), gateway.Input{Source: "hot", Text: "more"}); agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected {
+				t.Fatalf("hot's newer input: %v, want input_rejected", err)
+			}
+			synctest.Wait()
+		}
+		if n := store.reads.Load() - before; n > refusals {
+			t.Errorf("%d refusals of hot's inputs made %d reads of the inbox, with %d followers of other inputs waiting; want at most one a refusal", refusals, n, waiting)
+		}
+		close(e.bot.release)
+		cancel()
+		synctest.Wait()
+	})
+}
+
+// An input Open's submission refused (the source's policy rejects input
+// while its turn runs) is a turn that came to refused: Outcome says so,
+// with its code, as for an input refused later.
+func TestOpenRefusedAtSubmitHasItsOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Policy: gateway.Reject})
+		e.bot.inModel = make(chan struct{}, 8)
+		e.bot.release = make(chan struct{})
+		stop := e.run(t)
+		defer stop()
+		e.submit(t, "chat", "slow")
+		<-e.bot.inModel
+		f := e.g.Open(gateway.Input{Source: "chat", Text: "order 2"}, 0)
+		if _, err := follow(t.Context(), f); agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected {
+			t.Fatalf("the follower ended with %v, want input_rejected", err)
+		}
+		o, ok := f.Outcome()
+		if !ok || o.State != gateway.TurnRefused || o.Code != agentrt.CodeInputRejected {
+			t.Errorf("outcome %+v (%v), want refused, input_rejected", o, ok)
+		}
+		close(e.bot.release)
+		synctest.Wait()
+	})
+}
+
+// slowSessionRead holds each read of a session row, once armed, until
+// its context ends: a store read still under way.
+type slowSessionRead struct {
+	*memstore.Store
+	armed atomic.Bool
+}
+
+func (s *slowSessionRead) GetSession(ctx context.Context, id string) (*session.Session, error) {
+	if s.armed.Load() {
+		<-ctx.Done()
+		return nil, fmt.Errorf("get session %s: %w", id, ctx.Err())
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+// The follower of an input refused before its watch has read the
+// session hears the refusal, with its code: the checker that found it
+// ends the watch, and the watch's read, cut short, is not the turn's
+// end (the follower said "context canceled", at random, under -race).
+func TestFollowRefusedBeforeTheWatchBegins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var store *slowSessionRead
+		e := newEnvWrapped(t, gateway.Config{Modules: []gateway.Module{failingModule{}}},
+			func(m *memstore.Store) session.Store { store = &slowSessionRead{Store: m}; return store })
+		stop := e.run(t)
+		defer stop()
+		if _, err := e.r.CreateSession(t.Context(), "", "chat", nil); err != nil {
+			t.Fatal(err)
+		}
+		sub := e.submit(t, "chat", "hello")
+		synctest.Wait() // set aside: the module failed
+		store.armed.Store(true)
+		f := e.g.Follow(sub, 0)
+		if _, err := follow(t.Context(), f); agentrt.AsError(err).ErrorCode() != agentrt.CodeModuleFailed {
+			t.Fatalf("the follower ended with %v, want module_failed", err)
+		}
+		if o, _ := f.Outcome(); o.State != gateway.TurnRefused || o.Code != agentrt.CodeModuleFailed {
+			t.Errorf("outcome %+v, want refused, module_failed", o)
+		}
+	})
+}
+
+// Open of an input to a session that does not exist (deleted since its
+// follower was made, say) reports why to Stored: not_found, not that
+// the watch "ended before the input was stored".
+func TestOpenOfAnUnknownSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{})
+		stop := e.run(t)
+		defer stop()
+		f := e.g.Open(gateway.Input{Source: "chat", Text: "hello"}, 0)
+		_, ferr := follow(t.Context(), f)
+		sub, err := f.Stored(t.Context())
+		if agentrt.AsError(ferr).ErrorCode() != agentrt.CodeNotFound || agentrt.AsError(err).ErrorCode() != agentrt.CodeNotFound || sub != nil {
+			t.Errorf("Events ended with %v, Stored gave %+v, %v; want not_found from both, nothing stored", ferr, sub, err)
+		}
+		if ins, _ := e.store.Inputs(t.Context(), "chat", 0, 0); len(ins) != 0 {
+			t.Errorf("inbox %+v, want nothing submitted", ins)
 		}
 	})
 }

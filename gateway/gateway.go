@@ -580,7 +580,7 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 		if err := g.inbox.Refuse(ctx, []string{in.ID}, agentrt.CodeInputRejected+": the source's turn was running (policy reject)"); err != nil {
 			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "refuse the input", Err: err}
 		}
-		g.changes.signal()
+		g.changes.signal(in.ID)
 		return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected,
 			Msg: fmt.Sprintf("source %s's turn is running, and its policy rejects input meanwhile; send it again once the turn is over", in.Source)}
 	case actInterrupt:

@@ -415,10 +415,12 @@ func (g *Gateway) dropCorrupt(ctx context.Context, source string, pending []sess
 			continue
 		}
 		reason := "its stored content could not be decoded: " + in.Corrupt
-		if err := g.inbox.Refuse(ctx, []string{in.ID}, reason); err != nil {
+		// Coded as every refusal is (see refusal): the store lost it, the
+		// source's policy did not refuse it.
+		if err := g.inbox.Refuse(ctx, []string{in.ID}, agentrt.CodeStore+": "+reason); err != nil {
 			return nil, fmt.Errorf("set aside input %s: %w", in.ID, err)
 		}
-		g.changes.signal()
+		g.changes.signal(in.ID)
 		g.report(source, fmt.Errorf("input %s set aside: %s", in.ID, reason))
 	}
 	return ok, nil
@@ -460,7 +462,7 @@ func (g *Gateway) setAside(ctx context.Context, source string, pending map[strin
 		if err := g.inbox.Refuse(ctx, ids, code+": "+reason); err != nil {
 			g.report(source, fmt.Errorf("set aside inputs %s: %w", strings.Join(ids, ", "), err))
 		} else {
-			g.changes.signal()
+			g.changes.signal(ids...)
 		}
 	}
 	g.report(source, &agentrt.Error{Kind: agentrt.FailInternal, Code: code, Msg: reason})

@@ -357,32 +357,6 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	s.pumpFeed(ctx, t.f, t.After, sink, false)
 }
 
-// subscribe starts a stream's reader on a session's events after seq
-// after and returns once it sees the session's live tokens (see
-// Runner.WatchSubscribed), or with the error the watch failed with
-// first.
-func (s *Server) subscribe(ctx context.Context, id string, after int64) (*feed, error) {
-	subscribed := make(chan struct{})
-	f := s.startFeed(ctx, func(ctx context.Context) iter.Seq2[*session.Event, error] {
-		return s.r.WatchSubscribed(ctx, id, after, func() { close(subscribed) })
-	})
-	select {
-	case <-subscribed:
-		return f, nil
-	case <-f.ended:
-		f.mu.Lock()
-		err := f.err
-		f.mu.Unlock()
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err == nil {
-			err = &agentrt.Error{Kind: agentrt.FailInternal, Msg: "the watch of session " + id + " ended before it began"}
-		}
-		return nil, err
-	}
-}
-
 // maxEventsPage is about the most bytes of events a JSON page of a
 // session's log holds (it holds at least one event, however large): a
 // page of 10,000 large events would otherwise be built whole in memory.

@@ -91,13 +91,28 @@ func (s *Server) follow(ctx context.Context, fl *gateway.Following, sub *gateway
 	}
 	t := &Turn{s: s, ctx: ctx, After: after, fl: fl, Submitted: sub}
 	t.f = s.startFeed(ctx, fl.Events)
-	select {
-	case <-fl.Watching():
-		return t, nil
-	case <-t.f.ended:
-		err := t.f.failure()
+	if err := watching(fl, t.f); err != nil {
 		t.Close()
 		return nil, err
+	}
+	return t, nil
+}
+
+// watching waits until fl watches its session, and returns nil, or until
+// f, the feed of its events, ends first, and returns why. A feed that
+// ended after its watch began (a turn that ended at once) holds the
+// turn's events: that is not a failure.
+func watching(fl *gateway.Following, f *feed) error {
+	select {
+	case <-fl.Watching():
+		return nil
+	case <-f.ended:
+		select {
+		case <-fl.Watching():
+			return nil
+		default:
+			return f.failure()
+		}
 	}
 }
 

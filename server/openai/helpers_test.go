@@ -37,6 +37,8 @@ type fixtureConfig struct {
 	keys   []server.Key
 	store  session.Store
 	agents []*agentrt.Agent
+	// gateway, when set, changes the gateway's config.
+	gateway func(*gateway.Config)
 }
 
 func newFixture(t testing.TB, keys ...server.Key) *fixture {
@@ -74,7 +76,11 @@ func newFixtureWith(t testing.TB, cfg fixtureConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Runner: f.r})
+	gc := gateway.Config{Runner: f.r}
+	if cfg.gateway != nil {
+		cfg.gateway(&gc)
+	}
+	gw, err := gateway.New(gc)
 	if err != nil {
 		t.Fatal(err)
 	}

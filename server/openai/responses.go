@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/agentrt/agentrt/gateway"
 )
 
 // ResponseRequest is the body of POST /v1/responses. Fields of OpenAI's
@@ -57,6 +59,16 @@ type responseRef struct {
 	// legacy: the id is of the first format (session, after, input),
 	// minted before background and the inbox were part of it.
 	legacy bool
+}
+
+// submitted is the input the response answers, as the gateway stored
+// it; nil for a response that continues a waiting run.
+func (ref responseRef) submitted() *gateway.Submitted {
+	if ref.input == "" {
+		return nil
+	}
+	// The adapter's inputs come from the session's own source.
+	return &gateway.Submitted{ID: ref.input, Source: ref.session, Session: ref.session, Seq: ref.inbox}
 }
 
 func (ref responseRef) id() string {

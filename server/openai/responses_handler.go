@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
@@ -227,8 +226,8 @@ func (a *Adapter) getResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	rd.from = startingAfter
 	var t *server.Turn
-	if ref.input != "" {
-		t, err = a.srv.FollowInput(ctx, &gateway.Submitted{ID: ref.input, Source: ref.session, Session: ref.session, Seq: ref.inbox}, ref.after)
+	if sub := ref.submitted(); sub != nil {
+		t, err = a.srv.FollowInput(ctx, sub, ref.after)
 	} else {
 		t, err = a.srv.FollowSession(ctx, ref.session, ref.after)
 	}
@@ -265,17 +264,30 @@ func (a *Adapter) lookupResponse(ctx context.Context, id string) (responseRef, *
 	return ref, ss, nil
 }
 
-// replay renders the response's events as the log has them now.
+// replay renders the response's events as the log has them now, and,
+// if the log has not ended its turn, what the gateway says of it (its
+// input refused, say, which the log does not show).
 func (a *Adapter) replay(ctx context.Context, rd *renderer) error {
 	for ev, err := range a.r.Store().Events(ctx, rd.ref.session, rd.ref.after) {
 		if err != nil {
 			return err
 		}
 		if rd.see(ev); rd.ended {
-			break
+			return nil
 		}
 	}
+	a.settle(ctx, rd)
 	return nil
+}
+
+// settle ends rd as the gateway says its turn ended, when the log it has
+// read does not (its input refused, its restart set aside).
+func (a *Adapter) settle(ctx context.Context, rd *renderer) {
+	if sub := rd.ref.submitted(); sub != nil && !rd.ended {
+		if o := a.srv.Gateway().Ended(ctx, sub, rd.track); o != nil {
+			rd.settle(o)
+		}
+	}
 }
 
 // streamResponse streams the response's events, as they are rendered
@@ -387,8 +399,10 @@ func (a *Adapter) cancelResponse(w http.ResponseWriter, r *http.Request) {
 // and again under cancels is answered with not_running.
 const maxCancelTries = 5
 
-// awaitStart renders the response's events from the log, and, if its
-// run has not started, follows the log until it has (or ctx ends).
+// awaitStart renders the response's events from the log (and what the
+// gateway says of a turn the log has not ended), and, if its run has not
+// started, follows its turn until it has, or has ended without (its
+// input refused), or ctx ends.
 func (a *Adapter) awaitStart(ctx context.Context, rd *renderer) error {
 	last := rd.ref.after
 	for ev, err := range a.r.Store().Events(ctx, rd.ref.session, rd.ref.after) {
@@ -400,20 +414,38 @@ func (a *Adapter) awaitStart(ctx context.Context, rd *renderer) error {
 			return nil
 		}
 	}
-	if rd.matched {
+	if a.settle(ctx, rd); rd.matched || rd.ended {
 		return nil
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	for ev, err := range a.r.Watch(wctx, rd.ref.session, last) {
+	var t *server.Turn
+	var err error
+	sub := rd.ref.submitted()
+	if sub != nil {
+		t, err = a.srv.FollowInput(ctx, sub, last)
+	} else {
+		t, err = a.srv.FollowSession(ctx, rd.ref.session, last)
+	}
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	for ev, err := range t.Events() {
 		if err != nil {
-			return err
+			break
 		}
 		if rd.see(ev); rd.matched || rd.ended {
 			return nil
 		}
 	}
-	return ctx.Err()
+	if o, ok := t.Outcome(); ok && o.Err() != nil {
+		// The turn ended before a run of it: the gateway says how.
+		rd.settle(&o)
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return &agentrt.Error{Kind: agentrt.FailInternal, Msg: "the response's turn ended before its run started"}
 }
 
 // deleteResponse serves DELETE /v1/responses/{id}. A response is a turn

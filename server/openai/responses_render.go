@@ -74,6 +74,9 @@ type renderer struct {
 	// the turn runs (a turn restarted after an interruption goes on in
 	// another run), which a cancel of the response names.
 	run string
+	// settled is why the turn ended without a run's end in the log: the
+	// gateway refused its input, or set its restart aside (settle).
+	settled *Error
 }
 
 // modelCall is a model call of the conversation: a reply, and the
@@ -99,6 +102,9 @@ func (a *Adapter) newRenderer(ref responseRef, id, model, prev string) *renderer
 
 // status is the response's status so far.
 func (rd *renderer) status() string {
+	if rd.settled != nil {
+		return "failed"
+	}
 	if !rd.matched {
 		return "queued"
 	}
@@ -131,6 +137,9 @@ func (rd *renderer) response() *Response {
 		r.Usage = &ResponseUsage{InputTokens: rd.o.usage.InputTokens, OutputTokens: rd.o.usage.OutputTokens,
 			TotalTokens: rd.o.usage.InputTokens + rd.o.usage.OutputTokens}
 		if e := rd.o.failure(); e != nil && rd.o.status == session.StatusFailed {
+			r.Error = &ResponseError{Code: e.Code, Message: e.Message}
+		}
+		if e := rd.settled; e != nil {
 			r.Error = &ResponseError{Code: e.Code, Message: e.Message}
 		}
 		if rd.o.status == session.StatusPaused {
@@ -271,6 +280,17 @@ func (rd *renderer) see(ev *session.Event) []StreamEvent {
 		out = rd.put(out, rd.last+1, StreamEvent{Type: typ, Response: rd.response()})
 	}
 	return out
+}
+
+// settle ends the response as the gateway says its turn ended when the
+// log does not (gateway.Gateway.Ended): failed, with the refusal's code.
+func (rd *renderer) settle(o *gateway.Outcome) []StreamEvent {
+	if rd.ended {
+		return nil
+	}
+	rd.ended, rd.settled = true, toAPIError(o.Err())
+	rd.o.status = session.StatusFailed
+	return rd.put(nil, rd.last+1, StreamEvent{Type: "response.failed", Response: rd.response()})
 }
 
 // token renders a token of the reply in progress as a delta.
