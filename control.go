@@ -423,7 +423,11 @@ func (x *Exec) endInterrupted(reason string) {
 		by = slices.Clone(h.interruptBy)
 		h.mu.Unlock()
 	}
-	emit(x, session.Interrupted{Reason: reason, Inputs: by, MergedInputs: len(by)})
+	ev := session.Interrupted{Reason: reason, Inputs: by, MergedInputs: len(by)}
+	if len(by) > 0 {
+		ev.Source = x.st.Source
+	}
+	emit(x, ev)
 	x.End(session.StatusInterrupted, reason)
 }
 

@@ -36,8 +36,10 @@ type State struct {
 	// TurnID is the turn the current run belongs to (its run_started's;
 	// see session.RunStarted.TurnID).
 	TurnID string `json:"turn_id,omitempty"`
-	// Input is the current turn's input (its run_started's).
-	Input string `json:"input,omitempty"`
+	// Input is the current turn's input (its run_started's), and Source
+	// where it came from.
+	Input  string `json:"input,omitempty"`
+	Source string `json:"source,omitempty"`
 	// Overrides change the agent for the current run only.
 	Overrides *session.Overrides `json:"overrides,omitempty"`
 	// ClientTools are the tools the client declared for the current run
@@ -251,7 +253,7 @@ func (s *State) Apply(e *session.Event) error {
 		s.RunID = e.RunID
 		s.TurnID = cmp.Or(d.TurnID, e.RunID)
 		s.Parent = d.Parent
-		s.Input = d.Input
+		s.Input, s.Source = d.Input, d.Source
 		s.Overrides = d.Overrides
 		s.ClientTools = d.ClientTools
 		s.Status = session.StatusRunning

@@ -105,6 +105,22 @@ func refusal(in session.InboxInput) (code, reason string) {
 	return agentrt.CodeInputRejected, in.Reason
 }
 
+// Refusal is the error of a refused input as the gateway reports it
+// (its code, stored with the reason): what a program that read the
+// input from the inbox (agentrt run) tells its user. Nil for an input
+// that is not refused.
+func Refusal(in session.InboxInput) error {
+	if in.State != session.InputRefused {
+		return nil
+	}
+	return refusedErr(in)
+}
+
+// RefusalReason is the reason to store with an input refused for code
+// (a code of the catalog), as the gateway stores its own refusals, so
+// that its followers read the code back.
+func RefusalReason(code, reason string) string { return code + ": " + reason }
+
 // refusedErr is the error of a refused input, as Submit and a Following
 // report it.
 func refusedErr(in session.InboxInput) error {
@@ -481,12 +497,15 @@ func (g *Gateway) Ended(ctx context.Context, sub *Submitted, t *TurnTracker) *Ou
 		}
 		return g.refused(ctx, sub)
 	case phaseRestarting:
-		if sub.Source == "" {
+		// The restart answers the inputs that interrupted the run (of the
+		// source the log names; a log written before it did: the input's);
+		// if a failed or stopped restart set every one aside, it never
+		// comes.
+		source := cmp.Or(t.restartSource, sub.Source)
+		if source == "" {
 			return nil
 		}
-		// The restart answers the inputs that interrupted the run; if a
-		// failed or stopped restart set every one aside, it never comes.
-		ins, err := g.inbox.Inputs(ctx, sub.Source, sub.Seq, 0)
+		ins, err := g.inbox.Inputs(ctx, source, sub.Seq, 0)
 		if err != nil {
 			return nil
 		}
@@ -617,8 +636,9 @@ type TurnTracker struct {
 	turn  string // the turn, once a run took the input
 	run   string // the turn's current run
 	// restart are the inputs the turn's run was interrupted for (its
-	// restart answers them).
-	restart []string
+	// restart answers them), restartSource their source.
+	restart       []string
+	restartSource string
 	// restarting: the run ended interrupted for them.
 	restarting bool
 	ended      bool
@@ -701,6 +721,9 @@ func (t *TurnTracker) See(ev *session.Event) (keep bool, end *Outcome) {
 	case *session.Interrupted:
 		t.interrupt = d.Reason
 		t.restart = append(t.restart, d.Inputs...)
+		if d.Source != "" {
+			t.restartSource = d.Source
+		}
 	case *session.RunFinished:
 		if d.Status == session.StatusInterrupted && len(t.restart) > 0 {
 			t.restarting = true

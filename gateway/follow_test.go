@@ -403,3 +403,38 @@ func TestOpenOfAnUnknownSession(t *testing.T) {
 		}
 	})
 }
+
+// A follower of a session's run (FollowSession: an AG-UI reconnect, say)
+// whose turn's restart is set aside ends too: the interrupted event says
+// the source of the inputs the restart answers, so it finds them in the
+// inbox (it waited for ever: it knew of no source to look in).
+func TestFollowSessionRestartSetAside(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, gateway.Config{Modules: []gateway.Module{restartFailing{}}})
+		e.bot.inModel = make(chan struct{}, 8)
+		stop := e.run(t)
+		defer stop()
+		if _, err := e.r.CreateSession(t.Context(), "", "chat", nil); err != nil {
+			t.Fatal(err)
+		}
+		e.submit(t, "chat", "slow: order 42")
+		<-e.bot.inModel
+		f := e.g.FollowSession("chat", 0)
+		done := make(chan struct{})
+		var ferr error
+		go func() {
+			defer close(done)
+			_, ferr = follow(context.Background(), f)
+		}()
+		<-f.Watching()
+		e.submit(t, "chat", "sorry, 43")
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("the session's follower waits for a restart that was set aside")
+		}
+		if agentrt.AsError(ferr).ErrorCode() != agentrt.CodeModuleFailed {
+			t.Fatalf("the follower ended with %v, want module_failed", ferr)
+		}
+	})
+}

@@ -572,7 +572,6 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 		s.applied = make(map[string]bool)
 	}
 	s.applied[in.ID] = true
-	sess := s.turn.Session
 	g.mu.Unlock()
 	_, _, policy := g.settings(in.Source, in.Metadata[agentKey])
 	switch decide(policy, turnHere) {
@@ -586,17 +585,14 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 	case actInterrupt:
 		g.interrupt(k, s, in.ID)
 	case actSteer:
+		// The turn's own run, once the worker has recorded it (track);
+		// until then the input waits with the turn, and track gives it to
+		// the run. (Not the session's active run: before track that may be
+		// another source's, or a person's.)
 		g.mu.Lock()
 		h := s.run
-		g.mu.Unlock()
 		if h == nil {
-			// The worker may not have recorded the run it just started
-			// (track), while the run goes on: the runner knows it.
-			h, _ = g.r.Active(ctx, sess)
-		}
-		g.mu.Lock()
-		if h == nil {
-			s.steer = append(s.steer, in) // the run, when it starts, takes it
+			s.steer = append(s.steer, in)
 		}
 		g.mu.Unlock()
 		if h != nil {

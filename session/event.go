@@ -522,6 +522,10 @@ type Interrupted struct {
 	// MergedInputs is how many.
 	Inputs       []string `json:"inputs,omitempty"`
 	MergedInputs int      `json:"merged_inputs,omitempty"`
+	// Source is the source of Inputs (the run's: the gateway restarts a
+	// turn for newer input from the turn's own source), so that a reader
+	// of the log can find them in the inbox.
+	Source string `json:"source,omitempty"`
 }
 
 // Final is a turn's answer.

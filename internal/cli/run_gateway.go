@@ -61,17 +61,21 @@ func throughGateway(ctx context.Context, a *app.App, gw *gateway.Gateway, source
 			t.followElsewhere(ctx, a, id, sess.LastSeq, in.RunID)
 		case session.InputRefused:
 			if err == nil {
-				err = &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeInputRejected, Msg: "the input was refused: " + in.Reason}
+				err = gateway.Refusal(in)
 			}
 			yield(nil, answerErr(err))
 		default:
 			// Not run: set it aside, so that no gateway answers later an
-			// input agentrt run said it did not run.
-			why := "agentrt run could not run it"
-			if ctx.Err() != nil {
-				why = "agentrt run was stopped before its turn began"
+			// input agentrt run said it did not run (coded, as the
+			// gateway's refusals are, for whoever follows the input).
+			code, why := agentrt.AsError(err).ErrorCode(), "agentrt run could not run it"
+			if ctx.Err() != nil || err == nil {
+				code, why = agentrt.CodeCanceled, "agentrt run was stopped before its turn began"
 			}
-			if rerr := a.Store.(session.Inbox).Refuse(context.WithoutCancel(ctx), []string{sub.ID}, why); rerr != nil {
+			if code == "" {
+				code = agentrt.CodeInternal
+			}
+			if rerr := a.Store.(session.Inbox).Refuse(context.WithoutCancel(ctx), []string{sub.ID}, gateway.RefusalReason(code, why)); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
 			if err == nil || ctx.Err() != nil {

@@ -351,6 +351,12 @@ func (t *tool) follow(ctx context.Context, evs iter.Seq2[*session.Event, error],
 		o.last = ev.Seq
 		keep, end := track.See(ev)
 		if !keep {
+			if end != nil {
+				// Ended by an event of another turn (handed over): the
+				// turn is over for this call, as interrupted.
+				o.status, o.errCode, o.errMsg = session.StatusInterrupted, agentrt.CodeInterrupted, end.Reason
+				return o, nil
+			}
 			continue
 		}
 		if ev.Type == session.TypeRunStarted {

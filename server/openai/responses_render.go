@@ -192,6 +192,21 @@ func (rd *renderer) see(ev *session.Event) []StreamEvent {
 	// after newer input goes on in a new run; a person's interrupt ends it).
 	keep, end := rd.track.See(ev)
 	if !keep {
+		if end != nil && !rd.ended {
+			// Ended by an event of another turn (handed over: the newer
+			// input went to another turn's run): cancelled, as a person's
+			// interrupt is.
+			var out []StreamEvent
+			if c := rd.call; c != nil {
+				rd.call = nil
+				if c.index >= 0 {
+					out = rd.finish(out, c, c.text.String(), "incomplete")
+				}
+			}
+			rd.ended = true
+			rd.o.status, rd.o.interrupt = session.StatusInterrupted, end.Reason
+			return rd.put(out, rd.last+1, StreamEvent{Type: "response.failed", Response: rd.response()})
+		}
 		return nil
 	}
 	if ev.Seq == 0 {

@@ -207,3 +207,23 @@ func TestRenderWaiting(t *testing.T) {
 		t.Errorf("tools %+v, status %s", r.Tools, r.Status)
 	}
 }
+
+// A response whose turn was interrupted by newer input, which then went
+// to another turn's run (handed over), ends cancelled there: without, it
+// stayed in progress until the stream's end.
+func TestRenderHandedOver(t *testing.T) {
+	evs := logOf(
+		&session.RunStarted{Input: "hi", Inputs: []string{"in"}, TurnID: "turn_1"},
+		&session.Interrupted{Reason: "newer input from source x", Inputs: []string{"in2"}, Source: "x"},
+		&session.RunFinished{Status: session.StatusInterrupted},
+		&session.InputSteered{Inputs: []string{"in2"}, TurnID: "turn_2"},
+	)
+	evs[3].RunID = "r2"
+	out, resp := render(evs, 0, 0)
+	if len(out) == 0 || out[len(out)-1].Type != "response.failed" {
+		t.Fatalf("stream events %v, want the last response.failed", shownOf(out))
+	}
+	if resp.Status != "cancelled" {
+		t.Fatalf("status %q, want cancelled", resp.Status)
+	}
+}
