@@ -155,6 +155,12 @@ type Config struct {
 	OnError func(source string, err error)
 	// NewID makes input ids; nil: the runner's kind of random ids.
 	NewID func() string
+	// ShutdownGrace is how long, once Run's context has ended (or an
+	// Answer's caller's), a module still running is waited for before it
+	// is abandoned: it ignores its context, and nothing else can stop it.
+	// Its own time limit (Timeouter) abandons it sooner. Zero:
+	// DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 	// FollowPoll is how often a Following reads its input's stored state
 	// while no run has taken it (or while its turn waits for a restart),
 	// to see a refusal by another process's gateway; one by this process
@@ -167,6 +173,7 @@ const (
 	DefaultWorkers       = 64
 	DefaultMaxInputBytes = 1 << 20
 	DefaultPoll          = 200 * time.Millisecond
+	DefaultShutdownGrace = 10 * time.Second
 )
 
 // Gateway submits inputs to the inbox and runs the turns that answer
@@ -194,6 +201,10 @@ type Gateway struct {
 	// starved says Run's loop left a settled source waiting because every
 	// worker was busy: the next worker to end wakes it. Guarded by mu.
 	starved bool
+
+	// abandoned counts the modules' goroutines left running after their
+	// turn gave up on them (see runModule).
+	abandoned atomic.Int64
 
 	// changes wakes the followers of inputs (Following) when this
 	// process refuses inputs.
@@ -235,7 +246,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: the store (%T) keeps no inbox (session.Inbox)", cfg.Runner.Store())
 	}
 	switch {
-	case cfg.Debounce < 0, cfg.MaxWait < 0, cfg.Workers < 0, cfg.MaxInputBytes < 0, cfg.Poll < 0:
+	case cfg.Debounce < 0, cfg.MaxWait < 0, cfg.Workers < 0, cfg.MaxInputBytes < 0, cfg.Poll < 0, cfg.ShutdownGrace < 0:
 		return nil, errors.New("gateway: durations and bounds must not be negative")
 	}
 	if err := checkPolicy(cfg.Policy); err != nil {
@@ -264,6 +275,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if g.cfg.Poll == 0 {
 		g.cfg.Poll = DefaultPoll
+	}
+	if g.cfg.ShutdownGrace == 0 {
+		g.cfg.ShutdownGrace = DefaultShutdownGrace
 	}
 	if g.cfg.FollowPoll <= 0 {
 		g.cfg.FollowPoll = DefaultFollowPoll
@@ -617,6 +631,15 @@ func (g *Gateway) Serving() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.serving) + len(g.backoff)
+}
+
+// Abandoned returns how many modules this gateway gave up on are still
+// running: each ignored its context past its time limit, or past
+// Config.ShutdownGrace after its turn was stopped, and its goroutine —
+// the one the gateway cannot join — runs until the module returns. A
+// number that only grows is a module to fix.
+func (g *Gateway) Abandoned() int {
+	return int(g.abandoned.Load())
 }
 
 // Pending lists the sources with pending inputs, of every tenant.

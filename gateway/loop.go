@@ -25,7 +25,9 @@ import (
 // the runs whose process stopped, a crashed gateway's turns among them
 // (Runner.Recover; a failure goes to Config.OnError). It returns when ctx
 // ends and its workers have stopped (a turn in flight is left to the
-// runner: Runner.Close stops it), or at once if Run is running already.
+// runner: Runner.Close stops it; a module of it that ignores its context
+// is abandoned after Config.ShutdownGrace, reported to Config.OnError,
+// its inputs left pending), or at once if Run is running already.
 func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Lock()
 	if g.running {

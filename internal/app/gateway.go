@@ -32,6 +32,9 @@ func GatewayConfig(cfg *config.Config, r *agentrt.Runner, opts Options) gateway.
 		Modules:       opts.GatewayModules,
 		OnError:       opts.GatewayOnError,
 		Now:           opts.Now,
+		// A module that ignores its context holds agentrt serve's (and
+		// agentrt gateway's) exit no longer than a run does.
+		ShutdownGrace: cfg.Server.ShutdownGrace.Std(),
 	}
 	for _, name := range cfg.AgentNames() {
 		if s := cfg.Agents[name].Gateway; s != (config.GatewaySettings{}) {
