@@ -315,6 +315,16 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		}
 		newest := pending[len(pending)-1]
 		if wait := g.settleWait(k.source, newest.Metadata[agentKey], pending[0].At, newest.At, g.now()); !o.eager && wait > 0 {
+			if restart > 0 {
+				// A restart waits here, for the source to settle, and is
+				// still the turn it restarts: what it carries (the inputs
+				// its interrupted run answered, the restart count, the
+				// turn's id) is this worker's, and would be lost with it.
+				if !sleep(ctx, wait) {
+					return failed // shutting down: what is pending stays so
+				}
+				continue
+			}
 			g.mu.Lock()
 			g.backoff[k] = g.now().Add(wait)
 			g.mu.Unlock()
@@ -385,6 +395,18 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		}
 	}
 	return failed
+}
+
+// sleep waits for d, or until ctx ends: it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // dropCorrupt sets aside the inputs among pending whose stored content
