@@ -84,6 +84,7 @@ type Turn struct {
 	mu          sync.Mutex
 	values      map[string]any // guarded by mu
 	stopped     string         // the reason a module stopped the turn; guarded by mu
+	queued      []string       // newer inputs queued past MaxRestarts; guarded by mu
 	interrupted atomic.Bool
 	result      *agentResult // the agent module's; guarded by mu
 	// yield, when set, runs the agent on the module's goroutine and
@@ -122,6 +123,22 @@ func (t *Turn) Stop(reason string) {
 // Interrupted reports that newer input came for the source: the turn
 // restarts from its first group with the inputs merged.
 func (t *Turn) Interrupted() bool { return t.interrupted.Load() }
+
+// Queued returns the newer inputs that came while the turn ran, after it
+// had restarted as often as it may (Config.MaxRestarts): they did not
+// restart it, as the interrupt policy would have; the turn after answers
+// them.
+func (t *Turn) Queued() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.queued)
+}
+
+func (t *Turn) queue(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.queued = append(t.queued, id)
+}
 
 // masked reports whether the turn skips m: by the module (Masker), or
 // by the newest input's metadata.

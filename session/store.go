@@ -418,14 +418,29 @@ func (in *InboxInput) Check(tenant string) error {
 	return nil
 }
 
+// Size is the bytes of in's content: its text parts' text and its data
+// parts' JSON (compact, once stored). It is what the gateway's bounds on
+// one input (max_input_bytes) and on what a source piles up count, and
+// what a store adds up for SourceState.Bytes.
+func (in *InboxInput) Size() int {
+	n := 0
+	for _, p := range in.Parts {
+		n += len(p.Text) + len(p.Data)
+	}
+	return n
+}
+
 // SourceState summarises a source's pending inputs.
 type SourceState struct {
-	Tenant    string    `json:"tenant"`
-	Source    string    `json:"source"`
-	SessionID string    `json:"session_id"` // of its newest pending input
-	Pending   int       `json:"pending"`
-	First     time.Time `json:"first"` // when its oldest pending input came
-	Last      time.Time `json:"last"`  // when its newest pending input came
+	Tenant    string `json:"tenant"`
+	Source    string `json:"source"`
+	SessionID string `json:"session_id"` // of its newest pending input
+	Pending   int    `json:"pending"`
+	// Bytes is the size of its pending inputs (InboxInput.Size, added
+	// up): what its next turn would merge.
+	Bytes int64     `json:"bytes"`
+	First time.Time `json:"first"` // when its oldest pending input came
+	Last  time.Time `json:"last"`  // when its newest pending input came
 	// Version is the Seq of its newest pending input: it changes with
 	// every input, so a source whose version did not change for a while
 	// has settled (debounce).
@@ -451,8 +466,14 @@ type Inbox interface {
 	// tenant, in the order of their oldest pending inputs (by Seq), at
 	// most limit (zero or less: all).
 	PendingSources(ctx context.Context, limit int) ([]SourceState, error)
-	// Pending returns source's pending inputs in order (by Seq).
-	Pending(ctx context.Context, source string) ([]InboxInput, error)
+	// PendingOf summarises source's pending inputs as PendingSources
+	// does (Pending zero, and only Tenant and Source set, when it has
+	// none): what the gateway's caps on a source read as each input
+	// comes, without reading the inputs.
+	PendingOf(ctx context.Context, source string) (SourceState, error)
+	// Pending returns source's pending inputs in order (by Seq), the
+	// oldest limit of them (zero or less: all).
+	Pending(ctx context.Context, source string, limit int) ([]InboxInput, error)
 	// Inputs returns the inputs of source with Seq > after, in any state,
 	// in order, at most limit (zero or less: all): what `agentrt inbox`
 	// shows.

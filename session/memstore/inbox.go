@@ -155,6 +155,7 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 				s = &source{session.SourceState{Tenant: sk.tenant, Source: sk.id, First: in.At}, in.Seq}
 			}
 			s.Pending++
+			s.Bytes += int64(in.Size())
 			s.Last, s.Version, s.SessionID = in.At, in.Seq, in.SessionID
 		}
 		if s != nil {
@@ -172,9 +173,29 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	return out, nil
 }
 
+// PendingOf summarises the source's pending inputs. See session.Inbox.
+func (st *Store) PendingOf(ctx context.Context, source string) (session.SourceState, error) {
+	if err := ctx.Err(); err != nil {
+		return session.SourceState{}, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	k := keyOf(ctx, source)
+	s := session.SourceState{Tenant: k.tenant, Source: source}
+	for _, in := range st.inbox.pending[k] {
+		if s.Pending == 0 {
+			s.First = in.At
+		}
+		s.Pending++
+		s.Bytes += int64(in.Size())
+		s.Last, s.Version, s.SessionID = in.At, in.Seq, in.SessionID
+	}
+	return s, nil
+}
+
 // Pending returns the source's pending inputs in order. See session.Inbox.
-func (st *Store) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
-	return st.inputsOf(ctx, source, 0, 0, true)
+func (st *Store) Pending(ctx context.Context, source string, limit int) ([]session.InboxInput, error) {
+	return st.inputsOf(ctx, source, 0, limit, true)
 }
 
 // Inputs returns the source's inputs after a seq. See session.Inbox.

@@ -52,8 +52,8 @@ func scanInput(row pgx.Row) (session.InboxInput, error) {
 const submitSQL = `WITH n AS (
 	UPDATE inbox_counter SET last = last + 1 WHERE id = 1 RETURNING last
 )
-INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, state)
-SELECT $1, $2, n.last, $3, $4, $5, $6, $7, $8, $9, 'pending' FROM n
+INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, size, state)
+SELECT $1, $2, n.last, $3, $4, $5, $6, $7, $8, $9, $10, 'pending' FROM n
 ON CONFLICT DO NOTHING
 RETURNING seq`
 
@@ -73,11 +73,11 @@ type pendingSubmit struct {
 const submitBatchSQL = `WITH n AS (
 	UPDATE inbox_counter SET last = last + cardinality($1::text[]) WHERE id = 1 RETURNING last
 ), r AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
-		WITH ORDINALITY AS r(tenant, id, source, session_id, parts, metadata, key, digest, at, ord)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[])
+		WITH ORDINALITY AS r(tenant, id, source, session_id, parts, metadata, key, digest, at, size, ord)
 )
-INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, state)
-SELECT r.tenant, r.id, n.last - cardinality($1::text[]) + r.ord, r.source, r.session_id, r.parts, r.metadata, r.key, r.digest, r.at, 'pending'
+INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, size, state)
+SELECT r.tenant, r.id, n.last - cardinality($1::text[]) + r.ord, r.source, r.session_id, r.parts, r.metadata, r.key, r.digest, r.at, r.size, 'pending'
 FROM r, n ORDER BY r.ord
 ON CONFLICT DO NOTHING
 RETURNING tenant, id, seq`
@@ -120,7 +120,7 @@ func (st *Store) flushSubmits(ops []*group.Op[*pendingSubmit]) {
 		one(ops[0])
 		return
 	}
-	cols := make([][]any, 9)
+	cols := make([][]any, 10)
 	for i := range cols {
 		cols[i] = make([]any, len(ops))
 		for j, op := range ops {
@@ -140,11 +140,14 @@ func (st *Store) flushSubmits(ops []*group.Op[*pendingSubmit]) {
 		}
 		return out
 	}
-	ats := make([]int64, len(ops))
-	for i, v := range cols[8] {
-		ats[i] = v.(int64)
+	ints := func(c []any) []int64 {
+		out := make([]int64, len(c))
+		for i, v := range c {
+			out[i] = v.(int64)
+		}
+		return out
 	}
-	args := []any{texts(cols[0]), texts(cols[1]), texts(cols[2]), texts(cols[3]), texts(cols[4]), texts(cols[5]), texts(cols[6]), texts(cols[7]), ats}
+	args := []any{texts(cols[0]), texts(cols[1]), texts(cols[2]), texts(cols[3]), texts(cols[4]), texts(cols[5]), texts(cols[6]), texts(cols[7]), ints(cols[8]), ints(cols[9])}
 	rows, err := st.pool.Query(ctx, submitBatchSQL, args...)
 	stored := map[[2]string]int64{}
 	if err == nil {
@@ -187,7 +190,7 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 		return session.InboxInput{}, false, fmt.Errorf("postgres: submit: %w", err)
 	}
 	at := st.now().UnixMicro()
-	w := &pendingSubmit{args: []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at}}
+	w := &pendingSubmit{args: []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at, int64(inputjson.Size(in))}}
 	err = st.submits.Do(ctx, w)
 	seq := w.seq
 	if err == nil && seq == 0 {
@@ -231,8 +234,8 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	}
 	// A source's pending inputs, grouped through inbox_pending; then its
 	// first's time, and its last's time and session, by seq.
-	rows, err := st.pool.Query(ctx, `SELECT g.tenant, g.source, g.n, f.at, l.at, g.last, l.session_id
-		FROM (SELECT tenant, source, count(*)::int AS n, min(seq) AS first, max(seq) AS last
+	rows, err := st.pool.Query(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+		FROM (SELECT tenant, source, count(*)::int AS n, sum(size)::bigint AS bytes, min(seq) AS first, max(seq) AS last
 			FROM inbox WHERE state = 'pending' GROUP BY tenant, source) g
 		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last
 		ORDER BY g.first LIMIT $1::int`, lim)
@@ -243,11 +246,34 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	return inputjson.SourceStates(rows, "postgres")
 }
 
+// PendingOf summarises the source's pending inputs, through
+// inbox_pending. See session.Inbox.
+func (st *Store) PendingOf(ctx context.Context, source string) (session.SourceState, error) {
+	tenant := session.TenantOf(ctx)
+	rows, err := st.pool.Query(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+		FROM (SELECT tenant, source, count(*)::int AS n, sum(size)::bigint AS bytes, min(seq) AS first, max(seq) AS last
+			FROM inbox WHERE tenant = $1 AND source = $2 AND state = 'pending' GROUP BY tenant, source) g
+		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last`, tenant, source)
+	if err != nil {
+		return session.SourceState{}, fmt.Errorf("postgres: pending inputs of %q: %w", source, err)
+	}
+	defer rows.Close()
+	states, err := inputjson.SourceStates(rows, "postgres")
+	if err != nil || len(states) == 0 {
+		return session.SourceState{Tenant: tenant, Source: source}, err
+	}
+	return states[0], nil
+}
+
 // Pending returns the source's pending inputs in order. See
 // session.Inbox.
-func (st *Store) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
+func (st *Store) Pending(ctx context.Context, source string, limit int) ([]session.InboxInput, error) {
+	var lim *int // NULL: no limit
+	if limit > 0 {
+		lim = &limit
+	}
 	return st.inputs(ctx, "pending inputs of", source, `SELECT `+inputColumns+` FROM inbox
-		WHERE tenant = $1 AND source = $2 AND state = 'pending' ORDER BY seq`, session.TenantOf(ctx), source)
+		WHERE tenant = $1 AND source = $2 AND state = 'pending' ORDER BY seq LIMIT $3::int`, session.TenantOf(ctx), source, lim)
 }
 
 // Inputs returns the source's inputs after a seq. See session.Inbox.

@@ -146,6 +146,15 @@ var migrations = [][]string{
 		`CREATE INDEX sessions_leases ON sessions (lease_expires, tenant, id) WHERE status = 'running'`,
 		`CREATE INDEX sessions_owners ON sessions ((lease_owner COLLATE "C"), tenant, id) WHERE status = 'running' AND lease_owner IS NOT NULL`,
 	},
+	// Version 5: an input's size (session.InboxInput.Size), which the
+	// gateway's caps on a source add up over its pending inputs
+	// (PendingOf, through inbox_pending) without reading their parts. An
+	// input stored before counts its parts as stored, their JSON: a
+	// little over its content, never under.
+	{
+		`ALTER TABLE inbox ADD COLUMN size bigint NOT NULL DEFAULT 0`,
+		`UPDATE inbox SET size = octet_length(parts) WHERE state = 'pending'`,
+	},
 }
 
 // migrate brings the schema up to date under an advisory lock.

@@ -150,8 +150,8 @@ func TestMigrateFromVersion3Requests(t *testing.T) {
 	}
 	defer st.Close()
 	var version int
-	if err := st.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version != 4 || version != len(migrations) {
-		t.Fatalf("schema version %d (%v), want 4", version, err)
+	if err := st.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version < 4 || version != len(migrations) {
+		t.Fatalf("schema version %d (%v), want %d", version, err, len(migrations))
 	}
 	var evs []*session.Event
 	for ev, err := range st.Events(ctx, "waits", 0) {

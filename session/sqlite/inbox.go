@@ -63,6 +63,7 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 		metadata = *meta
 	}
 	at := st.now().UnixMicro()
+	size := inputjson.Size(in)
 	var (
 		seq      int64
 		existing inputRow
@@ -70,7 +71,7 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 	)
 	err = st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		dup = false // a write may run again (see writer)
-		err := tx.queryRow(sInsertInput, []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at}, &seq)
+		err := tx.queryRow(sInsertInput, []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at, size}, &seq)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err // stored, or failed
 		}
@@ -116,8 +117,8 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	}
 	// A source's pending inputs, grouped through inbox_pending; then its
 	// first's time, and its last's time and session, by rowid.
-	rows, err := st.r.QueryContext(ctx, `SELECT g.tenant, g.source, g.n, f.at, l.at, g.last, l.session_id
-		FROM (SELECT tenant, source, count(*) AS n, min(seq) AS first, max(seq) AS last
+	rows, err := st.r.QueryContext(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+		FROM (SELECT tenant, source, count(*) AS n, sum(size) AS bytes, min(seq) AS first, max(seq) AS last
 			FROM inbox WHERE state = 'pending' GROUP BY tenant, source) g
 		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last
 		ORDER BY g.first LIMIT ?`, limit)
@@ -128,11 +129,33 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	return inputjson.SourceStates(rows, "sqlite")
 }
 
+// PendingOf summarises the source's pending inputs, through
+// inbox_pending. See session.Inbox.
+func (st *Store) PendingOf(ctx context.Context, source string) (session.SourceState, error) {
+	tenant := session.TenantOf(ctx)
+	rows, err := st.r.QueryContext(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+		FROM (SELECT tenant, source, count(*) AS n, sum(size) AS bytes, min(seq) AS first, max(seq) AS last
+			FROM inbox WHERE tenant = ? AND source = ? AND state = 'pending' GROUP BY tenant, source) g
+		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last`, tenant, source)
+	if err != nil {
+		return session.SourceState{}, fmt.Errorf("sqlite: pending inputs of %q: %w", source, err)
+	}
+	defer rows.Close()
+	states, err := inputjson.SourceStates(rows, "sqlite")
+	if err != nil || len(states) == 0 {
+		return session.SourceState{Tenant: tenant, Source: source}, err
+	}
+	return states[0], nil
+}
+
 // Pending returns the source's pending inputs in order. See
 // session.Inbox.
-func (st *Store) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
+func (st *Store) Pending(ctx context.Context, source string, limit int) ([]session.InboxInput, error) {
+	if limit <= 0 {
+		limit = -1
+	}
 	return st.inputs(ctx, "pending inputs of", source, `SELECT `+inputColumns+` FROM inbox
-		WHERE tenant = ? AND source = ? AND state = 'pending' ORDER BY seq`, session.TenantOf(ctx), source)
+		WHERE tenant = ? AND source = ? AND state = 'pending' ORDER BY seq LIMIT ?`, session.TenantOf(ctx), source, limit)
 }
 
 // Inputs returns the source's inputs after a seq. See session.Inbox.

@@ -40,3 +40,31 @@ func TestMigrateFromVersion6Inbox(t *testing.T) {
 		t.Fatalf("schema version %d (%v), want %d", version, err, len(migrations))
 	}
 }
+
+// A database of schema version 8 (before inputs had a size), with
+// pending and answered inputs, opens: a pending input counts its stored
+// parts (a little over its content, never under), an input stored after
+// counts its content.
+func TestMigrateFromVersion8InputSize(t *testing.T) {
+	ctx := t.Context()
+	const parts = `[{"type":"text","text":"hello"}]`
+	path := oldDatabase(t, 8,
+		`INSERT INTO inbox (tenant, id, source, session_id, parts, key, digest, at, state) VALUES ('default', 'p1', 'cli', 's', '`+parts+`', '', '', 1, 'pending')`,
+		`INSERT INTO inbox (tenant, id, source, session_id, parts, key, digest, at, state, run_id) VALUES ('default', 'a1', 'cli', 's', '`+parts+`', '', '', 1, 'answered', 'run-1')`)
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got, err := st.PendingOf(ctx, "cli")
+	if err != nil || got.Pending != 1 || got.Bytes != int64(len(parts)) {
+		t.Fatalf("PendingOf after migration: %+v, %v; want 1 input of %d bytes", got, err, len(parts))
+	}
+	if _, _, err := st.Submit(ctx, &session.InboxInput{ID: "p2", Source: "cli", SessionID: "s",
+		Parts: []session.InputPart{{Type: "text", Text: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = st.PendingOf(ctx, "cli"); err != nil || got.Pending != 2 || got.Bytes != int64(len(parts)+2) {
+		t.Fatalf("PendingOf after a new input: %+v, %v", got, err)
+	}
+}

@@ -131,8 +131,8 @@ func TestMigrateFromVersion7Requests(t *testing.T) {
 	}
 	defer st.Close()
 	var version int
-	if err := st.w.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version != 8 || version != len(migrations) {
-		t.Fatalf("schema version %d (%v), want 8", version, err)
+	if err := st.w.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version < 8 || version != len(migrations) {
+		t.Fatalf("schema version %d (%v), want %d", version, err, len(migrations))
 	}
 	var evs []*session.Event
 	for ev, err := range st.Events(ctx, "waits", 0) {

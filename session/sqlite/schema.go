@@ -248,6 +248,15 @@ var migrations = [][]string{
 		`CREATE INDEX sessions_leases ON sessions (lease_expires, tenant, id) WHERE status = 'running'`,
 		`CREATE INDEX sessions_owners ON sessions (lease_owner, tenant, id) WHERE status = 'running' AND lease_owner IS NOT NULL`,
 	},
+	// Version 9: an input's size (session.InboxInput.Size), which the
+	// gateway's caps on a source add up over its pending inputs
+	// (PendingOf, through inbox_pending) without reading their parts. An
+	// input stored before counts its parts as stored, their JSON: a
+	// little over its content, never under.
+	{
+		`ALTER TABLE inbox ADD COLUMN size INTEGER NOT NULL DEFAULT 0`,
+		`UPDATE inbox SET size = length(CAST(parts AS BLOB)) WHERE state = 'pending'`,
+	},
 }
 
 // fills[v] fills in, after migrations[v-1], what version v keeps that the

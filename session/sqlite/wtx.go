@@ -99,8 +99,8 @@ var writeSQL = [numStmts]string{
 	sRequestControl: `UPDATE sessions SET control = ?
 		WHERE tenant = ? AND id = ? AND lease_owner = ? AND lease_token = ?`,
 	// An input, unless its id or its key is taken (then no row).
-	sInsertInput: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING RETURNING seq`,
+	sInsertInput: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, size, state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING RETURNING seq`,
 	// The input of a tenant, source and key (the key's condition lets
 	// SQLite use the partial index inbox_key).
 	sInputByKey: `SELECT ` + inputColumns + ` FROM inbox WHERE tenant = ? AND source = ? AND key = ? AND key != ''`,

@@ -42,6 +42,7 @@ func runInbox(t *testing.T, newStore Factory) {
 		{"PendingSources", testPendingSources},
 		{"PendingSourcesOrder", testPendingSourcesOrder},
 		{"Pending", testPending},
+		{"PendingBytes", testPendingBytes},
 		{"Inputs", testInputs},
 		{"Refuse", testRefuse},
 		{"CommitAnswers", testCommitAnswers},
@@ -115,9 +116,18 @@ func allInputs(t *testing.T, b session.Inbox, source string) []session.InboxInpu
 
 func pendingIn(t *testing.T, ctx context.Context, b session.Inbox, source string) []session.InboxInput {
 	t.Helper()
-	got, err := b.Pending(ctx, source)
+	got, err := b.Pending(ctx, source, 0)
 	if err != nil {
 		t.Fatalf("Pending(%q): %v", source, err)
+	}
+	return got
+}
+
+func sourceOf(t *testing.T, ctx context.Context, b session.Inbox, source string) session.SourceState {
+	t.Helper()
+	got, err := b.PendingOf(ctx, source)
+	if err != nil {
+		t.Fatalf("PendingOf(%q): %v", source, err)
 	}
 	return got
 }
@@ -409,9 +419,9 @@ func testPendingSources(t *testing.T, s session.Store, b session.Inbox, c *Clock
 	answer(t, s, "s1", 0, fenceOf(t, s, "s1"), "run-1", "e1")
 
 	want := []session.SourceState{
-		{Tenant: session.DefaultTenant, Source: "A", SessionID: "sA2", Pending: 2, First: t0, Last: t0.Add(2 * time.Second), Version: a2.Seq},
-		{Tenant: session.DefaultTenant, Source: "B", SessionID: "sB", Pending: 1, First: b1.At, Last: b1.At, Version: b1.Seq},
-		{Tenant: "acme", Source: "A", SessionID: "sX", Pending: 1, First: x1.At, Last: x1.At, Version: x1.Seq},
+		{Tenant: session.DefaultTenant, Source: "A", SessionID: "sA2", Pending: 2, Bytes: 2, First: t0, Last: t0.Add(2 * time.Second), Version: a2.Seq},
+		{Tenant: session.DefaultTenant, Source: "B", SessionID: "sB", Pending: 1, Bytes: 1, First: b1.At, Last: b1.At, Version: b1.Seq},
+		{Tenant: "acme", Source: "A", SessionID: "sX", Pending: 1, Bytes: 1, First: x1.At, Last: x1.At, Version: x1.Seq},
 	}
 	if !a1.At.Equal(t0) {
 		t.Fatalf("a1.At = %v, want %v", a1.At, t0)
@@ -426,14 +436,20 @@ func testPendingSources(t *testing.T, s session.Store, b session.Inbox, c *Clock
 		t.Fatal(err)
 	}
 	answer(t, s, "sA1", 0, fenceOf(t, s, "sA1"), "run-2", "a1")
-	want[0].Pending, want[0].First = 1, a2.At
+	want[0].Pending, want[0].Bytes, want[0].First = 1, 1, a2.At
 	want = []session.SourceState{want[1], want[0], want[2]}
 	diffInputs(t, "PendingSources after A's first input was answered", want, pendingSources(t, b, 0))
 	// A newer input changes the version and the session.
 	c.Advance(time.Second)
 	b2 := submit(t, b, textInput("b2", "B", "sB2", "x"))
-	want[0].Pending, want[0].Last, want[0].Version, want[0].SessionID = 2, b2.At, b2.Seq, "sB2"
+	want[0].Pending, want[0].Bytes, want[0].Last, want[0].Version, want[0].SessionID = 2, 2, b2.At, b2.Seq, "sB2"
 	diffInputs(t, "PendingSources after a newer input of B", want, pendingSources(t, b, 0))
+	// PendingOf says the same of one source, of the context's tenant.
+	diffInputs(t, "PendingOf(B)", want[0], sourceOf(t, t.Context(), b, "B"))
+	diffInputs(t, "PendingOf(A)", want[1], sourceOf(t, t.Context(), b, "A"))
+	diffInputs(t, "PendingOf(A) of acme", want[2], sourceOf(t, acme, b, "A"))
+	diffInputs(t, "PendingOf(D), all refused", session.SourceState{Tenant: session.DefaultTenant, Source: "D"}, sourceOf(t, t.Context(), b, "D"))
+	diffInputs(t, "PendingOf(B) of acme", session.SourceState{Tenant: "acme", Source: "B"}, sourceOf(t, acme, b, "B"))
 	refuseIn(t, t.Context(), b, "stale", "b1", "b2", "a2")
 	refuseIn(t, acme, b, "stale", "x1")
 	if got := pendingSources(t, b, 0); len(got) != 0 {
@@ -456,7 +472,8 @@ func testPendingSourcesOrder(t *testing.T, s session.Store, b session.Inbox, c *
 	}
 }
 
-// Pending lists a source's pending inputs only, in order.
+// Pending lists a source's pending inputs only, in order, the oldest up
+// to its limit.
 func testPending(t *testing.T, s session.Store, b session.Inbox, c *Clock) {
 	p1 := submit(t, b, textInput("p1", "src", "s1", "one"))
 	submit(t, b, textInput("other", "elsewhere", "s1", "x"))
@@ -464,9 +481,36 @@ func testPending(t *testing.T, s session.Store, b session.Inbox, c *Clock) {
 	p3 := submit(t, b, textInput("p3", "src", "s1", "three"))
 	submitIn(t, session.WithTenant(t.Context(), "acme"), b, textInput("p4", "src", "s1", "acme's"))
 	refuseIn(t, t.Context(), b, "no", "p2")
-	diffInputs(t, "Pending(src)", []session.InboxInput{p1, p3}, pendingIn(t, t.Context(), b, "src"))
+	p5 := submit(t, b, textInput("p5", "src", "s1", "five"))
+	diffInputs(t, "Pending(src)", []session.InboxInput{p1, p3, p5}, pendingIn(t, t.Context(), b, "src"))
+	for limit, want := range map[int][]session.InboxInput{-1: {p1, p3, p5}, 1: {p1}, 2: {p1, p3}, 3: {p1, p3, p5}, 4: {p1, p3, p5}} {
+		got, err := b.Pending(t.Context(), "src", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diffInputs(t, fmt.Sprintf("Pending(src, %d)", limit), want, got)
+	}
 	if got := pendingIn(t, t.Context(), b, "nowhere"); len(got) != 0 {
 		t.Errorf("Pending of an unknown source: %v", ids(got))
+	}
+}
+
+// An input's size, as PendingOf and PendingSources add it up, is its
+// content's (InboxInput.Size): text in bytes, data as stored, compact.
+func testPendingBytes(t *testing.T, s session.Store, b session.Inbox, c *Clock) {
+	submit(t, b, textInput("t1", "src", "s1", "héllo")) // 6 bytes
+	submit(t, b, &session.InboxInput{ID: "d1", Source: "src", SessionID: "s1", Parts: []session.InputPart{
+		{Type: "text", Text: "see"}, {Type: "data", Data: []byte(`{ "a" : [1, 2] }`)}}}) // 3 + len(`{"a":[1,2]}`)
+	got := sourceOf(t, t.Context(), b, "src")
+	if want := int64(6 + 3 + len(`{"a":[1,2]}`)); got.Bytes != want || got.Pending != 2 {
+		t.Errorf("PendingOf(src) = %d inputs, %d bytes; want 2, %d", got.Pending, got.Bytes, want)
+	}
+	if all := pendingSources(t, b, 0); len(all) != 1 || all[0].Bytes != got.Bytes {
+		t.Errorf("PendingSources = %+v, want src with %d bytes", all, got.Bytes)
+	}
+	refuseIn(t, t.Context(), b, "no", "t1")
+	if got := sourceOf(t, t.Context(), b, "src"); got.Bytes != int64(3+len(`{"a":[1,2]}`)) || got.Pending != 1 {
+		t.Errorf("PendingOf(src) after a refusal = %d inputs, %d bytes", got.Pending, got.Bytes)
 	}
 }
 
@@ -749,8 +793,10 @@ func testInboxCanceled(t *testing.T, s session.Store, b session.Inbox, c *Clock)
 	check("Submit", err)
 	_, err = b.PendingSources(ctx, 0)
 	check("PendingSources", err)
-	_, err = b.Pending(ctx, "src")
+	_, err = b.Pending(ctx, "src", 0)
 	check("Pending", err)
+	_, err = b.PendingOf(ctx, "src")
+	check("PendingOf", err)
 	_, err = b.Inputs(ctx, "src", 0, 0)
 	check("Inputs", err)
 	check("Refuse", b.Refuse(ctx, []string{"p1"}, "no"))
