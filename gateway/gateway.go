@@ -311,6 +311,18 @@ func New(cfg Config) (*Gateway, error) {
 	if g.cfg.MaxRestarts == 0 {
 		g.cfg.MaxRestarts = DefaultMaxRestarts
 	}
+	// An input the gateway takes must fit in what a source may pile up.
+	tooLow := func(n int) bool { return n != 0 && n < g.cfg.MaxInputBytes }
+	if tooLow(g.cfg.MaxPendingBytes) {
+		return nil, fmt.Errorf("gateway: MaxPendingBytes (%d) is below MaxInputBytes (%d)", g.cfg.MaxPendingBytes, g.cfg.MaxInputBytes)
+	}
+	for what, m := range map[string]map[string]SourceConfig{"source": cfg.Sources, "agent": cfg.Agents} {
+		for name, sc := range m {
+			if tooLow(sc.MaxPendingBytes) {
+				return nil, fmt.Errorf("gateway: %s %q: MaxPendingBytes (%d) is below MaxInputBytes (%d)", what, name, sc.MaxPendingBytes, g.cfg.MaxInputBytes)
+			}
+		}
+	}
 	if g.cfg.ShutdownGrace == 0 {
 		g.cfg.ShutdownGrace = DefaultShutdownGrace
 	}
