@@ -167,6 +167,10 @@ type ListOptions struct {
 	// and the page after the session After of AfterTenant follows.
 	AllTenants  bool
 	AfterTenant string
+	// SkipHidden leaves out the runtime's hidden sessions (Hidden): a
+	// page then holds Limit other sessions as long as there are, and its
+	// last is never a hidden one.
+	SkipHidden bool
 }
 
 // Store keeps sessions and their logs. All methods are safe for concurrent
@@ -255,16 +259,32 @@ type Leaser interface {
 	// with ErrNotFound for an unknown session.
 	Acquire(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error)
 	// Renew extends l by ttl from now. It fails with ErrFenced if l's
-	// token is no longer the session's (another owner took it over),
-	// even if it had expired meanwhile; an expired lease nobody took over
-	// is renewed.
+	// token and owner are no longer the session's (another owner took it
+	// over, or the session was dropped and made anew: see Dropper), even
+	// if it had expired meanwhile; an expired lease nobody took over is
+	// renewed.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// Release ends l, so that the session may be acquired at once. It
-	// fails with ErrFenced when l's token is no longer the session's. A
-	// caller that knows the owner of a live lease is gone (its process
-	// died) may release that owner's lease with the Lease a
+	// fails with ErrFenced when l's token and owner are no longer the
+	// session's. A caller that knows the owner of a live lease is gone
+	// (its process died) may release that owner's lease with the Lease a
 	// LeaseHeldError reported.
 	Release(ctx context.Context, l Lease) error
+}
+
+// Dropper is the optional capability of a Leaser to end a lease by
+// deleting its session, in one write: how a claim (Runner.Claim), a
+// hidden session that holds no events, goes when it is released, so that
+// the claims of sources nobody serves any more do not pile up. A session
+// made anew after a drop starts again at token 1: Renew and Release, which
+// check the owner beside the token, fence off a holder of the dropped one.
+type Dropper interface {
+	// Drop deletes session l.SessionID if l is its lease (its token and
+	// owner, live or expired) and it holds no events. It changes nothing
+	// and fails with ErrFenced when l is not the session's lease, with
+	// ErrConflict when the session holds events, with ErrNotFound when
+	// there is no such session.
+	Drop(ctx context.Context, l Lease) error
 }
 
 // LeasedCreator is the optional capability of a Leaser to take a
@@ -718,8 +738,16 @@ func CheckID(id string) error {
 			return fmt.Errorf("session id %q: want only letters, digits, '_', '.', '-', ':' and '@'", id)
 		}
 	}
-	if strings.HasPrefix(id, "_rules.") || strings.HasPrefix(id, "_claim.") {
+	if Hidden(id) {
 		return fmt.Errorf("session id %q: ids starting with _rules. or _claim. are the runtime's hidden sessions", id)
 	}
 	return nil
+}
+
+// Hidden reports whether id is one of the runtime's hidden sessions: an
+// agent's rule log (its id starts with "_rules.") or a claim ("_claim.").
+// No turn runs in one, and listings for people leave them out
+// (ListOptions.SkipHidden).
+func Hidden(id string) bool {
+	return strings.HasPrefix(id, "_rules.") || strings.HasPrefix(id, "_claim.")
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -88,7 +89,12 @@ func TestMigrateFromVersion4InputSize(t *testing.T) {
 	stmts = append(stmts,
 		`INSERT INTO inbox (tenant, id, seq, source, session_id, parts, key, digest, at, state) VALUES ('default', 'p1', 1, 'cli', 's', '`+parts+`', '', '', 1, 'pending')`,
 		`INSERT INTO inbox (tenant, id, seq, source, session_id, parts, key, digest, at, state, run_id) VALUES ('default', 'a1', 2, 'cli', 's', '`+parts+`', '', '', 1, 'answered', 'run-1')`,
-		`UPDATE inbox_counter SET last = 2`)
+		`UPDATE inbox_counter SET last = 2`,
+		`INSERT INTO sessions (tenant, id, agent, status, turn, usage, last_seq, created_at, updated_at, lease_owner, lease_token, lease_expires)
+			VALUES ('default', '_claim.released', '', 'idle', 0, '{}', 0, 1, 1, NULL, 4, 0),
+			('acme', '_claim.released', '', 'idle', 0, '{}', 0, 1, 1, NULL, 2, 0),
+			('default', '_claim.held', '', 'idle', 0, '{}', 0, 1, 1, 'a', 1, 9223372036854775807),
+			('default', 'kept', 'assistant', 'idle', 0, '{}', 0, 1, 1, NULL, 0, 0)`)
 	for _, s := range stmts {
 		if _, err := conn.Exec(ctx, s); err != nil {
 			t.Fatalf("%s: %v", s, err)
@@ -110,5 +116,17 @@ func TestMigrateFromVersion4InputSize(t *testing.T) {
 	}
 	if got, err = st.PendingOf(ctx, "cli"); err != nil || got.Pending != 2 || got.Bytes != int64(len(parts)+2) {
 		t.Fatalf("PendingOf after a new input: %+v, %v", got, err)
+	}
+	// The released claims are gone; a held one, and other sessions, stay.
+	all, err := st.ListSessions(ctx, session.ListOptions{AllTenants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range all {
+		ids = append(ids, s.Tenant+"/"+s.ID)
+	}
+	if want := []string{"default/kept", "default/_claim.held"}; !slices.Equal(ids, want) {
+		t.Errorf("sessions after migration: %v, want %v", ids, want)
 	}
 }

@@ -253,9 +253,14 @@ var migrations = [][]string{
 	// (PendingOf, through inbox_pending) without reading their parts. An
 	// input stored before counts its parts as stored, their JSON: a
 	// little over its content, never under.
+	//
+	// And claims are dropped when released (session.Dropper): the
+	// released claims' sessions earlier versions kept, one per source
+	// ever served, go.
 	{
 		`ALTER TABLE inbox ADD COLUMN size INTEGER NOT NULL DEFAULT 0`,
 		`UPDATE inbox SET size = length(CAST(parts AS BLOB)) WHERE state = 'pending'`,
+		`DELETE FROM sessions WHERE substr(id, 1, 7) = '_claim.' AND lease_owner IS NULL AND last_seq = 0`,
 	},
 }
 

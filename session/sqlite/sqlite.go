@@ -121,6 +121,7 @@ type Store struct {
 var (
 	_ session.Store      = (*Store)(nil)
 	_ session.Leaser     = (*Store)(nil)
+	_ session.Dropper    = (*Store)(nil)
 	_ session.Follower   = (*Store)(nil)
 	_ session.Controller = (*Store)(nil)
 )
@@ -633,6 +634,11 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		where = append(where, "status IN ('running', 'waiting')", "status = '"+string(opt.Status)+"'")
 	default:
 		where, args = append(where, "status = ?"), append(args, string(opt.Status))
+	}
+	if opt.SkipHidden {
+		// In the query, so that a page is full (session.Hidden's two
+		// prefixes are seven bytes long).
+		where = append(where, "substr(id, 1, 7) NOT IN ('_rules.', '_claim.')")
 	}
 	order := "created_at DESC, id DESC"
 	if opt.AllTenants {

@@ -35,6 +35,7 @@ const (
 	sSetLease
 	sRenewLease
 	sReleaseLease
+	sDropSession
 	sRequestControl
 	sInsertInput
 	sInputByKey
@@ -93,9 +94,12 @@ var writeSQL = [numStmts]string{
 	sSetLease:       `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE tenant = ? AND id = ?`,
 	sGetSession:     `SELECT ` + selectColumns + withLastRow("sessions") + ` WHERE s.tenant = ? AND s.id = ?`,
 	sRenewLease: `UPDATE sessions SET lease_expires = ?
-		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
+		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner = ?`,
 	sReleaseLease: `UPDATE sessions SET lease_owner = NULL, lease_expires = 0, control = NULL
-		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
+		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner = ?`,
+	// A session of no events, whose lease the tenant, id, token and
+	// owner are (session.Dropper).
+	sDropSession: `DELETE FROM sessions WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner = ? AND last_seq = 0`,
 	sRequestControl: `UPDATE sessions SET control = ?
 		WHERE tenant = ? AND id = ? AND lease_owner = ? AND lease_token = ?`,
 	// An input, unless its id or its key is taken (then no row).
