@@ -145,12 +145,18 @@ func (gateModule) Run(ctx context.Context, _ *gateway.Turn) error {
 	return ctx.Err()
 }
 
-// stuckModule ignores its context: only the process's end stops it.
+// stuckModule ignores its context: only the process's end stops it. Its
+// time limit is AGENTRT_STUCK_TIMEOUT, else an hour.
 type stuckModule struct{}
 
-func (stuckModule) Name() string           { return "stuck" }
-func (stuckModule) Order() int             { return gateway.AgentOrder - 10 }
-func (stuckModule) Timeout() time.Duration { return time.Hour }
+func (stuckModule) Name() string { return "stuck" }
+func (stuckModule) Order() int   { return gateway.AgentOrder - 10 }
+func (stuckModule) Timeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("AGENTRT_STUCK_TIMEOUT")); err == nil {
+		return d
+	}
+	return time.Hour
+}
 
 func (stuckModule) Run(context.Context, *gateway.Turn) error {
 	fmt.Fprintln(os.Stderr, blockedLine("stuck"))

@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,4 +68,28 @@ func TestProcessStopAbandonsAStuckModule(t *testing.T) {
 			t.Errorf("agentrt gateway did not say it stopped:\n%s", g.stderrText())
 		}
 	})
+}
+
+// A module abandoned at its time limit is counted while it runs on:
+// agentrt serve's /metrics says so.
+func TestServeCountsAbandonedModules(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, demoConfig, nil)
+	s := startServe(t, e, []string{"AGENTRT_GATE=stuck", "AGENTRT_STUCK_TIMEOUT=100ms"})
+	e.sent("--source", "chat", "hi")
+	s.waitLog("module stuck: timed out after 100ms")
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nagentrt_gateway_modules_abandoned 1\n") {
+		t.Errorf("/metrics does not count the abandoned module:\n%s", b)
+	}
+	s.stopOK()
 }
