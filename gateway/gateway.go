@@ -428,11 +428,12 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	}
 	rec := &session.InboxInput{ID: "in_" + g.newID(), Source: in.Source, SessionID: sess, Parts: parts,
 		Metadata: meta, Key: in.Key, Digest: digest(sess, parts, meta)}
-	if err := g.room(ctx, rec, in.Agent); err != nil {
-		return nil, err
-	}
-	stored, dup, err := g.inbox.Submit(ctx, rec)
+	stored, dup, err := g.store(ctx, rec, in.Agent)
 	if err != nil {
+		var full *session.FullError
+		if errors.As(err, &full) {
+			return nil, sourceFull(in.Source, full, int64(rec.Size()))
+		}
 		if errors.Is(err, session.ErrConflict) {
 			// The store's error is not the caller's to read: its
 			// ErrConflict says "changed concurrently", and it names the
@@ -472,40 +473,49 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	return out, nil
 }
 
-// room refuses in, an input of source in.Source for a session of agent,
-// with code source_full, when the source has as many inputs, or bytes,
-// waiting as its bounds allow (MaxPending, MaxPendingBytes) — unless in
-// repeats, with its key, an input waiting already: that one is returned
-// as usual. It counts what the store holds, without a lock: submits
-// racing from several processes may go past a bound by what is in
-// flight, which the turn then takes over several turns (fit).
-func (g *Gateway) room(ctx context.Context, in *session.InboxInput, agent string) error {
+// store stores in, an input for a session of agent, unless its source
+// has as many inputs, or bytes, waiting as its bounds allow
+// (MaxPending, MaxPendingBytes): then the error is a *session.FullError.
+// A store that bounds its submits (session.BoundedInbox) counts in the
+// write that stores the input; for another, the count is a read before
+// it, so that submits racing from several processes may go past a bound
+// by what is in flight — which the turns then take a bounded turn at a
+// time (fit).
+func (g *Gateway) store(ctx context.Context, in *session.InboxInput, agent string) (session.InboxInput, bool, error) {
 	set := g.settings(in.Source, agent)
+	b := session.Bounds{Pending: set.MaxPending, Bytes: int64(set.MaxPendingBytes)}
+	if bi, ok := g.inbox.(session.BoundedInbox); ok {
+		return bi.SubmitWithin(ctx, in, b)
+	}
 	st, err := g.inbox.PendingOf(ctx, in.Source)
 	if err != nil {
-		return &agentrt.Error{Kind: agentrt.FailStore, Msg: "count the source's pending inputs", Err: err}
+		return session.InboxInput{}, false, err
 	}
-	size := int64(in.Size())
-	var why string
-	switch {
-	case st.Pending >= set.MaxPending:
-		why = fmt.Sprintf("source %s has %d inputs waiting for its turn, as many as it may (max_pending %d)",
-			in.Source, st.Pending, set.MaxPending)
-	case st.Bytes+size > int64(set.MaxPendingBytes):
-		why = fmt.Sprintf("source %s has %d bytes waiting for its turn, and this input's %d would make more than it may (max_pending_bytes %d)",
-			in.Source, st.Bytes, size, set.MaxPendingBytes)
-	default:
-		return nil
-	}
-	if in.Key != "" {
-		// A retry of an input that waits already is not more input.
+	if !b.Fits(st.Pending, st.Bytes, int64(in.Size())) {
+		full := &session.FullError{Bounds: b, Pending: st.Pending, Bytes: st.Bytes}
+		if in.Key == "" {
+			return session.InboxInput{}, false, full
+		}
+		// A retry of an input that waits already is that input.
 		waiting, err := g.inbox.Pending(ctx, in.Source, st.Pending)
 		if err != nil {
-			return &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the source's pending inputs", Err: err}
+			return session.InboxInput{}, false, err
 		}
-		if slices.ContainsFunc(waiting, func(x session.InboxInput) bool { return x.Key == in.Key }) {
-			return nil
+		if !slices.ContainsFunc(waiting, func(x session.InboxInput) bool { return x.Key == in.Key }) {
+			return session.InboxInput{}, false, full
 		}
+	}
+	return g.inbox.Submit(ctx, in)
+}
+
+// sourceFull is Submit's refusal of an input of size bytes for source,
+// which full says has no room: which bound, and what to do.
+func sourceFull(source string, full *session.FullError, size int64) error {
+	why := fmt.Sprintf("source %s has %d inputs waiting for its turn, as many as it may (max_pending %d)",
+		source, full.Pending, full.Bounds.Pending)
+	if full.Bounds.Pending <= 0 || full.Pending < full.Bounds.Pending {
+		why = fmt.Sprintf("source %s has %d bytes waiting for its turn, and this input's %d would make more than it may (max_pending_bytes %d)",
+			source, full.Bytes, size, full.Bounds.Bytes)
 	}
 	return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeSourceFull,
 		Msg: why + "; the input was not stored: send it again once its turn has answered them"}

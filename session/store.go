@@ -38,6 +38,9 @@ var (
 	// commit without a token, someone holds a live lease). Nothing was
 	// written.
 	ErrFenced = errors.New("session lease lost to a newer owner")
+	// ErrFull: a bounded submit (BoundedInbox) of an input its source has
+	// no room for; nothing was stored. The error is a *FullError.
+	ErrFull = errors.New("the source has as many inputs pending as its bounds allow")
 )
 
 // Status of a session (the status of its latest run).
@@ -501,6 +504,49 @@ type Inbox interface {
 	// Refuse marks pending inputs refused with reason; one that is not
 	// pending, or not in the context's tenant's inbox, is left as it is.
 	Refuse(ctx context.Context, ids []string, reason string) error
+}
+
+// Bounds bound what one source of an inbox may have pending: its inputs,
+// and their size (InboxInput.Size). A zero field bounds nothing.
+type Bounds struct {
+	Pending int
+	Bytes   int64
+}
+
+// FullError is a bounded submit's error when the source has no room: what
+// it has pending, beside the bounds. It wraps ErrFull.
+type FullError struct {
+	Bounds  Bounds
+	Pending int   // the source's pending inputs
+	Bytes   int64 // their size
+}
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("the source has %d inputs (%d bytes) pending; bounds %d inputs, %d bytes", e.Pending, e.Bytes, e.Bounds.Pending, e.Bounds.Bytes)
+}
+
+func (e *FullError) Unwrap() error { return ErrFull }
+
+// BoundedInbox is the optional capability of an Inbox to bound what one
+// source piles up in Submit's own write, so that a bound costs no read of
+// its own and holds however many submit at once (as far as the store
+// orders submits: a store that stores a batch of submits in one statement
+// may let the batch's inputs of one source go past it together). The
+// gateway submits through it when the store has it: a wrapper of a store
+// that changes Submit changes SubmitWithin too.
+type BoundedInbox interface {
+	// SubmitWithin is Submit, unless in's source has as many inputs
+	// pending as b allows, or in's size would take their size past b:
+	// then nothing is stored, and the error is a *FullError. An input in
+	// repeats with its key is that input, as for Submit, however full its
+	// source.
+	SubmitWithin(ctx context.Context, in *InboxInput, b Bounds) (stored InboxInput, dup bool, err error)
+}
+
+// Fits reports whether an input of size bytes fits beside pending inputs
+// of the given size, within b: what every BoundedInbox decides.
+func (b Bounds) Fits(pending int, bytes, size int64) bool {
+	return (b.Pending <= 0 || pending < b.Pending) && (b.Bytes <= 0 || bytes+size <= b.Bytes)
 }
 
 // PendingRequest is a request for a person — an input_required event —

@@ -86,8 +86,16 @@ func compactData(in *session.InboxInput) error {
 	return nil
 }
 
+var _ session.BoundedInbox = (*Store)(nil)
+
 // Submit stores in. See session.Inbox.
 func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.InboxInput, bool, error) {
+	return st.SubmitWithin(ctx, in, session.Bounds{})
+}
+
+// SubmitWithin stores in if its source has room. See
+// session.BoundedInbox.
+func (st *Store) SubmitWithin(ctx context.Context, in *session.InboxInput, bounds session.Bounds) (session.InboxInput, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return session.InboxInput{}, false, err
 	}
@@ -122,6 +130,16 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 	}
 	if _, dup := b.inputs[key{tenant, in.ID}]; dup {
 		return session.InboxInput{}, false, fmt.Errorf("memstore: submit: input %q exists: %w", in.ID, session.ErrExists)
+	}
+	if bounds != (session.Bounds{}) {
+		var size int64
+		for _, p := range b.pending[sk] {
+			size += int64(p.Size())
+		}
+		if n := len(b.pending[sk]); !bounds.Fits(n, size, int64(stored.Size())) {
+			return session.InboxInput{}, false, fmt.Errorf("memstore: submit input %q: %w", in.ID,
+				&session.FullError{Bounds: bounds, Pending: n, Bytes: size})
+		}
 	}
 	b.seq++
 	stored.Tenant, stored.Seq, stored.State, stored.At = tenant, b.seq, session.InputPending, st.now().UTC()

@@ -148,9 +148,10 @@ var migrations = [][]string{
 	},
 	// Version 5: an input's size (session.InboxInput.Size), which the
 	// gateway's caps on a source add up over its pending inputs
-	// (PendingOf, through inbox_pending) without reading their parts. An
-	// input stored before counts its parts as stored, their JSON: a
-	// little over its content, never under.
+	// (PendingOf, SubmitWithin) without reading their parts, from
+	// inbox_pending, which holds it. An input stored before counts its
+	// parts as stored, their JSON: a little over its content, never
+	// under.
 	//
 	// And claims are dropped when released (session.Dropper): the
 	// released claims' sessions earlier versions kept, one per source
@@ -159,6 +160,8 @@ var migrations = [][]string{
 		`ALTER TABLE inbox ADD COLUMN size bigint NOT NULL DEFAULT 0`,
 		`UPDATE inbox SET size = octet_length(parts) WHERE state = 'pending'`,
 		`DELETE FROM sessions WHERE left(id, 7) = '_claim.' AND lease_owner IS NULL AND last_seq = 0`,
+		`DROP INDEX inbox_pending`,
+		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq) INCLUDE (size) WHERE state = 'pending'`,
 	},
 }
 

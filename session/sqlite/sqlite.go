@@ -113,6 +113,7 @@ type Store struct {
 	loadSnapshot *sql.Stmt // r
 	eventsPage   *sql.Stmt // r
 	logOf        *sql.Stmt // r
+	pendingOf    *sql.Stmt // r
 
 	closeOnce sync.Once
 	closeErr  error
@@ -332,6 +333,7 @@ func (st *Store) openReaders(ctx context.Context, dsn string) (err error) {
 			WHERE s.tenant = ? AND s.id = ?`},
 		{st.r, &st.eventsPage, `SELECT key, n, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
 		{st.r, &st.logOf, `SELECT log FROM sessions WHERE tenant = ? AND id = ?`},
+		{st.r, &st.pendingOf, pendingOfSQL},
 	}
 	for _, s := range stmts {
 		if *s.dst, err = s.db.PrepareContext(ctx, s.query); err != nil {
@@ -362,7 +364,7 @@ func (st *Store) openReadOnly(ctx context.Context, base string) error {
 
 // closeReaders closes the read statements and connections.
 func (st *Store) closeReaders() {
-	for _, s := range []**sql.Stmt{&st.getSession, &st.loadSnapshot, &st.eventsPage, &st.logOf} {
+	for _, s := range []**sql.Stmt{&st.getSession, &st.loadSnapshot, &st.eventsPage, &st.logOf, &st.pendingOf} {
 		if *s != nil {
 			(*s).Close()
 			*s = nil
@@ -458,7 +460,7 @@ func isReadOnly(err error) bool {
 func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
 		var errs []error
-		for _, s := range []*sql.Stmt{st.getSession, st.loadSnapshot, st.eventsPage, st.logOf} {
+		for _, s := range []*sql.Stmt{st.getSession, st.loadSnapshot, st.eventsPage, st.logOf, st.pendingOf} {
 			if s != nil {
 				errs = append(errs, s.Close())
 			}

@@ -38,6 +38,8 @@ const (
 	sDropSession
 	sRequestControl
 	sInsertInput
+	sInsertInputWithin
+	sPendingSize
 	sInputByKey
 	sRefuseInputs
 	sUnanswerable
@@ -105,6 +107,18 @@ var writeSQL = [numStmts]string{
 	// An input, unless its id or its key is taken (then no row).
 	sInsertInput: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, size, state)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING RETURNING seq`,
+	// An input, as sInsertInput, if its source has room: fewer pending
+	// inputs than ?11 and their size and its own (?10) at most ?12
+	// (either bound zero: none), counted in the insert's own write, off
+	// inbox_pending, which holds the sizes.
+	sInsertInputWithin: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, size, state)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending'
+		FROM (SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes FROM inbox INDEXED BY inbox_pending
+			WHERE tenant = ?1 AND source = ?3 AND state = 'pending') p
+		WHERE (?11 <= 0 OR p.n < ?11) AND (?12 <= 0 OR p.bytes + ?10 <= ?12)
+		ON CONFLICT DO NOTHING RETURNING seq`,
+	// A source's pending inputs and their size: the tenant, the source.
+	sPendingSize: `SELECT count(*), coalesce(sum(size), 0) FROM inbox INDEXED BY inbox_pending WHERE tenant = ? AND source = ? AND state = 'pending'`,
 	// The input of a tenant, source and key (the key's condition lets
 	// SQLite use the partial index inbox_key).
 	sInputByKey: `SELECT ` + inputColumns + ` FROM inbox WHERE tenant = ? AND source = ? AND key = ? AND key != ''`,

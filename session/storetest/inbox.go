@@ -43,6 +43,7 @@ func runInbox(t *testing.T, newStore Factory) {
 		{"PendingSourcesOrder", testPendingSourcesOrder},
 		{"Pending", testPending},
 		{"PendingBytes", testPendingBytes},
+		{"SubmitWithin", testSubmitWithin},
 		{"Inputs", testInputs},
 		{"Refuse", testRefuse},
 		{"CommitAnswers", testCommitAnswers},
@@ -803,4 +804,64 @@ func testInboxCanceled(t *testing.T, s session.Store, b session.Inbox, c *Clock)
 	check("Commit", s.Commit(ctx, &session.Commit{SessionID: "s1", Events: events("s1", 0, 1), Status: session.StatusRunning,
 		Time: at(time.Hour), Answers: []string{"p1"}, RunID: "run-1"}))
 	diffInputs(t, "inputs after canceled calls", []session.InboxInput{p1}, allInputs(t, b, "src"))
+}
+
+// A bounded submit (session.BoundedInbox) stores nothing for a source
+// with as many pending inputs as its bound, or whose pending size with
+// the input's would pass its bound: a *FullError says what is pending.
+// A repeat of a waiting input with its key is that input; a refused or
+// answered input makes room; zero bounds bound nothing.
+func testSubmitWithin(t *testing.T, s session.Store, b session.Inbox, c *Clock) {
+	bi, ok := b.(session.BoundedInbox)
+	if !ok {
+		t.Skip("the store does not implement session.BoundedInbox")
+	}
+	ctx := t.Context()
+	within := func(in *session.InboxInput, bounds session.Bounds) (session.InboxInput, bool, error) {
+		t.Helper()
+		return bi.SubmitWithin(ctx, in, bounds)
+	}
+	two := session.Bounds{Pending: 2}
+	first, _, err := within(keyed(textInput("k1", "src", "s1", "one"), "key-1", "d1"), two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := within(textInput("k2", "src", "s1", "two"), two); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = within(textInput("k3", "src", "s1", "three"), two)
+	var full *session.FullError
+	if !errors.As(err, &full) || !errors.Is(err, session.ErrFull) || full.Pending != 2 || full.Bytes != 6 || full.Bounds != two {
+		t.Fatalf("a third input under a bound of 2: %v, want a FullError of 2 inputs, 6 bytes", err)
+	}
+	if got, dup, err := within(keyed(textInput("k1-again", "src", "s1", "one"), "key-1", "d1"), two); err != nil || !dup || got.ID != first.ID {
+		t.Errorf("the first input again with its key: %s, dup %v, %v; want it, dup", got.ID, dup, err)
+	}
+	if _, _, err := within(textInput("other", "elsewhere", "s1", "x"), two); err != nil {
+		t.Errorf("another source: %v", err)
+	}
+	if _, _, err := bi.SubmitWithin(session.WithTenant(ctx, "acme"), textInput("k3", "src", "s1", "three"), two); err != nil {
+		t.Errorf("the same source of another tenant: %v", err)
+	}
+	refuseIn(t, ctx, b, "no", "k1")
+	if _, _, err := within(textInput("k3", "src", "s1", "three"), two); err != nil {
+		t.Errorf("once an input was refused: %v", err)
+	}
+	diffInputs(t, "Pending(src)", []string{"k2", "k3"}, ids(pendingIn(t, ctx, b, "src")))
+	// Bytes: "héllo" is 6, two of them fill 12 exactly; one byte more does not fit.
+	twelve := session.Bounds{Bytes: 12}
+	for _, id := range []string{"b1", "b2"} {
+		if _, _, err := within(textInput(id, "bytes", "s1", "héllo"), twelve); err != nil {
+			t.Fatalf("%s within 12 bytes: %v", id, err)
+		}
+	}
+	if _, _, err := within(textInput("b3", "bytes", "s1", "x"), twelve); !errors.As(err, &full) || full.Bytes != 12 || full.Pending != 2 {
+		t.Errorf("a byte past 12: %v, want a FullError of 12 bytes", err)
+	}
+	if _, _, err := within(textInput("b4", "bytes", "s1", "x"), session.Bounds{}); err != nil {
+		t.Errorf("no bounds: %v", err)
+	}
+	if got := allInputs(t, b, "bytes"); len(got) != 3 {
+		t.Errorf("source bytes stored %v, want b1, b2, b4", ids(got))
+	}
 }
