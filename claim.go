@@ -28,7 +28,9 @@ const claimPrefix = "_claim."
 // The gateway claims a source before serving it, so that its turns —
 // modules included — run in one process at a time. The claim lives on a
 // hidden session (its id starts with "_claim.", ListSessions leaves it
-// out) that holds no events.
+// out) that holds no events, made when the claim is taken and deleted
+// when it is released (a dead owner's stays until the next claim of the
+// name takes it over).
 func (r *Runner) Claim(ctx context.Context, name string) (claimed context.Context, release func(), err error) {
 	if name == "" {
 		return nil, nil, errors.New("agentrt: a claim needs a name")
@@ -50,9 +52,36 @@ func (r *Runner) Claim(ctx context.Context, name string) (claimed context.Contex
 	}
 	k.watch(cancel)
 	return cctx, func() {
-		k.stop()
+		r.dropClaim(k)
 		cancel(context.Canceled)
 	}, nil
+}
+
+// dropClaim ends the claim k keeps: its session goes with it where the
+// store can (session.Dropper), so that the claims of sources no longer
+// served do not pile up — a busy gateway's were about half the rows of
+// its store — else its lease is released. The next claim of the name
+// makes the session anew; Dropper says how a holder of the dropped one
+// is fenced off.
+func (r *Runner) dropClaim(k *leaseKeeper) {
+	d, ok := r.leaser.(session.Dropper)
+	if !ok {
+		k.stop()
+		return
+	}
+	if !k.halt() {
+		return // lost: another runner holds it now
+	}
+	k.mu.Lock()
+	l := k.lease
+	k.mu.Unlock()
+	// Not the claim's context, which may be canceled: the claim must
+	// end. If the drop fails, the lease is released as ever; if that
+	// fails too, it expires.
+	ctx := session.WithTenant(context.Background(), k.tenant)
+	if err := d.Drop(ctx, l); err != nil {
+		_ = r.leaser.Release(ctx, l)
+	}
 }
 
 // takeClaim takes the lease of claim session id, creating the session
@@ -74,13 +103,17 @@ func (r *Runner) takeClaim(ctx context.Context, id, name string) (*leaseKeeper, 
 		}
 		return k, err
 	}
-	for {
+	for tries := 1; ; tries++ {
 		_, l, _, err := lc.CreateOrAcquire(ctx, s, r.owner, r.leaseTTL)
 		if err == nil {
 			return r.keepLease(ctx, l, nil), nil
 		}
 		var held *session.LeaseHeldError
 		switch {
+		case errors.Is(err, session.ErrNotFound) && tries < 3:
+			// Its holder released it, dropping its session, between our
+			// finding the session and acquiring it: make it anew.
+			continue
 		case !errors.As(err, &held):
 			return nil, &Error{Kind: FailStore, Msg: "take the claim " + name, Err: err}
 		case !ownerDead(held.Lease.Owner):

@@ -3,6 +3,7 @@ package agentrt_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,56 @@ func TestHiddenSessionsTakeNoTurn(t *testing.T) {
 		if !errors.As(err, &re) || re.Code != agentrt.CodeProtected {
 			t.Errorf("a turn in %s: %v, want code protected", id, err)
 		}
+	}
+}
+
+// A released claim leaves no session behind: the claims of sources
+// nobody serves any more do not pile up. A claim whose holder lost it
+// does not take the new holder's with it when released.
+func TestClaimReleaseLeavesNoSession(t *testing.T) {
+	store := memstore.New()
+	a, b := twoRunners(t, store, func() *agentrt.Agent { return calcAgent(scripted.New("m"), nil) })
+	ctx := context.Background()
+	count := func() int {
+		t.Helper()
+		all, err := store.ListSessions(ctx, session.ListOptions{AllTenants: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(all)
+	}
+	for i := range 10 {
+		_, release, err := a.Claim(ctx, fmt.Sprint("gateway.source:chat", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("%d sessions while claim %d is held, want its one", n, i)
+		}
+		release()
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d sessions after every claim was released, want none", n)
+	}
+	// a's claim is taken over behind its back: a's release leaves b's.
+	_, releaseA, err := a.Claim(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := store.ListSessions(ctx, session.ListOptions{})
+	if err := store.Release(ctx, *all[0].Lease); err != nil {
+		t.Fatal(err)
+	}
+	_, releaseB, err := b.Claim(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseA()
+	if _, _, err := a.Claim(ctx, "x"); agentrt.AsError(err).ErrorCode() != agentrt.CodeLeaseHeld {
+		t.Errorf("a claim of x after the loser's release: %v, want lease_held (b holds it)", err)
+	}
+	releaseB()
+	if n := count(); n != 0 {
+		t.Errorf("%d sessions after b's release, want none", n)
 	}
 }

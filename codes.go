@@ -105,6 +105,7 @@ const (
 	CodeKeyConflict       = "key_conflict"        // an idempotency key given to other content
 	CodeBadIdempotencyKey = "bad_idempotency_key" // an idempotency key longer than the gateway takes
 	CodeInputRejected     = "input_rejected"      // the source's turn runs, and its policy rejects input meanwhile
+	CodeSourceFull        = "source_full"         // the source has as many inputs, or bytes, waiting as it may
 	CodeModuleFailed      = "module_failed"       // a module of the turn failed, panicked or timed out
 	CodeTurnStopped       = "turn_stopped"        // a module stopped the turn, with its reason
 
@@ -245,6 +246,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeKeyConflict, FailInput, "the idempotency key was given to another input of the source", http.StatusConflict),
 		in(CodeBadIdempotencyKey, FailInput, "the idempotency key is longer than 256 bytes (gateway.MaxKeyBytes)", http.StatusBadRequest),
 		in(CodeInputRejected, FailState, "the source's turn is running and its policy rejects input meanwhile; the input is kept, refused", http.StatusConflict),
+		in(CodeSourceFull, FailState, "the source has as many inputs, or as many bytes, waiting for its turn as it may (gateway max_pending, max_pending_bytes); the input was not stored: send it again once its turn has answered them", http.StatusTooManyRequests),
 		in(CodeModuleFailed, FailInternal, "a module of the turn failed, panicked or timed out; the turn's inputs are set aside, refused with the reason", http.StatusInternalServerError),
 		in(CodeTurnStopped, FailInput, "a module stopped the turn (the reason says why); its inputs are refused with it", http.StatusUnprocessableEntity),
 		in(CodeUnauthorized, FailInput, "the request has no API key (Authorization: Bearer), or one the server does not know; without keys configured, the server answers only loopback clients", http.StatusUnauthorized),
@@ -279,7 +281,7 @@ var codeTable = func() []CodeInfo {
 		case string(model.CodeAuth), string(model.CodeBadRequest), string(model.CodeContextLength):
 			t[i].Recoverable = false
 		case CodeConflict, CodeEndNotStored, CodeWatchBehind, CodeLeaseHeld, CodeBusy, CodeLeaseExpired,
-			CodeTooManyRequests, CodeTooManyStreams, CodeShuttingDown, CodeRequestTimeout:
+			CodeTooManyRequests, CodeTooManyStreams, CodeShuttingDown, CodeRequestTimeout, CodeSourceFull:
 			t[i].Recoverable = true
 		case CodeMaxSteps, CodeMaxTokens, CodeMaxCostUSD, CodeMaxTurnDuration, CodeSessionMaxTokens, CodeSessionMaxCostUSD:
 			// A budget pauses the run: resume goes on (after raising

@@ -212,21 +212,22 @@ func (r *Runner) ensureSession(ctx context.Context, id, agent string) (*created,
 const rulesPrefix = "_rules."
 
 // hidden reports whether id is a hidden session's: an agent's rule log,
-// or a claim. No turn runs in one, ListSessions leaves them out.
-func hidden(id string) bool {
-	return strings.HasPrefix(id, rulesPrefix) || strings.HasPrefix(id, claimPrefix)
-}
+// or a claim (session.Hidden). No turn runs in one, ListSessions leaves
+// them out.
+func hidden(id string) bool { return session.Hidden(id) }
 
 // ListSessions lists sessions as the store does (of ctx's tenant, or of
 // every tenant with opts.AllTenants), leaving out the agents' hidden rule
 // logs (whose ids start with "_rules.") and claims ("_claim.", see
-// Claim): a page may so hold fewer than opts.Limit sessions. last is the
-// last session the store listed, nil when the page was the last one: the next page starts after it
-// (ListOptions.After = last.ID, AfterTenant = last.Tenant, AfterCreated =
-// last.CreatedAt, so that it does even if last is deleted meanwhile),
-// which is the page's last session only when that one is not hidden.
+// Claim) in the store's query (ListOptions.SkipHidden), so that a page
+// holds opts.Limit sessions as long as there are. last is the page's last
+// session when the page is full, nil when it was the last one: the next
+// page starts after it (ListOptions.After = last.ID, AfterTenant =
+// last.Tenant, AfterCreated = last.CreatedAt, so that it does even if
+// last is deleted meanwhile).
 func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (page []*session.Session, last *session.Session, err error) {
-	all, err := r.store.ListSessions(ctx, opts)
+	opts.SkipHidden = true
+	page, err = r.store.ListSessions(ctx, opts)
 	if err != nil {
 		return nil, nil, &Error{Kind: FailStore, Msg: "list sessions", Err: err}
 	}
@@ -234,14 +235,8 @@ func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (pa
 	if limit <= 0 {
 		limit = 50 // the stores' default (session.ListOptions)
 	}
-	if len(all) == limit {
-		last = all[len(all)-1]
-	}
-	page = all[:0]
-	for _, s := range all {
-		if !hidden(s.ID) {
-			page = append(page, s)
-		}
+	if len(page) == limit {
+		last = page[len(page)-1]
 	}
 	return page, last, nil
 }

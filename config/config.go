@@ -424,6 +424,15 @@ type GatewaySettings struct {
 	MaxWait Duration `yaml:"max_wait,omitempty"`
 	// Policy is GatewayInterrupt, GatewayQueue, GatewaySteer or GatewayReject.
 	Policy string `yaml:"policy,omitempty"`
+	// MaxPending and MaxPendingBytes bound what one source piles up: the
+	// inputs waiting for its turn, and their bytes; past either an input
+	// is refused (source_full). Zero: 32, and 8 × max_input_bytes.
+	MaxPending      int   `yaml:"max_pending,omitempty"`
+	MaxPendingBytes int64 `yaml:"max_pending_bytes,omitempty"`
+	// MaxRestarts bounds how often newer input restarts one turn under
+	// the interrupt policy; past it, newer input waits for the next
+	// turn. Zero: 5.
+	MaxRestarts int `yaml:"max_restarts,omitempty"`
 }
 
 // Gateway configures the gateway: its settings for every source, the

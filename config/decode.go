@@ -511,6 +511,9 @@ func (d *decoder) gatewaySettings(s *GatewaySettings) []field {
 				d.errorf(n, path, "unknown policy %q%s (want %s)", s.Policy, suggest(s.Policy, policies), strings.Join(policies, ", "))
 			}
 		}},
+		{"max_pending", number(d, &s.MaxPending)},
+		{"max_pending_bytes", number(d, &s.MaxPendingBytes)},
+		{"max_restarts", number(d, &s.MaxRestarts)},
 	}
 }
 

@@ -18,14 +18,17 @@ func TestGatewayKeys(t *testing.T) {
   policy: queue
   workers: 8
   poll: 100ms
+  max_pending: 10
+  max_pending_bytes: 20000000
+  max_restarts: 3
   sources:
-    chat: {debounce: 3s, policy: reject, session: "support:chat-1"}
-    mail: {max_wait: 1m}
-    ops: {policy: steer}
+    chat: {debounce: 3s, policy: reject, session: "support:chat-1", max_pending: 4}
+    mail: {max_wait: 1m, max_pending_bytes: 4000000}
+    ops: {policy: steer, max_restarts: 1}
 agents:
   assistant:
     model: auto
-    gateway: {debounce: 500ms, max_wait: 5s, policy: interrupt}
+    gateway: {debounce: 500ms, max_wait: 5s, policy: interrupt, max_pending: 2, max_pending_bytes: 2000000, max_restarts: 9}
 `
 	c, err := config.Parse("agentrt.yaml", []byte(src), nil)
 	if err != nil {
@@ -33,19 +36,21 @@ agents:
 	}
 	s := func(d time.Duration) config.Duration { return config.Duration(d) }
 	want := config.Gateway{
-		GatewaySettings: config.GatewaySettings{Debounce: s(2 * time.Second), MaxWait: s(20 * time.Second), Policy: config.GatewayQueue},
-		Workers:         8,
-		Poll:            s(100 * time.Millisecond),
+		GatewaySettings: config.GatewaySettings{Debounce: s(2 * time.Second), MaxWait: s(20 * time.Second), Policy: config.GatewayQueue,
+			MaxPending: 10, MaxPendingBytes: 20000000, MaxRestarts: 3},
+		Workers: 8,
+		Poll:    s(100 * time.Millisecond),
 		Sources: map[string]config.GatewaySource{
-			"chat": {GatewaySettings: config.GatewaySettings{Debounce: s(3 * time.Second), Policy: config.GatewayReject}, Session: "support:chat-1"},
-			"mail": {GatewaySettings: config.GatewaySettings{MaxWait: s(time.Minute)}},
-			"ops":  {GatewaySettings: config.GatewaySettings{Policy: config.GatewaySteer}},
+			"chat": {GatewaySettings: config.GatewaySettings{Debounce: s(3 * time.Second), Policy: config.GatewayReject, MaxPending: 4}, Session: "support:chat-1"},
+			"mail": {GatewaySettings: config.GatewaySettings{MaxWait: s(time.Minute), MaxPendingBytes: 4000000}},
+			"ops":  {GatewaySettings: config.GatewaySettings{Policy: config.GatewaySteer, MaxRestarts: 1}},
 		},
 	}
 	if diff := cmp.Diff(want, c.Gateway); diff != "" {
 		t.Errorf("gateway (-want +got):\n%s", diff)
 	}
-	wantAgent := config.GatewaySettings{Debounce: s(500 * time.Millisecond), MaxWait: s(5 * time.Second), Policy: config.GatewayInterrupt}
+	wantAgent := config.GatewaySettings{Debounce: s(500 * time.Millisecond), MaxWait: s(5 * time.Second), Policy: config.GatewayInterrupt,
+		MaxPending: 2, MaxPendingBytes: 2000000, MaxRestarts: 9}
 	if diff := cmp.Diff(wantAgent, c.Agents["assistant"].Gateway); diff != "" {
 		t.Errorf("agents.assistant.gateway (-want +got):\n%s", diff)
 	}
@@ -139,7 +144,27 @@ func TestGatewayProblems(t *testing.T) {
 		{
 			name: "a key of the gateway an agent does not take",
 			src:  "agents:\n  a: {model: auto, gateway: {workers: 2}}\n",
-			want: "agentrt.yaml:2:30: agents.a.gateway.workers: unknown key (known keys: debounce, max_wait, policy)",
+			want: "agentrt.yaml:2:30: agents.a.gateway.workers: unknown key (known keys: debounce, max_wait, policy, max_pending, max_pending_bytes, max_restarts)",
+		},
+		{
+			name: "negative max_pending",
+			src:  "gateway:\n  max_pending: -1\n",
+			want: "agentrt.yaml:2:16: gateway.max_pending: must not be negative, got -1",
+		},
+		{
+			name: "max_pending_bytes below max_input_bytes",
+			src:  "max_input_bytes: 4096\ngateway:\n  sources:\n    chat: {max_pending_bytes: 1000}\n",
+			want: "agentrt.yaml:4:31: gateway.sources.chat.max_pending_bytes: max_pending_bytes (1000) is below max_input_bytes (4096), so the largest input taken would be refused however little waits; raise max_pending_bytes or lower max_input_bytes",
+		},
+		{
+			name: "max_pending_bytes below the default max_input_bytes",
+			src:  "agents:\n  a: {model: auto, gateway: {max_pending_bytes: 65536}}\n",
+			want: "agentrt.yaml:2:49: agents.a.gateway.max_pending_bytes: max_pending_bytes (65536) is below max_input_bytes (1048576), so the largest input taken would be refused however little waits; raise max_pending_bytes or lower max_input_bytes",
+		},
+		{
+			name: "max_restarts not a number",
+			src:  "gateway:\n  max_restarts: many\n",
+			want: `agentrt.yaml:2:17: gateway.max_restarts: expected an integer, got "many"`,
 		},
 		{
 			name: "unknown key of the gateway",

@@ -202,11 +202,17 @@ func (d *decoder) validateGateway(c *Config) {
 }
 
 // checkGatewaySettings reports a max_wait below the debounce written
-// beside it: the turn would always start at max_wait.
+// beside it: the turn would always start at max_wait; and a
+// max_pending_bytes below max_input_bytes: an input the gateway takes
+// would be refused however little waits.
 func (d *decoder) checkGatewaySettings(c *Config, p string, s GatewaySettings) {
 	if s.MaxWait > 0 && s.Debounce > 0 && s.MaxWait < s.Debounce {
 		d.atValue(c, p+".max_wait", "max_wait (%s) is below debounce (%s), so every turn would wait max_wait; raise max_wait or lower debounce",
 			s.MaxWait, s.Debounce)
+	}
+	if s.MaxPendingBytes > 0 && s.MaxPendingBytes < c.InputLimit() {
+		d.atValue(c, p+".max_pending_bytes", "max_pending_bytes (%d) is below max_input_bytes (%d), so the largest input taken would be refused however little waits; raise max_pending_bytes or lower max_input_bytes",
+			s.MaxPendingBytes, c.InputLimit())
 	}
 }
 

@@ -57,7 +57,7 @@ func (g *Gateway) Answer(ctx context.Context, sub *Submitted, yield func(*sessio
 		if !errors.Is(err, errClaimed) {
 			return err
 		}
-		if _, _, policy := g.settings(sub.Source, sub.agent); decide(policy, sourceElsewhere) == actDecline {
+		if decide(g.settings(sub.Source, sub.agent).Policy, sourceElsewhere) == actDecline {
 			// The input would wait for the other process's turn to end:
 			// the caller, who wants its answer now, hears why it has none.
 			return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeLeaseHeld,

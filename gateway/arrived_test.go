@@ -19,7 +19,12 @@ type pausingStore struct {
 }
 
 func (p *pausingStore) Submit(ctx context.Context, in *session.InboxInput) (session.InboxInput, bool, error) {
-	stored, dup, err := p.Store.Submit(ctx, in)
+	return p.SubmitWithin(ctx, in, session.Bounds{})
+}
+
+// SubmitWithin is the submit the gateway makes (session.BoundedInbox).
+func (p *pausingStore) SubmitWithin(ctx context.Context, in *session.InboxInput, b session.Bounds) (session.InboxInput, bool, error) {
+	stored, dup, err := p.Store.SubmitWithin(ctx, in, b)
 	p.stored <- struct{}{}
 	<-p.resume
 	return stored, dup, err

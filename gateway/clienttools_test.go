@@ -46,7 +46,7 @@ func TestSubmitRefusesClientToolsTheRunWould(t *testing.T) {
 		})
 	}
 	for _, src := range []string{"web", "web2", "web3"} {
-		if pending, err := e.store.Pending(ctx, src); err != nil || len(pending) != 0 {
+		if pending, err := e.store.Pending(ctx, src, 0); err != nil || len(pending) != 0 {
 			t.Errorf("source %s: pending %v, %v; want nothing stored", src, pending, err)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,11 +106,15 @@ type Submitted struct {
 	agent string // the input's agent, for the settings that apply to it
 }
 
-// SourceConfig overrides the gateway's settings for one source.
+// SourceConfig overrides the gateway's settings for one source (or the
+// sources of one agent): a zero field keeps what it overrides.
 type SourceConfig struct {
-	Debounce time.Duration
-	MaxWait  time.Duration
-	Policy   Policy
+	Debounce        time.Duration
+	MaxWait         time.Duration
+	Policy          Policy
+	MaxPending      int
+	MaxPendingBytes int
+	MaxRestarts     int
 }
 
 // Config configures a Gateway. Zero values mean defaults.
@@ -124,10 +129,25 @@ type Config struct {
 	MaxWait  time.Duration
 	// Policy for input to a source whose turn runs; "" means Interrupt.
 	Policy Policy
-	// Agents overrides Debounce, MaxWait and Policy for the sources whose
-	// session belongs to an agent (the input's Agent, else the runner's
-	// default agent); Sources, per source, over that (a zero field keeps
-	// what it overrides).
+	// MaxPending and MaxPendingBytes bound what one source piles up: the
+	// inputs waiting for its turn, and their size (InboxInput.Size) —
+	// what its next turn merges. An input that would go past either is
+	// refused at Submit (code source_full) and not stored. A turn takes
+	// at most that much too: the rest waits for the turn after, also
+	// when submits from several processes at once went past the bound
+	// (Submit counts what is stored, and does not lock the source).
+	// Zero: DefaultMaxPending, and 8 × MaxInputBytes.
+	MaxPending      int
+	MaxPendingBytes int
+	// MaxRestarts bounds how often newer input restarts one turn (the
+	// interrupt policy): past it, newer input for that turn is queued,
+	// answered by the turn after (Turn.Queued says which). Zero:
+	// DefaultMaxRestarts.
+	MaxRestarts int
+	// Agents overrides Debounce, MaxWait, Policy and the bounds above for
+	// the sources whose session belongs to an agent (the input's Agent,
+	// else the runner's default agent); Sources, per source, over that (a
+	// zero field keeps what it overrides).
 	Agents  map[string]SourceConfig
 	Sources map[string]SourceConfig
 	// SessionFor maps a source to its session when an Input names none;
@@ -155,6 +175,12 @@ type Config struct {
 	OnError func(source string, err error)
 	// NewID makes input ids; nil: the runner's kind of random ids.
 	NewID func() string
+	// ShutdownGrace is how long, once Run's context has ended (or an
+	// Answer's caller's), a module still running is waited for before it
+	// is abandoned: it ignores its context, and nothing else can stop it.
+	// Its own time limit (Timeouter) abandons it sooner. Zero:
+	// DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 	// FollowPoll is how often a Following reads its input's stored state
 	// while no run has taken it (or while its turn waits for a restart),
 	// to see a refusal by another process's gateway; one by this process
@@ -167,6 +193,9 @@ const (
 	DefaultWorkers       = 64
 	DefaultMaxInputBytes = 1 << 20
 	DefaultPoll          = 200 * time.Millisecond
+	DefaultShutdownGrace = 10 * time.Second
+	DefaultMaxPending    = 32
+	DefaultMaxRestarts   = 5
 )
 
 // MaxKeyBytes bounds an input's idempotency key (Input.Key): the key is
@@ -200,6 +229,10 @@ type Gateway struct {
 	// worker was busy: the next worker to end wakes it. Guarded by mu.
 	starved bool
 
+	// abandoned counts the modules' goroutines left running after their
+	// turn gave up on them (see runModule).
+	abandoned atomic.Int64
+
 	// changes wakes the followers of inputs (Following) when this
 	// process refuses inputs.
 	changes changes
@@ -224,6 +257,9 @@ type serving struct {
 	// policy applies to — the turn's own, or left to a later turn for its
 	// session.
 	upto int64
+	// looked is the Seq of the newest input the inbox watch has seen
+	// during the turn (look): the next look reads after it.
+	looked int64
 	// applied holds the newer inputs the source's policy was applied to
 	// during the turn (whether they were submitted here, or seen in the
 	// inbox, submitted by another process).
@@ -240,7 +276,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: the store (%T) keeps no inbox (session.Inbox)", cfg.Runner.Store())
 	}
 	switch {
-	case cfg.Debounce < 0, cfg.MaxWait < 0, cfg.Workers < 0, cfg.MaxInputBytes < 0, cfg.Poll < 0:
+	case cfg.Debounce < 0, cfg.MaxWait < 0, cfg.Workers < 0, cfg.MaxInputBytes < 0, cfg.Poll < 0, cfg.ShutdownGrace < 0,
+		cfg.MaxPending < 0, cfg.MaxPendingBytes < 0, cfg.MaxRestarts < 0:
 		return nil, errors.New("gateway: durations and bounds must not be negative")
 	}
 	if err := checkPolicy(cfg.Policy); err != nil {
@@ -251,8 +288,8 @@ func New(cfg Config) (*Gateway, error) {
 			if err := checkPolicy(sc.Policy); err != nil {
 				return nil, fmt.Errorf("gateway: %s %q: %w", what, name, err)
 			}
-			if sc.Debounce < 0 || sc.MaxWait < 0 {
-				return nil, fmt.Errorf("gateway: %s %q: durations must not be negative", what, name)
+			if sc.Debounce < 0 || sc.MaxWait < 0 || sc.MaxPending < 0 || sc.MaxPendingBytes < 0 || sc.MaxRestarts < 0 {
+				return nil, fmt.Errorf("gateway: %s %q: durations and bounds must not be negative", what, name)
 			}
 		}
 	}
@@ -269,6 +306,30 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if g.cfg.Poll == 0 {
 		g.cfg.Poll = DefaultPoll
+	}
+	if g.cfg.MaxPending == 0 {
+		g.cfg.MaxPending = DefaultMaxPending
+	}
+	if g.cfg.MaxPendingBytes == 0 {
+		g.cfg.MaxPendingBytes = 8 * g.cfg.MaxInputBytes
+	}
+	if g.cfg.MaxRestarts == 0 {
+		g.cfg.MaxRestarts = DefaultMaxRestarts
+	}
+	// An input the gateway takes must fit in what a source may pile up.
+	tooLow := func(n int) bool { return n != 0 && n < g.cfg.MaxInputBytes }
+	if tooLow(g.cfg.MaxPendingBytes) {
+		return nil, fmt.Errorf("gateway: MaxPendingBytes (%d) is below MaxInputBytes (%d)", g.cfg.MaxPendingBytes, g.cfg.MaxInputBytes)
+	}
+	for what, m := range map[string]map[string]SourceConfig{"source": cfg.Sources, "agent": cfg.Agents} {
+		for name, sc := range m {
+			if tooLow(sc.MaxPendingBytes) {
+				return nil, fmt.Errorf("gateway: %s %q: MaxPendingBytes (%d) is below MaxInputBytes (%d)", what, name, sc.MaxPendingBytes, g.cfg.MaxInputBytes)
+			}
+		}
+	}
+	if g.cfg.ShutdownGrace == 0 {
+		g.cfg.ShutdownGrace = DefaultShutdownGrace
 	}
 	if g.cfg.FollowPoll <= 0 {
 		g.cfg.FollowPoll = DefaultFollowPoll
@@ -295,25 +356,43 @@ func checkPolicy(p Policy) error {
 	return fmt.Errorf("gateway: policy %q is not interrupt, queue, steer or reject", p)
 }
 
-// settings returns the debounce, max wait and policy of source, whose
-// inputs go to a session of agent ("": the default agent).
-func (g *Gateway) settings(source, agent string) (debounce, maxWait time.Duration, policy Policy) {
-	debounce, maxWait, policy = g.cfg.Debounce, g.cfg.MaxWait, g.cfg.Policy
+// settings returns the settings of source, whose inputs go to a session
+// of agent ("": the default agent): the gateway's, under its agent's,
+// under its own, with the defaults filled in.
+func (g *Gateway) settings(source, agent string) SourceConfig {
+	over := func(s, sc SourceConfig) SourceConfig {
+		return SourceConfig{Debounce: cmp.Or(sc.Debounce, s.Debounce), MaxWait: cmp.Or(sc.MaxWait, s.MaxWait),
+			Policy: cmp.Or(sc.Policy, s.Policy), MaxPending: cmp.Or(sc.MaxPending, s.MaxPending),
+			MaxPendingBytes: cmp.Or(sc.MaxPendingBytes, s.MaxPendingBytes), MaxRestarts: cmp.Or(sc.MaxRestarts, s.MaxRestarts)}
+	}
+	s := SourceConfig{Debounce: g.cfg.Debounce, MaxWait: g.cfg.MaxWait, Policy: g.cfg.Policy,
+		MaxPending: g.cfg.MaxPending, MaxPendingBytes: g.cfg.MaxPendingBytes, MaxRestarts: g.cfg.MaxRestarts}
 	if len(g.cfg.Agents) > 0 {
 		if agent == "" {
 			agent, _ = g.r.DefaultAgent()
 		}
 		if sc, ok := g.cfg.Agents[agent]; ok {
-			debounce, maxWait, policy = cmp.Or(sc.Debounce, debounce), cmp.Or(sc.MaxWait, maxWait), cmp.Or(sc.Policy, policy)
+			s = over(s, sc)
 		}
 	}
 	if sc, ok := g.cfg.Sources[source]; ok {
-		debounce, maxWait, policy = cmp.Or(sc.Debounce, debounce), cmp.Or(sc.MaxWait, maxWait), cmp.Or(sc.Policy, policy)
+		s = over(s, sc)
 	}
-	if maxWait == 0 {
-		maxWait = 10 * debounce
+	if s.MaxWait == 0 {
+		s.MaxWait = 10 * s.Debounce
 	}
-	return debounce, maxWait, cmp.Or(policy, Interrupt)
+	s.Policy = cmp.Or(s.Policy, Interrupt)
+	return s
+}
+
+// readLimit is how many of source's pending inputs its worker reads at
+// once: the most any of its settings lets one turn take.
+func (g *Gateway) readLimit(source string) int {
+	n := g.cfg.MaxPending
+	for _, sc := range g.cfg.Agents {
+		n = max(n, sc.MaxPending)
+	}
+	return max(n, g.cfg.Sources[source].MaxPending)
 }
 
 // Submit stores in in its source's inbox and returns at once: the input
@@ -354,8 +433,12 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	}
 	rec := &session.InboxInput{ID: "in_" + g.newID(), Source: in.Source, SessionID: sess, Parts: parts,
 		Metadata: meta, Key: in.Key, Digest: digest(sess, parts, meta)}
-	stored, dup, err := g.inbox.Submit(ctx, rec)
+	stored, dup, err := g.store(ctx, rec, in.Agent)
 	if err != nil {
+		var full *session.FullError
+		if errors.As(err, &full) {
+			return nil, sourceFull(in.Source, full, int64(rec.Size()))
+		}
 		if errors.Is(err, session.ErrConflict) {
 			// The store's error is not the caller's to read: its
 			// ErrConflict says "changed concurrently", and it names the
@@ -385,7 +468,7 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	// worker. Else wake the loop, unless it looks at the inbox again
 	// before the input can settle anyway: a busy source's every input
 	// would otherwise make the loop list the inbox once more.
-	debounce, _, _ := g.settings(stored.Source, stored.Metadata[agentKey])
+	debounce := g.settings(stored.Source, stored.Metadata[agentKey]).Debounce
 	if debounce <= 0 && g.dispatch(skey{stored.Tenant, stored.Source}) {
 		return out, nil
 	}
@@ -393,6 +476,54 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 		g.poke()
 	}
 	return out, nil
+}
+
+// store stores in, an input for a session of agent, unless its source
+// has as many inputs, or bytes, waiting as its bounds allow
+// (MaxPending, MaxPendingBytes): then the error is a *session.FullError.
+// A store that bounds its submits (session.BoundedInbox) counts in the
+// write that stores the input; for another, the count is a read before
+// it, so that submits racing from several processes may go past a bound
+// by what is in flight — which the turns then take a bounded turn at a
+// time (fit).
+func (g *Gateway) store(ctx context.Context, in *session.InboxInput, agent string) (session.InboxInput, bool, error) {
+	set := g.settings(in.Source, agent)
+	b := session.Bounds{Pending: set.MaxPending, Bytes: int64(set.MaxPendingBytes)}
+	if bi, ok := g.inbox.(session.BoundedInbox); ok {
+		return bi.SubmitWithin(ctx, in, b)
+	}
+	st, err := g.inbox.PendingOf(ctx, in.Source)
+	if err != nil {
+		return session.InboxInput{}, false, err
+	}
+	if !b.Fits(st.Pending, st.Bytes, int64(in.Size())) {
+		full := &session.FullError{Bounds: b, Pending: st.Pending, Bytes: st.Bytes}
+		if in.Key == "" {
+			return session.InboxInput{}, false, full
+		}
+		// A retry of an input that waits already is that input.
+		waiting, err := g.inbox.Pending(ctx, in.Source, st.Pending)
+		if err != nil {
+			return session.InboxInput{}, false, err
+		}
+		if !slices.ContainsFunc(waiting, func(x session.InboxInput) bool { return x.Key == in.Key }) {
+			return session.InboxInput{}, false, full
+		}
+	}
+	return g.inbox.Submit(ctx, in)
+}
+
+// sourceFull is Submit's refusal of an input of size bytes for source,
+// which full says has no room: which bound, and what to do.
+func sourceFull(source string, full *session.FullError, size int64) error {
+	why := fmt.Sprintf("source %s has %d inputs waiting for its turn, as many as it may (max_pending %d)",
+		source, full.Pending, full.Bounds.Pending)
+	if full.Bounds.Pending <= 0 || full.Pending < full.Bounds.Pending {
+		why = fmt.Sprintf("source %s has %d bytes waiting for its turn, and this input's %d would make more than it may (max_pending_bytes %d)",
+			source, full.Bytes, size, full.Bounds.Bytes)
+	}
+	return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeSourceFull,
+		Msg: why + "; the input was not stored: send it again once its turn has answered them"}
 }
 
 // sessionOf is the session in goes to: its own, else the gateway's rule
@@ -475,20 +606,19 @@ func (g *Gateway) check(in Input, parts []session.InputPart) error {
 		return bad(agentrt.CodeBadIdempotencyKey, "the input from source %s has an idempotency key of %d bytes; at most %d are taken (a UUID is 36)",
 			in.Source, len(in.Key), MaxKeyBytes)
 	}
-	size, empty := 0, true
+	empty := true
 	for i, p := range parts {
 		switch p.Type {
 		case "text":
 			if len(p.Data) > 0 {
 				return bad(agentrt.CodeBadPart, "part %d: a text part has text, not data (send the data as a part of type data)", i+1)
 			}
-			size += len(p.Text)
+			empty = empty && strings.TrimSpace(p.Text) == ""
 			empty = empty && strings.TrimSpace(p.Text) == ""
 		case "data":
 			if !json.Valid(p.Data) {
 				return bad(agentrt.CodeBadPart, "part %d: its data is not JSON", i+1)
 			}
-			size += len(p.Data)
 			empty = false
 		default:
 			return bad(agentrt.CodeBadPart, "part %d: type %q is not text or data", i+1, p.Type)
@@ -497,7 +627,7 @@ func (g *Gateway) check(in Input, parts []session.InputPart) error {
 	if empty {
 		return bad(agentrt.CodeEmptyInput, "the input from source %s is empty", in.Source)
 	}
-	if size > g.cfg.MaxInputBytes {
+	if size := (&session.InboxInput{Parts: parts}).Size(); size > g.cfg.MaxInputBytes {
 		return bad(agentrt.CodeInputTooLarge, "the input from source %s holds %d bytes; at most %d are taken", in.Source, size, g.cfg.MaxInputBytes)
 	}
 	return nil
@@ -573,7 +703,17 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 	}
 	s.applied[in.ID] = true
 	g.mu.Unlock()
-	_, _, policy := g.settings(in.Source, in.Metadata[agentKey])
+	set := g.settings(in.Source, in.Metadata[agentKey])
+	policy := set.Policy
+	g.mu.Lock()
+	t := s.turn
+	g.mu.Unlock()
+	if policy == Interrupt && t != nil && t.Restart >= set.MaxRestarts {
+		// The turn restarted as often as it may: the input waits for
+		// the turn after, and the turn says why (Turn.Queued).
+		policy = Queue
+		t.queue(in.ID)
+	}
 	switch decide(policy, turnHere) {
 	case actReject:
 		if err := g.inbox.Refuse(ctx, []string{in.ID}, agentrt.CodeInputRejected+": the source's turn was running (policy reject)"); err != nil {
@@ -625,6 +765,15 @@ func (g *Gateway) Serving() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.serving) + len(g.backoff)
+}
+
+// Abandoned returns how many modules this gateway gave up on are still
+// running: each ignored its context past its time limit, or past
+// Config.ShutdownGrace after its turn was stopped, and its goroutine —
+// the one the gateway cannot join — runs until the module returns. A
+// number that only grows is a module to fix.
+func (g *Gateway) Abandoned() int {
+	return int(g.abandoned.Load())
 }
 
 // Pending lists the sources with pending inputs, of every tenant.

@@ -25,7 +25,9 @@ import (
 // the runs whose process stopped, a crashed gateway's turns among them
 // (Runner.Recover; a failure goes to Config.OnError). It returns when ctx
 // ends and its workers have stopped (a turn in flight is left to the
-// runner: Runner.Close stops it), or at once if Run is running already.
+// runner: Runner.Close stops it; a module of it that ignores its context
+// is abandoned after Config.ShutdownGrace, reported to Config.OnError,
+// its inputs left pending), or at once if Run is running already.
 func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Lock()
 	if g.running {
@@ -138,7 +140,8 @@ func (g *Gateway) forgetIdle(states []session.SourceState) {
 // zero once the source has been quiet for its debounce window, or its
 // first input has waited MaxWait.
 func (g *Gateway) settleWait(source, agent string, first, last, now time.Time) time.Duration {
-	debounce, maxWait, _ := g.settings(source, agent)
+	set := g.settings(source, agent)
+	debounce, maxWait := set.Debounce, set.MaxWait
 	if debounce <= 0 {
 		return 0
 	}
@@ -209,24 +212,31 @@ func (g *Gateway) watch(ctx context.Context, k skey, s *serving) (stop func()) {
 	}
 }
 
-// look is one look of watch at source k's inbox.
+// look is one look of watch at source k's inbox: at the inputs newer
+// than the turn's, and than the last look's — a bounded read each time,
+// however much the source piles up.
 func (g *Gateway) look(ctx context.Context, k skey, s *serving) {
 	g.mu.Lock()
-	upto, running := s.upto, s.turn != nil
+	after, running := max(s.upto, s.looked), s.turn != nil
 	g.mu.Unlock()
 	if !running {
 		return
 	}
-	pending, err := g.inbox.Pending(ctx, k.source)
+	newer, err := g.inbox.Inputs(ctx, k.source, after, g.readLimit(k.source))
 	if err != nil {
 		return // the worker's next read of the inbox reports it
 	}
-	for _, in := range pending {
-		if in.Seq > upto && in.Corrupt == "" {
+	for _, in := range newer {
+		if in.State == session.InputPending && in.Corrupt == "" {
 			if err := g.apply(ctx, k, s, in); err != nil && !isRejected(err) {
 				g.report(k.source, err)
 			}
 		}
+	}
+	if len(newer) > 0 {
+		g.mu.Lock()
+		s.looked = max(s.looked, newer[len(newer)-1].Seq)
+		g.mu.Unlock()
 	}
 }
 
@@ -302,8 +312,11 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 	var carried []session.InboxInput // answered by the interrupted turn this one restarts
 	restart := 0
 	turnID := "" // the id of the turn a restart continues
+	limit := g.readLimit(k.source)
 	for ctx.Err() == nil {
-		pending, err := g.inbox.Pending(ctx, k.source)
+		// The oldest inputs, as many as a turn may take: a source that
+		// piled up more is read a turn at a time.
+		pending, err := g.inbox.Pending(ctx, k.source, limit)
 		if err != nil {
 			fail(fmt.Errorf("read the inbox: %w", err))
 			return failed
@@ -321,20 +334,42 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		}
 		newest := pending[len(pending)-1]
 		if wait := g.settleWait(k.source, newest.Metadata[agentKey], pending[0].At, newest.At, g.now()); !o.eager && wait > 0 {
+			if restart > 0 {
+				// A restart waits here, for the source to settle, and is
+				// still the turn it restarts: what it carries (the inputs
+				// its interrupted run answered, the restart count, the
+				// turn's id) is this worker's, and would be lost with it.
+				if !sleep(ctx, wait) {
+					return failed // shutting down: what is pending stays so
+				}
+				continue
+			}
 			g.mu.Lock()
 			g.backoff[k] = g.now().Add(wait)
 			g.mu.Unlock()
 			return failed // the loop comes back when it has settled
 		}
 		// Every input pending now is older than the turn, for its policy,
-		// even one of its session that a later turn answers.
+		// even one of its session that a later turn answers, or one past
+		// what was read.
 		upto := newest.Seq
+		if len(pending) == limit {
+			st, err := g.inbox.PendingOf(ctx, k.source)
+			if err != nil {
+				fail(fmt.Errorf("read the inbox: %w", err))
+				return failed
+			}
+			upto = max(upto, st.Version)
+		}
 		// A turn answers one session's inputs: the oldest pending input's,
 		// up to the first input for another session, which the next turn
 		// answers.
 		if i := slices.IndexFunc(pending, func(in session.InboxInput) bool { return in.SessionID != pending[0].SessionID }); i > 0 {
 			pending = pending[:i]
 		}
+		// And no more than its source may pile up: the rest waits for the
+		// next turn.
+		pending = g.fit(k.source, pending)
 		if len(carried) > 0 && carried[0].SessionID != pending[0].SessionID {
 			carried, restart = nil, 0 // what interrupted the turn is gone
 		}
@@ -345,7 +380,7 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 		t := &Turn{ID: turnID, Tenant: k.tenant, Source: k.source, Session: pending[0].SessionID, Inputs: inputs,
 			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
 		g.mu.Lock()
-		s.turn, s.interrupted, s.interruptBy, s.run, s.steer, s.upto, s.applied = t, false, nil, nil, nil, upto, nil
+		s.turn, s.interrupted, s.interruptBy, s.run, s.steer, s.upto, s.applied, s.looked = t, false, nil, nil, nil, upto, nil, 0
 		g.mu.Unlock()
 		err = t.runGroups(ctx, g.groups)
 		g.mu.Lock()
@@ -401,6 +436,33 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 	return failed
 }
 
+// fit returns the oldest of pending, a turn's inputs for source, that
+// its bounds (MaxPending, MaxPendingBytes) let one turn take: at least
+// one.
+func (g *Gateway) fit(source string, pending []session.InboxInput) []session.InboxInput {
+	set := g.settings(source, pending[0].Metadata[agentKey])
+	size := 0
+	for i, in := range pending {
+		size += in.Size()
+		if i > 0 && (i >= set.MaxPending || size > set.MaxPendingBytes) {
+			return pending[:i]
+		}
+	}
+	return pending
+}
+
+// sleep waits for d, or until ctx ends: it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // dropCorrupt sets aside the inputs among pending whose stored content
 // could not be decoded (session.InboxInput.Corrupt): refused with the
 // reason, reported; the rest go on.
@@ -426,9 +488,11 @@ func (g *Gateway) dropCorrupt(ctx context.Context, source string, pending []sess
 	return ok, nil
 }
 
-// stillPending returns the ids of inputs that are still pending.
+// stillPending returns the ids of inputs that are still pending, of
+// inputs, a turn's: the oldest of the source's pending inputs when it
+// began, so that those still pending are among the oldest now.
 func (g *Gateway) stillPending(ctx context.Context, source string, inputs []session.InboxInput) (map[string]bool, error) {
-	now, err := g.inbox.Pending(ctx, source)
+	now, err := g.inbox.Pending(ctx, source, len(inputs))
 	if err != nil {
 		return nil, fmt.Errorf("read the inbox: %w", err)
 	}
@@ -531,7 +595,7 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 			return err
 		}
 	}
-	_, _, policy := g.settings(t.Source, t.Merged.Metadata[agentKey])
+	policy := g.settings(t.Source, t.Merged.Metadata[agentKey]).Policy
 	if t.yield != nil {
 		return g.runInline(ctx, t, in, policy)
 	}

@@ -40,7 +40,10 @@ type Masker interface {
 
 // Timeouter is the optional interface of a module with a time limit of
 // its own; without it, DefaultModuleTimeout applies (the agent module has
-// none: its limits are the agent's).
+// none: its limits are the agent's). Zero or less is no limit. A module
+// still running at its limit, or ShutdownGrace after the gateway stopped,
+// is abandoned: its turn fails (or, stopping, leaves its inputs pending),
+// and its goroutine is left to end on its own (Gateway.Abandoned).
 type Timeouter interface {
 	Timeout() time.Duration
 }
@@ -81,6 +84,7 @@ type Turn struct {
 	mu          sync.Mutex
 	values      map[string]any // guarded by mu
 	stopped     string         // the reason a module stopped the turn; guarded by mu
+	queued      []string       // newer inputs queued past MaxRestarts; guarded by mu
 	interrupted atomic.Bool
 	result      *agentResult // the agent module's; guarded by mu
 	// yield, when set, runs the agent on the module's goroutine and
@@ -119,6 +123,22 @@ func (t *Turn) Stop(reason string) {
 // Interrupted reports that newer input came for the source: the turn
 // restarts from its first group with the inputs merged.
 func (t *Turn) Interrupted() bool { return t.interrupted.Load() }
+
+// Queued returns the newer inputs that came while the turn ran, after it
+// had restarted as often as it may (Config.MaxRestarts): they did not
+// restart it, as the interrupt policy would have; the turn after answers
+// them.
+func (t *Turn) Queued() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.queued)
+}
+
+func (t *Turn) queue(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.queued = append(t.queued, id)
+}
 
 // masked reports whether the turn skips m: by the module (Masker), or
 // by the newest input's metadata.
@@ -186,17 +206,14 @@ func groupModules(mods []Module) ([][]Module, error) {
 	return groups, nil
 }
 
-// runModule runs m, turning a panic or a timeout into an error.
-func runModule(ctx context.Context, m Module, t *Turn) (err error) {
-	timeout := DefaultModuleTimeout
-	if to, ok := m.(Timeouter); ok {
-		timeout = to.Timeout()
-	}
+// runModule runs m, turning a panic or a timeout into an error. The
+// agent's module runs on the calling goroutine (Answer hands its events
+// to its caller there); any other runs on a goroutine of its own, so that
+// a module that ignores its context cannot hold the turn, nor the
+// gateway's stop: it is abandoned at its time limit, or once the turn's
+// context has ended and Config.ShutdownGrace has passed.
+func (g *Gateway) runModule(ctx context.Context, m Module, t *Turn) (err error) {
 	if _, agent := m.(agentModule); agent {
-		timeout = 0
-	}
-	if timeout <= 0 {
-		// Nothing to give up on: run it here.
 		defer func() {
 			if v := recover(); v != nil {
 				err = fmt.Errorf("module %s panicked: %v\n%s", m.Name(), v, debug.Stack())
@@ -207,30 +224,80 @@ func runModule(ctx context.Context, m Module, t *Turn) (err error) {
 		}
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	timeout := DefaultModuleTimeout
+	if to, ok := m.(Timeouter); ok {
+		timeout = to.Timeout()
+	}
+	mctx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		mctx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
+	// state is the module's goroutine's: running until it returns, or
+	// abandoned when runModule stops waiting for it first. Whichever of
+	// the two comes second knows the other happened.
+	const (
+		running int32 = iota
+		returned
+		abandoned
+	)
+	var state atomic.Int32
 	done := make(chan error, 1)
+	// This goroutine is the one the gateway knowingly does not join: a
+	// module that ignores its context cannot be stopped from outside.
+	// It is counted (Gateway.Abandoned) until it returns.
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
 				done <- fmt.Errorf("module %s panicked: %v\n%s", m.Name(), v, debug.Stack())
 			}
+			if !state.CompareAndSwap(running, returned) {
+				g.abandoned.Add(-1)
+			}
 		}()
-		done <- m.Run(ctx, t)
+		done <- m.Run(mctx, t)
 	}()
-	select {
-	case err := <-done:
+	result := func(err error) error {
 		if err != nil {
 			return fmt.Errorf("module %s: %w", m.Name(), err)
 		}
 		return nil
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// A module that ignores its context is left to end on its
-			// own; its result is dropped.
-			return fmt.Errorf("module %s: timed out after %s", m.Name(), timeout)
+	}
+	abandon := func(why error) error {
+		if !state.CompareAndSwap(running, abandoned) {
+			return result(<-done) // it returned as it was given up on
 		}
-		return <-done
+		g.abandoned.Add(1)
+		return why
+	}
+	select {
+	case err := <-done:
+		return result(err)
+	case <-mctx.Done():
+	}
+	if ctx.Err() == nil {
+		// Its own time limit: it is left to end on its own; its result
+		// is dropped.
+		return abandon(fmt.Errorf("module %s: timed out after %s", m.Name(), timeout))
+	}
+	// The turn's context ended (the gateway stops, or Answer's caller
+	// left): the module has what remains of its time limit, at most the
+	// shutdown grace, to return.
+	wait := g.cfg.ShutdownGrace
+	if dl, ok := mctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl))
+	}
+	grace := time.NewTimer(max(wait, 0))
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return result(err)
+	case <-grace.C:
+		err := abandon(fmt.Errorf("module %s: still running %s after its turn was stopped (it ignores its context): abandoned", m.Name(), wait.Round(time.Millisecond)))
+		// Nobody sets the turn aside as the gateway stops (its inputs stay
+		// pending): this is where the abandonment is told.
+		g.report(t.Source, err)
+		return err
 	}
 }
 
@@ -242,7 +309,7 @@ func (t *Turn) runGroups(ctx context.Context, groups [][]Module) error {
 		var err error
 		if len(group) == 1 {
 			if !t.masked(group[0]) {
-				err = runModule(ctx, group[0], t)
+				err = t.g.runModule(ctx, group[0], t)
 			}
 		} else {
 			var wg sync.WaitGroup
@@ -251,7 +318,7 @@ func (t *Turn) runGroups(ctx context.Context, groups [][]Module) error {
 				if t.masked(m) {
 					continue
 				}
-				wg.Go(func() { errs[i] = runModule(ctx, m, t) })
+				wg.Go(func() { errs[i] = t.g.runModule(ctx, m, t) })
 			}
 			wg.Wait()
 			err = errors.Join(errs...)

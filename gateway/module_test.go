@@ -205,3 +205,78 @@ func TestBadModules(t *testing.T) {
 		t.Error("an unknown policy accepted")
 	}
 }
+
+// A module that ignores its context does not hold the gateway's stop:
+// once Run's context ends, it has ShutdownGrace (or what remains of its
+// own time limit, if sooner) to return, then it is abandoned — reported,
+// counted while its goroutine runs on — Run returns, and the turn's input
+// stays pending for the next gateway.
+func TestStopAbandonsAStuckModule(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // the module's own limit (Timeouter); <0: none
+		grace   time.Duration
+		want    time.Duration // how long Run takes to return after its context ends
+	}{
+		{"the grace", time.Hour, 3 * time.Second, 3 * time.Second},
+		{"its own limit, sooner", 5 * time.Second, 10 * time.Second, 4 * time.Second},
+		{"no limit of its own", -1, 2 * time.Second, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				stuck := make(chan struct{}) // the module returns once the test ends
+				release := sync.OnceFunc(func() { close(stuck) })
+				defer release()
+				entered := make(chan struct{}, 1)
+				mod := &testModule{name: "enrich", order: 10, timeout: tc.timeout,
+					fn: func(context.Context, *gateway.Turn) error {
+						entered <- struct{}{}
+						<-stuck // ignores its context
+						return nil
+					}}
+				var mu sync.Mutex
+				var reported []string
+				e := newEnv(t, gateway.Config{Modules: []gateway.Module{mod}, ShutdownGrace: tc.grace,
+					OnError: func(source string, err error) {
+						mu.Lock()
+						reported = append(reported, source+": "+err.Error())
+						mu.Unlock()
+					}})
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { e.g.Run(ctx); close(done) }()
+				in := e.submit(t, "chat", "hi")
+				<-entered
+				time.Sleep(time.Second) // the module has run for a second
+				stopped := time.Now()
+				cancel()
+				select {
+				case <-done:
+				case <-time.After(time.Hour):
+					t.Fatal("Run did not return an hour after its context ended: it waits for the stuck module")
+				}
+				if took := time.Since(stopped); took != tc.want {
+					t.Errorf("Run returned %s after its context ended, want %s", took, tc.want)
+				}
+				if n := e.g.Abandoned(); n != 1 {
+					t.Errorf("Abandoned() = %d, want 1", n)
+				}
+				mu.Lock()
+				if len(reported) != 1 || !strings.Contains(reported[0], "chat: module enrich: still running") || !strings.Contains(reported[0], "abandoned") {
+					t.Errorf("reported %q, want the abandoned module of source chat", reported)
+				}
+				mu.Unlock()
+				ins, _ := e.store.Inputs(context.Background(), "chat", 0, 0)
+				if len(ins) != 1 || ins[0].ID != in.ID || ins[0].State != session.InputPending {
+					t.Errorf("inbox %+v, want the input pending, for the next gateway", ins)
+				}
+				release()
+				synctest.Wait()
+				if n := e.g.Abandoned(); n != 0 {
+					t.Errorf("Abandoned() = %d once the module returned, want 0", n)
+				}
+				e.r.Close(context.Background())
+			})
+		})
+	}
+}

@@ -3,14 +3,17 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/sqlite"
 )
 
@@ -88,5 +91,70 @@ func TestListSessionsWhileDeleting(t *testing.T) {
 	code, body, _ := f.do(t, "GET", "/v1/sessions?after=nobody", "", nil)
 	if want := `{"error":{"code":"not_found","message":"session \"nobody\" not found: after takes a page's next, or a session's id"}}`; code != http.StatusNotFound || string(bytes.TrimSpace(body)) != want {
 		t.Errorf("after an unknown id: %d %s; want 404 %s", code, body, want)
+	}
+}
+
+// The runtime's hidden sessions (claims, agents' rule logs) — here rows
+// an older agentrt left, one around each session and a run of them at
+// the top — do not show in GET /v1/sessions nor cost a page its
+// sessions: for every page size each page is full, and its next lists
+// the rest (on b63961d, limit=1 gave {"sessions":[],"next":"~…"}, and
+// that next was 400).
+func TestListSessionsPagesAreFullAmongHidden(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := newFixture(t, options{store: st})
+	hide := func(id string) {
+		t.Helper()
+		now := time.Now()
+		if err := st.CreateSession(t.Context(), &session.Session{ID: id, Status: session.StatusIdle, CreatedAt: now, UpdatedAt: now,
+			Metadata: map[string]string{"kind": "claim"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	for i := range 6 {
+		hide(fmt.Sprintf("_claim.%02d", i))
+		want = append([]string{f.create(t, "")}, want...) // newest first
+		if i%2 == 0 {
+			hide(fmt.Sprintf("_rules.a%02d", i))
+		}
+	}
+	for i := range 5 {
+		hide(fmt.Sprintf("_claim.top%d", i))
+	}
+	type page struct {
+		Sessions []server.SessionInfo `json:"sessions"`
+		Next     string               `json:"next"`
+	}
+	for limit := 1; limit <= len(want)+1; limit++ {
+		var got []string
+		after := ""
+		for pages := 0; ; pages++ {
+			if pages > len(want)+1 {
+				t.Fatalf("limit %d: the pages do not end", limit)
+			}
+			code, body, _ := f.do(t, "GET", fmt.Sprintf("/v1/sessions?limit=%d&after=%s", limit, after), "", nil)
+			var p page
+			if code != http.StatusOK || json.Unmarshal(body, &p) != nil {
+				t.Fatalf("limit %d after %q: %d %s", limit, after, code, body)
+			}
+			if n := min(limit, len(want)-len(got)); len(p.Sessions) != n {
+				t.Fatalf("limit %d after %q: a page of %d sessions (%s), want %d", limit, after, len(p.Sessions), body, n)
+			}
+			for _, s := range p.Sessions {
+				got = append(got, s.ID)
+			}
+			if p.Next == "" {
+				break
+			}
+			after = p.Next
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("limit %d listed %v, want %v", limit, got, want)
+		}
 	}
 }

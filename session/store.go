@@ -38,6 +38,9 @@ var (
 	// commit without a token, someone holds a live lease). Nothing was
 	// written.
 	ErrFenced = errors.New("session lease lost to a newer owner")
+	// ErrFull: a bounded submit (BoundedInbox) of an input its source has
+	// no room for; nothing was stored. The error is a *FullError.
+	ErrFull = errors.New("the source has as many inputs pending as its bounds allow")
 )
 
 // Status of a session (the status of its latest run).
@@ -167,6 +170,10 @@ type ListOptions struct {
 	// and the page after the session After of AfterTenant follows.
 	AllTenants  bool
 	AfterTenant string
+	// SkipHidden leaves out the runtime's hidden sessions (Hidden): a
+	// page then holds Limit other sessions as long as there are, and its
+	// last is never a hidden one.
+	SkipHidden bool
 }
 
 // Store keeps sessions and their logs. All methods are safe for concurrent
@@ -255,16 +262,32 @@ type Leaser interface {
 	// with ErrNotFound for an unknown session.
 	Acquire(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error)
 	// Renew extends l by ttl from now. It fails with ErrFenced if l's
-	// token is no longer the session's (another owner took it over),
-	// even if it had expired meanwhile; an expired lease nobody took over
-	// is renewed.
+	// token and owner are no longer the session's (another owner took it
+	// over, or the session was dropped and made anew: see Dropper), even
+	// if it had expired meanwhile; an expired lease nobody took over is
+	// renewed.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// Release ends l, so that the session may be acquired at once. It
-	// fails with ErrFenced when l's token is no longer the session's. A
-	// caller that knows the owner of a live lease is gone (its process
-	// died) may release that owner's lease with the Lease a
+	// fails with ErrFenced when l's token and owner are no longer the
+	// session's. A caller that knows the owner of a live lease is gone
+	// (its process died) may release that owner's lease with the Lease a
 	// LeaseHeldError reported.
 	Release(ctx context.Context, l Lease) error
+}
+
+// Dropper is the optional capability of a Leaser to end a lease by
+// deleting its session, in one write: how a claim (Runner.Claim), a
+// hidden session that holds no events, goes when it is released, so that
+// the claims of sources nobody serves any more do not pile up. A session
+// made anew after a drop starts again at token 1: Renew and Release, which
+// check the owner beside the token, fence off a holder of the dropped one.
+type Dropper interface {
+	// Drop deletes session l.SessionID if l is its lease (its token and
+	// owner, live or expired) and it holds no events. It changes nothing
+	// and fails with ErrFenced when l is not the session's lease, with
+	// ErrConflict when the session holds events, with ErrNotFound when
+	// there is no such session.
+	Drop(ctx context.Context, l Lease) error
 }
 
 // LeasedCreator is the optional capability of a Leaser to take a
@@ -418,14 +441,29 @@ func (in *InboxInput) Check(tenant string) error {
 	return nil
 }
 
+// Size is the bytes of in's content: its text parts' text and its data
+// parts' JSON (compact, once stored). It is what the gateway's bounds on
+// one input (max_input_bytes) and on what a source piles up count, and
+// what a store adds up for SourceState.Bytes.
+func (in *InboxInput) Size() int {
+	n := 0
+	for _, p := range in.Parts {
+		n += len(p.Text) + len(p.Data)
+	}
+	return n
+}
+
 // SourceState summarises a source's pending inputs.
 type SourceState struct {
-	Tenant    string    `json:"tenant"`
-	Source    string    `json:"source"`
-	SessionID string    `json:"session_id"` // of its newest pending input
-	Pending   int       `json:"pending"`
-	First     time.Time `json:"first"` // when its oldest pending input came
-	Last      time.Time `json:"last"`  // when its newest pending input came
+	Tenant    string `json:"tenant"`
+	Source    string `json:"source"`
+	SessionID string `json:"session_id"` // of its newest pending input
+	Pending   int    `json:"pending"`
+	// Bytes is the size of its pending inputs (InboxInput.Size, added
+	// up): what its next turn would merge.
+	Bytes int64     `json:"bytes"`
+	First time.Time `json:"first"` // when its oldest pending input came
+	Last  time.Time `json:"last"`  // when its newest pending input came
 	// Version is the Seq of its newest pending input: it changes with
 	// every input, so a source whose version did not change for a while
 	// has settled (debounce).
@@ -451,8 +489,14 @@ type Inbox interface {
 	// tenant, in the order of their oldest pending inputs (by Seq), at
 	// most limit (zero or less: all).
 	PendingSources(ctx context.Context, limit int) ([]SourceState, error)
-	// Pending returns source's pending inputs in order (by Seq).
-	Pending(ctx context.Context, source string) ([]InboxInput, error)
+	// PendingOf summarises source's pending inputs as PendingSources
+	// does (Pending zero, and only Tenant and Source set, when it has
+	// none): what the gateway's caps on a source read as each input
+	// comes, without reading the inputs.
+	PendingOf(ctx context.Context, source string) (SourceState, error)
+	// Pending returns source's pending inputs in order (by Seq), the
+	// oldest limit of them (zero or less: all).
+	Pending(ctx context.Context, source string, limit int) ([]InboxInput, error)
 	// Inputs returns the inputs of source with Seq > after, in any state,
 	// in order, at most limit (zero or less: all): what `agentrt inbox`
 	// shows.
@@ -460,6 +504,49 @@ type Inbox interface {
 	// Refuse marks pending inputs refused with reason; one that is not
 	// pending, or not in the context's tenant's inbox, is left as it is.
 	Refuse(ctx context.Context, ids []string, reason string) error
+}
+
+// Bounds bound what one source of an inbox may have pending: its inputs,
+// and their size (InboxInput.Size). A zero field bounds nothing.
+type Bounds struct {
+	Pending int
+	Bytes   int64
+}
+
+// FullError is a bounded submit's error when the source has no room: what
+// it has pending, beside the bounds. It wraps ErrFull.
+type FullError struct {
+	Bounds  Bounds
+	Pending int   // the source's pending inputs
+	Bytes   int64 // their size
+}
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("the source has %d inputs (%d bytes) pending; bounds %d inputs, %d bytes", e.Pending, e.Bytes, e.Bounds.Pending, e.Bounds.Bytes)
+}
+
+func (e *FullError) Unwrap() error { return ErrFull }
+
+// BoundedInbox is the optional capability of an Inbox to bound what one
+// source piles up in Submit's own write, so that a bound costs no read of
+// its own and holds however many submit at once (as far as the store
+// orders submits: a store that stores a batch of submits in one statement
+// may let the batch's inputs of one source go past it together). The
+// gateway submits through it when the store has it: a wrapper of a store
+// that changes Submit changes SubmitWithin too.
+type BoundedInbox interface {
+	// SubmitWithin is Submit, unless in's source has as many inputs
+	// pending as b allows, or in's size would take their size past b:
+	// then nothing is stored, and the error is a *FullError. An input in
+	// repeats with its key is that input, as for Submit, however full its
+	// source.
+	SubmitWithin(ctx context.Context, in *InboxInput, b Bounds) (stored InboxInput, dup bool, err error)
+}
+
+// Fits reports whether an input of size bytes fits beside pending inputs
+// of the given size, within b: what every BoundedInbox decides.
+func (b Bounds) Fits(pending int, bytes, size int64) bool {
+	return (b.Pending <= 0 || pending < b.Pending) && (b.Bytes <= 0 || bytes+size <= b.Bytes)
 }
 
 // PendingRequest is a request for a person — an input_required event —
@@ -697,8 +784,16 @@ func CheckID(id string) error {
 			return fmt.Errorf("session id %q: want only letters, digits, '_', '.', '-', ':' and '@'", id)
 		}
 	}
-	if strings.HasPrefix(id, "_rules.") || strings.HasPrefix(id, "_claim.") {
+	if Hidden(id) {
 		return fmt.Errorf("session id %q: ids starting with _rules. or _claim. are the runtime's hidden sessions", id)
 	}
 	return nil
+}
+
+// Hidden reports whether id is one of the runtime's hidden sessions: an
+// agent's rule log (its id starts with "_rules.") or a claim ("_claim.").
+// No turn runs in one, and listings for people leave them out
+// (ListOptions.SkipHidden).
+func Hidden(id string) bool {
+	return strings.HasPrefix(id, "_rules.") || strings.HasPrefix(id, "_claim.")
 }

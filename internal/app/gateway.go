@@ -18,20 +18,28 @@ import (
 // opts adds the caller's modules and failure hook.
 func GatewayConfig(cfg *config.Config, r *agentrt.Runner, opts Options) gateway.Config {
 	settings := func(s config.GatewaySettings) gateway.SourceConfig {
-		return gateway.SourceConfig{Debounce: s.Debounce.Std(), MaxWait: s.MaxWait.Std(), Policy: gateway.Policy(s.Policy)}
+		return gateway.SourceConfig{Debounce: s.Debounce.Std(), MaxWait: s.MaxWait.Std(), Policy: gateway.Policy(s.Policy),
+			MaxPending: s.MaxPending, MaxPendingBytes: int(min(s.MaxPendingBytes, int64(^uint(0)>>1))), MaxRestarts: s.MaxRestarts}
 	}
+	top := settings(cfg.Gateway.GatewaySettings)
 	gc := gateway.Config{
-		Runner:        r,
-		Debounce:      cfg.Gateway.Debounce.Std(),
-		MaxWait:       cfg.Gateway.MaxWait.Std(),
-		Policy:        gateway.Policy(cfg.Gateway.Policy),
-		Workers:       cfg.Gateway.Workers,
-		Poll:          cfg.Gateway.Poll.Std(),
-		MaxInputBytes: int(min(cfg.InputLimit(), int64(^uint(0)>>1))),
-		SessionFor:    func(source string) (string, error) { return cfg.SessionFor(source), nil },
-		Modules:       opts.GatewayModules,
-		OnError:       opts.GatewayOnError,
-		Now:           opts.Now,
+		Runner:          r,
+		Debounce:        top.Debounce,
+		MaxWait:         top.MaxWait,
+		Policy:          top.Policy,
+		MaxPending:      top.MaxPending,
+		MaxPendingBytes: top.MaxPendingBytes,
+		MaxRestarts:     top.MaxRestarts,
+		Workers:         cfg.Gateway.Workers,
+		Poll:            cfg.Gateway.Poll.Std(),
+		MaxInputBytes:   int(min(cfg.InputLimit(), int64(^uint(0)>>1))),
+		SessionFor:      func(source string) (string, error) { return cfg.SessionFor(source), nil },
+		Modules:         opts.GatewayModules,
+		OnError:         opts.GatewayOnError,
+		Now:             opts.Now,
+		// A module that ignores its context holds agentrt serve's (and
+		// agentrt gateway's) exit no longer than a run does.
+		ShutdownGrace: cfg.Server.ShutdownGrace.Std(),
 	}
 	for _, name := range cfg.AgentNames() {
 		if s := cfg.Agents[name].Gateway; s != (config.GatewaySettings{}) {

@@ -24,12 +24,16 @@ gateway:
   policy: queue
   workers: 4
   poll: 50ms
+  max_pending: 7
+  max_pending_bytes: 900
+  max_restarts: 2
   sources:
-    chat: {session: support, policy: reject}
-    mail: {debounce: 1m}
+    chat: {session: support, policy: reject, max_pending: 3}
+    mail: {debounce: 1m, max_pending_bytes: 200}
 agents:
-  assistant: {model: d, tools: [calculator], gateway: {debounce: 1s, policy: interrupt}}
+  assistant: {model: d, tools: [calculator], gateway: {debounce: 1s, policy: interrupt, max_restarts: 1}}
   quiet: {model: d}
+server: {shutdown_grace: 3s}
 `
 
 // The gateway's configuration is the config's gateway block, its agents'
@@ -42,11 +46,11 @@ func TestGatewayConfig(t *testing.T) {
 	gc := GatewayConfig(cfg, nil, Options{})
 	want := gateway.Config{
 		Debounce: 2 * time.Second, MaxWait: 10 * time.Second, Policy: gateway.Queue, Workers: 4, Poll: 50 * time.Millisecond,
-		MaxInputBytes: 100,
-		Agents:        map[string]gateway.SourceConfig{"assistant": {Debounce: time.Second, Policy: gateway.Interrupt}},
+		MaxInputBytes: 100, MaxPending: 7, MaxPendingBytes: 900, MaxRestarts: 2, ShutdownGrace: 3 * time.Second,
+		Agents: map[string]gateway.SourceConfig{"assistant": {Debounce: time.Second, Policy: gateway.Interrupt, MaxRestarts: 1}},
 		Sources: map[string]gateway.SourceConfig{
-			"chat": {Policy: gateway.Reject},
-			"mail": {Debounce: time.Minute},
+			"chat": {Policy: gateway.Reject, MaxPending: 3},
+			"mail": {Debounce: time.Minute, MaxPendingBytes: 200},
 		},
 	}
 	if diff := cmp.Diff(want, gc, cmpopts.IgnoreFields(gateway.Config{}, "SessionFor")); diff != "" {

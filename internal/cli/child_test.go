@@ -119,7 +119,8 @@ func childTools() []tool.Tool {
 //
 //   - with AGENTRT_GATE=block, "gate" (before the agent's module) says so
 //     on stderr when a turn reaches it and holds the turn until the
-//     process stops;
+//     process stops; with AGENTRT_GATE=stuck, "stuck" does the same but
+//     ignores its context, with a time limit of an hour;
 //   - with AGENTRT_TURN_JOURNAL set, "turn-journal" (at order 10, as a
 //     moderation module would be) appends a line per turn to that file,
 //     so that a test counts, across processes, how often each input went
@@ -129,8 +130,11 @@ func childModules() []gateway.Module {
 	if path := os.Getenv("AGENTRT_TURN_JOURNAL"); path != "" {
 		mods = append(mods, turnJournal{path: path})
 	}
-	if os.Getenv("AGENTRT_GATE") == "block" {
+	switch os.Getenv("AGENTRT_GATE") {
+	case "block":
 		mods = append(mods, gateModule{})
+	case "stuck":
+		mods = append(mods, stuckModule{})
 	}
 	return mods
 }
@@ -168,6 +172,24 @@ func (gateModule) Run(ctx context.Context, _ *gateway.Turn) error {
 	fmt.Fprintln(os.Stderr, blockedLine("gate"))
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+// stuckModule ignores its context: only the process's end stops it. Its
+// time limit is AGENTRT_STUCK_TIMEOUT, else an hour.
+type stuckModule struct{}
+
+func (stuckModule) Name() string { return "stuck" }
+func (stuckModule) Order() int   { return gateway.AgentOrder - 10 }
+func (stuckModule) Timeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("AGENTRT_STUCK_TIMEOUT")); err == nil {
+		return d
+	}
+	return time.Hour
+}
+
+func (stuckModule) Run(context.Context, *gateway.Turn) error {
+	fmt.Fprintln(os.Stderr, blockedLine("stuck"))
+	select {} // until the process dies
 }
 
 // blockedLine is what a child's tool or module that blocks says on

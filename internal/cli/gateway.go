@@ -158,6 +158,10 @@ func (l *turnLog) Run(_ context.Context, t *gateway.Turn) error {
 			answer = "\n  answer: " + oneLineText(res.Text, answerWidth)
 		}
 	}
+	if q := t.Queued(); len(q) > 0 {
+		// Why the turn did not restart for them, and where they went.
+		what += fmt.Sprintf("; restarted %d time(s), the most it may (max_restarts): %s queued for the next turn", t.Restart, strings.Join(q, ", "))
+	}
 	l.say("[gateway] tenant %s, source %s, session %s: %d input(s) (%s), %s%s", t.Tenant, t.Source, t.Session, len(ids), strings.Join(ids, ", "), what, answer)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	rt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -161,5 +162,27 @@ func TestGatewayCommandSaysFailures(t *testing.T) {
 	ins := e.inputs("x")
 	if len(ins) != 1 || ins[0].ID != id || ins[0].State != session.InputRefused || !strings.Contains(ins[0].Reason, `belongs to agent "a1"`) {
 		t.Errorf("inbox %+v, want the input refused with the failure", ins)
+	}
+}
+
+// A turn that newer input interrupts, with a debounce (longer than the
+// poll that sees input another process sent), restarts once the source
+// has settled, and its line counts every input it answered: the three
+// its first run took and the one that interrupted it.
+func TestGatewayCommandCountsARestartedTurnsInputs(t *testing.T) {
+	t.Parallel()
+	llm := fakellm.Start(t)
+	arrived, _ := llm.Hold() // the first model call waits until its client goes away
+	e := newEnv(t, fakeModelConfig(llm.URL)+"gateway: {debounce: 1s}\n", nil)
+	ids := []string{e.sent("--source", "chat", "hi"), e.sent("--source", "chat", "I need a refund"), e.sent("--source", "chat", "order 42")}
+	g := e.start("gateway")
+	<-arrived
+	ids = append(ids, e.sent("--source", "chat", "sorry, 43"))
+	line := g.waitLine("[gateway]", "source chat", ": done")
+	if want := "4 input(s) (" + strings.Join(ids, ", ") + ")"; !strings.Contains(line, want) {
+		t.Errorf("the turn's line %q, want it to say %q", line, want)
+	}
+	if r := g.interrupt(); r.code != cli.ExitOK {
+		t.Fatalf("gateway: %v", r)
 	}
 }

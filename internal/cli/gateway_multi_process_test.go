@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/internal/testenv"
@@ -79,6 +80,11 @@ func TestProcessTwoGatewaysServeEachSourceOnce(t *testing.T) {
 			stop(g)
 		}
 		t.Logf("turns per gateway: %v", turns)
+		// Each claim went with its release: no session is left per source
+		// served (a busy store's were about half its rows).
+		if left := claimSessions(t, e, store); len(left) != 0 {
+			t.Errorf("the store holds %d claims' sessions after the gateways stopped: %v", len(left), left)
+		}
 
 		// The module saw each input once, in one process's turn.
 		seen := map[string][]string{} // input -> "pid restart" of each turn it was in
@@ -554,4 +560,36 @@ func runStarts(t *testing.T, out string) []runStart {
 		}
 	}
 	return starts
+}
+
+// claimSessions returns the ids of the claims' hidden sessions the store
+// of e holds (store: its DSN, "" for e's SQLite file), every tenant's.
+func claimSessions(t *testing.T, e *env, store string) []string {
+	t.Helper()
+	if store == "" {
+		store = "sqlite:" + filepath.Join(e.dir, "agentrt.db")
+	}
+	st, err := app.OpenStore(t.Context(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var ids []string
+	opt := session.ListOptions{AllTenants: true, Limit: 500}
+	for {
+		page, err := st.ListSessions(t.Context(), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range page {
+			if strings.HasPrefix(s.ID, "_claim.") {
+				ids = append(ids, s.ID)
+			}
+		}
+		if len(page) < opt.Limit {
+			return ids
+		}
+		last := page[len(page)-1]
+		opt.After, opt.AfterTenant, opt.AfterCreated = last.ID, last.Tenant, last.CreatedAt
+	}
 }

@@ -141,3 +141,25 @@ func TestSendBadInput(t *testing.T) {
 		t.Errorf("pipe's inputs: %+v", ins)
 	}
 }
+
+// A source with as many inputs waiting as gateway.max_pending allows
+// refuses the next one: exit 2, the message says which bound and what
+// to do, and nothing is stored; the same input again with its key is the
+// one that waits, not a refusal.
+func TestSendToAFullSource(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, demoConfig+"gateway: {max_pending: 2}\n", nil)
+	first := e.sent("--source", "chat", "--key", "k1", "one")
+	e.sent("--source", "chat", "two")
+	r := e.run("send", "--source", "chat", "three")
+	want := "source chat has 2 inputs waiting for its turn, as many as it may (max_pending 2); the input was not stored: send it again once its turn has answered them"
+	if r.code != cli.ExitUsage || !strings.Contains(r.err, want) || r.out != "" {
+		t.Errorf("a third input: %v, want exit 2 saying %q", r, want)
+	}
+	if again := e.sent("--source", "chat", "--key", "k1", "one"); again != first {
+		t.Errorf("the first input again with its key: %s, want %s", again, first)
+	}
+	if ins := e.inputs("chat"); len(ins) != 2 {
+		t.Errorf("stored %d inputs, want the 2 taken: %+v", len(ins), ins)
+	}
+}

@@ -330,9 +330,9 @@ func newKeysCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// storeGauges registers the gauges read from the store at each scrape:
-// the requests waiting for a person and the inputs waiting in the inbox,
-// of every tenant.
+// storeGauges registers the gauges read at each scrape: the requests
+// waiting for a person and the inputs waiting in the inbox, of every
+// tenant (from the store), and the gateway's abandoned modules.
 func storeGauges(reg prometheus.Registerer, a *app.App) error {
 	if ri, ok := a.Store.(session.RequestIndex); ok {
 		err := telemetry.GaugeFunc(reg, "pending_requests", "Requests waiting for a person, every tenant's.", 0,
@@ -340,6 +340,14 @@ func storeGauges(reg prometheus.Registerer, a *app.App) error {
 				n, err := ri.CountRequests(ctx)
 				return float64(n), err
 			})
+		if err != nil {
+			return err
+		}
+	}
+	if a.Gateway != nil {
+		gw := a.Gateway
+		err := telemetry.GaugeFunc(reg, "gateway_modules_abandoned", "Gateway modules given up on that still run: they ignored their context past their time limit or the shutdown grace.", 0,
+			func(context.Context) (float64, error) { return float64(gw.Abandoned()), nil })
 		if err != nil {
 			return err
 		}

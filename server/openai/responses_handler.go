@@ -509,12 +509,12 @@ func (a *Adapter) soleTurn(ctx context.Context, id string, ref responseRef) erro
 			"response %s has not started yet: cancel it once it runs, or delete it then", id)
 	}
 	if ib, ok := a.r.Store().(session.Inbox); ok {
-		pending, err := ib.Pending(ctx, ref.session)
+		pending, err := ib.PendingOf(ctx, ref.session)
 		if err != nil {
 			return err
 		}
-		if len(pending) > 0 {
-			return shared(fmt.Sprintf("%d more input waits for a turn", len(pending)))
+		if pending.Pending > 0 {
+			return shared(fmt.Sprintf("%d more input waits for a turn", pending.Pending))
 		}
 	}
 	return nil

@@ -67,7 +67,7 @@ func TestFaultyInbox(t *testing.T) {
 		t.Errorf("Refuse: %v, want injected", err)
 	}
 	f.FailRead(1, true)
-	if _, err := b.Pending(ctx, "src"); !errors.Is(err, storetest.ErrInjected) {
+	if _, err := b.Pending(ctx, "src", 0); !errors.Is(err, storetest.ErrInjected) {
 		t.Errorf("Pending: %v, want injected", err)
 	}
 	if _, err := b.Inputs(ctx, "src", 0, 0); !errors.Is(err, storetest.ErrInjected) {
@@ -86,14 +86,14 @@ func TestFaultyInbox(t *testing.T) {
 	if err := s.Commit(ctx, c); !errors.Is(err, storetest.ErrInjected) {
 		t.Errorf("Commit: %v, want injected", err)
 	}
-	pending, err := b.Pending(ctx, "src")
+	pending, err := b.Pending(ctx, "src", 0)
 	if err != nil || len(pending) != 1 || pending[0].ID != "in1" {
 		t.Fatalf("Pending after the failed calls: %+v, %v; want in1 only, pending", pending, err)
 	}
 	if err := s.Commit(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.Pending(ctx, "src"); err != nil || len(got) != 0 {
+	if got, err := b.Pending(ctx, "src", 0); err != nil || len(got) != 0 {
 		t.Errorf("Pending after the commit: %+v, %v", got, err)
 	}
 	if got := f.Failed(); got != 6 { // Submit, Refuse, three reads, Commit

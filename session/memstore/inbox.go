@@ -86,8 +86,16 @@ func compactData(in *session.InboxInput) error {
 	return nil
 }
 
+var _ session.BoundedInbox = (*Store)(nil)
+
 // Submit stores in. See session.Inbox.
 func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.InboxInput, bool, error) {
+	return st.SubmitWithin(ctx, in, session.Bounds{})
+}
+
+// SubmitWithin stores in if its source has room. See
+// session.BoundedInbox.
+func (st *Store) SubmitWithin(ctx context.Context, in *session.InboxInput, bounds session.Bounds) (session.InboxInput, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return session.InboxInput{}, false, err
 	}
@@ -123,6 +131,16 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 	if _, dup := b.inputs[key{tenant, in.ID}]; dup {
 		return session.InboxInput{}, false, fmt.Errorf("memstore: submit: input %q exists: %w", in.ID, session.ErrExists)
 	}
+	if bounds != (session.Bounds{}) {
+		var size int64
+		for _, p := range b.pending[sk] {
+			size += int64(p.Size())
+		}
+		if n := len(b.pending[sk]); !bounds.Fits(n, size, int64(stored.Size())) {
+			return session.InboxInput{}, false, fmt.Errorf("memstore: submit input %q: %w", in.ID,
+				&session.FullError{Bounds: bounds, Pending: n, Bytes: size})
+		}
+	}
 	b.seq++
 	stored.Tenant, stored.Seq, stored.State, stored.At = tenant, b.seq, session.InputPending, st.now().UTC()
 	stored.RunID, stored.Reason = "", ""
@@ -155,6 +173,7 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 				s = &source{session.SourceState{Tenant: sk.tenant, Source: sk.id, First: in.At}, in.Seq}
 			}
 			s.Pending++
+			s.Bytes += int64(in.Size())
 			s.Last, s.Version, s.SessionID = in.At, in.Seq, in.SessionID
 		}
 		if s != nil {
@@ -172,9 +191,29 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	return out, nil
 }
 
+// PendingOf summarises the source's pending inputs. See session.Inbox.
+func (st *Store) PendingOf(ctx context.Context, source string) (session.SourceState, error) {
+	if err := ctx.Err(); err != nil {
+		return session.SourceState{}, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	k := keyOf(ctx, source)
+	s := session.SourceState{Tenant: k.tenant, Source: source}
+	for _, in := range st.inbox.pending[k] {
+		if s.Pending == 0 {
+			s.First = in.At
+		}
+		s.Pending++
+		s.Bytes += int64(in.Size())
+		s.Last, s.Version, s.SessionID = in.At, in.Seq, in.SessionID
+	}
+	return s, nil
+}
+
 // Pending returns the source's pending inputs in order. See session.Inbox.
-func (st *Store) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
-	return st.inputsOf(ctx, source, 0, 0, true)
+func (st *Store) Pending(ctx context.Context, source string, limit int) ([]session.InboxInput, error) {
+	return st.inputsOf(ctx, source, 0, limit, true)
 }
 
 // Inputs returns the source's inputs after a seq. See session.Inbox.

@@ -94,6 +94,7 @@ type entry struct {
 var (
 	_ session.Store      = (*Store)(nil)
 	_ session.Leaser     = (*Store)(nil)
+	_ session.Dropper    = (*Store)(nil)
 	_ session.Follower   = (*Store)(nil)
 	_ session.Controller = (*Store)(nil)
 	_ session.Inbox      = (*Store)(nil)
@@ -195,7 +196,8 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	defer st.mu.Unlock()
 	all := make([]*entry, 0, len(st.sessions))
 	for _, e := range st.sessions {
-		if (opt.AllTenants || e.row.Tenant == tenant) && (opt.Status == "" || e.row.Status == opt.Status) {
+		if (opt.AllTenants || e.row.Tenant == tenant) && (opt.Status == "" || e.row.Status == opt.Status) &&
+			!(opt.SkipHidden && session.Hidden(e.row.ID)) {
 			all = append(all, e)
 		}
 	}
@@ -492,9 +494,9 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 	if !ok {
 		return session.Lease{}, notFound("renew lease of", l.SessionID)
 	}
-	if e.lease.Token != l.Token || e.lease.Owner == "" {
-		return session.Lease{}, fmt.Errorf("memstore: renew lease of %q: token %d, session's is %d: %w",
-			l.SessionID, l.Token, e.lease.Token, session.ErrFenced)
+	if e.lease.Token != l.Token || e.lease.Owner == "" || e.lease.Owner != l.Owner {
+		return session.Lease{}, fmt.Errorf("memstore: renew lease of %q: token %d of %s, session's is %d of %s: %w",
+			l.SessionID, l.Token, l.Owner, e.lease.Token, e.lease.Owner, session.ErrFenced)
 	}
 	e.lease.Expires = st.now().Add(ttl).Truncate(time.Microsecond) // as Acquire (session.Lease.Take)
 	return e.lease, nil
@@ -511,12 +513,41 @@ func (st *Store) Release(ctx context.Context, l session.Lease) error {
 	if !ok {
 		return notFound("release lease of", l.SessionID)
 	}
-	if e.lease.Token != l.Token || e.lease.Owner == "" {
-		return fmt.Errorf("memstore: release lease of %q: token %d, session's is %d: %w",
-			l.SessionID, l.Token, e.lease.Token, session.ErrFenced)
+	if e.lease.Token != l.Token || e.lease.Owner == "" || e.lease.Owner != l.Owner {
+		return fmt.Errorf("memstore: release lease of %q: token %d of %s, session's is %d of %s: %w",
+			l.SessionID, l.Token, l.Owner, e.lease.Token, e.lease.Owner, session.ErrFenced)
 	}
 	e.lease.Owner, e.lease.Expires = "", time.Time{}
 	st.setControl(e, nil)
+	return nil
+}
+
+// Drop deletes the session whose lease l is. See session.Dropper.
+func (st *Store) Drop(ctx context.Context, l session.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k := keyOf(ctx, l.SessionID)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.sessions[k]
+	switch {
+	case !ok:
+		return notFound("drop", l.SessionID)
+	case e.lease.Token != l.Token || e.lease.Owner == "" || e.lease.Owner != l.Owner:
+		return fmt.Errorf("memstore: drop %q: token %d of %s, session's is %d of %s: %w",
+			l.SessionID, l.Token, l.Owner, e.lease.Token, e.lease.Owner, session.ErrFenced)
+	case e.row.LastSeq > 0:
+		return fmt.Errorf("memstore: drop %q: it holds events: %w", l.SessionID, session.ErrConflict)
+	}
+	e.wakeFollowers()
+	delete(st.sessions, k)
+	delete(st.controlled, k)
+	delete(st.requests, k)
+	delete(st.runningSet, k)
+	if st.last == e {
+		st.last = nil
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -46,14 +47,18 @@ func scanInput(row pgx.Row) (session.InboxInput, error) {
 }
 
 // submitSQL stores an input with the next seq of inbox_counter, unless
-// its id or key is taken (then it returns no row). The counter's row
-// stays locked until the statement commits: submits commit in the order
-// of their seqs.
+// its id or key is taken, or its source has no room — as many pending
+// inputs as $11, or their size and its own ($10) over $12 (a bound of
+// zero: none) — then it returns no row. The counter's row stays locked
+// until the statement commits: submits commit in the order of their
+// seqs, and each counts what those before it stored.
 const submitSQL = `WITH n AS (
 	UPDATE inbox_counter SET last = last + 1 WHERE id = 1 RETURNING last
 )
-INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, state)
-SELECT $1, $2, n.last, $3, $4, $5, $6, $7, $8, $9, 'pending' FROM n
+INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, size, state)
+SELECT $1, $2, n.last, $3, $4, $5, $6, $7, $8, $9, $10::bigint, 'pending' FROM n
+WHERE ($11::int <= 0 OR (SELECT count(*) FROM inbox WHERE tenant = $1 AND source = $3 AND state = 'pending') < $11::int)
+	AND ($12::bigint <= 0 OR (SELECT coalesce(sum(size), 0) FROM inbox WHERE tenant = $1 AND source = $3 AND state = 'pending') + $10::bigint <= $12::bigint)
 ON CONFLICT DO NOTHING
 RETURNING seq`
 
@@ -68,17 +73,22 @@ type pendingSubmit struct {
 // given, with consecutive seqs from inbox_counter: one update of the
 // counter's row for the batch, which stays locked until the statement
 // commits, so that batches commit in the order of their seqs. A row whose
-// id or key is taken is left out (its seq unused); the statement returns
-// the ids it stored, with their seqs.
+// id or key is taken, or whose source has no room (as submitSQL counts
+// it, before the batch: the batch's rows of one source do not count each
+// other), is left out (its seq unused); the statement returns the ids it
+// stored, with their seqs.
 const submitBatchSQL = `WITH n AS (
 	UPDATE inbox_counter SET last = last + cardinality($1::text[]) WHERE id = 1 RETURNING last
 ), r AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
-		WITH ORDINALITY AS r(tenant, id, source, session_id, parts, metadata, key, digest, at, ord)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::int[], $12::bigint[])
+		WITH ORDINALITY AS r(tenant, id, source, session_id, parts, metadata, key, digest, at, size, max_pending, max_bytes, ord)
 )
-INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, state)
-SELECT r.tenant, r.id, n.last - cardinality($1::text[]) + r.ord, r.source, r.session_id, r.parts, r.metadata, r.key, r.digest, r.at, 'pending'
-FROM r, n ORDER BY r.ord
+INSERT INTO inbox (tenant, id, seq, source, session_id, parts, metadata, key, digest, at, size, state)
+SELECT r.tenant, r.id, n.last - cardinality($1::text[]) + r.ord, r.source, r.session_id, r.parts, r.metadata, r.key, r.digest, r.at, r.size, 'pending'
+FROM r, n
+WHERE (r.max_pending <= 0 OR (SELECT count(*) FROM inbox i WHERE i.tenant = r.tenant AND i.source = r.source AND i.state = 'pending') < r.max_pending)
+	AND (r.max_bytes <= 0 OR (SELECT coalesce(sum(i.size), 0) FROM inbox i WHERE i.tenant = r.tenant AND i.source = r.source AND i.state = 'pending') + r.size <= r.max_bytes)
+ORDER BY r.ord
 ON CONFLICT DO NOTHING
 RETURNING tenant, id, seq`
 
@@ -120,7 +130,7 @@ func (st *Store) flushSubmits(ops []*group.Op[*pendingSubmit]) {
 		one(ops[0])
 		return
 	}
-	cols := make([][]any, 9)
+	cols := make([][]any, 12)
 	for i := range cols {
 		cols[i] = make([]any, len(ops))
 		for j, op := range ops {
@@ -140,11 +150,19 @@ func (st *Store) flushSubmits(ops []*group.Op[*pendingSubmit]) {
 		}
 		return out
 	}
-	ats := make([]int64, len(ops))
-	for i, v := range cols[8] {
-		ats[i] = v.(int64)
+	ints := func(c []any) []int64 {
+		out := make([]int64, len(c))
+		for i, v := range c {
+			out[i] = v.(int64)
+		}
+		return out
 	}
-	args := []any{texts(cols[0]), texts(cols[1]), texts(cols[2]), texts(cols[3]), texts(cols[4]), texts(cols[5]), texts(cols[6]), texts(cols[7]), ats}
+	counts := make([]int32, len(ops))
+	for i, v := range cols[10] {
+		counts[i] = v.(int32)
+	}
+	args := []any{texts(cols[0]), texts(cols[1]), texts(cols[2]), texts(cols[3]), texts(cols[4]), texts(cols[5]), texts(cols[6]), texts(cols[7]),
+		ints(cols[8]), ints(cols[9]), counts, ints(cols[11])}
 	rows, err := st.pool.Query(ctx, submitBatchSQL, args...)
 	stored := map[[2]string]int64{}
 	if err == nil {
@@ -173,11 +191,21 @@ func (st *Store) flushSubmits(ops []*group.Op[*pendingSubmit]) {
 	}
 }
 
+var _ session.BoundedInbox = (*Store)(nil)
+
 // Submit stores in. The unique indexes decide between submits of one id
 // or key, from any process: a submit that stored nothing reads the input
 // that holds its key (committed by then: Postgres waits for the
 // transaction of a conflicting row to end). See session.Inbox.
 func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.InboxInput, bool, error) {
+	return st.SubmitWithin(ctx, in, session.Bounds{})
+}
+
+// SubmitWithin is Submit whose statement counts the source's pending
+// inputs first: submits take their seqs one after another, each counting
+// what those before it stored, but for the inputs of one source in one
+// batch. See session.BoundedInbox.
+func (st *Store) SubmitWithin(ctx context.Context, in *session.InboxInput, b session.Bounds) (session.InboxInput, bool, error) {
 	tenant := session.TenantOf(ctx)
 	if err := in.Check(tenant); err != nil {
 		return session.InboxInput{}, false, fmt.Errorf("postgres: submit: %w", err)
@@ -187,7 +215,9 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 		return session.InboxInput{}, false, fmt.Errorf("postgres: submit: %w", err)
 	}
 	at := st.now().UnixMicro()
-	w := &pendingSubmit{args: []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at}}
+	size := int64(inputjson.Size(in))
+	w := &pendingSubmit{args: []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at, size,
+		int32(min(b.Pending, math.MaxInt32)), b.Bytes}}
 	err = st.submits.Do(ctx, w)
 	seq := w.seq
 	if err == nil && seq == 0 {
@@ -219,6 +249,17 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 			return session.InboxInput{}, false, fmt.Errorf("postgres: submit input %q: %w", in.ID, err)
 		}
 	}
+	if b != (session.Bounds{}) {
+		full := &session.FullError{Bounds: b}
+		err := st.pool.QueryRow(ctx, `SELECT count(*)::int, coalesce(sum(size), 0)::bigint FROM inbox
+			WHERE tenant = $1 AND source = $2 AND state = 'pending'`, tenant, in.Source).Scan(&full.Pending, &full.Bytes)
+		if err != nil {
+			return session.InboxInput{}, false, fmt.Errorf("postgres: submit input %q: %w", in.ID, err)
+		}
+		if !b.Fits(full.Pending, full.Bytes, size) {
+			return session.InboxInput{}, false, fmt.Errorf("postgres: submit input %q: %w", in.ID, full)
+		}
+	}
 	return session.InboxInput{}, false, fmt.Errorf("postgres: submit: input %q exists: %w", in.ID, session.ErrExists)
 }
 
@@ -231,8 +272,8 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	}
 	// A source's pending inputs, grouped through inbox_pending; then its
 	// first's time, and its last's time and session, by seq.
-	rows, err := st.pool.Query(ctx, `SELECT g.tenant, g.source, g.n, f.at, l.at, g.last, l.session_id
-		FROM (SELECT tenant, source, count(*)::int AS n, min(seq) AS first, max(seq) AS last
+	rows, err := st.pool.Query(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+		FROM (SELECT tenant, source, count(*)::int AS n, sum(size)::bigint AS bytes, min(seq) AS first, max(seq) AS last
 			FROM inbox WHERE state = 'pending' GROUP BY tenant, source) g
 		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last
 		ORDER BY g.first LIMIT $1::int`, lim)
@@ -243,11 +284,34 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	return inputjson.SourceStates(rows, "postgres")
 }
 
+// PendingOf summarises the source's pending inputs, through
+// inbox_pending. See session.Inbox.
+func (st *Store) PendingOf(ctx context.Context, source string) (session.SourceState, error) {
+	tenant := session.TenantOf(ctx)
+	rows, err := st.pool.Query(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+		FROM (SELECT tenant, source, count(*)::int AS n, sum(size)::bigint AS bytes, min(seq) AS first, max(seq) AS last
+			FROM inbox WHERE tenant = $1 AND source = $2 AND state = 'pending' GROUP BY tenant, source) g
+		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last`, tenant, source)
+	if err != nil {
+		return session.SourceState{}, fmt.Errorf("postgres: pending inputs of %q: %w", source, err)
+	}
+	defer rows.Close()
+	states, err := inputjson.SourceStates(rows, "postgres")
+	if err != nil || len(states) == 0 {
+		return session.SourceState{Tenant: tenant, Source: source}, err
+	}
+	return states[0], nil
+}
+
 // Pending returns the source's pending inputs in order. See
 // session.Inbox.
-func (st *Store) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
+func (st *Store) Pending(ctx context.Context, source string, limit int) ([]session.InboxInput, error) {
+	var lim *int // NULL: no limit
+	if limit > 0 {
+		lim = &limit
+	}
 	return st.inputs(ctx, "pending inputs of", source, `SELECT `+inputColumns+` FROM inbox
-		WHERE tenant = $1 AND source = $2 AND state = 'pending' ORDER BY seq`, session.TenantOf(ctx), source)
+		WHERE tenant = $1 AND source = $2 AND state = 'pending' ORDER BY seq LIMIT $3::int`, session.TenantOf(ctx), source, lim)
 }
 
 // Inputs returns the source's inputs after a seq. See session.Inbox.

@@ -164,6 +164,23 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX records_kind ON records (kind, tenant, session_id, key, id)`,
 	},
+	// Version 6: an input's size (session.InboxInput.Size), which the
+	// gateway's caps on a source add up over its pending inputs
+	// (PendingOf, SubmitWithin) without reading their parts, from
+	// inbox_pending, which holds it. An input stored before counts its
+	// parts as stored, their JSON: a little over its content, never
+	// under.
+	//
+	// And claims are dropped when released (session.Dropper): the
+	// released claims' sessions earlier versions kept, one per source
+	// ever served, go.
+	{
+		`ALTER TABLE inbox ADD COLUMN size bigint NOT NULL DEFAULT 0`,
+		`UPDATE inbox SET size = octet_length(parts) WHERE state = 'pending'`,
+		`DELETE FROM sessions WHERE left(id, 7) = '_claim.' AND lease_owner IS NULL AND last_seq = 0`,
+		`DROP INDEX inbox_pending`,
+		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq) INCLUDE (size) WHERE state = 'pending'`,
+	},
 }
 
 // migrate brings the schema up to date under an advisory lock.
@@ -506,8 +523,8 @@ func (st *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 // Renew extends l. See session.Leaser.
 func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) (session.Lease, error) {
 	l.Expires = st.now().Add(ttl).Truncate(time.Microsecond)
-	err := st.leaseUpdate(ctx, l, `UPDATE sessions SET lease_expires = $4
-		WHERE tenant = $1 AND id = $2 AND lease_token = $3 AND lease_owner IS NOT NULL`, l.Expires.UnixMicro())
+	err := st.leaseUpdate(ctx, l, `UPDATE sessions SET lease_expires = $5
+		WHERE tenant = $1 AND id = $2 AND lease_token = $3 AND lease_owner = $4`, l.Expires.UnixMicro())
 	if err != nil {
 		return session.Lease{}, fmt.Errorf("postgres: renew lease of %q: %w", l.SessionID, err)
 	}
@@ -517,19 +534,41 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 // Release ends l. See session.Leaser.
 func (st *Store) Release(ctx context.Context, l session.Lease) error {
 	err := st.leaseUpdate(ctx, l, `UPDATE sessions SET lease_owner = NULL, lease_expires = 0, control = NULL
-		WHERE tenant = $1 AND id = $2 AND lease_token = $3 AND lease_owner IS NOT NULL`)
+		WHERE tenant = $1 AND id = $2 AND lease_token = $3 AND lease_owner = $4`)
 	if err != nil {
 		return fmt.Errorf("postgres: release lease of %q: %w", l.SessionID, err)
 	}
 	return nil
 }
 
+// Drop deletes the session whose lease l is. See session.Dropper.
+func (st *Store) Drop(ctx context.Context, l session.Lease) error {
+	err := st.leaseUpdate(ctx, l, `DELETE FROM sessions
+		WHERE tenant = $1 AND id = $2 AND lease_token = $3 AND lease_owner = $4 AND last_seq = 0`)
+	if errors.Is(err, errLeaseMatched) {
+		err = fmt.Errorf("it holds events: %w", session.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: drop %q: %w", l.SessionID, err)
+	}
+	tenant := session.TenantOf(ctx)
+	if st.waiters.Any() {
+		st.waiters.Wake(tenant, l.SessionID)
+	}
+	return nil
+}
+
+// errLeaseMatched is leaseUpdate's when its statement changed nothing
+// though l is the session's lease: another condition of the statement
+// did not hold.
+var errLeaseMatched = errors.New("the lease matched")
+
 // leaseUpdate runs a renewal or release, which matches no row when l is
 // not the session's lease.
 func (st *Store) leaseUpdate(ctx context.Context, l session.Lease, q string, extra ...any) error {
 	tenant := session.TenantOf(ctx)
 	return pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, q, append([]any{tenant, l.SessionID, l.Token}, extra...)...)
+		tag, err := tx.Exec(ctx, q, append([]any{tenant, l.SessionID, l.Token, l.Owner}, extra...)...)
 		if err != nil {
 			return err
 		}
@@ -540,7 +579,10 @@ func (st *Store) leaseUpdate(ctx context.Context, l session.Lease, q string, ext
 		if err != nil {
 			return err
 		}
-		return fmt.Errorf("token %d, session's is %d: %w", l.Token, cur.Token, session.ErrFenced)
+		if cur.Token == l.Token && cur.Owner == l.Owner && l.Owner != "" {
+			return errLeaseMatched
+		}
+		return fmt.Errorf("token %d of %s, session's is %d of %s: %w", l.Token, l.Owner, cur.Token, cur.Owner, session.ErrFenced)
 	})
 }
 

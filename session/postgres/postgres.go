@@ -84,6 +84,7 @@ type Store struct {
 var (
 	_ session.Store      = (*Store)(nil)
 	_ session.Leaser     = (*Store)(nil)
+	_ session.Dropper    = (*Store)(nil)
 	_ session.Follower   = (*Store)(nil)
 	_ session.Controller = (*Store)(nil)
 )
@@ -388,6 +389,11 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	}
 	if opt.Status != "" {
 		where = append(where, "status = "+arg(string(opt.Status)))
+	}
+	if opt.SkipHidden {
+		// In the query, so that a page is full (session.Hidden's two
+		// prefixes are seven bytes long).
+		where = append(where, "left(id, 7) NOT IN ('_rules.', '_claim.')")
 	}
 	order := "created_at DESC, id DESC"
 	if opt.AllTenants {

@@ -45,11 +45,20 @@ func (r *inputRow) input() (session.InboxInput, error) {
 	return in, nil
 }
 
+var _ session.BoundedInbox = (*Store)(nil)
+
 // Submit stores in, through the writer: the unique indexes decide
 // between submits of one id or key, in this process or another, and a
 // submit that inserted nothing reads the input that holds its key. See
 // session.Inbox.
 func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.InboxInput, bool, error) {
+	return st.SubmitWithin(ctx, in, session.Bounds{})
+}
+
+// SubmitWithin is Submit whose insert counts the source's pending inputs
+// first, in the writer's transaction: with one writer, a bound holds
+// exactly. See session.BoundedInbox.
+func (st *Store) SubmitWithin(ctx context.Context, in *session.InboxInput, b session.Bounds) (session.InboxInput, bool, error) {
 	tenant := session.TenantOf(ctx)
 	if err := in.Check(tenant); err != nil {
 		return session.InboxInput{}, false, fmt.Errorf("sqlite: submit: %w", err)
@@ -63,6 +72,7 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 		metadata = *meta
 	}
 	at := st.now().UnixMicro()
+	size := inputjson.Size(in)
 	var (
 		seq      int64
 		existing inputRow
@@ -70,7 +80,13 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 	)
 	err = st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		dup = false // a write may run again (see writer)
-		err := tx.queryRow(sInsertInput, []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at}, &seq)
+		var err error
+		if b == (session.Bounds{}) {
+			err = tx.queryRow(sInsertInput, []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at, size}, &seq)
+		} else {
+			err = tx.queryRow(sInsertInputWithin, []any{tenant, in.ID, in.Source, in.SessionID, parts, metadata, in.Key, in.Digest, at, size,
+				b.Pending, b.Bytes}, &seq)
+		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err // stored, or failed
 		}
@@ -84,6 +100,15 @@ func (st *Store) Submit(ctx context.Context, in *session.InboxInput) (session.In
 				return nil
 			case !errors.Is(err, sql.ErrNoRows):
 				return err
+			}
+		}
+		if b != (session.Bounds{}) {
+			full := &session.FullError{Bounds: b}
+			if err := tx.queryRow(sPendingSize, []any{tenant, in.Source}, &full.Pending, &full.Bytes); err != nil {
+				return err
+			}
+			if !b.Fits(full.Pending, full.Bytes, int64(size)) {
+				return refuse(full)
 			}
 		}
 		return refuse(fmt.Errorf("input %q exists: %w", in.ID, session.ErrExists))
@@ -116,8 +141,8 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	}
 	// A source's pending inputs, grouped through inbox_pending; then its
 	// first's time, and its last's time and session, by rowid.
-	rows, err := st.r.QueryContext(ctx, `SELECT g.tenant, g.source, g.n, f.at, l.at, g.last, l.session_id
-		FROM (SELECT tenant, source, count(*) AS n, min(seq) AS first, max(seq) AS last
+	rows, err := st.r.QueryContext(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+		FROM (SELECT tenant, source, count(*) AS n, sum(size) AS bytes, min(seq) AS first, max(seq) AS last
 			FROM inbox WHERE state = 'pending' GROUP BY tenant, source) g
 		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last
 		ORDER BY g.first LIMIT ?`, limit)
@@ -128,11 +153,37 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	return inputjson.SourceStates(rows, "sqlite")
 }
 
+// pendingOfSQL summarises a source's pending inputs from inbox_pending
+// alone (it holds their sizes), then reads its first's time and its
+// last's time and session by seq.
+const pendingOfSQL = `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+	FROM (SELECT tenant, source, count(*) AS n, sum(size) AS bytes, min(seq) AS first, max(seq) AS last
+		FROM inbox INDEXED BY inbox_pending WHERE tenant = ? AND source = ? AND state = 'pending' GROUP BY tenant, source) g
+	JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last`
+
+// PendingOf summarises the source's pending inputs. See session.Inbox.
+func (st *Store) PendingOf(ctx context.Context, source string) (session.SourceState, error) {
+	tenant := session.TenantOf(ctx)
+	rows, err := st.pendingOf.QueryContext(ctx, tenant, source)
+	if err != nil {
+		return session.SourceState{}, fmt.Errorf("sqlite: pending inputs of %q: %w", source, err)
+	}
+	defer rows.Close()
+	states, err := inputjson.SourceStates(rows, "sqlite")
+	if err != nil || len(states) == 0 {
+		return session.SourceState{Tenant: tenant, Source: source}, err
+	}
+	return states[0], nil
+}
+
 // Pending returns the source's pending inputs in order. See
 // session.Inbox.
-func (st *Store) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
+func (st *Store) Pending(ctx context.Context, source string, limit int) ([]session.InboxInput, error) {
+	if limit <= 0 {
+		limit = -1
+	}
 	return st.inputs(ctx, "pending inputs of", source, `SELECT `+inputColumns+` FROM inbox
-		WHERE tenant = ? AND source = ? AND state = 'pending' ORDER BY seq`, session.TenantOf(ctx), source)
+		WHERE tenant = ? AND source = ? AND state = 'pending' ORDER BY seq LIMIT ?`, session.TenantOf(ctx), source, limit)
 }
 
 // Inputs returns the source's inputs after a seq. See session.Inbox.

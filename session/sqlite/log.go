@@ -338,7 +338,7 @@ func (st *Store) Renew(ctx context.Context, l session.Lease, ttl time.Duration) 
 	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		delete(st.g.heads, headKey{tenant, l.SessionID})
-		return st.leaseUpdate(tx, tenant, l, sRenewLease, l.Expires.UnixMicro(), tenant, l.SessionID, l.Token)
+		return st.leaseUpdate(tx, tenant, l, sRenewLease, l.Expires.UnixMicro(), tenant, l.SessionID, l.Token, l.Owner)
 	})
 	if err != nil {
 		return session.Lease{}, fmt.Errorf("sqlite: renew lease of %q: %w", l.SessionID, err)
@@ -351,10 +351,38 @@ func (st *Store) Release(ctx context.Context, l session.Lease) error {
 	tenant := session.TenantOf(ctx)
 	err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
 		delete(st.g.heads, headKey{tenant, l.SessionID})
-		return st.leaseUpdate(tx, tenant, l, sReleaseLease, tenant, l.SessionID, l.Token)
+		return st.leaseUpdate(tx, tenant, l, sReleaseLease, tenant, l.SessionID, l.Token, l.Owner)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: release lease of %q: %w", l.SessionID, err)
+	}
+	return nil
+}
+
+// Drop deletes the session whose lease l is. See session.Dropper.
+func (st *Store) Drop(ctx context.Context, l session.Lease) error {
+	tenant := session.TenantOf(ctx)
+	err := st.write(ctx, func(ctx context.Context, tx *wtx) error {
+		delete(st.g.heads, headKey{tenant, l.SessionID})
+		n, err := tx.exec(sDropSession, tenant, l.SessionID, l.Token, l.Owner)
+		if err != nil || n == 1 {
+			return err
+		}
+		// It deleted nothing: say why.
+		cur, err := st.lease(tx, tenant, l.SessionID)
+		switch {
+		case err != nil:
+			return refuseKnown(err)
+		case cur.Token != l.Token || cur.Owner != l.Owner:
+			return refuse(fmt.Errorf("token %d of %s, session's is %d of %s: %w", l.Token, l.Owner, cur.Token, cur.Owner, session.ErrFenced))
+		}
+		return refuse(fmt.Errorf("it holds events: %w", session.ErrConflict))
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: drop %q: %w", l.SessionID, err)
+	}
+	if st.waiters.Any() {
+		st.waiters.Wake(tenant, l.SessionID)
 	}
 	return nil
 }
@@ -372,7 +400,7 @@ func (st *Store) leaseUpdate(tx *wtx, tenant string, l session.Lease, s stmt, ar
 	if err != nil {
 		return refuseKnown(err)
 	}
-	return refuse(fmt.Errorf("token %d, session's is %d: %w", l.Token, cur.Token, session.ErrFenced))
+	return refuse(fmt.Errorf("token %d of %s, session's is %d of %s: %w", l.Token, l.Owner, cur.Token, cur.Owner, session.ErrFenced))
 }
 
 // Follow yields the session's events after after, then each new one as it

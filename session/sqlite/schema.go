@@ -265,6 +265,23 @@ var migrations = [][]string{
 		) WITHOUT ROWID`,
 		`CREATE INDEX records_kind ON records (kind, tenant, session_id, key, id)`,
 	},
+	// Version 10: an input's size (session.InboxInput.Size), which the
+	// gateway's caps on a source add up over its pending inputs
+	// (PendingOf, SubmitWithin) without reading their parts. An input
+	// stored before counts its parts as stored, their JSON: a little over
+	// its content, never under. inbox_pending holds the size too, so that
+	// a source's add up from the index alone.
+	//
+	// And claims are dropped when released (session.Dropper): the
+	// released claims' sessions earlier versions kept, one per source
+	// ever served, go.
+	{
+		`ALTER TABLE inbox ADD COLUMN size INTEGER NOT NULL DEFAULT 0`,
+		`UPDATE inbox SET size = length(CAST(parts AS BLOB)) WHERE state = 'pending'`,
+		`DELETE FROM sessions WHERE substr(id, 1, 7) = '_claim.' AND lease_owner IS NULL AND last_seq = 0`,
+		`DROP INDEX inbox_pending`,
+		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq, size) WHERE state = 'pending'`,
+	},
 }
 
 // fills[v] fills in, after migrations[v-1], what version v keeps that the

@@ -113,6 +113,7 @@ type Store struct {
 	loadSnapshot *sql.Stmt // r
 	eventsPage   *sql.Stmt // r
 	logOf        *sql.Stmt // r
+	pendingOf    *sql.Stmt // r
 
 	closeOnce sync.Once
 	closeErr  error
@@ -121,6 +122,7 @@ type Store struct {
 var (
 	_ session.Store      = (*Store)(nil)
 	_ session.Leaser     = (*Store)(nil)
+	_ session.Dropper    = (*Store)(nil)
 	_ session.Follower   = (*Store)(nil)
 	_ session.Controller = (*Store)(nil)
 )
@@ -331,6 +333,7 @@ func (st *Store) openReaders(ctx context.Context, dsn string) (err error) {
 			WHERE s.tenant = ? AND s.id = ?`},
 		{st.r, &st.eventsPage, `SELECT key, n, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
 		{st.r, &st.logOf, `SELECT log FROM sessions WHERE tenant = ? AND id = ?`},
+		{st.r, &st.pendingOf, pendingOfSQL},
 	}
 	for _, s := range stmts {
 		if *s.dst, err = s.db.PrepareContext(ctx, s.query); err != nil {
@@ -361,7 +364,7 @@ func (st *Store) openReadOnly(ctx context.Context, base string) error {
 
 // closeReaders closes the read statements and connections.
 func (st *Store) closeReaders() {
-	for _, s := range []**sql.Stmt{&st.getSession, &st.loadSnapshot, &st.eventsPage, &st.logOf} {
+	for _, s := range []**sql.Stmt{&st.getSession, &st.loadSnapshot, &st.eventsPage, &st.logOf, &st.pendingOf} {
 		if *s != nil {
 			(*s).Close()
 			*s = nil
@@ -457,7 +460,7 @@ func isReadOnly(err error) bool {
 func (st *Store) Close() error {
 	st.closeOnce.Do(func() {
 		var errs []error
-		for _, s := range []*sql.Stmt{st.getSession, st.loadSnapshot, st.eventsPage, st.logOf} {
+		for _, s := range []*sql.Stmt{st.getSession, st.loadSnapshot, st.eventsPage, st.logOf, st.pendingOf} {
 			if s != nil {
 				errs = append(errs, s.Close())
 			}
@@ -633,6 +636,11 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		where = append(where, "status IN ('running', 'waiting')", "status = '"+string(opt.Status)+"'")
 	default:
 		where, args = append(where, "status = ?"), append(args, string(opt.Status))
+	}
+	if opt.SkipHidden {
+		// In the query, so that a page is full (session.Hidden's two
+		// prefixes are seven bytes long).
+		where = append(where, "substr(id, 1, 7) NOT IN ('_rules.', '_claim.')")
 	}
 	order := "created_at DESC, id DESC"
 	if opt.AllTenants {

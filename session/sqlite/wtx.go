@@ -35,8 +35,11 @@ const (
 	sSetLease
 	sRenewLease
 	sReleaseLease
+	sDropSession
 	sRequestControl
 	sInsertInput
+	sInsertInputWithin
+	sPendingSize
 	sInputByKey
 	sRefuseInputs
 	sUnanswerable
@@ -100,14 +103,29 @@ var writeSQL = [numStmts]string{
 	sSetLease:       `UPDATE sessions SET lease_owner = ?, lease_token = ?, lease_expires = ? WHERE tenant = ? AND id = ?`,
 	sGetSession:     `SELECT ` + selectColumns + withLastRow("sessions") + ` WHERE s.tenant = ? AND s.id = ?`,
 	sRenewLease: `UPDATE sessions SET lease_expires = ?
-		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
+		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner = ?`,
 	sReleaseLease: `UPDATE sessions SET lease_owner = NULL, lease_expires = 0, control = NULL
-		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner IS NOT NULL`,
+		WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner = ?`,
+	// A session of no events, whose lease the tenant, id, token and
+	// owner are (session.Dropper).
+	sDropSession: `DELETE FROM sessions WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner = ? AND last_seq = 0`,
 	sRequestControl: `UPDATE sessions SET control = ?
 		WHERE tenant = ? AND id = ? AND lease_owner = ? AND lease_token = ?`,
 	// An input, unless its id or its key is taken (then no row).
-	sInsertInput: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING RETURNING seq`,
+	sInsertInput: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, size, state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING RETURNING seq`,
+	// An input, as sInsertInput, if its source has room: fewer pending
+	// inputs than ?11 and their size and its own (?10) at most ?12
+	// (either bound zero: none), counted in the insert's own write, off
+	// inbox_pending, which holds the sizes.
+	sInsertInputWithin: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, size, state)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending'
+		FROM (SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes FROM inbox INDEXED BY inbox_pending
+			WHERE tenant = ?1 AND source = ?3 AND state = 'pending') p
+		WHERE (?11 <= 0 OR p.n < ?11) AND (?12 <= 0 OR p.bytes + ?10 <= ?12)
+		ON CONFLICT DO NOTHING RETURNING seq`,
+	// A source's pending inputs and their size: the tenant, the source.
+	sPendingSize: `SELECT count(*), coalesce(sum(size), 0) FROM inbox INDEXED BY inbox_pending WHERE tenant = ? AND source = ? AND state = 'pending'`,
 	// The input of a tenant, source and key (the key's condition lets
 	// SQLite use the partial index inbox_key).
 	sInputByKey: `SELECT ` + inputColumns + ` FROM inbox WHERE tenant = ? AND source = ? AND key = ? AND key != ''`,

@@ -106,6 +106,8 @@ func runLeaser(t *testing.T, newStore Factory) {
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"SessionShowsLease", testSessionShowsLease},
 		{"CreateLeased", testCreateLeased},
+		{"FencedByOwner", testFencedByOwner},
+		{"Drop", testDrop},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -629,4 +631,101 @@ func testFollowConcurrentWriter(t *testing.T, s session.Store, f session.Followe
 	}
 	cancel()
 	<-done
+}
+
+// Renew and Release fence by the lease's owner beside its token: a
+// lease of the same token and another owner — one of a session made
+// anew, which starts again at token 1 — is not the session's.
+func testFencedByOwner(t *testing.T, s session.Store, l session.Leaser, c *Clock) {
+	a := acquire(t, l, "s1", "a")
+	other := a
+	other.Owner = "b"
+	if _, err := l.Renew(t.Context(), other, ttl); !errors.Is(err, session.ErrFenced) {
+		t.Errorf("Renew with the token of another owner's lease: %v, want ErrFenced", err)
+	}
+	if err := l.Release(t.Context(), other); !errors.Is(err, session.ErrFenced) {
+		t.Errorf("Release with the token of another owner's lease: %v, want ErrFenced", err)
+	}
+	if got := get(t, s, "s1"); got.Lease == nil || got.Lease.Owner != "a" || got.Lease.Token != a.Token {
+		t.Errorf("after the fenced calls the lease is %+v, want a's", got.Lease)
+	}
+}
+
+// Drop deletes a session of no events by its lease, in one write: not
+// with a lease that is not the session's (another owner's, a stale one,
+// a released one), nor a session that holds events. A session made anew
+// after a drop is not the dropped one's holder's: its Renew and Release
+// are fenced off.
+func testDrop(t *testing.T, s session.Store, l session.Leaser, c *Clock) {
+	d, ok := s.(session.Dropper)
+	if !ok {
+		t.Skip("the store does not implement session.Dropper")
+	}
+	lc, ok := s.(session.LeasedCreator)
+	if !ok {
+		t.Skip("the store does not implement session.LeasedCreator")
+	}
+	ctx := t.Context()
+	claim := func(owner string) session.Lease {
+		t.Helper()
+		_, got, _, err := lc.CreateOrAcquire(ctx, newSession("_claim.x", c.Now()), owner, ttl)
+		if err != nil {
+			t.Fatalf("CreateOrAcquire(_claim.x, %s): %v", owner, err)
+		}
+		return got
+	}
+	a := claim("a")
+	stale := a
+	stale.Token--
+	otherOwner := a
+	otherOwner.Owner = "b"
+	for name, bad := range map[string]session.Lease{"a stale token": stale, "another owner": otherOwner} {
+		if err := d.Drop(ctx, bad); !errors.Is(err, session.ErrFenced) {
+			t.Errorf("Drop with %s: %v, want ErrFenced", name, err)
+		}
+	}
+	if err := d.Drop(ctx, a); err != nil {
+		t.Fatalf("Drop by its holder: %v", err)
+	}
+	if _, err := s.GetSession(ctx, "_claim.x"); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("GetSession after Drop: %v, want ErrNotFound", err)
+	}
+	if err := d.Drop(ctx, a); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("Drop again: %v, want ErrNotFound", err)
+	}
+	// Made anew by another owner, at token 1 again: the first holder's
+	// lease, of the same token, is fenced off.
+	b := claim("b")
+	if b.Token != a.Token {
+		t.Logf("token %d after the drop, %d before", b.Token, a.Token)
+	}
+	if _, err := l.Renew(ctx, a, ttl); !errors.Is(err, session.ErrFenced) {
+		t.Errorf("Renew of the dropped session's lease: %v, want ErrFenced", err)
+	}
+	if err := l.Release(ctx, a); !errors.Is(err, session.ErrFenced) {
+		t.Errorf("Release of the dropped session's lease: %v, want ErrFenced", err)
+	}
+	if err := d.Drop(ctx, a); !errors.Is(err, session.ErrFenced) {
+		t.Errorf("Drop of the dropped session's lease: %v, want ErrFenced", err)
+	}
+	if err := l.Release(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Drop(ctx, b); !errors.Is(err, session.ErrFenced) {
+		t.Errorf("Drop with a released lease: %v, want ErrFenced", err)
+	}
+	// A session with events is not dropped.
+	s1 := acquire(t, l, "s1", "a")
+	if err := s.Commit(ctx, &session.Commit{SessionID: "s1", Events: events("s1", 0, 1), Status: session.StatusRunning, Fence: s1.Token, Time: c.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Drop(ctx, s1); !errors.Is(err, session.ErrConflict) {
+		t.Errorf("Drop of a session with events: %v, want ErrConflict", err)
+	}
+	if _, err := s.GetSession(ctx, "s1"); err != nil {
+		t.Errorf("the session with events after Drop: %v", err)
+	}
+	if err := d.Drop(ctx, session.Lease{SessionID: "nope", Owner: "a", Token: 1}); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("Drop(unknown): %v, want ErrNotFound", err)
+	}
 }

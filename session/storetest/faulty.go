@@ -394,11 +394,18 @@ func (fb faultyInbox) PendingSources(ctx context.Context, limit int) ([]session.
 	return fb.b.PendingSources(ctx, limit)
 }
 
-func (fb faultyInbox) Pending(ctx context.Context, source string) ([]session.InboxInput, error) {
+func (fb faultyInbox) PendingOf(ctx context.Context, source string) (session.SourceState, error) {
+	if err := fb.f.hit(reads); err != nil {
+		return session.SourceState{}, err
+	}
+	return fb.b.PendingOf(ctx, source)
+}
+
+func (fb faultyInbox) Pending(ctx context.Context, source string, limit int) ([]session.InboxInput, error) {
 	if err := fb.f.hit(reads); err != nil {
 		return nil, err
 	}
-	return fb.b.Pending(ctx, source)
+	return fb.b.Pending(ctx, source, limit)
 }
 
 func (fb faultyInbox) Inputs(ctx context.Context, source string, after int64, limit int) ([]session.InboxInput, error) {

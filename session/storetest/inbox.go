@@ -42,6 +42,8 @@ func runInbox(t *testing.T, newStore Factory) {
 		{"PendingSources", testPendingSources},
 		{"PendingSourcesOrder", testPendingSourcesOrder},
 		{"Pending", testPending},
+		{"PendingBytes", testPendingBytes},
+		{"SubmitWithin", testSubmitWithin},
 		{"Inputs", testInputs},
 		{"Refuse", testRefuse},
 		{"CommitAnswers", testCommitAnswers},
@@ -115,9 +117,18 @@ func allInputs(t *testing.T, b session.Inbox, source string) []session.InboxInpu
 
 func pendingIn(t *testing.T, ctx context.Context, b session.Inbox, source string) []session.InboxInput {
 	t.Helper()
-	got, err := b.Pending(ctx, source)
+	got, err := b.Pending(ctx, source, 0)
 	if err != nil {
 		t.Fatalf("Pending(%q): %v", source, err)
+	}
+	return got
+}
+
+func sourceOf(t *testing.T, ctx context.Context, b session.Inbox, source string) session.SourceState {
+	t.Helper()
+	got, err := b.PendingOf(ctx, source)
+	if err != nil {
+		t.Fatalf("PendingOf(%q): %v", source, err)
 	}
 	return got
 }
@@ -409,9 +420,9 @@ func testPendingSources(t *testing.T, s session.Store, b session.Inbox, c *Clock
 	answer(t, s, "s1", 0, fenceOf(t, s, "s1"), "run-1", "e1")
 
 	want := []session.SourceState{
-		{Tenant: session.DefaultTenant, Source: "A", SessionID: "sA2", Pending: 2, First: t0, Last: t0.Add(2 * time.Second), Version: a2.Seq},
-		{Tenant: session.DefaultTenant, Source: "B", SessionID: "sB", Pending: 1, First: b1.At, Last: b1.At, Version: b1.Seq},
-		{Tenant: "acme", Source: "A", SessionID: "sX", Pending: 1, First: x1.At, Last: x1.At, Version: x1.Seq},
+		{Tenant: session.DefaultTenant, Source: "A", SessionID: "sA2", Pending: 2, Bytes: 2, First: t0, Last: t0.Add(2 * time.Second), Version: a2.Seq},
+		{Tenant: session.DefaultTenant, Source: "B", SessionID: "sB", Pending: 1, Bytes: 1, First: b1.At, Last: b1.At, Version: b1.Seq},
+		{Tenant: "acme", Source: "A", SessionID: "sX", Pending: 1, Bytes: 1, First: x1.At, Last: x1.At, Version: x1.Seq},
 	}
 	if !a1.At.Equal(t0) {
 		t.Fatalf("a1.At = %v, want %v", a1.At, t0)
@@ -426,14 +437,20 @@ func testPendingSources(t *testing.T, s session.Store, b session.Inbox, c *Clock
 		t.Fatal(err)
 	}
 	answer(t, s, "sA1", 0, fenceOf(t, s, "sA1"), "run-2", "a1")
-	want[0].Pending, want[0].First = 1, a2.At
+	want[0].Pending, want[0].Bytes, want[0].First = 1, 1, a2.At
 	want = []session.SourceState{want[1], want[0], want[2]}
 	diffInputs(t, "PendingSources after A's first input was answered", want, pendingSources(t, b, 0))
 	// A newer input changes the version and the session.
 	c.Advance(time.Second)
 	b2 := submit(t, b, textInput("b2", "B", "sB2", "x"))
-	want[0].Pending, want[0].Last, want[0].Version, want[0].SessionID = 2, b2.At, b2.Seq, "sB2"
+	want[0].Pending, want[0].Bytes, want[0].Last, want[0].Version, want[0].SessionID = 2, 2, b2.At, b2.Seq, "sB2"
 	diffInputs(t, "PendingSources after a newer input of B", want, pendingSources(t, b, 0))
+	// PendingOf says the same of one source, of the context's tenant.
+	diffInputs(t, "PendingOf(B)", want[0], sourceOf(t, t.Context(), b, "B"))
+	diffInputs(t, "PendingOf(A)", want[1], sourceOf(t, t.Context(), b, "A"))
+	diffInputs(t, "PendingOf(A) of acme", want[2], sourceOf(t, acme, b, "A"))
+	diffInputs(t, "PendingOf(D), all refused", session.SourceState{Tenant: session.DefaultTenant, Source: "D"}, sourceOf(t, t.Context(), b, "D"))
+	diffInputs(t, "PendingOf(B) of acme", session.SourceState{Tenant: "acme", Source: "B"}, sourceOf(t, acme, b, "B"))
 	refuseIn(t, t.Context(), b, "stale", "b1", "b2", "a2")
 	refuseIn(t, acme, b, "stale", "x1")
 	if got := pendingSources(t, b, 0); len(got) != 0 {
@@ -456,7 +473,8 @@ func testPendingSourcesOrder(t *testing.T, s session.Store, b session.Inbox, c *
 	}
 }
 
-// Pending lists a source's pending inputs only, in order.
+// Pending lists a source's pending inputs only, in order, the oldest up
+// to its limit.
 func testPending(t *testing.T, s session.Store, b session.Inbox, c *Clock) {
 	p1 := submit(t, b, textInput("p1", "src", "s1", "one"))
 	submit(t, b, textInput("other", "elsewhere", "s1", "x"))
@@ -464,9 +482,36 @@ func testPending(t *testing.T, s session.Store, b session.Inbox, c *Clock) {
 	p3 := submit(t, b, textInput("p3", "src", "s1", "three"))
 	submitIn(t, session.WithTenant(t.Context(), "acme"), b, textInput("p4", "src", "s1", "acme's"))
 	refuseIn(t, t.Context(), b, "no", "p2")
-	diffInputs(t, "Pending(src)", []session.InboxInput{p1, p3}, pendingIn(t, t.Context(), b, "src"))
+	p5 := submit(t, b, textInput("p5", "src", "s1", "five"))
+	diffInputs(t, "Pending(src)", []session.InboxInput{p1, p3, p5}, pendingIn(t, t.Context(), b, "src"))
+	for limit, want := range map[int][]session.InboxInput{-1: {p1, p3, p5}, 1: {p1}, 2: {p1, p3}, 3: {p1, p3, p5}, 4: {p1, p3, p5}} {
+		got, err := b.Pending(t.Context(), "src", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diffInputs(t, fmt.Sprintf("Pending(src, %d)", limit), want, got)
+	}
 	if got := pendingIn(t, t.Context(), b, "nowhere"); len(got) != 0 {
 		t.Errorf("Pending of an unknown source: %v", ids(got))
+	}
+}
+
+// An input's size, as PendingOf and PendingSources add it up, is its
+// content's (InboxInput.Size): text in bytes, data as stored, compact.
+func testPendingBytes(t *testing.T, s session.Store, b session.Inbox, c *Clock) {
+	submit(t, b, textInput("t1", "src", "s1", "héllo")) // 6 bytes
+	submit(t, b, &session.InboxInput{ID: "d1", Source: "src", SessionID: "s1", Parts: []session.InputPart{
+		{Type: "text", Text: "see"}, {Type: "data", Data: []byte(`{ "a" : [1, 2] }`)}}}) // 3 + len(`{"a":[1,2]}`)
+	got := sourceOf(t, t.Context(), b, "src")
+	if want := int64(6 + 3 + len(`{"a":[1,2]}`)); got.Bytes != want || got.Pending != 2 {
+		t.Errorf("PendingOf(src) = %d inputs, %d bytes; want 2, %d", got.Pending, got.Bytes, want)
+	}
+	if all := pendingSources(t, b, 0); len(all) != 1 || all[0].Bytes != got.Bytes {
+		t.Errorf("PendingSources = %+v, want src with %d bytes", all, got.Bytes)
+	}
+	refuseIn(t, t.Context(), b, "no", "t1")
+	if got := sourceOf(t, t.Context(), b, "src"); got.Bytes != int64(3+len(`{"a":[1,2]}`)) || got.Pending != 1 {
+		t.Errorf("PendingOf(src) after a refusal = %d inputs, %d bytes", got.Pending, got.Bytes)
 	}
 }
 
@@ -749,12 +794,74 @@ func testInboxCanceled(t *testing.T, s session.Store, b session.Inbox, c *Clock)
 	check("Submit", err)
 	_, err = b.PendingSources(ctx, 0)
 	check("PendingSources", err)
-	_, err = b.Pending(ctx, "src")
+	_, err = b.Pending(ctx, "src", 0)
 	check("Pending", err)
+	_, err = b.PendingOf(ctx, "src")
+	check("PendingOf", err)
 	_, err = b.Inputs(ctx, "src", 0, 0)
 	check("Inputs", err)
 	check("Refuse", b.Refuse(ctx, []string{"p1"}, "no"))
 	check("Commit", s.Commit(ctx, &session.Commit{SessionID: "s1", Events: events("s1", 0, 1), Status: session.StatusRunning,
 		Time: at(time.Hour), Answers: []string{"p1"}, RunID: "run-1"}))
 	diffInputs(t, "inputs after canceled calls", []session.InboxInput{p1}, allInputs(t, b, "src"))
+}
+
+// A bounded submit (session.BoundedInbox) stores nothing for a source
+// with as many pending inputs as its bound, or whose pending size with
+// the input's would pass its bound: a *FullError says what is pending.
+// A repeat of a waiting input with its key is that input; a refused or
+// answered input makes room; zero bounds bound nothing.
+func testSubmitWithin(t *testing.T, s session.Store, b session.Inbox, c *Clock) {
+	bi, ok := b.(session.BoundedInbox)
+	if !ok {
+		t.Skip("the store does not implement session.BoundedInbox")
+	}
+	ctx := t.Context()
+	within := func(in *session.InboxInput, bounds session.Bounds) (session.InboxInput, bool, error) {
+		t.Helper()
+		return bi.SubmitWithin(ctx, in, bounds)
+	}
+	two := session.Bounds{Pending: 2}
+	first, _, err := within(keyed(textInput("k1", "src", "s1", "one"), "key-1", "d1"), two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := within(textInput("k2", "src", "s1", "two"), two); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = within(textInput("k3", "src", "s1", "three"), two)
+	var full *session.FullError
+	if !errors.As(err, &full) || !errors.Is(err, session.ErrFull) || full.Pending != 2 || full.Bytes != 6 || full.Bounds != two {
+		t.Fatalf("a third input under a bound of 2: %v, want a FullError of 2 inputs, 6 bytes", err)
+	}
+	if got, dup, err := within(keyed(textInput("k1-again", "src", "s1", "one"), "key-1", "d1"), two); err != nil || !dup || got.ID != first.ID {
+		t.Errorf("the first input again with its key: %s, dup %v, %v; want it, dup", got.ID, dup, err)
+	}
+	if _, _, err := within(textInput("other", "elsewhere", "s1", "x"), two); err != nil {
+		t.Errorf("another source: %v", err)
+	}
+	if _, _, err := bi.SubmitWithin(session.WithTenant(ctx, "acme"), textInput("k3", "src", "s1", "three"), two); err != nil {
+		t.Errorf("the same source of another tenant: %v", err)
+	}
+	refuseIn(t, ctx, b, "no", "k1")
+	if _, _, err := within(textInput("k3", "src", "s1", "three"), two); err != nil {
+		t.Errorf("once an input was refused: %v", err)
+	}
+	diffInputs(t, "Pending(src)", []string{"k2", "k3"}, ids(pendingIn(t, ctx, b, "src")))
+	// Bytes: "héllo" is 6, two of them fill 12 exactly; one byte more does not fit.
+	twelve := session.Bounds{Bytes: 12}
+	for _, id := range []string{"b1", "b2"} {
+		if _, _, err := within(textInput(id, "bytes", "s1", "héllo"), twelve); err != nil {
+			t.Fatalf("%s within 12 bytes: %v", id, err)
+		}
+	}
+	if _, _, err := within(textInput("b3", "bytes", "s1", "x"), twelve); !errors.As(err, &full) || full.Bytes != 12 || full.Pending != 2 {
+		t.Errorf("a byte past 12: %v, want a FullError of 12 bytes", err)
+	}
+	if _, _, err := within(textInput("b4", "bytes", "s1", "x"), session.Bounds{}); err != nil {
+		t.Errorf("no bounds: %v", err)
+	}
+	if got := allInputs(t, b, "bytes"); len(got) != 3 {
+		t.Errorf("source bytes stored %v, want b1, b2, b4", ids(got))
+	}
 }

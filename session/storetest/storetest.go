@@ -93,6 +93,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ListDefaultLimit", testListDefaultLimit},
 		{"ListAfterUnknown", testListAfterUnknown},
 		{"ListAfterDeleted", testListAfterDeleted},
+		{"ListSkipHidden", testListSkipHidden},
 		{"Delete", testDelete},
 		{"DeleteNotFound", testDeleteNotFound},
 		{"DeleteLeavesOthers", testDeleteLeavesOthers},
@@ -1079,5 +1080,64 @@ func testCloseIdempotent(t *testing.T, s session.Store) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// With SkipHidden, the runtime's hidden sessions (agents' rule logs,
+// claims) are left out in the listing itself: every page is full as long
+// as there are other sessions, and paging by each page's last session
+// lists every other session once, in order, whatever the page size and
+// however the hidden ones are interleaved — also by status, and across
+// tenants.
+func testListSkipHidden(t *testing.T, s session.Store) {
+	var visible []string
+	for i := range 12 {
+		at := at(time.Duration(i) * time.Second)
+		id := fmt.Sprintf("v%02d", i)
+		create(t, s, newSession(id, at))
+		visible = append([]string{id}, visible...) // newest first
+		// Hidden ones around it: one created at the same time (ids order
+		// them), and runs of them between.
+		create(t, s, newSession(fmt.Sprintf("_claim.%02d", i), at))
+		if i%3 == 0 {
+			for j := range 4 {
+				create(t, s, newSession(fmt.Sprintf("_rules.%02d-%d", i, j), at.Add(time.Duration(j+1)*time.Millisecond)))
+			}
+		}
+	}
+	if got := list(t, s, session.ListOptions{SkipHidden: true}); !cmp.Equal(got, visible) {
+		t.Fatalf("ListSessions(SkipHidden) = %q, want %q", got, visible)
+	}
+	if got := list(t, s, session.ListOptions{}); len(got) != 12+12+16 {
+		t.Errorf("ListSessions without SkipHidden listed %d sessions, want all 40", len(got))
+	}
+	for size := 1; size <= len(visible)+1; size++ {
+		for _, opt := range []session.ListOptions{{SkipHidden: true}, {SkipHidden: true, Status: session.StatusIdle}, {SkipHidden: true, AllTenants: true}} {
+			opt.Limit = size
+			var all []string
+			for pages := 0; ; pages++ {
+				if pages > len(visible)+1 {
+					t.Fatalf("page size %d: paging does not end", size)
+				}
+				got, err := s.ListSessions(t.Context(), opt)
+				if err != nil {
+					t.Fatalf("ListSessions(%+v): %v", opt, err)
+				}
+				if want := min(size, len(visible)-len(all)); len(got) != want {
+					t.Fatalf("ListSessions(%+v) after %q: a page of %d, want %d", opt, all, len(got), want)
+				}
+				for _, ss := range got {
+					all = append(all, ss.ID)
+				}
+				if len(got) < size {
+					break
+				}
+				last := got[len(got)-1]
+				opt.After, opt.AfterCreated, opt.AfterTenant = last.ID, last.CreatedAt, last.Tenant
+			}
+			if !cmp.Equal(all, visible) {
+				t.Errorf("pages of %d (%+v) listed %q, want %q", size, opt, all, visible)
+			}
+		}
 	}
 }

@@ -63,9 +63,9 @@ type Rows interface {
 }
 
 // SourceStates reads the rows of the stores' pending-sources query:
-// tenant, source, pending count, the first and last pending inputs' times
-// (unix µs), the version and the newest input's session. name prefixes
-// its errors.
+// tenant, source, pending count, their size, the first and last pending
+// inputs' times (unix µs), the version and the newest input's session.
+// name prefixes its errors.
 func SourceStates(rows Rows, name string) ([]session.SourceState, error) {
 	var out []session.SourceState
 	for rows.Next() {
@@ -73,7 +73,7 @@ func SourceStates(rows Rows, name string) ([]session.SourceState, error) {
 			s           session.SourceState
 			first, last int64
 		)
-		if err := rows.Scan(&s.Tenant, &s.Source, &s.Pending, &first, &last, &s.Version, &s.SessionID); err != nil {
+		if err := rows.Scan(&s.Tenant, &s.Source, &s.Pending, &s.Bytes, &first, &last, &s.Version, &s.SessionID); err != nil {
 			return nil, fmt.Errorf("%s: pending sources: %w", name, err)
 		}
 		s.First, s.Last = time.UnixMicro(first).UTC(), time.UnixMicro(last).UTC()
@@ -83,4 +83,25 @@ func SourceStates(rows Rows, name string) ([]session.SourceState, error) {
 		return nil, fmt.Errorf("%s: pending sources: %w", name, err)
 	}
 	return out, nil
+}
+
+// Size is in's size as stored (session.InboxInput.Size of its parts
+// once Encode has made its data compact): what a store keeps beside its
+// parts, so that a source's pending bytes add up without decoding them.
+func Size(in *session.InboxInput) int {
+	n := 0
+	var buf bytes.Buffer
+	for _, p := range in.Parts {
+		n += len(p.Text)
+		if p.Data == nil {
+			continue
+		}
+		buf.Reset()
+		if json.Compact(&buf, p.Data) != nil {
+			n += len(p.Data) // Encode refuses it
+			continue
+		}
+		n += buf.Len()
+	}
+	return n
 }

@@ -1,0 +1,95 @@
+package cli_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/testenv"
+	"github.com/agentrt/agentrt/session"
+)
+
+// stuckModuleBound is how long after SIGTERM a process whose gateway
+// holds a module that ignores its context may take to exit: the server's
+// grace (1 s here) for its streams, then the gateway's (the same 1 s) for
+// the module, then the runner's and the store's close; well under the
+// module's own time limit (an hour).
+const stuckModuleBound = 15 * time.Second
+
+// SIGTERM while a gateway module that ignores its context holds a turn:
+// agentrt serve and agentrt gateway abandon it after the shutdown grace,
+// say so, and exit 0; the turn's input stays pending for the next
+// process.
+func TestProcessStopAbandonsAStuckModule(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs child processes")
+	const config = demoConfig + "server: {shutdown_grace: 1s}\n"
+	stuck := []string{"AGENTRT_GATE=stuck"}
+	check := func(t *testing.T, e *env, code int, took time.Duration, stderr string) {
+		t.Helper()
+		if code != cli.ExitOK {
+			t.Fatalf("exit %d after SIGTERM; stderr:\n%s", code, stderr)
+		}
+		if took > stuckModuleBound {
+			t.Errorf("took %s to exit after SIGTERM, want at most %s", took, stuckModuleBound)
+		}
+		if !strings.Contains(stderr, "module stuck: still running 1s after its turn was stopped (it ignores its context): abandoned") {
+			t.Errorf("the log does not say the module was abandoned:\n%s", stderr)
+		}
+		if ins := e.inputs("chat"); len(ins) != 1 || ins[0].State != session.InputPending {
+			t.Errorf("inbox %+v, want the turn's input pending", ins)
+		}
+	}
+	t.Run("serve", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, config, nil)
+		s := startServe(t, e, stuck)
+		e.sent("--source", "chat", "hi")
+		s.waitLog(blockedLine("stuck"))
+		code, took := s.stop()
+		check(t, e, code, took, s.stderrText())
+	})
+	t.Run("gateway", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, config, nil)
+		g := startChild(t, e.dir, stuck, "--config", e.config, "gateway")
+		e.sent("--source", "chat", "hi")
+		g.waitStderr(blockedLine("stuck"))
+		start := time.Now()
+		g.signal(syscall.SIGTERM)
+		code := g.wait()
+		took := time.Since(start)
+		check(t, e, code, took, g.stderrText())
+		if !strings.Contains(g.stderrText(), "agentrt gateway: stopped") {
+			t.Errorf("agentrt gateway did not say it stopped:\n%s", g.stderrText())
+		}
+	})
+}
+
+// A module abandoned at its time limit is counted while it runs on:
+// agentrt serve's /metrics says so.
+func TestServeCountsAbandonedModules(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, demoConfig, nil)
+	s := startServe(t, e, []string{"AGENTRT_GATE=stuck", "AGENTRT_STUCK_TIMEOUT=100ms"})
+	e.sent("--source", "chat", "hi")
+	s.waitLog("module stuck: timed out after 100ms")
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nagentrt_gateway_modules_abandoned 1\n") {
+		t.Errorf("/metrics does not count the abandoned module:\n%s", b)
+	}
+	s.stopOK()
+}
