@@ -125,7 +125,7 @@ func (t target) turn(ctx context.Context, c *client, id, text string) error {
 // time: ns/op is the latency of a turn over HTTP, from the request to
 // the stream's last byte. Bar: server ≤ 1.3× floor.
 func BenchmarkTurnLatency(b *testing.B) {
-	for _, name := range targets(true, false) {
+	for _, name := range targets(true, true) {
 		b.Run(sub(name), func(b *testing.B) {
 			tg := newTarget(b, name, &slowEcho{}, 0)
 			c := newClient(b, tg.url, 1)
@@ -152,7 +152,7 @@ func BenchmarkTurnLatency(b *testing.B) {
 // across them, and turns/s its inverse. Bar: server ≥ 0.8× floor.
 func BenchmarkThroughput(b *testing.B) {
 	const clients = 16
-	for _, name := range targets(true, false) {
+	for _, name := range targets(true, true) {
 		b.Run(sub(name), func(b *testing.B) {
 			tg := newTarget(b, name, &slowEcho{}, 0)
 			c := newClient(b, tg.url, clients)

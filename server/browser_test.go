@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,7 +191,9 @@ func pageServer(t *testing.T, addr string, page func() string) *httptest.Server 
 func TestBrowserCORS(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
-	var api string
+	// api is set once the API server is up, after the pages' servers
+	// (Chromium's requests are no synchronisation the race detector sees).
+	var api atomic.Value
 	json := func(id string) string {
 		return fmt.Sprintf(`{method: "POST", headers: {"Authorization": "Bearer browser", "Content-Type": "application/json"}, body: JSON.stringify({id: %q})}`, id)
 	}
@@ -198,10 +201,10 @@ func TestBrowserCORS(t *testing.T) {
 		return fmt.Sprintf(`{method: "POST", mode: %q, headers: {"Content-Type": %q}, body: JSON.stringify({id: %q})}`, mode, ct, id)
 	}
 	allowedPage := pageServer(t, "127.0.0.1:0", func() string {
-		return testPage(api, [][2]string{{"json", json("from-allowed")}, {"plain", simple("allowed-plain", "text/plain", "cors")}})
+		return testPage(api.Load().(string), [][2]string{{"json", json("from-allowed")}, {"plain", simple("allowed-plain", "text/plain", "cors")}})
 	})
 	foreignPage := pageServer(t, "127.0.0.2:0", func() string {
-		return testPage(api, [][2]string{
+		return testPage(api.Load().(string), [][2]string{
 			{"json", json("foreign-json")},
 			{"plain", simple("foreign-plain", "text/plain", "cors")},
 			{"form", simple("foreign-form", "application/x-www-form-urlencoded", "cors")},
@@ -214,7 +217,7 @@ func TestBrowserCORS(t *testing.T) {
 	rec := &recorded{h: f.srv.Handler()}
 	apiServer := httptest.NewServer(rec)
 	t.Cleanup(apiServer.Close)
-	api = apiServer.URL
+	api.Store(apiServer.URL)
 
 	got := pageOutcomes(t, dumpDOM(t, bin, allowed+"/"))
 	want := []string{

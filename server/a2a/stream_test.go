@@ -359,7 +359,15 @@ func TestMessageOnWorkingTaskRefused(t *testing.T) {
 		switch e := ev.(type) {
 		case *spec.Task:
 			task = e
+		case *spec.TaskStatusUpdateEvent:
+			last = e.Status.State
+			if last != spec.TaskStateWorking || task == nil || f.started == nil {
+				continue
+			}
+			// Working, as the stream (and a2a-go's task store) has it,
+			// and the tool runs: the task cannot end meanwhile.
 			<-f.started
+			f.started = nil
 			m := text("and another thing")
 			m.TaskID, m.ContextID = task.ID, task.ContextID
 			if res, err := c.SendMessage(t.Context(), &spec.SendMessageRequest{Message: m}); !errors.Is(err, spec.ErrInvalidParams) {
@@ -375,8 +383,6 @@ func TestMessageOnWorkingTaskRefused(t *testing.T) {
 				t.Errorf("GetTask after the refused messages: %v %v; want working", got, err)
 			}
 			close(f.release)
-		case *spec.TaskStatusUpdateEvent:
-			last = e.Status.State
 		}
 	}
 	if last != spec.TaskStateCompleted {

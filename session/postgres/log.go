@@ -276,7 +276,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		string(c.Status), c.Turn, string(usage), last, now.UnixMicro(), tenant, c.SessionID, c.ExpectSeq,
 		c.Fence, st.now().UnixMicro(),
 		seqs, types, times, bodies,
-		notifyChannel, tenant + "\n" + c.SessionID, len(c.Events) > 0,
+		notifyChannel, tenant + "\n" + c.SessionID + "\n" + st.self, len(c.Events) > 0,
 		snapSeq, snapData, c.Snapshot != nil,
 		c.Release && c.Fence != 0,
 	}}
@@ -297,7 +297,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		return fmt.Errorf("postgres: commit to session %q: %w", c.SessionID, err)
 	}
 	if len(c.Events) > 0 && st.waiters.Any() {
-		st.waiters.Wake(tenant, c.SessionID)
+		st.waiters.Committed(tenant, c.SessionID, c.Events)
 	}
 	return nil
 }
@@ -689,7 +689,8 @@ func (st *Store) listen() <-chan struct{} {
 				st.listenOnceConn(ctx, ready)
 				ready = nil
 				if ctx.Err() == nil {
-					// The connection broke: followers still poll; try again soon.
+					// The connection broke: try again soon (then the
+					// followers read what they did not hear).
 					t := time.NewTimer(st.poll)
 					select {
 					case <-ctx.Done():
@@ -706,6 +707,7 @@ func (st *Store) listen() <-chan struct{} {
 // listenOnceConn LISTENs on one connection until it fails or ctx ends,
 // closing ready (if not nil) once listening, or on failure.
 func (st *Store) listenOnceConn(ctx context.Context, ready chan struct{}) {
+	again := ready == nil
 	signal := func() {
 		if ready != nil {
 			close(ready)
@@ -727,6 +729,11 @@ func (st *Store) listenOnceConn(ctx context.Context, ready chan struct{}) {
 		return
 	}
 	signal()
+	if again {
+		// Listening again after a break: what was committed meanwhile
+		// was not heard.
+		st.waiters.WakeAll()
+	}
 	st.relay.setListening(true)
 	defer func() {
 		st.relay.setListening(false)
@@ -747,16 +754,23 @@ func (st *Store) listenOnceConn(ctx context.Context, ready chan struct{}) {
 			st.relay.notified(n.Payload)
 			continue
 		}
-		if tenant, id, ok := strings.Cut(n.Payload, "\n"); ok && st.waiters.Any() {
+		// tenant\nid, and the committing Store's self: this Store's
+		// commits were handed to its followers already.
+		tenant, rest, ok := strings.Cut(n.Payload, "\n")
+		id, from, _ := strings.Cut(rest, "\n")
+		if ok && from != st.self && st.waiters.Any() {
 			st.waiters.Wake(tenant, id)
 		}
 	}
 }
 
 // Follow yields the session's events after after, then each new one as it
-// is committed, until ctx ends. Commits through this Store wake it at
-// once; those of other processes through LISTEN/NOTIFY, with a poll every
-// WithPollInterval as a safety net. See session.Follower.
+// is committed, until ctx ends. A commit through this Store hands it its
+// events, without a read; those of other processes are heard through
+// LISTEN/NOTIFY and read from the log, with a read every
+// WithPollInterval that nothing was heard as a safety net (a
+// notification lost with a broken connection, or held up behind the
+// relay's on the listening connection). See session.Follower.
 func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
 	return func(yield func(*session.Event, error) bool) {
 		select {

@@ -27,6 +27,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,9 +63,12 @@ type Store struct {
 	poll   time.Duration
 	schema string // the search_path schema, when WithSchema set one
 
-	// Follow's waiters: a commit of this process, or a notification from
-	// another, wakes its session's.
+	// Follow's followers: a commit of this process hands its session's
+	// its events; a notification from another process makes them read.
+	// self names this Store in the notifications of its commits, so that
+	// its listener skips what it handed already.
 	waiters follow.Waiters
+	self    string
 
 	// The group commit: the commits of many sessions that wait together
 	// go in one round trip (see flushCommits).
@@ -96,8 +100,9 @@ type Option func(*Store)
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
 // WithPollInterval sets how often a Follow that has heard nothing checks
-// for new events anyway (a notification lost with a dropped connection);
-// default DefaultPollInterval.
+// for new events anyway (a notification lost with a dropped connection),
+// and how soon a broken listening connection is made again; default
+// DefaultPollInterval.
 func WithPollInterval(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
@@ -115,14 +120,14 @@ func WithSchema(name string) Option { return func(s *Store) { s.schema = name } 
 const maxBatch = 256
 
 // DefaultPollInterval is how often an idle Follow looks for events it
-// was not notified of.
+// was not notified of (WithPollInterval).
 const DefaultPollInterval = time.Second
 
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value DSN, as pgx takes them), migrates the schema and returns the
 // store. Errors never show the DSN's password.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	st := &Store{now: time.Now, poll: DefaultPollInterval}
+	st := &Store{now: time.Now, poll: DefaultPollInterval, self: rand.Text()}
 	for _, o := range opts {
 		o(st)
 	}

@@ -76,6 +76,19 @@ func TestFollowAcrossStores(t *testing.T) {
 	}
 }
 
+// Two stores (two processes) on one database: followers on each see every
+// commit of both, in order, once — this process's handed without a read,
+// the other's heard through LISTEN/NOTIFY.
+func TestFollowAcrossProcesses(t *testing.T) {
+	a, dsn := open(t)
+	b, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	storetest.FollowAcross(t, a, b, 8)
+}
+
 // A database migrated by a newer build is refused with a clear message;
 // an unreachable one says so without the password.
 func TestOpenErrors(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/session"
@@ -44,6 +45,14 @@ type writer struct {
 	t       wtx
 	heads   heads
 	version int64
+
+	// foreign, when set, is called (by the leader, or by look) when the
+	// data_version says another connection committed: another process,
+	// whose commits the store's followers must read. began counts the
+	// transactions begun, so that look can tell the writer has looked
+	// lately.
+	foreign func()
+	began   atomic.Int64
 }
 
 // heads knows, of the sessions whose commits this writer wrote last,
@@ -297,10 +306,8 @@ func (w *writer) begin(t *wtx, ops []*writeOp) ([]*writeOp, error) {
 			if err := t.queryRow(sDataVersion, nil, &v); err != nil {
 				v = -1 // unknown: never matches
 			}
-			if v != w.version || v == -1 {
-				w.forget()
-				w.version = v
-			}
+			w.began.Add(1)
+			w.versionIs(v)
 			return ops, nil
 		}
 		if !isBusy(err) || time.Since(start) >= busyTimeout {
@@ -321,6 +328,47 @@ func (w *writer) begin(t *wtx, ops []*writeOp) ([]*writeOp, error) {
 		// keeps a busy error that comes back at once from spinning.
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// versionIs takes v, the database's data_version on the writer's
+// connection (-1: unknown): when it changed, another connection has
+// committed since it was last read, so heads are forgotten and the
+// store told (foreign).
+func (w *writer) versionIs(v int64) {
+	if v == w.version && v != -1 {
+		return
+	}
+	w.forget()
+	w.version = v
+	if w.foreign != nil {
+		w.foreign()
+	}
+}
+
+// look reads the data_version on the writer's connection outside a
+// transaction (waiting for a flush in progress: the writer has one
+// connection), so that another process's commits are found while this
+// process writes nothing. Cheap: no lock is taken.
+func (w *writer) look(ctx context.Context) error {
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		if dc != w.t.conn {
+			if err := w.t.prepare(dc.(driver.Conn)); err != nil {
+				return err
+			}
+			w.forget()
+		}
+		var v int64
+		if err := w.t.queryRow(sDataVersion, nil, &v); err != nil {
+			v = -1
+		}
+		w.versionIs(v)
+		return nil
+	})
 }
 
 // answer gives every op err as its outcome.

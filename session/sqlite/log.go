@@ -148,7 +148,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		return fmt.Errorf("sqlite: commit to session %q: %w", c.SessionID, err)
 	}
 	if len(c.Events) > 0 && st.waiters.Any() {
-		st.waiters.Wake(tenant, c.SessionID)
+		st.waiters.Committed(tenant, c.SessionID, c.Events)
 	}
 	return nil
 }
@@ -404,11 +404,17 @@ func (st *Store) leaseUpdate(tx *wtx, tenant string, l session.Lease, s stmt, ar
 }
 
 // Follow yields the session's events after after, then each new one as it
-// is committed, until ctx ends. Commits through this Store wake it at
-// once; commits by other processes are found by polling (see
-// WithPollInterval). See session.Follower.
+// is committed, until ctx ends. A commit through this Store hands it its
+// events, without a read; the commits of other processes are found by
+// the data_version of the writer's connection, read at its next write or
+// within the poll interval (see WithPollInterval), and then read from
+// the log. A read-only store polls the log itself. See session.Follower.
 func (st *Store) Follow(ctx context.Context, id string, after int64) iter.Seq2[*session.Event, error] {
-	return follow.Loop(ctx, &st.waiters, session.TenantOf(ctx), id, after, st.poll, func(after int64) iter.Seq2[*session.Event, error] {
+	poll := time.Duration(0)
+	if st.readOnly {
+		poll = st.poll
+	}
+	return follow.Loop(ctx, &st.waiters, session.TenantOf(ctx), id, after, poll, func(after int64) iter.Seq2[*session.Event, error] {
 		return st.Events(ctx, id, after)
 	})
 }

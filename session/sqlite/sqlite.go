@@ -104,8 +104,13 @@ type Store struct {
 	poll     time.Duration    // how often Follow looks for other processes' commits
 	readOnly bool             // opened with ReadOnly: no writer (w, g, c and k are nil)
 
-	// Follow's waiters, by session: a commit wakes its session's.
+	// Follow's followers, by session: a commit of this process hands
+	// them its events; another process's commit, found by the writer's
+	// data_version (at its next transaction, or by others' look every
+	// poll), makes them all read the log.
 	waiters follow.Waiters
+	others  sync.WaitGroup // the goroutine of lookForOthers
+	stop    chan struct{}  // closed by Close: lookForOthers returns
 
 	// The statements of reads, prepared once by Open (those of writes
 	// are the writer's: see writeSQL).
@@ -306,7 +311,35 @@ func (st *Store) open(ctx context.Context, base string) (err error) {
 	st.c.SetMaxOpenConns(1)
 	st.k = newCheckpointer(st.c)
 	st.g.ck = st.k
+	st.g.foreign = st.waiters.WakeAll
+	st.stop = make(chan struct{})
+	st.others.Go(st.lookForOthers)
 	return nil
+}
+
+// lookForOthers finds the commits of other processes while this one
+// writes nothing, for the followers: every poll interval in which some
+// follow and the writer began no transaction (which reads the
+// data_version itself), it reads the data_version on the writer's
+// connection (writer.look). One statement an interval for the store,
+// however many follow: a follower reads the log only when a commit it
+// was not handed happened.
+func (st *Store) lookForOthers() {
+	t := time.NewTicker(st.poll)
+	defer t.Stop()
+	began := st.g.began.Load()
+	for {
+		select {
+		case <-t.C:
+		case <-st.stop:
+			return
+		}
+		now := st.g.began.Load()
+		if now == began && st.waiters.Any() {
+			st.g.look(context.Background())
+		}
+		began = now
+	}
 }
 
 // openReaders opens the pool of read connections on dsn and prepares the
@@ -464,6 +497,10 @@ func (st *Store) Close() error {
 			if s != nil {
 				errs = append(errs, s.Close())
 			}
+		}
+		if st.stop != nil {
+			close(st.stop)
+			st.others.Wait()
 		}
 		if st.g != nil {
 			errs = append(errs, st.g.close())
