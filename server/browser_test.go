@@ -15,8 +15,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
