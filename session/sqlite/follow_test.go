@@ -101,3 +101,24 @@ func TestFollowReadsOnlyWhatItWasNotHanded(t *testing.T) {
 		t.Errorf("another process's commit: %d reads by %d followers", n, followers)
 	}
 }
+
+// The inbox's reads run through statements prepared once, by query text
+// (parsing a query cost SQLite more than running it): however many
+// reads, of however many sources, one statement a shape.
+func TestReadsArePreparedOnce(t *testing.T) {
+	t.Parallel()
+	st := openFollow(t, filepath.Join(t.TempDir(), "a.db"))
+	for i := range 50 {
+		if _, err := st.Pending(t.Context(), fmt.Sprint("src", i), 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Inputs(t.Context(), fmt.Sprint("src", i), int64(i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	st.reads.Range(func(_, _ any) bool { n++; return true })
+	if n != 2 {
+		t.Fatalf("%d statements prepared for 100 reads of two shapes; want 2", n)
+	}
+}

@@ -141,7 +141,7 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 	}
 	// A source's pending inputs, grouped through inbox_pending; then its
 	// first's time, and its last's time and session, by rowid.
-	rows, err := st.r.QueryContext(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
+	rows, err := st.query(ctx, `SELECT g.tenant, g.source, g.n, g.bytes, f.at, l.at, g.last, l.session_id
 		FROM (SELECT tenant, source, count(*) AS n, sum(size) AS bytes, min(seq) AS first, max(seq) AS last
 			FROM inbox WHERE state = 'pending' GROUP BY tenant, source) g
 		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last
@@ -197,7 +197,7 @@ func (st *Store) Inputs(ctx context.Context, source string, after int64, limit i
 
 // inputs runs a query of inputColumns.
 func (st *Store) inputs(ctx context.Context, op, source, query string, args ...any) ([]session.InboxInput, error) {
-	rows, err := st.r.QueryContext(ctx, query, args...)
+	rows, err := st.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s %q: %w", op, source, err)
 	}

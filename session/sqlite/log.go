@@ -569,7 +569,7 @@ func (st *Store) RequestControl(ctx context.Context, id string, l session.Lease,
 // Controls returns the control requests kept for owner. See
 // session.Controller.
 func (st *Store) Controls(ctx context.Context, owner string) ([]session.SessionControl, error) {
-	rows, err := st.r.QueryContext(ctx, `SELECT tenant, id, control FROM sessions INDEXED BY sessions_control
+	rows, err := st.query(ctx, `SELECT tenant, id, control FROM sessions INDEXED BY sessions_control
 		WHERE control IS NOT NULL AND lease_owner = ?`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: controls of %q: %w", owner, err)

@@ -111,7 +111,7 @@ func (st *Store) KindRecords(ctx context.Context, kind string, limit int) ([]ses
 
 // records reads the records query q gives.
 func (st *Store) records(ctx context.Context, q string, args ...any) ([]session.Record, error) {
-	rows, err := st.r.QueryContext(ctx, q, args...)
+	rows, err := st.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

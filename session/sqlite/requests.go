@@ -140,7 +140,7 @@ func expiredRequestsQuery(now time.Time, after *session.PendingRequest, limit in
 
 // requests runs a query of requestColumns.
 func (st *Store) requests(ctx context.Context, what, query string, args ...any) ([]session.PendingRequest, error) {
-	rows, err := st.r.QueryContext(ctx, query, args...)
+	rows, err := st.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
@@ -203,7 +203,7 @@ func (st *Store) LeaseOwners(ctx context.Context, ownerPrefix string) ([]string,
 		return nil, fmt.Errorf("sqlite: lease owners: the owner prefix is empty")
 	}
 	q, args := leaseOwnersQuery(ownerPrefix)
-	rows, err := st.r.QueryContext(ctx, q, args...)
+	rows, err := st.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: lease owners %q: %w", ownerPrefix, err)
 	}
@@ -267,7 +267,7 @@ func leasedToQuery(owner string, after *session.Session, limit int) (string, []a
 
 // sessionsOf runs a query of selectColumns.
 func (st *Store) sessionsOf(ctx context.Context, what, query string, args ...any) ([]*session.Session, error) {
-	rows, err := st.r.QueryContext(ctx, query, args...)
+	rows, err := st.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
@@ -290,7 +290,7 @@ func (st *Store) sessionsOf(ctx context.Context, what, query string, args ...any
 // See session.RequestIndex.
 func (st *Store) CountRequests(ctx context.Context) (int64, error) {
 	var n int64
-	if err := st.r.QueryRowContext(ctx, `SELECT count(*) FROM requests`).Scan(&n); err != nil {
+	if err := st.queryRow(ctx, `SELECT count(*) FROM requests`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlite: count requests: %w", err)
 	}
 	return n, nil

@@ -120,6 +120,11 @@ type Store struct {
 	logOf        *sql.Stmt // r
 	pendingOf    *sql.Stmt // r
 
+	// reads holds the other reads' statements, prepared on r at their
+	// first use, by query text: parsing a query costs SQLite more than
+	// running it. The texts are the store's own, a few shapes each.
+	reads sync.Map // string → *sql.Stmt
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -488,6 +493,42 @@ func isReadOnly(err error) bool {
 	return errors.As(err, &e) && e.Code()&0xff == sqliteReadOnly
 }
 
+// prepared returns the statement of query on the read pool, prepared
+// once.
+func (st *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := st.reads.Load(query); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := st.r.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := st.reads.LoadOrStore(query, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// query runs a read through its prepared statement.
+func (st *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := st.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+// queryRow is query for one row.
+func (st *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := st.prepared(ctx, query)
+	if err != nil {
+		// A Row that carries err: the query fails again, and says why.
+		return st.r.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
 // Close closes the database. It is idempotent: later calls return nil.
 // Calls made after Close fail.
 func (st *Store) Close() error {
@@ -498,6 +539,10 @@ func (st *Store) Close() error {
 				errs = append(errs, s.Close())
 			}
 		}
+		st.reads.Range(func(_, s any) bool {
+			errs = append(errs, s.(*sql.Stmt).Close())
+			return true
+		})
 		if st.stop != nil {
 			close(st.stop)
 			st.others.Wait()
@@ -690,7 +735,7 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		}
 		created := opt.AfterCreated.UnixMicro()
 		if opt.AfterCreated.IsZero() {
-			err := st.r.QueryRowContext(ctx, `SELECT created_at FROM sessions WHERE tenant = ? AND id = ?`, ct, opt.After).Scan(&created)
+			err := st.queryRow(ctx, `SELECT created_at FROM sessions WHERE tenant = ? AND id = ?`, ct, opt.After).Scan(&created)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil, notFound("list sessions after", opt.After)
 			}
@@ -710,7 +755,7 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	}
 	q += ` ORDER BY ` + order + ` LIMIT ?`
 	q = `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.` + strings.ReplaceAll(order, ", ", ", s.")
-	rows, err := st.r.QueryContext(ctx, q, append(args, limit)...)
+	rows, err := st.query(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}
