@@ -160,8 +160,16 @@ type Config struct {
 	// module of Order AgentOrder, added unless Modules has one named
 	// "agent".
 	Modules []Module
-	// Workers bounds the sources served at once; zero: 64.
+	// Workers bounds the sources served at once — the turns running at
+	// once; zero: DefaultWorkers. A turn mostly waits on its model, so
+	// the bound is memory (some 40 KB a turn with its stream open), not
+	// CPU; the model provider's rate limits are the usual real bound.
+	// Sources past it wait for a free worker (Waiting, OnFull).
 	Workers int
+	// OnFull, when set, hears that sources with pending inputs wait for
+	// a free worker: how many workers are busy and how many sources
+	// waited in Run's last look. At most once a FullNoticeEvery.
+	OnFull func(busy, waiting int)
 	// MaxInputBytes bounds an input's content; zero: 1 MiB.
 	MaxInputBytes int
 	// Poll is how often Run looks at the inbox for inputs it was not told
@@ -190,7 +198,8 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultWorkers       = 64
+	DefaultWorkers       = 10000
+	FullNoticeEvery      = time.Minute
 	DefaultMaxInputBytes = 1 << 20
 	DefaultPoll          = 200 * time.Millisecond
 	DefaultShutdownGrace = 10 * time.Second
@@ -228,6 +237,12 @@ type Gateway struct {
 	// starved says Run's loop left a settled source waiting because every
 	// worker was busy: the next worker to end wakes it. Guarded by mu.
 	starved bool
+	// fullNoticed is when OnFull was last called. Guarded by mu.
+	fullNoticed time.Time
+
+	// waiting is how many sources with pending inputs Run's last look
+	// left waiting for a free worker.
+	waiting atomic.Int64
 
 	// abandoned counts the modules' goroutines left running after their
 	// turn gave up on them (see runModule).
@@ -774,6 +789,38 @@ func (g *Gateway) Serving() int {
 // number that only grows is a module to fix.
 func (g *Gateway) Abandoned() int {
 	return int(g.abandoned.Load())
+}
+
+// Busy is how many sources have a worker now: the turns running (or
+// waiting for their source to settle) in this process.
+func (g *Gateway) Busy() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.serving)
+}
+
+// Waiting is how many sources with pending inputs Run's last look at
+// the inbox (every Config.Poll at most) left waiting because every
+// worker was busy (Config.Workers).
+func (g *Gateway) Waiting() int { return int(g.waiting.Load()) }
+
+// noteFull records that waiting sources waited for a worker in Run's
+// last look, and tells OnFull, at most once a FullNoticeEvery.
+func (g *Gateway) noteFull(waiting int) {
+	g.waiting.Store(int64(waiting))
+	if waiting == 0 || g.cfg.OnFull == nil {
+		return
+	}
+	g.mu.Lock()
+	now, busy := g.now(), len(g.serving)
+	tell := g.fullNoticed.IsZero() || now.Sub(g.fullNoticed) >= FullNoticeEvery
+	if tell {
+		g.fullNoticed = now
+	}
+	g.mu.Unlock()
+	if tell {
+		g.cfg.OnFull(busy, waiting)
+	}
 }
 
 // Pending lists the sources with pending inputs, of every tenant.

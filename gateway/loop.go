@@ -75,6 +75,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		now := g.now()
 		g.forgetIdle(states)
+		waiting := 0
 		for _, st := range states {
 			k := skey{st.Tenant, st.Source}
 			g.mu.Lock()
@@ -86,6 +87,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			full := len(g.serving) >= g.cfg.Workers
 			if full && !busy {
 				g.starved = true
+				waiting++
 			}
 			g.mu.Unlock()
 			if busy || full {
@@ -109,6 +111,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 				g.serve(ctx, k, s, serveOpts{})
 			})
 		}
+		g.noteFull(waiting)
 		next = max(next, time.Millisecond)
 		g.nextLook.Store(g.now().Add(next).UnixNano())
 		timer.Reset(next)

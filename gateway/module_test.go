@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/session"
@@ -279,4 +281,60 @@ func TestStopAbandonsAStuckModule(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Sources past Workers wait for a free worker, and say so: Busy and
+// Waiting count them, and OnFull hears of it once (at most once a
+// minute); once the turns end, the waiting ones run.
+func TestWaitingForAWorkerShows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hold := make(chan struct{})
+		mod := &testModule{name: "hold", order: 10, fn: func(ctx context.Context, _ *gateway.Turn) error {
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+			return nil
+		}}
+		var mu sync.Mutex
+		var told [][2]int
+		e := newEnv(t, gateway.Config{Modules: []gateway.Module{mod}, Workers: 2,
+			OnFull: func(busy, waiting int) {
+				mu.Lock()
+				told = append(told, [2]int{busy, waiting})
+				mu.Unlock()
+			}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { e.g.Run(ctx); close(done) }()
+		for _, src := range []string{"a", "b", "c", "d", "e"} {
+			e.submit(t, src, "hi")
+		}
+		for range 3 {
+			time.Sleep(gateway.DefaultPoll) // Run looks at the inbox again
+			synctest.Wait()
+		}
+		if b, w := e.g.Busy(), e.g.Waiting(); b != 2 || w != 3 {
+			t.Errorf("Busy %d, Waiting %d; want 2 and 3", b, w)
+		}
+		mu.Lock()
+		if diff := cmp.Diff([][2]int{{2, 3}}, told); diff != "" {
+			t.Errorf("OnFull heard (-want +got):\n%s", diff)
+		}
+		mu.Unlock()
+		close(hold)
+		for range 3 {
+			time.Sleep(gateway.DefaultPoll)
+			synctest.Wait()
+		}
+		if b, w := e.g.Busy(), e.g.Waiting(); b != 0 || w != 0 {
+			t.Errorf("after the turns: Busy %d, Waiting %d; want 0 and 0", b, w)
+		}
+		states, err := e.store.PendingSources(context.Background(), 0)
+		if err != nil || len(states) != 0 {
+			t.Errorf("pending sources %v %v; want every input answered", states, err)
+		}
+		cancel()
+		<-done
+	})
 }

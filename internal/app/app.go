@@ -64,6 +64,9 @@ type Options struct {
 	// that nobody's call returns (gateway.Config.OnError).
 	GatewayModules []gateway.Module
 	GatewayOnError func(source string, err error)
+	// GatewayOnFull hears that sources wait for a free gateway worker
+	// (gateway.Config.OnFull).
+	GatewayOnFull func(busy, waiting int)
 	// Observer, when set, hears of every commit and the end of every run
 	// (agentrt.Config.Observer): the server's metrics and traces.
 	Observer agentrt.Observer

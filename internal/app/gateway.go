@@ -36,6 +36,7 @@ func GatewayConfig(cfg *config.Config, r *agentrt.Runner, opts Options) gateway.
 		SessionFor:      func(source string) (string, error) { return cfg.SessionFor(source), nil },
 		Modules:         opts.GatewayModules,
 		OnError:         opts.GatewayOnError,
+		OnFull:          opts.GatewayOnFull,
 		Now:             opts.Now,
 		// A module that ignores its context holds agentrt serve's (and
 		// agentrt gateway's) exit no longer than a run does.

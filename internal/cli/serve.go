@@ -62,6 +62,10 @@ machine.`,
 				}
 				log.Warn("gateway", attrs...)
 			}
+			g.opts.GatewayOnFull = func(busy, waiting int) {
+				log.Warn("turns wait for a free gateway worker: raise gateway.workers if memory allows (once a minute at most while they wait)",
+					"busy", busy, "waiting", waiting)
+			}
 			ctx := cmd.Context()
 			// Metrics and traces observe every run of the app's runner.
 			reg := prometheus.NewRegistry()
@@ -346,10 +350,19 @@ func storeGauges(reg prometheus.Registerer, a *app.App) error {
 	}
 	if a.Gateway != nil {
 		gw := a.Gateway
-		err := telemetry.GaugeFunc(reg, "gateway_modules_abandoned", "Gateway modules given up on that still run: they ignored their context past their time limit or the shutdown grace.", 0,
-			func(context.Context) (float64, error) { return float64(gw.Abandoned()), nil })
-		if err != nil {
-			return err
+		gauges := []struct {
+			name, help string
+			fn         func() int
+		}{
+			{"gateway_modules_abandoned", "Gateway modules given up on that still run: they ignored their context past their time limit or the shutdown grace.", gw.Abandoned},
+			{"gateway_workers_busy", "Sources the gateway serves now: turns running, or waiting for their source to settle (at most gateway.workers).", gw.Busy},
+			{"gateway_sources_waiting", "Sources with pending inputs that waited for a free gateway worker at the gateway's last look at the inbox.", gw.Waiting},
+		}
+		for _, gg := range gauges {
+			err := telemetry.GaugeFunc(reg, gg.name, gg.help, 0, func(context.Context) (float64, error) { return float64(gg.fn()), nil })
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if ib, ok := a.Store.(session.Inbox); ok {

@@ -93,3 +93,38 @@ func TestServeCountsAbandonedModules(t *testing.T) {
 	}
 	s.stopOK()
 }
+
+// Turns past gateway.workers wait for a free worker, and agentrt serve
+// says so: a warning in its log, and the gauges of busy workers and
+// waiting sources in /metrics.
+func TestServeShowsTurnsWaitingForAWorker(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	e := newEnv(t, demoConfig+"gateway: {workers: 1}\nserver: {shutdown_grace: 1s}\n", nil)
+	s := startServe(t, e, []string{"AGENTRT_GATE=stuck"})
+	e.sent("--source", "chat", "hi")
+	s.waitLog(blockedLine("stuck"))
+	e.sent("--source", "other", "hello")
+	s.waitLog("turns wait for a free gateway worker")
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nagentrt_gateway_workers_busy 1\n", "\nagentrt_gateway_sources_waiting 1\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q:\n%s", strings.TrimSpace(want), b)
+		}
+	}
+	if !strings.Contains(s.stderrText(), "busy=1 waiting=1") {
+		t.Errorf("the warning does not say how many:\n%s", s.stderrText())
+	}
+	code, _ := s.stop()
+	if code != cli.ExitOK {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", code, s.stderrText())
+	}
+}
