@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -460,7 +462,7 @@ type agentMemory struct {
 // Postgres one, in memory beside memory:. close closes it.
 func OpenMemory(ctx context.Context, dsn string) (m memory.Store, close func() error, err error) {
 	switch {
-	case dsn == "memory:" || dsn == "memory":
+	case dsn == "memory:" || dsn == "memory" || strings.HasPrefix(dsn, "memory:?"):
 		return memory.NewInMemory(), func() error { return nil }, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		s, err := pgmem.Open(ctx, dsn)
@@ -477,6 +479,33 @@ func OpenMemory(ctx context.Context, dsn string) (m memory.Store, close func() e
 	return s, s.Close, nil
 }
 
+// DefaultMemorySessions bounds the sessions of the memory store
+// (memory:): some 18 KB each after a turn, so 10,000 hold about 180 MB.
+// memory:?max_sessions=N sets another bound; 0, none.
+const DefaultMemorySessions = 10000
+
+// openMemory opens the memory store of dsn: memory:, or
+// memory:?max_sessions=N.
+func openMemory(dsn string) (*memstore.Store, error) {
+	n := DefaultMemorySessions
+	if _, q, ok := strings.Cut(dsn, "?"); ok {
+		vals, err := url.ParseQuery(q)
+		if err != nil {
+			return nil, fmt.Errorf("store: %q: %w", dsn, err)
+		}
+		for k := range vals {
+			if k != "max_sessions" {
+				return nil, fmt.Errorf("store: %q: unknown parameter %q (memory: takes max_sessions)", dsn, k)
+			}
+		}
+		v := vals.Get("max_sessions")
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			return nil, fmt.Errorf("store: %q: max_sessions must be a whole number, 0 for no bound; got %q", dsn, v)
+		}
+	}
+	return memstore.New(memstore.WithMaxSessions(n, nil)), nil
+}
+
 // keywordDSN matches a libpq key=value connection string.
 var keywordDSN = regexp.MustCompile(`(^|\s)(host|hostaddr|port|dbname|user|password|sslmode)=`)
 
@@ -484,8 +513,8 @@ var keywordDSN = regexp.MustCompile(`(^|\s)(host|hostaddr|port|dbname|user|passw
 // memory:, or a bare path (SQLite).
 func OpenStore(ctx context.Context, dsn string) (session.Store, error) {
 	switch {
-	case dsn == "memory:" || dsn == "memory":
-		return memstore.New(), nil
+	case dsn == "memory:" || dsn == "memory" || strings.HasPrefix(dsn, "memory:?"):
+		return openMemory(dsn)
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		return postgres.Open(ctx, dsn)
 	case strings.HasPrefix(dsn, "sqlite:"):
@@ -536,7 +565,7 @@ func openReading(ctx context.Context, dsn string) (st session.Store, readOnly bo
 // sqlite:PATH); ok is false for any other store, and for a file: URI.
 func sqliteFile(dsn string) (path string, ok bool) {
 	switch {
-	case dsn == "" || dsn == "memory:" || dsn == "memory" || strings.HasPrefix(dsn, "file:") ||
+	case dsn == "" || dsn == "memory:" || dsn == "memory" || strings.HasPrefix(dsn, "memory:?") || strings.HasPrefix(dsn, "file:") ||
 		strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
 		return "", false
 	case strings.HasPrefix(dsn, "sqlite:"):

@@ -25,6 +25,7 @@ import (
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/session/postgres"
 )
 
@@ -197,6 +198,17 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if ms, ok := a.Store.(*memstore.Store); ok {
+		// Nothing outlives the process, and the sessions are bounded.
+		bound := "no bound: it grows with every session"
+		if n := ms.MaxSessions(); n > 0 {
+			bound = fmt.Sprintf("at most %d; the oldest finished ones are forgotten past that (memory:?max_sessions=N; 0 for no bound)", n)
+		}
+		log.Warn("the memory store keeps nothing after this process ends; sessions kept: "+bound, "store", a.StoreDSN)
+		ms.OnEvict(func(forgotten, kept int) {
+			log.Info("memory store full: forgot the oldest finished sessions", "forgotten", forgotten, "kept", kept)
+		})
+	}
 	// The line scripts and tests wait for: where to reach the server.
 	log.Info("serving", "addr", "http://"+ln.Addr().String(), "store", postgres.Redact(a.StoreDSN), "owner", a.Runner.Owner())
 
@@ -363,6 +375,13 @@ func storeGauges(reg prometheus.Registerer, a *app.App) error {
 			if err != nil {
 				return err
 			}
+		}
+	}
+	if ms, ok := a.Store.(*memstore.Store); ok {
+		err := telemetry.GaugeFunc(reg, "memory_sessions_forgotten", "Sessions the memory store forgot to stay within its bound (memory:?max_sessions).", 0,
+			func(context.Context) (float64, error) { return float64(ms.Evicted()), nil })
+		if err != nil {
+			return err
 		}
 	}
 	if ib, ok := a.Store.(session.Inbox); ok {

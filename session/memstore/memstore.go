@@ -15,6 +15,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/session"
@@ -41,6 +42,13 @@ const (
 // in and out, Metadata maps and snapshot bytes included.
 type Store struct {
 	now func() time.Time // the clock of leases
+
+	// maxSessions bounds the sessions kept (WithMaxSessions); zero: no
+	// bound. evicted counts the sessions forgotten to keep it, and
+	// onEvict hears of each eviction.
+	maxSessions int
+	evicted     atomic.Int64
+	onEvict     func(n, kept int)
 
 	mu       sync.Mutex
 	sessions map[key]*entry // guarded by mu; by tenant and id
@@ -107,6 +115,83 @@ type Option func(*Store)
 // so that tests control it.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
+// WithMaxSessions bounds the sessions the store keeps to n: a session
+// created past it first makes the store forget its oldest finished
+// sessions (by last update: status done, failed, canceled or idle, no
+// lease held, no request waiting for a person), a tenth of n at once so
+// that the cost of looking is shared among the creates that follow.
+// Sessions that are running, waiting for a person or paused are never
+// forgotten; when every session is one of those the store goes past n.
+// Hidden sessions (the gateway's claims) count too. onEvict, when not
+// nil, hears how many were forgotten and how many are kept; Evicted
+// counts them all.
+func WithMaxSessions(n int, onEvict func(forgotten, kept int)) Option {
+	return func(s *Store) { s.maxSessions, s.onEvict = max(n, 0), onEvict }
+}
+
+// OnEvict sets the function that hears of evictions (see
+// WithMaxSessions), for a caller that did not make the store.
+func (st *Store) OnEvict(fn func(forgotten, kept int)) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.onEvict = fn
+}
+
+// MaxSessions is the bound of WithMaxSessions; zero: none.
+func (st *Store) MaxSessions() int { return st.maxSessions }
+
+// Evicted is how many sessions the store has forgotten to stay within
+// WithMaxSessions.
+func (st *Store) Evicted() int64 { return st.evicted.Load() }
+
+// Sessions is how many sessions the store keeps, of every tenant.
+func (st *Store) Sessions() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.sessions)
+}
+
+// evictLocked makes room for one more session when the store keeps
+// maxSessions: it forgets the oldest finished sessions, down to nine
+// tenths of the bound. It returns how many it forgot. st.mu is held.
+func (st *Store) evictLocked() int {
+	if st.maxSessions == 0 || len(st.sessions) < st.maxSessions {
+		return 0
+	}
+	type cand struct {
+		k  key
+		at time.Time
+	}
+	var cands []cand
+	now := st.now()
+	for k, e := range st.sessions {
+		if !evictable(e, now) {
+			continue
+		}
+		cands = append(cands, cand{k, e.row.UpdatedAt})
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return a.at.Compare(b.at) })
+	n := min(len(cands), len(st.sessions)-st.maxSessions*9/10+1)
+	for _, c := range cands[:n] {
+		st.forgetLocked(c.k, st.sessions[c.k])
+	}
+	st.evicted.Add(int64(n))
+	return n
+}
+
+// evictable reports whether e may be forgotten: it has ended, no lease
+// is held, and nobody is asked anything.
+func evictable(e *entry, now time.Time) bool {
+	switch e.row.Status {
+	case session.StatusRunning, session.StatusWaiting, session.StatusPaused:
+		return false
+	}
+	if e.lease.Owner != "" && now.Before(e.lease.Expires) {
+		return false
+	}
+	return e.control == nil
+}
+
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{sessions: make(map[key]*entry), now: time.Now}
@@ -157,11 +242,16 @@ func (st *Store) create(ctx context.Context, s *session.Session, l session.Lease
 	if _, ok := st.sessions[k]; ok {
 		return fmt.Errorf("memstore: create session %q: %w", s.ID, session.ErrExists)
 	}
+	forgot := st.evictLocked()
 	e := &entry{row: row, lease: l}
 	e.row.Status = ""
 	st.setStatus(e, row.Status)
 	st.sessions[k] = e
 	s.Tenant = row.Tenant
+	if fn := st.onEvict; forgot > 0 && fn != nil {
+		kept := len(st.sessions)
+		defer fn(forgot, kept) // after the unlock: it may log
+	}
 	return nil
 }
 
@@ -257,6 +347,12 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	if !ok {
 		return notFound("delete session", id)
 	}
+	st.forgetLocked(k, e)
+	return nil
+}
+
+// forgetLocked removes session e, of key k. st.mu is held.
+func (st *Store) forgetLocked(k key, e *entry) {
 	e.wakeFollowers()
 	delete(st.sessions, k)
 	delete(st.controlled, k)
@@ -265,7 +361,6 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 	if st.last == e {
 		st.last = nil // a commit to the deleted session must not find it
 	}
-	return nil
 }
 
 // Commit appends c.Events, keeping the pointers, and updates the session
