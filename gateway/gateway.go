@@ -275,6 +275,11 @@ type serving struct {
 	// looked is the Seq of the newest input the inbox watch has seen
 	// during the turn (look): the next look reads after it.
 	looked int64
+	// foreign is the store's count of other processes' writes
+	// (session.Foreign) when the turn's inputs were read, then at the
+	// watch's last look: a look skips its read while it is the same (no
+	// other process can have submitted input since).
+	foreign int64
 	// applied holds the newer inputs the source's policy was applied to
 	// during the turn (whether they were submitted here, or seen in the
 	// inbox, submitted by another process).

@@ -219,10 +219,16 @@ func (g *Gateway) watch(ctx context.Context, k skey, s *serving) (stop func()) {
 // than the turn's, and than the last look's — a bounded read each time,
 // however much the source piles up.
 func (g *Gateway) look(ctx context.Context, k skey, s *serving) {
+	foreign := g.foreign()
 	g.mu.Lock()
 	after, running := max(s.upto, s.looked), s.turn != nil
+	same := foreign != -1 && foreign == s.foreign
+	s.foreign = foreign
 	g.mu.Unlock()
-	if !running {
+	if !running || same {
+		// No turn, or no other process has written since the turn's
+		// inputs were read or the last look: input submitted here
+		// reached the turn through Submit (arrived).
 		return
 	}
 	newer, err := g.inbox.Inputs(ctx, k.source, after, g.readLimit(k.source))
@@ -241,6 +247,15 @@ func (g *Gateway) look(ctx context.Context, k skey, s *serving) {
 		s.looked = max(s.looked, newer[len(newer)-1].Seq)
 		g.mu.Unlock()
 	}
+}
+
+// foreign is the inbox's count of other processes' writes
+// (session.Foreign); -1 when it cannot tell.
+func (g *Gateway) foreign() int64 {
+	if f, ok := g.inbox.(session.Foreign); ok {
+		return f.Foreign()
+	}
+	return -1
 }
 
 // isRejected reports whether err is apply's refusal of an input by the
@@ -319,6 +334,7 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 	for ctx.Err() == nil {
 		// The oldest inputs, as many as a turn may take: a source that
 		// piled up more is read a turn at a time.
+		foreign := g.foreign()
 		pending, err := g.inbox.Pending(ctx, k.source, limit)
 		if err != nil {
 			fail(fmt.Errorf("read the inbox: %w", err))
@@ -384,6 +400,7 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
 		g.mu.Lock()
 		s.turn, s.interrupted, s.interruptBy, s.run, s.steer, s.upto, s.applied, s.looked = t, false, nil, nil, nil, upto, nil, 0
+		s.foreign = foreign
 		g.mu.Unlock()
 		err = t.runGroups(ctx, g.groups)
 		g.mu.Lock()

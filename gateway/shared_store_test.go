@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -285,5 +286,72 @@ func TestAnswerQueuedBehindAnotherProcess(t *testing.T) {
 			t.Errorf("run_started %+v, want the server's next turn answering the input", starts)
 		}
 		cli.r.Close(context.Background())
+	})
+}
+
+// foreignStore is a shared memstore as one process sees it, with the
+// count of other processes' writes (session.Foreign) the test moves, and
+// a count of the inbox reads the serving gateway's watch makes.
+type foreignStore struct {
+	*memstore.Store
+	n      atomic.Int64
+	inputs atomic.Int64
+}
+
+func (f *foreignStore) Foreign() int64 { return f.n.Load() }
+
+func (f *foreignStore) Inputs(ctx context.Context, source string, after int64, limit int) ([]session.InboxInput, error) {
+	f.inputs.Add(1)
+	return f.Store.Inputs(ctx, source, after, limit)
+}
+
+// With a store that tells when other processes wrote (SQLite's
+// data_version), the watch of a running turn reads the inbox only when
+// one did: a look with nothing foreign is skipped (input submitted here
+// reaches the turn through Submit), and one after a foreign write finds
+// the other process's input and applies the policy to it.
+func TestWatchReadsOnlyAfterForeignWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shared := memstore.New()
+		fs := &foreignStore{Store: shared}
+		server := newEnvWrapped(t, gateway.Config{Policy: gateway.Reject}, func(*memstore.Store) session.Store { return fs })
+		server.store = shared
+		sender := onStore(t, shared, gateway.Config{Policy: gateway.Reject})
+		server.bot.inModel = make(chan struct{}, 8)
+		server.bot.release = make(chan struct{})
+		stop := server.run(t)
+		defer stop()
+		first := server.submit(t, "chat", "slow question")
+		<-server.bot.inModel
+		reads := fs.inputs.Load()
+		late := sender.submit(t, "chat", "and another thing") // the store has not told yet
+		time.Sleep(2 * time.Second)                           // ten looks of the watch
+		synctest.Wait()
+		if n := fs.inputs.Load() - reads; n != 0 {
+			t.Errorf("the watch read the inbox %d times with nothing foreign; want 0", n)
+		}
+		state := func(id string) session.InputState {
+			ins, _ := shared.Inputs(context.Background(), "chat", 0, 0)
+			for _, in := range ins {
+				if in.ID == id {
+					return in.State
+				}
+			}
+			return ""
+		}
+		if s := state(late.ID); s != session.InputPending {
+			t.Errorf("the late input is %s before the store told of it; want pending", s)
+		}
+		fs.n.Add(1) // the store finds the other process's write
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if s := state(late.ID); s != session.InputRefused {
+			t.Errorf("the late input is %s after the store told of a foreign write; want refused (policy reject)", s)
+		}
+		close(server.bot.release)
+		synctest.Wait()
+		if s := state(first.ID); s != session.InputAnswered {
+			t.Errorf("the first input is %s; want answered", s)
+		}
 	})
 }

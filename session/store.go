@@ -506,6 +506,17 @@ type Inbox interface {
 	Refuse(ctx context.Context, ids []string, reason string) error
 }
 
+// Foreign is the optional capability of a store that can tell when
+// another process wrote to it: Foreign returns a count that changes
+// (within the store's poll interval) after another process committed
+// anything, and stays the same while only this process writes. A reader
+// that polls the store for what other processes did skips the read when
+// the count has not changed since its last. A store that cannot tell
+// does not implement it.
+type Foreign interface {
+	Foreign() int64
+}
+
 // Bounds bound what one source of an inbox may have pending: its inputs,
 // and their size (InboxInput.Size). A zero field bounds nothing.
 type Bounds struct {

@@ -122,3 +122,43 @@ func TestReadsArePreparedOnce(t *testing.T) {
 		t.Fatalf("%d statements prepared for 100 reads of two shapes; want 2", n)
 	}
 }
+
+// Foreign changes once another store on the file has committed, found
+// by the next look of the data_version, and not while only this store
+// writes (a process's own commits are not foreign).
+func TestForeign(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a.db")
+	a := openFollow(t, path, WithPollInterval(5*time.Millisecond))
+	b := openFollow(t, path, WithPollInterval(5*time.Millisecond))
+	ctx := t.Context()
+	if err := a.CreateSession(ctx, &session.Session{ID: "s", Agent: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	// a's writer has read the data_version since b last wrote (b made
+	// its schema before a opened; a's looks since found that).
+	if err := a.g.look(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := a.Foreign()
+	for i := range 20 {
+		if err := a.CreateSession(ctx, &session.Session{ID: fmt.Sprint("own", i), Agent: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.g.look(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Foreign(); got != n {
+		t.Errorf("Foreign went from %d to %d with only this store writing", n, got)
+	}
+	if err := b.CreateSession(ctx, &session.Session{ID: "theirs", Agent: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.g.look(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Foreign(); got == n {
+		t.Errorf("Foreign stayed %d after another store committed", got)
+	}
+}

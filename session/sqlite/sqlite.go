@@ -47,6 +47,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"time"
 
@@ -110,6 +111,7 @@ type Store struct {
 	// poll), makes them all read the log.
 	waiters follow.Waiters
 	others  sync.WaitGroup // the goroutine of lookForOthers
+	foreign atomic.Int64   // other processes' commits found (Foreign)
 	stop    chan struct{}  // closed by Close: lookForOthers returns
 
 	// The statements of reads, prepared once by Open (those of writes
@@ -316,19 +318,29 @@ func (st *Store) open(ctx context.Context, base string) (err error) {
 	st.c.SetMaxOpenConns(1)
 	st.k = newCheckpointer(st.c)
 	st.g.ck = st.k
-	st.g.foreign = st.waiters.WakeAll
+	st.g.foreign = func() {
+		st.foreign.Add(1)
+		st.waiters.WakeAll()
+	}
 	st.stop = make(chan struct{})
 	st.others.Go(st.lookForOthers)
 	return nil
 }
 
+var _ session.Foreign = (*Store)(nil)
+
+// Foreign counts the times the store found that other processes had
+// committed (see session.Foreign): within the poll interval of their
+// commit.
+func (st *Store) Foreign() int64 { return st.foreign.Load() }
+
 // lookForOthers finds the commits of other processes while this one
-// writes nothing, for the followers: every poll interval in which some
-// follow and the writer began no transaction (which reads the
-// data_version itself), it reads the data_version on the writer's
-// connection (writer.look). One statement an interval for the store,
-// however many follow: a follower reads the log only when a commit it
-// was not handed happened.
+// writes nothing, for the followers and for Foreign: every poll interval
+// in which the writer began no transaction (which reads the data_version
+// itself), it reads the data_version on the writer's connection
+// (writer.look). One statement an interval for the store, however many
+// follow: a follower reads the log only when a commit it was not handed
+// happened.
 func (st *Store) lookForOthers() {
 	t := time.NewTicker(st.poll)
 	defer t.Stop()
@@ -340,7 +352,7 @@ func (st *Store) lookForOthers() {
 			return
 		}
 		now := st.g.began.Load()
-		if now == began && st.waiters.Any() {
+		if now == began {
 			st.g.look(context.Background())
 		}
 		began = now
