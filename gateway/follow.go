@@ -151,6 +151,12 @@ type Following struct {
 	started  atomic.Bool   // Events was called
 	kick     chan struct{} // the tracker's state changed: the checker looks again
 
+	// before is the gateway's next change when Events submitted the
+	// input (nil for Follow): the checker's first look is spared when
+	// the input was stored anew (pending, then) and no change since
+	// names it.
+	before *change
+
 	mu       sync.Mutex
 	sub      *Submitted  // guarded by mu
 	storeErr error       // guarded by mu
@@ -292,6 +298,7 @@ func (f *Following) Events(ctx context.Context) iter.Seq2[*session.Event, error]
 				if f.in == nil {
 					return
 				}
+				f.before = f.g.changes.wait()
 				sub, err := f.g.Submit(ctx, *f.in)
 				if err != nil && sub != nil {
 					// Stored, and refused at once (the source's policy, or a
@@ -416,12 +423,20 @@ func (f *Following) check(ctx context.Context, end context.CancelCauseFunc) {
 	}
 	poll := time.NewTimer(f.g.cfg.FollowPoll)
 	defer poll.Stop()
+	first := true
 	for {
 		next := f.g.changes.wait()
-		if o := f.look(ctx); o != nil {
+		if first && f.fresh() {
+			// Stored anew, pending then, and refused by this process
+			// since only if a change names it: the look is spared (one
+			// read of the inbox a turn). Another process's refusal is
+			// seen at the next FollowPoll, as ever.
+			next = f.before
+		} else if o := f.look(ctx); o != nil {
 			end(&endCause{*o})
 			return
 		}
+		first = false
 		f.mu.Lock()
 		ph := f.tr.phase()
 		idle := ph == phaseRunning || ph == phaseWaiting && f.tr.input == ""
@@ -449,6 +464,14 @@ func (f *Following) check(ctx context.Context, end context.CancelCauseFunc) {
 			}
 		}
 	}
+}
+
+// fresh reports whether Events stored the input anew, pending (not a
+// duplicate of one stored before, which may have been refused already).
+func (f *Following) fresh() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.before != nil && f.sub != nil && !f.sub.Duplicate && f.storeErr == nil
 }
 
 // dependsOn returns the inputs whose refusal may end the turn now: the
