@@ -67,6 +67,10 @@ func targets(watch, sqlite bool) []string {
 	names = append(names, "server")
 	if sqlite {
 		names = append(names, "server-sqlite")
+		if os.Getenv("AGENTRT_TEST_POSTGRES") != "" {
+			// Postgres as the tests reach it: the shared store's figures.
+			names = append(names, "server-postgres")
+		}
 	}
 	return names
 }
@@ -85,6 +89,8 @@ func newTarget(b *testing.B, name string, m *slowEcho, workers int) target {
 		return serverTarget(b, memstore.New(), m, workers)
 	case "server-sqlite":
 		return serverTarget(b, stores[0].open(b), m, workers)
+	case "server-postgres":
+		return serverTarget(b, stores[1].open(b), m, workers)
 	}
 	b.Fatalf("no target %q", name)
 	return target{}
