@@ -28,11 +28,14 @@ type Exec struct {
 	// when its run has ended and every goroutine it started has returned.
 	pendingBuf [8]*session.Event // pending's first backing array
 	ranBuf     [4]callAttempt    // ran's first backing array
-	commit     session.Commit
-	snapshot   session.Snapshot
-	msgs       []model.Message
-	req        model.Request
-	asm        model.Assembler
+	// announced's first backing array: a reply that streams its calls
+	// announces their ids (liveCallID) with no allocation of its own.
+	announcedBuf [4]announcedID
+	commit       session.Commit
+	snapshot     session.Snapshot
+	msgs         []model.Message
+	req          model.Request
+	asm          model.Assembler
 }
 
 // execRun is the part of an Exec that belongs to one run. It is reset as
@@ -103,6 +106,7 @@ func (r *Runner) newExec(a *Agent, st *State) *Exec {
 		hooks: hookSet{h: r.hooksOf(a)}}
 	x.pending = x.pendingBuf[:0]
 	x.ran = x.ranBuf[:0]
+	x.announced = x.announcedBuf[:0]
 	return x
 }
 
@@ -129,6 +133,7 @@ func (r *Runner) putExec(x *Exec) {
 	}
 	clear(x.pendingBuf[:])
 	clear(x.ranBuf[:])
+	clear(x.announcedBuf[:])
 	x.execRun = execRun{}
 	x.req = model.Request{}
 	// The last commit's events and the last reply are the conversation's

@@ -51,3 +51,24 @@ func TestLiveToolCallDeltaCost(t *testing.T) {
 		t.Errorf("yielded (-want +got):\n%s", diff)
 	}
 }
+
+// Announcing a streamed call's id (liveCallID) allocates nothing for the
+// first calls of a reply: an Exec from the pool announces into its own
+// array (one allocation a turn before, the first append).
+func TestLiveCallIDAllocatesNothing(t *testing.T) {
+	r := &Runner{}
+	a := &Agent{}
+	st := &State{SessionID: "s1", RunID: "r1"}
+	d := model.ToolCallDelta{Index: 0, ID: "call_1"}
+	base := testing.AllocsPerRun(100, func() { r.execs.Put(r.newExec(a, st)) })
+	if n := testing.AllocsPerRun(100, func() {
+		x := r.newExec(a, st)
+		if id := x.liveCallID(&d); id != "call_1" {
+			t.Fatalf("id %q, want call_1", id)
+		}
+		x.announced = x.announced[:0]
+		r.execs.Put(x)
+	}); n > base {
+		t.Errorf("%v allocations to take an Exec and announce a call's id, %v to take it; want no more", n, base)
+	}
+}
