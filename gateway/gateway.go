@@ -276,9 +276,10 @@ type serving struct {
 	// during the turn (look): the next look reads after it.
 	looked int64
 	// foreign is the store's count of other processes' writes
-	// (session.Foreign) when the turn's inputs were read, then at the
-	// watch's last look: a look skips its read while it is the same (no
-	// other process can have submitted input since).
+	// (session.Foreign) at the watch's last look that read the inbox
+	// (lookAnyway when the turn starts: its first look reads): a look
+	// skips its read while it is the same (no other process can have
+	// submitted input since).
 	foreign int64
 	// applied holds the newer inputs the source's policy was applied to
 	// during the turn (whether they were submitted here, or seen in the

@@ -223,18 +223,22 @@ func (g *Gateway) look(ctx context.Context, k skey, s *serving) {
 	g.mu.Lock()
 	after, running := max(s.upto, s.looked), s.turn != nil
 	same := foreign != -1 && foreign == s.foreign
-	s.foreign = foreign
 	g.mu.Unlock()
 	if !running || same {
-		// No turn, or no other process has written since the turn's
-		// inputs were read or the last look: input submitted here
-		// reached the turn through Submit (arrived).
+		// No turn, or no other process has written since the last look
+		// that read: input submitted here reached the turn through
+		// Submit (arrived).
 		return
 	}
 	newer, err := g.inbox.Inputs(ctx, k.source, after, g.readLimit(k.source))
 	if err != nil {
-		return // the worker's next read of the inbox reports it
+		return // the worker's next read of the inbox reports it; the next look reads again
 	}
+	g.mu.Lock()
+	if s.turn != nil {
+		s.foreign = foreign // read up to here
+	}
+	g.mu.Unlock()
 	for _, in := range newer {
 		if in.State == session.InputPending && in.Corrupt == "" {
 			if err := g.apply(ctx, k, s, in); err != nil && !isRejected(err) {
@@ -248,6 +252,10 @@ func (g *Gateway) look(ctx context.Context, k skey, s *serving) {
 		g.mu.Unlock()
 	}
 }
+
+// lookAnyway is a serving's foreign count that no store's matches: the
+// watch's next look reads.
+const lookAnyway = -2
 
 // foreign is the inbox's count of other processes' writes
 // (session.Foreign); -1 when it cannot tell.
@@ -334,7 +342,6 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 	for ctx.Err() == nil {
 		// The oldest inputs, as many as a turn may take: a source that
 		// piled up more is read a turn at a time.
-		foreign := g.foreign()
 		pending, err := g.inbox.Pending(ctx, k.source, limit)
 		if err != nil {
 			fail(fmt.Errorf("read the inbox: %w", err))
@@ -400,7 +407,10 @@ func (g *Gateway) serve(ctx context.Context, k skey, s *serving, o serveOpts) (f
 			Merged: g.merge.Merge(inputs), Restart: restart, g: g, s: s, k: k, delivered: len(carried), yield: o.yield}
 		g.mu.Lock()
 		s.turn, s.interrupted, s.interruptBy, s.run, s.steer, s.upto, s.applied, s.looked = t, false, nil, nil, nil, upto, nil, 0
-		s.foreign = foreign
+		// The watch's first look reads, whatever the store's count of
+		// foreign writes: input submitted here between the read above
+		// and now met no turn to apply the policy to (Submit's apply).
+		s.foreign = lookAnyway
 		g.mu.Unlock()
 		err = t.runGroups(ctx, g.groups)
 		g.mu.Lock()

@@ -323,6 +323,8 @@ func TestWatchReadsOnlyAfterForeignWrites(t *testing.T) {
 		defer stop()
 		first := server.submit(t, "chat", "slow question")
 		<-server.bot.inModel
+		time.Sleep(gateway.DefaultPoll) // the watch's first look reads, and finds nothing
+		synctest.Wait()
 		reads := fs.inputs.Load()
 		late := sender.submit(t, "chat", "and another thing") // the store has not told yet
 		time.Sleep(2 * time.Second)                           // ten looks of the watch

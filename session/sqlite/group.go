@@ -206,11 +206,13 @@ func (w *writer) flush(ops []*writeOp) {
 			}
 		}()
 		if dc != w.t.conn {
-			// A new connection (database/sql replaced a broken one).
+			// A new connection (database/sql replaced a broken one):
+			// its data_version is its own.
 			if err := w.t.prepare(dc.(driver.Conn)); err != nil {
 				return err
 			}
 			w.forget()
+			w.version = -1
 		}
 		w.flushOn(&w.t, ops)
 		return nil
@@ -361,6 +363,7 @@ func (w *writer) look(ctx context.Context) error {
 				return err
 			}
 			w.forget()
+			w.version = -1
 		}
 		var v int64
 		if err := w.t.queryRow(sDataVersion, nil, &v); err != nil {
