@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -222,7 +223,7 @@ func (r *Runner) ResolveAndContinue(ctx context.Context, sessionID, requestID st
 		return out, nil
 	}
 	// The last answer: the run goes on, from this claim and lease.
-	h.begins(x.st.RunID, x.st.Seq)
+	h.begins(x.st.RunID, cmp.Or(x.st.TurnID, x.st.RunID), x.st.Seq)
 	if err := x.hooks.turnStart(ctx, x.info(), ""); err != nil {
 		_, _, err = r.abandon(x, err)
 		return out, err

@@ -209,7 +209,7 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		return r.abandon(x, waitingErr(x.st))
 	}
 	runID := r.newID()
-	h.begins(runID, x.st.Seq)
+	h.begins(runID, cmp.Or(in.TurnID, runID), x.st.Seq)
 	info := HookInfo{Tenant: x.key.tenant, SessionID: id, RunID: runID, Agent: x.agent.Name, Turn: x.st.Turn + 1}
 	if err := x.hooks.turnStart(ctx, info, in.Text); err != nil {
 		return r.abandon(x, err)
@@ -303,7 +303,7 @@ func (r *Runner) startResume(ctx context.Context, id string, detached bool, how 
 		return r.abandon(x, &Error{Kind: FailState, Code: CodeBusy,
 			Msg: fmt.Sprintf("session %q is a sub-agent's, resumed by its parent %s", id, st.Parent.SessionID)})
 	}
-	h.begins(st.RunID, st.Seq)
+	h.begins(st.RunID, cmp.Or(st.TurnID, st.RunID), st.Seq)
 	if err := x.hooks.turnStart(ctx, x.info(), ""); err != nil {
 		return r.abandon(x, err)
 	}

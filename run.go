@@ -53,6 +53,7 @@ type Run struct {
 	// found earlier, through Active); guarded by mu.
 	id       string
 	after    int64
+	turn     string                 // the turn the run belongs to (RunStarted.TurnID), once known; guarded by mu
 	children []*Run                 // sub-agents' runs in progress; guarded by mu
 	steer    []session.InputSteered // input for the model's next call; guarded by mu
 	// interruptBy are the inbox inputs that interrupted the run (see
@@ -93,11 +94,21 @@ func (h *Run) ID() string {
 	return h.id
 }
 
-// begins records the run's id and the seq its events come after.
-func (h *Run) begins(id string, after int64) {
+// begins records the run's id, the turn it belongs to and the seq its
+// events come after.
+func (h *Run) begins(id, turn string, after int64) {
 	h.mu.Lock()
-	h.id, h.after = id, after
+	h.id, h.turn, h.after = id, turn, after
 	h.mu.Unlock()
+}
+
+// TurnID returns the id of the turn the run belongs to (the gateway's,
+// see session.RunStarted.TurnID; a run the gateway did not start is a
+// turn of its own): empty until the run has loaded its session.
+func (h *Run) TurnID() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.turn
 }
 
 // SessionID returns the session the run belongs to.

@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -131,7 +132,7 @@ func (r *Runner) holdFor(ctx context.Context, id string, st *State) (*hold, erro
 		}
 		x.st = st
 	}
-	h.begins(x.st.RunID, x.st.Seq)
+	h.begins(x.st.RunID, cmp.Or(x.st.TurnID, x.st.RunID), x.st.Seq)
 	x.lease.watch(h.cancel)
 	hd := r.keep(x, rctx)
 	hd2, err := r.stepping.take(k, nil)

@@ -746,18 +746,33 @@ func (g *Gateway) apply(ctx context.Context, k skey, s *serving, in session.Inbo
 	case actInterrupt:
 		g.interrupt(k, s, in.ID)
 	case actSteer:
-		// The turn's own run, once the worker has recorded it (track);
-		// until then the input waits with the turn, and track gives it to
-		// the run. (Not the session's active run: before track that may be
-		// another source's, or a person's.)
+		// The turn's own run, once the worker has recorded it (track), or
+		// the session's active run if it is of this turn (it may run
+		// before the worker records it, and end before then: track would
+		// come too late); else the input waits with the turn, and track
+		// gives it to the run. (Not any active run: before track that may
+		// be another source's, or a person's.)
 		g.mu.Lock()
 		h := s.run
+		g.mu.Unlock()
+		if h == nil && t != nil {
+			if a, ok := g.r.Active(ctx, t.Session); ok && a.TurnID() == t.ID {
+				h = a
+			}
+		}
+		text := g.merge.Merge([]session.InboxInput{in}).Text
+		if h != nil {
+			h.Steer(text, []string{in.ID}) // false: the run ended; the next turn answers it
+			break
+		}
+		g.mu.Lock()
+		h = s.run // track may have come meanwhile
 		if h == nil {
 			s.steer = append(s.steer, in)
 		}
 		g.mu.Unlock()
 		if h != nil {
-			h.Steer(g.merge.Merge([]session.InboxInput{in}).Text, []string{in.ID})
+			h.Steer(text, []string{in.ID})
 		}
 	}
 	return nil

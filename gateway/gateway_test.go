@@ -408,10 +408,18 @@ func TestSteerPolicy(t *testing.T) {
 		defer stop()
 		e.submit(t, "chat", "order 42")
 		<-e.inTool // the refund runs
+		h, ok := e.r.Active(context.Background(), "chat")
+		if !ok {
+			t.Fatal("no active run while the refund runs")
+		}
+		turn := h.TurnID()
 		second := e.submit(t, "chat", "and thanks")
 		close(e.toolGate)
 		synctest.Wait()
 		starts := events[session.RunStarted](t, e.store, "chat")
+		if len(starts) == 0 || starts[0].TurnID != turn || turn == "" {
+			t.Fatalf("the active run's TurnID %q, run_started %+v: want the turn's id (the gateway steers into the session's active run when it is of the turn)", turn, starts)
+		}
 		steered := events[session.InputSteered](t, e.store, "chat")
 		if len(starts) != 1 || len(steered) != 1 || strings.Join(steered[0].Inputs, ",") != second.ID {
 			t.Fatalf("run_started %+v, input_steered %+v: want one turn, the second input steered into it", starts, steered)
