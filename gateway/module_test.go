@@ -9,8 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/session"
@@ -318,8 +316,10 @@ func TestWaitingForAWorkerShows(t *testing.T) {
 			t.Errorf("Busy %d, Waiting %d; want 2 and 3", b, w)
 		}
 		mu.Lock()
-		if diff := cmp.Diff([][2]int{{2, 3}}, told); diff != "" {
-			t.Errorf("OnFull heard (-want +got):\n%s", diff)
+		// Once, at the first look that left a source waiting (the
+		// submits may still have been coming: one to three waited then).
+		if len(told) != 1 || told[0][0] != 2 || told[0][1] < 1 || told[0][1] > 3 {
+			t.Errorf("OnFull heard %v; want once, 2 busy and 1 to 3 waiting", told)
 		}
 		mu.Unlock()
 		close(hold)
