@@ -233,12 +233,8 @@ func TestTheInboxWatchReadsBoundedPages(t *testing.T) {
 		var store *readCounter
 		e := newEnvWrapped(t, gateway.Config{Policy: gateway.Queue, MaxPending: 4},
 			func(m *memstore.Store) session.Store { store = &readCounter{Store: m}; return store })
-		e.bot.inModel = make(chan struct{}, 8)
-		e.bot.release = make(chan struct{})
-		stop := e.run(t)
+		_, stop := e.busy(t, "slow")
 		defer stop()
-		e.submit(t, "chat", "slow")
-		<-e.bot.inModel
 		for i := range 20 {
 			if _, _, err := e.store.Submit(context.Background(), &session.InboxInput{ID: fmt.Sprint("other", i), Source: "chat", SessionID: "chat",
 				Parts: []session.InputPart{{Type: "text", Text: "more"}}}); err != nil {

@@ -193,12 +193,8 @@ func TestFollowPersonInterruptEndsTheTurn(t *testing.T) {
 func TestRejectedInputRetriedIsRefusedAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, gateway.Config{Policy: gateway.Reject})
-		e.bot.inModel = make(chan struct{}, 8)
-		e.bot.release = make(chan struct{})
-		stop := e.run(t)
+		_, stop := e.busy(t, "slow")
 		defer stop()
-		e.submit(t, "chat", "slow")
-		<-e.bot.inModel
 		in := gateway.Input{Source: "chat", Text: "order 2", Key: "k1"}
 		_, err := e.g.Submit(t.Context(), in)
 		if agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected {
@@ -323,12 +319,8 @@ func TestFollowersReadOnlyTheirRefusals(t *testing.T) {
 func TestOpenRefusedAtSubmitHasItsOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, gateway.Config{Policy: gateway.Reject})
-		e.bot.inModel = make(chan struct{}, 8)
-		e.bot.release = make(chan struct{})
-		stop := e.run(t)
+		_, stop := e.busy(t, "slow")
 		defer stop()
-		e.submit(t, "chat", "slow")
-		<-e.bot.inModel
 		f := e.g.Open(gateway.Input{Source: "chat", Text: "order 2"}, 0)
 		if _, err := follow(t.Context(), f); agentrt.AsError(err).ErrorCode() != agentrt.CodeInputRejected {
 			t.Fatalf("the follower ended with %v, want input_rejected", err)

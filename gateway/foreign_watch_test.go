@@ -55,12 +55,8 @@ func TestWatchLookFailureKeepsTheForeignWrite(t *testing.T) {
 		server := newEnvWrapped(t, gateway.Config{Policy: gateway.Reject}, func(*memstore.Store) session.Store { return fs })
 		server.store = shared
 		sender := onStore(t, shared, gateway.Config{Policy: gateway.Reject})
-		server.bot.inModel = make(chan struct{}, 8)
-		server.bot.release = make(chan struct{})
-		stop := server.run(t)
+		_, stop := server.busy(t, "slow question")
 		defer stop()
-		server.submit(t, "chat", "slow question")
-		<-server.bot.inModel
 		time.Sleep(gateway.DefaultPoll) // the first look
 		synctest.Wait()
 		late := sender.submit(t, "chat", "and another thing")

@@ -157,6 +157,19 @@ func (e *env) run(t *testing.T) (stop func()) {
 	}
 }
 
+// busy runs e's gateway with a turn of source chat held in its model
+// call (text is "slow…"; close e.bot.release to let it answer): the
+// input, and stop, which ends the gateway.
+func (e *env) busy(t *testing.T, text string) (*gateway.Submitted, func()) {
+	t.Helper()
+	e.bot.inModel = make(chan struct{}, 8)
+	e.bot.release = make(chan struct{})
+	stop := e.run(t)
+	in := e.submit(t, "chat", text)
+	<-e.bot.inModel
+	return in, stop
+}
+
 func (e *env) submit(t *testing.T, source, text string) *gateway.Submitted {
 	t.Helper()
 	s, err := e.g.Submit(context.Background(), gateway.Input{Source: source, Text: text})

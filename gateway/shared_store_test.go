@@ -138,12 +138,8 @@ func TestInputFromAnotherProcessRejected(t *testing.T) {
 		shared := memstore.New()
 		server := onStore(t, shared, gateway.Config{Policy: gateway.Reject})
 		sender := onStore(t, shared, gateway.Config{Policy: gateway.Reject})
-		server.bot.inModel = make(chan struct{}, 8)
-		server.bot.release = make(chan struct{})
-		stop := server.run(t)
+		first, stop := server.busy(t, "slow question")
 		defer stop()
-		first := server.submit(t, "chat", "slow question")
-		<-server.bot.inModel
 		late := sender.submit(t, "chat", "and another thing")
 		time.Sleep(time.Second) // the server's watch looks at the inbox
 		synctest.Wait()
@@ -264,12 +260,8 @@ func TestAnswerQueuedBehindAnotherProcess(t *testing.T) {
 		shared := memstore.New()
 		server := onStore(t, shared, gateway.Config{Policy: gateway.Queue})
 		cli := onStore(t, shared, gateway.Config{Policy: gateway.Queue})
-		server.bot.inModel = make(chan struct{}, 8)
-		server.bot.release = make(chan struct{})
-		stop := server.run(t)
+		_, stop := server.busy(t, "slow question")
 		defer stop()
-		server.submit(t, "chat", "slow question")
-		<-server.bot.inModel
 		sub := cli.submit(t, "chat", "next question")
 		err := cli.g.Answer(context.Background(), sub, nil)
 		if code := agentrt.AsError(err).ErrorCode(); code != agentrt.CodeLeaseHeld {
@@ -317,12 +309,8 @@ func TestWatchReadsOnlyAfterForeignWrites(t *testing.T) {
 		server := newEnvWrapped(t, gateway.Config{Policy: gateway.Reject}, func(*memstore.Store) session.Store { return fs })
 		server.store = shared
 		sender := onStore(t, shared, gateway.Config{Policy: gateway.Reject})
-		server.bot.inModel = make(chan struct{}, 8)
-		server.bot.release = make(chan struct{})
-		stop := server.run(t)
+		first, stop := server.busy(t, "slow question")
 		defer stop()
-		first := server.submit(t, "chat", "slow question")
-		<-server.bot.inModel
 		time.Sleep(gateway.DefaultPoll) // the watch's first look reads, and finds nothing
 		synctest.Wait()
 		reads := fs.inputs.Load()
@@ -332,15 +320,7 @@ func TestWatchReadsOnlyAfterForeignWrites(t *testing.T) {
 		if n := fs.inputs.Load() - reads; n != 0 {
 			t.Errorf("the watch read the inbox %d times with nothing foreign; want 0", n)
 		}
-		state := func(id string) session.InputState {
-			ins, _ := shared.Inputs(context.Background(), "chat", 0, 0)
-			for _, in := range ins {
-				if in.ID == id {
-					return in.State
-				}
-			}
-			return ""
-		}
+		state := func(id string) session.InputState { return inputState(shared, "chat", id) }
 		if s := state(late.ID); s != session.InputPending {
 			t.Errorf("the late input is %s before the store told of it; want pending", s)
 		}

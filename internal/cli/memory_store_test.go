@@ -3,7 +3,6 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -57,13 +56,7 @@ func TestServeMemoryStoreIsBounded(t *testing.T) {
 	if resp, err := http.Get(s.url + "/v1/sessions/s00"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the oldest session: %v %v; want forgotten (404)", resp, err)
 	}
-	m, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(m.Body)
-	m.Body.Close()
-	if !strings.Contains(string(b), "\nagentrt_memory_sessions_forgotten 4") {
+	if b := s.metrics(); !strings.Contains(b, "\nagentrt_memory_sessions_forgotten 4") {
 		t.Errorf("/metrics does not count the forgotten sessions:\n%s", b)
 	}
 	s.stopOK()

@@ -482,3 +482,18 @@ func lastID(t *testing.T, evs []sseEvent) int64 {
 	}
 	return 0
 }
+
+// metrics returns the body of the server's /metrics.
+func (s *serveProc) metrics() string {
+	s.t.Helper()
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,16 +77,8 @@ func TestServeCountsAbandonedModules(t *testing.T) {
 	s := startServe(t, e, []string{"AGENTRT_GATE=stuck", "AGENTRT_STUCK_TIMEOUT=100ms"})
 	e.sent("--source", "chat", "hi")
 	s.waitLog("module stuck: timed out after 100ms")
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), "\nagentrt_gateway_modules_abandoned 1\n") {
+	b := s.metrics()
+	if !strings.Contains(b, "\nagentrt_gateway_modules_abandoned 1\n") {
 		t.Errorf("/metrics does not count the abandoned module:\n%s", b)
 	}
 	s.stopOK()
@@ -106,17 +96,9 @@ func TestServeShowsTurnsWaitingForAWorker(t *testing.T) {
 	s.waitLog(blockedLine("stuck"))
 	e.sent("--source", "other", "hello")
 	s.waitLog("turns wait for a free gateway worker")
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := s.metrics()
 	for _, want := range []string{"\nagentrt_gateway_workers_busy 1\n", "\nagentrt_gateway_sources_waiting 1\n"} {
-		if !strings.Contains(string(b), want) {
+		if !strings.Contains(b, want) {
 			t.Errorf("/metrics lacks %q:\n%s", strings.TrimSpace(want), b)
 		}
 	}
