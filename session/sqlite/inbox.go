@@ -145,7 +145,7 @@ func (st *Store) PendingSources(ctx context.Context, limit int) ([]session.Sourc
 		FROM (SELECT tenant, source, count(*) AS n, sum(size) AS bytes, min(seq) AS first, max(seq) AS last
 			FROM inbox WHERE state = 'pending' GROUP BY tenant, source) g
 		JOIN inbox f ON f.seq = g.first JOIN inbox l ON l.seq = g.last
-		ORDER BY g.first LIMIT ?`, limit)
+		ORDER BY g.first `+limitParam, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: pending sources: %w", err)
 	}
@@ -183,7 +183,7 @@ func (st *Store) Pending(ctx context.Context, source string, limit int) ([]sessi
 		limit = -1
 	}
 	return st.inputs(ctx, "pending inputs of", source, `SELECT `+inputColumns+` FROM inbox
-		WHERE tenant = ? AND source = ? AND state = 'pending' ORDER BY seq LIMIT ?`, session.TenantOf(ctx), source, limit)
+		WHERE tenant = ? AND source = ? AND state = 'pending' ORDER BY seq `+limitParam, session.TenantOf(ctx), source, limit)
 }
 
 // Inputs returns the source's inputs after a seq. See session.Inbox.
@@ -192,7 +192,7 @@ func (st *Store) Inputs(ctx context.Context, source string, after int64, limit i
 		limit = -1
 	}
 	return st.inputs(ctx, "inputs of", source, `SELECT `+inputColumns+` FROM inbox
-		WHERE tenant = ? AND source = ? AND seq > ? ORDER BY seq LIMIT ?`, session.TenantOf(ctx), source, after, limit)
+		WHERE tenant = ? AND source = ? AND seq > ? ORDER BY seq `+limitParam, session.TenantOf(ctx), source, after, limit)
 }
 
 // inputs runs a query of inputColumns.

@@ -102,7 +102,7 @@ func (st *Store) KindRecords(ctx context.Context, kind string, limit int) ([]ses
 		limit = -1 // SQLite's no limit
 	}
 	out, err := st.records(ctx, `SELECT tenant, session_id, kind, key, id, data, version FROM records
-		WHERE kind = ? ORDER BY tenant, session_id, key, id LIMIT ?`, kind, limit)
+		WHERE kind = ? ORDER BY tenant, session_id, key, id `+limitParam, kind, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: records %s: %w", kind, err)
 	}

@@ -107,7 +107,7 @@ func pendingRequestsQuery(tenant string, opt session.RequestListOptions) (string
 	if a := opt.After; !a.IsZero() {
 		q, args = q+` AND (asked, session_id, seq) > (?, ?, ?)`, append(args, a.Asked.UnixMicro(), a.SessionID, a.Seq)
 	}
-	return q + ` ORDER BY asked, session_id, seq LIMIT ?`, append(args, limit)
+	return q + ` ORDER BY asked, session_id, seq ` + limitParam, append(args, limit)
 }
 
 // ExpiredRequests returns the requests of every tenant whose deadline is
@@ -135,7 +135,7 @@ func expiredRequestsQuery(now time.Time, after *session.PendingRequest, limit in
 		q += ` AND (expires, tenant, session_id, seq) > (?, ?, ?, ?)`
 		args = append(args, reqindex.CeilMicro(*after.Request.Expires), after.Tenant, after.SessionID, after.Seq)
 	}
-	return q + ` ORDER BY expires, tenant, session_id, seq LIMIT ?`, append(args, limit), nil
+	return q + ` ORDER BY expires, tenant, session_id, seq ` + limitParam, append(args, limit), nil
 }
 
 // requests runs a query of requestColumns.
@@ -191,7 +191,7 @@ func expiredLeasesQuery(now time.Time, after *session.Session, limit int) (strin
 		}
 		q, args = q+` AND (lease_expires, tenant, id) > (?, ?, ?)`, append(args, expires, after.Tenant, after.ID)
 	}
-	q += ` ORDER BY lease_expires, tenant, id LIMIT ?`
+	q += ` ORDER BY lease_expires, tenant, id ` + limitParam
 	return `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.lease_expires, s.tenant, s.id`, append(args, limit)
 }
 
@@ -261,7 +261,7 @@ func leasedToQuery(owner string, after *session.Session, limit int) (string, []a
 	if after != nil {
 		q, args = q+` AND (tenant, id) > (?, ?)`, append(args, after.Tenant, after.ID)
 	}
-	q += ` ORDER BY tenant, id LIMIT ?`
+	q += ` ORDER BY tenant, id ` + limitParam
 	return `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.tenant, s.id`, append(args, limit)
 }
 

@@ -139,6 +139,14 @@ var (
 	_ session.Controller = (*Store)(nil)
 )
 
+// limitParam is the LIMIT of a query that binds it. Not a bare
+// `LIMIT ?`: SQLite (3.47 on) reads a LIMIT's bound value while planning,
+// which marks the statement to be compiled again whenever that parameter
+// is bound, so a statement prepared once was parsed at every run anyway
+// (most of the cost of a read of the inbox or the log). SQLite does not
+// look into an expression (TestStatementsAreNotCompiledAgain).
+const limitParam = `LIMIT ? + 0`
+
 // sessionColumns are the columns of a session.Session (not log, which is
 // the store's own).
 const sessionColumns = `tenant, id, agent, status, turn, usage, last_seq, metadata, created_at, updated_at`
@@ -381,7 +389,7 @@ func (st *Store) openReaders(ctx context.Context, dsn string) (err error) {
 		{st.r, &st.loadSnapshot, `SELECT sn.seq, sn.data FROM sessions s
 			LEFT JOIN snapshots sn ON sn.tenant = s.tenant AND sn.session_id = s.id
 			WHERE s.tenant = ? AND s.id = ?`},
-		{st.r, &st.eventsPage, `SELECT key, n, json FROM events WHERE key > ? AND key < ? ORDER BY key LIMIT ?`},
+		{st.r, &st.eventsPage, `SELECT key, n, json FROM events WHERE key > ? AND key < ? ORDER BY key ` + limitParam},
 		{st.r, &st.logOf, `SELECT log FROM sessions WHERE tenant = ? AND id = ?`},
 		{st.r, &st.pendingOf, pendingOfSQL},
 	}
@@ -729,7 +737,10 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		from += ` INDEXED BY sessions_active`
 		where = append(where, "status IN ('running', 'waiting')", "status = '"+string(opt.Status)+"'")
 	default:
-		where, args = append(where, "status = ?"), append(args, string(opt.Status))
+		// +?, not ?: a parameter compared with the constant of a partial
+		// index's WHERE (sessions_active) would have the statement
+		// compiled again at every run (see limitParam).
+		where, args = append(where, "status = +?"), append(args, string(opt.Status))
 	}
 	if opt.SkipHidden {
 		// In the query, so that a page is full (session.Hidden's two
@@ -765,7 +776,7 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY ` + order + ` LIMIT ?`
+	q += ` ORDER BY ` + order + ` ` + limitParam
 	q = `SELECT ` + selectColumns + withLastRow("("+q+")") + ` ORDER BY s.` + strings.ReplaceAll(order, ", ", ", s.")
 	rows, err := st.query(ctx, q, append(args, limit)...)
 	if err != nil {
