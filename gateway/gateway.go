@@ -243,6 +243,7 @@ type Gateway struct {
 	// waiting is how many sources with pending inputs Run's last look
 	// left waiting for a free worker.
 	waiting atomic.Int64
+	left    map[skey]bool // those sources; guarded by mu
 
 	// abandoned counts the modules' goroutines left running after their
 	// turn gave up on them (see runModule).
@@ -827,12 +828,15 @@ func (g *Gateway) Waiting() int { return int(g.waiting.Load()) }
 
 // noteFull records that waiting sources waited for a worker in Run's
 // last look, and tells OnFull, at most once a FullNoticeEvery.
-func (g *Gateway) noteFull(waiting int) {
+func (g *Gateway) noteFull(left map[skey]bool) {
+	waiting := len(left)
 	g.waiting.Store(int64(waiting))
+	g.mu.Lock()
+	g.left = left
 	if waiting == 0 || g.cfg.OnFull == nil {
+		g.mu.Unlock()
 		return
 	}
-	g.mu.Lock()
 	now, busy := g.now(), len(g.serving)
 	tell := g.fullNoticed.IsZero() || now.Sub(g.fullNoticed) >= FullNoticeEvery
 	if tell {
@@ -842,6 +846,37 @@ func (g *Gateway) noteFull(waiting int) {
 	if tell {
 		g.cfg.OnFull(busy, waiting)
 	}
+}
+
+// SourceStatus is where a source's inputs stand: what the store holds
+// pending for it (session.SourceState: how many, how large, since when),
+// and what this process's gateway does with it.
+type SourceStatus struct {
+	session.SourceState
+	// Serving: a worker of this process has the source — its turn runs,
+	// or it waits for the source to settle (debounce) or for its session.
+	Serving bool
+	// WaitingForWorker: the last look at the inbox left the source
+	// waiting because every worker was busy (Config.Workers): its turn
+	// queues in this process.
+	WaitingForWorker bool
+}
+
+// Source says where source's inputs stand (ctx's tenant). Another
+// process's gateway may serve a source this one neither serves nor has
+// left waiting: the store's part holds for every process, the rest for
+// this one.
+func (g *Gateway) Source(ctx context.Context, source string) (SourceStatus, error) {
+	st, err := g.inbox.PendingOf(ctx, source)
+	if err != nil {
+		return SourceStatus{}, err
+	}
+	k := skey{session.TenantOf(ctx), source}
+	g.mu.Lock()
+	_, serving := g.serving[k]
+	left := g.left[k]
+	g.mu.Unlock()
+	return SourceStatus{SourceState: st, Serving: serving, WaitingForWorker: left && !serving}, nil
 }
 
 // Pending lists the sources with pending inputs, of every tenant.

@@ -75,7 +75,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		now := g.now()
 		g.forgetIdle(states)
-		waiting := 0
+		var left map[skey]bool // waiting for a worker
 		for _, st := range states {
 			k := skey{st.Tenant, st.Source}
 			g.mu.Lock()
@@ -87,7 +87,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 			full := len(g.serving) >= g.cfg.Workers
 			if full && !busy {
 				g.starved = true
-				waiting++
+				if left == nil {
+					left = make(map[skey]bool)
+				}
+				left[k] = true
 			}
 			g.mu.Unlock()
 			if busy || full {
@@ -111,7 +114,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 				g.serve(ctx, k, s, serveOpts{})
 			})
 		}
-		g.noteFull(waiting)
+		g.noteFull(left)
 		next = max(next, time.Millisecond)
 		g.nextLook.Store(g.now().Add(next).UnixNano())
 		timer.Reset(next)

@@ -315,6 +315,27 @@ func TestWaitingForAWorkerShows(t *testing.T) {
 		if b, w := e.g.Busy(), e.g.Waiting(); b != 2 || w != 3 {
 			t.Errorf("Busy %d, Waiting %d; want 2 and 3", b, w)
 		}
+		// Each source says so: two served, three waiting for a worker,
+		// each with its input pending.
+		served, left := 0, 0
+		for _, src := range []string{"a", "b", "c", "d", "e"} {
+			st, err := e.g.Source(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Pending != 1 || st.Source != src || st.Serving == st.WaitingForWorker {
+				t.Errorf("source %s: %+v; want 1 pending, served or waiting for a worker", src, st)
+			}
+			if st.Serving {
+				served++
+			}
+			if st.WaitingForWorker {
+				left++
+			}
+		}
+		if served != 2 || left != 3 {
+			t.Errorf("%d sources served and %d waiting for a worker; want 2 and 3", served, left)
+		}
 		mu.Lock()
 		// Once, at the first look that left a source waiting (the
 		// submits may still have been coming: one to three waited then).
@@ -329,6 +350,9 @@ func TestWaitingForAWorkerShows(t *testing.T) {
 		}
 		if b, w := e.g.Busy(), e.g.Waiting(); b != 0 || w != 0 {
 			t.Errorf("after the turns: Busy %d, Waiting %d; want 0 and 0", b, w)
+		}
+		if st, err := e.g.Source(context.Background(), "e"); err != nil || st.Pending != 0 || st.Serving || st.WaitingForWorker {
+			t.Errorf("source e after its turn: %+v %v; want nothing pending, not served, not waiting", st, err)
 		}
 		states, err := e.store.PendingSources(context.Background(), 0)
 		if err != nil || len(states) != 0 {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -18,6 +19,9 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/fakellm"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/model/openai"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
@@ -46,13 +50,58 @@ type target struct {
 	srv    *loadServer // nil for the floor
 }
 
+// workload is the turn the benchmarks of the HTTP API take: "echo", the
+// echo model's one reply, in process; "tools", the workload of issue 28 —
+// 4 model calls through the OpenAI client to a fake OpenAI server on
+// loopback (internal/fakellm), the first 3 of which call the tool add.
+var workload = flag.String("bench.workload", "echo", "the benchmarks' turn: echo or tools")
+
+// agentModel is the model of a target's agent for the workload: m, or
+// an OpenAI client of a fake server of its own that takes m's delay.
+func agentModel(b *testing.B, m *slowEcho) model.Model {
+	switch *workload {
+	case "echo":
+		return m
+	case "tools":
+		srv := fakellm.StartWith(b, fakellm.Options{ToolRounds: 3, Delay: m.delay, Forget: true})
+		llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "test",
+			HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2048}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return llm
+	}
+	b.Fatalf("-bench.workload %q: want echo or tools", *workload)
+	return nil
+}
+
+// checkWorkload checks that a turn's stream is the workload's.
+func checkWorkload(id string, evs []sseEvent) error {
+	if *workload != "tools" {
+		return nil
+	}
+	calls, results := 0, 0
+	for _, e := range evs {
+		switch e.typ {
+		case "model_finished":
+			calls++
+		case "tool_result":
+			results++
+		}
+	}
+	if calls != 4 || results != 3 {
+		return fmt.Errorf("session %s: %d model calls and %d tool results, want 4 and 3: %v", id, calls, results, typesOf(evs))
+	}
+	return nil
+}
+
 func floorTarget(b *testing.B, m *slowEcho, route string) target {
-	f := newFloor(b, m)
+	f := newFloor(b, agentModel(b, m))
 	return target{url: f.http.URL, path: func(id string) string { return route + id }, r: f.r, store: f.r.Store(), conns: f.conns}
 }
 
 func serverTarget(b *testing.B, store session.Store, m *slowEcho, workers int) target {
-	s := newLoadServer(b, loadOptions{store: store, model: m, workers: workers})
+	s := newLoadServer(b, loadOptions{store: store, model: m, llm: agentModel(b, m), workers: workers})
 	return target{url: s.http.URL, path: messages, r: s.r, store: s.store, conns: s.conns, settle: s.settle, srv: s}
 }
 
@@ -122,8 +171,10 @@ func (t target) turn(ctx context.Context, c *client, id, text string) error {
 	if err != nil {
 		return err
 	}
-	_, err = checkStream(id, evs)
-	return err
+	if _, err := checkStream(id, evs); err != nil {
+		return err
+	}
+	return checkWorkload(id, evs)
 }
 
 // BenchmarkTurnLatency: one client, sequential turns, each a new session
@@ -216,6 +267,9 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			if *workload != "echo" {
+				return // the heap's op holds the echo model's replies
+			}
 
 			ids := tg.sessions(b, sessions)
 			c.tr.CloseIdleConnections()

@@ -114,7 +114,15 @@ func loadAgent(tb testing.TB, m model.Model) *agentrt.Agent {
 	}) (string, error) {
 		return "deployed to " + in.Env, nil
 	}))
-	tools, err := tool.NewRegistry(deploy)
+	// add is the tool of the benchmarks' workload of tool calls
+	// (-bench.workload tools), which calls it without asking anybody.
+	add := tool.Must(tool.New("add", "adds two numbers", func(ctx context.Context, in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (int, error) {
+		return in.A + in.B, nil
+	}))
+	tools, err := tool.NewRegistry(deploy, add)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -136,6 +144,7 @@ type loadServer struct {
 type loadOptions struct {
 	store session.Store // nil: memstore
 	model *slowEcho     // nil: no delay
+	llm   model.Model   // when set, the agent's model instead of model
 	// workers are the gateway's workers (gateway.workers): the sessions
 	// that run at once. Zero: the default, 64.
 	workers int
@@ -151,7 +160,11 @@ func newLoadServer(tb testing.TB, o loadOptions) *loadServer {
 	}
 	ls := &loadServer{store: o.store}
 	var err error
-	ls.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{loadAgent(tb, o.model)}})
+	var m model.Model = o.model
+	if o.llm != nil {
+		m = o.llm
+	}
+	ls.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{loadAgent(tb, m)}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -219,7 +232,7 @@ type floor struct {
 	conns *connCount
 }
 
-func newFloor(tb testing.TB, m *slowEcho) *floor {
+func newFloor(tb testing.TB, m model.Model) *floor {
 	tb.Helper()
 	r, err := agentrt.NewRunner(agentrt.Config{Store: memstore.New(), Agents: []*agentrt.Agent{loadAgent(tb, m)}})
 	if err != nil {

@@ -132,6 +132,25 @@ type SessionInfo struct {
 	// Requests are the requests waiting for a person (GET of one
 	// session).
 	Requests []agentrt.HumanRequest `json:"requests,omitempty"`
+	// Queued, when the session's own source (its id: the inputs posted
+	// to it without a source) has inputs no turn has taken yet, says how
+	// many and since when, and why they wait (GET of one session).
+	Queued *Queued `json:"queued,omitempty"`
+}
+
+// Queued is the part of a session's status about inputs waiting for
+// their turn.
+type Queued struct {
+	Inputs int       `json:"inputs"`
+	Bytes  int64     `json:"bytes"`
+	Since  time.Time `json:"since"` // when the oldest came
+	// Why they wait, as this process sees it: "worker" — every gateway
+	// worker is busy (gateway.workers), the turn queues; "turn" — a worker
+	// has the source: its turn is starting, or waits for the source to
+	// settle (debounce) or for the session's turn before; "" — neither
+	// here (another process may serve the source, or the gateway's next
+	// look at the inbox takes it).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 func sessionInfo(ss *session.Session) SessionInfo {
@@ -281,6 +300,20 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := sessionInfo(ss)
+	src, err := s.gw.Source(r.Context(), id)
+	if err != nil {
+		writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the session's inbox", Err: err})
+		return
+	}
+	if src.Pending > 0 {
+		info.Queued = &Queued{Inputs: src.Pending, Bytes: src.Bytes, Since: src.First}
+		switch {
+		case src.WaitingForWorker:
+			info.Queued.Waiting = "worker"
+		case src.Serving:
+			info.Queued.Waiting = "turn"
+		}
+	}
 	if ss.Status == session.StatusWaiting {
 		st, err := s.r.Load(r.Context(), id)
 		if err != nil {

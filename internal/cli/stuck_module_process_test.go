@@ -1,6 +1,9 @@
 package cli_test
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,8 +97,40 @@ func TestServeShowsTurnsWaitingForAWorker(t *testing.T) {
 	s := startServe(t, e, []string{"AGENTRT_GATE=stuck"})
 	e.sent("--source", "chat", "hi")
 	s.waitLog(blockedLine("stuck"))
-	e.sent("--source", "other", "hello")
+	// A session's own input, posted while the one worker is held: the
+	// session says its turn queues.
+	post := func(path, body string, want int) {
+		t.Helper()
+		resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("POST %s: %d %s; want %d", path, resp.StatusCode, b, want)
+		}
+	}
+	post("/v1/sessions", `{"id":"queued"}`, http.StatusCreated)
+	post("/v1/sessions/queued/messages", `{"text":"hello"}`, http.StatusAccepted)
 	s.waitLog("turns wait for a free gateway worker")
+	resp, err := http.Get(s.url + "/v1/sessions/queued")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Status string `json:"status"`
+		Queued *struct {
+			Inputs  int       `json:"inputs"`
+			Since   time.Time `json:"since"`
+			Waiting string    `json:"waiting"`
+		} `json:"queued"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if err != nil || info.Queued == nil || info.Queued.Inputs != 1 || info.Queued.Waiting != "worker" || info.Queued.Since.IsZero() {
+		t.Errorf("GET /v1/sessions/queued: %+v %v; want queued: 1 input waiting for a worker, since when", info.Queued, err)
+	}
 	b := s.metrics()
 	for _, want := range []string{"\nagentrt_gateway_workers_busy 1\n", "\nagentrt_gateway_sources_waiting 1\n"} {
 		if !strings.Contains(b, want) {

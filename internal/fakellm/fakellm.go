@@ -14,12 +14,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Server is a fake OpenAI-compatible server.
 type Server struct {
 	*httptest.Server
 	t        testing.TB
+	o        Options
 	mu       sync.Mutex
 	requests []map[string]any // guarded by mu
 	holds    []*hold          // requests to hold, first to come first; guarded by mu
@@ -32,10 +34,29 @@ type hold struct {
 	once             sync.Once
 }
 
+// Options change how a Server answers (StartWith).
+type Options struct {
+	// ToolRounds, when set, scripts a turn of ToolRounds+1 model calls:
+	// while the conversation since its last user message holds fewer than
+	// ToolRounds tool results, the reply calls the tool "add" with
+	// {"a": results, "b": 1}; then it answers in a sentence. (The
+	// workload of the server's benchmarks: 4 model calls, 3 tool calls.)
+	ToolRounds int
+	// Delay is how long each request waits before its answer: a model's
+	// time to its first token.
+	Delay time.Duration
+	// Forget: requests are not kept for Requests (a benchmark makes
+	// millions).
+	Forget bool
+}
+
 // Start starts a server on 127.0.0.1, closed when the test ends. Its base
 // URL for clients is URL + "/v1".
-func Start(t testing.TB) *Server {
-	s := &Server{t: t}
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options) *Server {
+	s := &Server{t: t, o: o}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	s.Server = httptest.NewServer(mux)
@@ -88,7 +109,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	b, _ := json.Marshal(raw)
 	_ = json.Unmarshal(b, &req)
 	s.mu.Lock()
-	s.requests = append(s.requests, raw)
+	if !s.o.Forget {
+		s.requests = append(s.requests, raw)
+	}
 	var h *hold
 	if len(s.holds) > 0 {
 		h, s.holds = s.holds[0], s.holds[1:]
@@ -106,13 +129,29 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"messages is empty","type":"invalid_request_error"}}`, http.StatusBadRequest)
 		return
 	}
+	if s.o.Delay > 0 {
+		t := time.NewTimer(s.o.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
 	last := req.Messages[len(req.Messages)-1]
 	text := ""
 	if last.Content != nil {
 		text = *last.Content
 	}
-	var content, callName, callArgs string
+	var content, callID, callName, callArgs string
+	callID = "call_fake1"
+	results := toolResults(req.Messages)
 	switch {
+	case s.o.ToolRounds > 0 && results < s.o.ToolRounds:
+		callID, callName = fmt.Sprintf("call_fake%d", results+1), "add"
+		callArgs = fmt.Sprintf(`{"a":%d,"b":1}`, results)
+	case s.o.ToolRounds > 0:
+		content = fmt.Sprintf("Done: %d tools called.", results)
 	case last.Role == "tool":
 		content = "The answer is " + strings.Trim(extractResult(text), `"`) + "."
 	case arithmetic.MatchString(text):
@@ -123,7 +162,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		content = "You said: " + text
 	}
 	if !req.Stream {
-		writeCompletion(w, req.Model, content, callName, callArgs)
+		writeCompletion(w, req.Model, content, callID, callName, callArgs)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -141,7 +180,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	finish := "stop"
 	if callName != "" {
 		finish = "tool_calls"
-		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_fake1", "type": "function",
+		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": callID, "type": "function",
 			"function": map[string]any{"name": callName, "arguments": ""}}}}, nil))
 		half := len(callArgs) / 2
 		for _, part := range []string{callArgs[:half], callArgs[half:]} {
@@ -158,6 +197,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
+// toolResults counts the tool results after the last user message.
+func toolResults(msgs []message) int {
+	n := 0
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != "user"; i-- {
+		if msgs[i].Role == "tool" {
+			n++
+		}
+	}
+	return n
+}
+
 // extractResult returns the "result" of a calculator's tool result, or
 // the whole text.
 func extractResult(text string) string {
@@ -170,13 +220,13 @@ func extractResult(text string) string {
 	return text
 }
 
-func writeCompletion(w http.ResponseWriter, modelName, content, callName, callArgs string) {
+func writeCompletion(w http.ResponseWriter, modelName, content, callID, callName, callArgs string) {
 	msg := map[string]any{"role": "assistant", "content": content}
 	finish := "stop"
 	if callName != "" {
 		finish = "tool_calls"
 		msg["content"] = nil
-		msg["tool_calls"] = []any{map[string]any{"id": "call_fake1", "type": "function",
+		msg["tool_calls"] = []any{map[string]any{"id": callID, "type": "function",
 			"function": map[string]any{"name": callName, "arguments": callArgs}}}
 	}
 	w.Header().Set("Content-Type", "application/json")
