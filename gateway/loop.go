@@ -78,6 +78,13 @@ func (g *Gateway) Run(ctx context.Context) error {
 		var left map[skey]bool // waiting for a worker
 		for _, st := range states {
 			k := skey{st.Tenant, st.Source}
+			settle := g.earliestSettle(st.Source, st.First, st.Last, now)
+			// What the source's state allows, and the worker taken, in one
+			// hold of the lock: Submit's dispatch starts a worker for a
+			// source too, and one that came between a look at serving and
+			// the worker's entry made two workers of one source (two turns
+			// of one input, the second interrupting the first).
+			var s *serving
 			g.mu.Lock()
 			cur, busy := g.serving[k]
 			if busy {
@@ -92,23 +99,21 @@ func (g *Gateway) Run(ctx context.Context) error {
 				}
 				left[k] = true
 			}
-			g.mu.Unlock()
-			if busy || full {
-				continue
-			}
-			if backing && now.Before(until) {
+			switch {
+			case busy || full:
+			case backing && now.Before(until):
 				next = min(next, until.Sub(now))
-				continue
+			case settle > 0:
+				next = min(next, settle)
+			default:
+				s = &serving{}
+				g.serving[k] = s
+				delete(g.backoff, k)
 			}
-			if wait := g.earliestSettle(st.Source, st.First, st.Last, now); wait > 0 {
-				next = min(next, wait)
-				continue
-			}
-			s := &serving{}
-			g.mu.Lock()
-			g.serving[k] = s
-			delete(g.backoff, k)
 			g.mu.Unlock()
+			if s == nil {
+				continue
+			}
 			wg.Go(func() {
 				stack.Presize()
 				g.serve(ctx, k, s, serveOpts{})

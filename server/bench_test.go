@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,7 +91,15 @@ func checkWorkload(id string, evs []sseEvent) error {
 		}
 	}
 	if calls != 4 || results != 3 {
-		return fmt.Errorf("session %s: %d model calls and %d tool results, want 4 and 3: %v", id, calls, results, typesOf(evs))
+		var why []string
+		for _, e := range evs {
+			switch e.typ {
+			case "control", "interrupted", "error", "run_finished":
+				b, _ := json.Marshal(e.ev)
+				why = append(why, string(b))
+			}
+		}
+		return fmt.Errorf("session %s: %d model calls and %d tool results, want 4 and 3: %v\n%s", id, calls, results, typesOf(evs), strings.Join(why, "\n"))
 	}
 	return nil
 }
