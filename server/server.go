@@ -78,6 +78,11 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// NoUI leaves the inspector out (the pages at /ui/, ui.go).
+	NoUI bool
+	// UISecret signs the inspector's sign-in cookies and CSRF tokens; empty:
+	// a random one, so that a restart signs everybody out.
+	UISecret []byte
 	// Metrics, when set, is served at GET /metrics without a key
 	// (telemetry.Handler); Streams, when set, counts the open streams by
 	// kind ("sse", "ws": Telemetry.OpenStreams).
@@ -168,6 +173,10 @@ type Server struct {
 	abandon     chan struct{}
 	abandonOnce sync.Once
 
+	uiMounted []Route
+	ui        *uiSigner    // the inspector's cookies and CSRF tokens
+	uiT       *uiTemplates // the inspector's pages
+
 	clients atomic.Int64     // open streams (SSE and WebSocket)
 	gauges  map[string]Gauge // open streams by kind, for metrics
 	bufs    sync.Pool        // SSE streams' buffers (*[]byte)
@@ -230,8 +239,19 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, r: cfg.Runner, gw: cfg.Gateway, store: cfg.Runner.Store(), log: cfg.Log, now: cfg.Now,
 		keys: keys, policy: policy, mux: http.NewServeMux(), stop: make(chan struct{}), abandon: make(chan struct{})}
 	s.local.max = int64(cfg.MaxStreams)
+	if s.ui, err = newUISigner(cfg.UISecret); err != nil {
+		return nil, err
+	}
+	if s.uiT, err = newUITemplates(); err != nil {
+		return nil, err
+	}
 	for _, rt := range s.routes() {
 		s.handle(rt)
+	}
+	if !cfg.NoUI {
+		for _, rt := range s.uiRoutes() {
+			s.handle(rt)
+		}
 	}
 	if cfg.Metrics != nil {
 		s.handle(Route{Method: "GET", Pattern: "/metrics", Public: true, h: cfg.Metrics.ServeHTTP})
@@ -268,11 +288,17 @@ type Route struct {
 	// Mount, says nothing: its handler bounds what does not stream).
 	Stream  bool
 	streams func(*http.Request) bool
-	h       http.HandlerFunc
+	// ui routes are the inspector's (ui.go): signed in by its cookie,
+	// forms for bodies, a CSRF token on every form.
+	ui bool
+	h  http.HandlerFunc
 }
 
 // Routes lists the server's endpoints (those Mount added included).
 func (s *Server) Routes() []Route { return append([]Route(nil), s.mounted...) }
+
+// UIRoutes lists the inspector's pages (ui.go): HTML, not the API.
+func (s *Server) UIRoutes() []Route { return append([]Route(nil), s.uiMounted...) }
 
 // Mount adds an endpoint of an adapter (a protocol served over the same
 // sessions): h gets requests already authenticated, scoped to their
@@ -286,7 +312,11 @@ func (s *Server) Mount(method, pattern string, stream bool, h http.Handler) {
 // handle adds rt: logged(limitBody(authenticate(acceptsBody(timeout(h))))),
 // inside the edge that Handler puts around the mux.
 func (s *Server) handle(rt Route) {
-	s.mounted = append(s.mounted, rt)
+	if rt.ui || strings.HasPrefix(rt.Pattern, "/ui/") || rt.Pattern == "/{$}" {
+		s.uiMounted = append(s.uiMounted, rt) // pages, not the API: UIRoutes
+	} else {
+		s.mounted = append(s.mounted, rt)
+	}
 	h := rt.h
 	switch {
 	case !rt.Stream:
@@ -297,9 +327,20 @@ func (s *Server) handle(rt Route) {
 	if rt.Stream {
 		h = s.limitStreams(rt, h)
 	}
-	h = s.acceptsBody(rt, h)
-	if !rt.Public {
-		h = s.authenticate(h)
+	switch {
+	case rt.ui:
+		h = s.acceptsForm(rt, s.uiCSRF(h))
+		if !rt.Public {
+			h = s.uiAuthenticate(h)
+		}
+	case rt.Public && strings.HasPrefix(rt.Pattern, "/ui/"), rt.Pattern == "/{$}":
+		// The inspector's pages before sign-in: GETs, no body.
+		h = s.acceptsBody(rt, h)
+	default:
+		h = s.acceptsBody(rt, h)
+		if !rt.Public {
+			h = s.authenticate(h)
+		}
 	}
 	s.mux.Handle(rt.Method+" "+rt.Pattern, s.logged(rt, s.limitBody(h)))
 }

@@ -1,0 +1,651 @@
+package server
+
+import (
+	"bytes"
+	"cmp"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/session"
+)
+
+// The inspector: HTML pages served at /ui/ from files embedded in the
+// binary, rendered with html/template (every value escaped), live parts by
+// one small script (ui/static/app.js) over the server's SSE. No build
+// step: change a template, rebuild the binary. docs/inspector.md.
+
+//go:embed ui/templates/*.html ui/static/*
+var uiFiles embed.FS
+
+// uiCSP is the inspector's Content-Security-Policy: its own script and
+// styles only, nothing inline, nothing from another origin, no frames.
+const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// uiPage is what every page's template gets.
+type uiPage struct {
+	Title     string
+	Nav       string // the current section: sessions, inbox
+	CSRF      string
+	Principal string
+	SignedIn  bool // with keys: a sign-out button
+	Error     string
+	Data      any
+}
+
+type uiTemplates struct {
+	pages map[string]*template.Template
+}
+
+func newUITemplates() (*uiTemplates, error) {
+	funcs := template.FuncMap{
+		"ago":    uiAgo,
+		"clock":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"pretty": uiPretty,
+		"short":  uiShort,
+		"statuses": func() []session.Status { return uiStatuses },
+		"actions":  func() []string { return []string{"interrupt", "cancel", "resume"} },
+		"title":    func(s string) string { return strings.ToUpper(s[:1]) + s[1:] },
+		"cost": func(c float64) string {
+			if c == 0 {
+				return ""
+			}
+			return fmt.Sprintf("$%.4f", c)
+		},
+	}
+	layout, err := fs.ReadFile(uiFiles, "ui/templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	partials, err := fs.ReadFile(uiFiles, "ui/templates/partials.html")
+	if err != nil {
+		return nil, err
+	}
+	t := &uiTemplates{pages: map[string]*template.Template{}}
+	for _, name := range []string{"sessions", "session", "inbox", "login", "rows"} {
+		body, err := fs.ReadFile(uiFiles, "ui/templates/"+name+".html")
+		if err != nil {
+			return nil, err
+		}
+		tp := template.New(name).Funcs(funcs)
+		if _, err := tp.Parse(string(layout)); err != nil {
+			return nil, fmt.Errorf("ui: layout: %w", err)
+		}
+		if _, err := tp.Parse(string(partials)); err != nil {
+			return nil, fmt.Errorf("ui: partials: %w", err)
+		}
+		if _, err := tp.Parse(string(body)); err != nil {
+			return nil, fmt.Errorf("ui: %s: %w", name, err)
+		}
+		t.pages[name] = tp
+	}
+	return t, nil
+}
+
+// uiRoutes are the inspector's endpoints.
+func (s *Server) uiRoutes() []Route {
+	return []Route{
+		{Method: "GET", Pattern: "/{$}", Public: true, h: s.uiHome},
+		{Method: "GET", Pattern: "/ui/static/{file}", Public: true, h: s.uiStatic},
+		{Method: "GET", Pattern: "/ui/login", Public: true, h: s.uiLoginPage},
+		{Method: "POST", Pattern: "/ui/login", Public: true, ui: true, h: s.uiLogin},
+		{Method: "POST", Pattern: "/ui/logout", ui: true, h: s.uiLogout},
+		{Method: "GET", Pattern: "/ui/{$}", ui: true, h: s.uiSessions},
+		{Method: "GET", Pattern: "/ui/sessions/{id}", ui: true, h: s.uiSession},
+		{Method: "GET", Pattern: "/ui/sessions/{id}/events", ui: true, Stream: true, h: s.uiEvents},
+		{Method: "POST", Pattern: "/ui/sessions/{id}/requests/{rid}", ui: true, h: s.uiResolve},
+		{Method: "POST", Pattern: "/ui/sessions/{id}/{action}", ui: true, h: s.uiControl},
+		{Method: "GET", Pattern: "/ui/inbox", ui: true, h: s.uiInbox},
+	}
+}
+
+// uiHeaders are every inspector answer's.
+func uiHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", uiCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}
+
+// render writes page name with data, status code.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, p uiPage) {
+	p.CSRF = s.ui.csrf(r)
+	p.Principal = agentrt.ActorOf(r.Context())
+	p.SignedIn = len(s.keys.keys) > 0 && p.Principal != ""
+	var buf bytes.Buffer
+	if err := s.uiT.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		s.log.Error("ui: render", "page", name, "error", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	uiHeaders(w)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// uiRefuse answers a refused inspector request with a page that says why.
+func (s *Server) uiRefuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if s.uiT == nil {
+		http.Error(w, msg, code)
+		return
+	}
+	s.render(w, r, code, "login", uiPage{Title: "Sign in", Error: msg, Data: uiLoginData{Keys: len(s.keys.keys) > 0, Next: "/ui/"}})
+}
+
+// uiFail renders err (an agentrt error: its status and sentence) on page
+// name with data.
+func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, err error) {
+	code, detail := statusOf(err)
+	if code >= 500 {
+		s.log.Error("ui", "path", r.URL.Path, "error", err)
+	}
+	s.render(w, r, code, "login", uiPage{Title: http.StatusText(code), Error: detail.Message, Data: uiLoginData{Next: "/ui/", Failed: true}})
+}
+
+func (s *Server) uiHome(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+}
+
+func (s *Server) uiStatic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	b, err := fs.ReadFile(uiFiles, "ui/static/"+name)
+	if err != nil || strings.Contains(name, "/") {
+		http.NotFound(w, r)
+		return
+	}
+	uiHeaders(w)
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	switch {
+	case strings.HasSuffix(name, ".js"):
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	case strings.HasSuffix(name, ".css"):
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	default:
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	_, _ = w.Write(b)
+}
+
+// --- sign-in ---
+
+type uiLoginData struct {
+	Keys   bool // the server has keys: a form
+	Next   string
+	Failed bool // an error page, not the sign-in
+}
+
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/ui/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/ui/"
+	}
+	return next
+}
+
+func (s *Server) uiLoginPage(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
+	if len(s.keys.keys) == 0 {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "login", uiPage{Title: "Sign in", Data: uiLoginData{Keys: true, Next: next}})
+}
+
+// uiLogin signs in with an API key: the key is checked, never stored;
+// the cookie names its hash.
+func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.PostFormValue("next"))
+	if len(s.keys.keys) == 0 {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	e := s.keys.find(strings.TrimSpace(r.PostFormValue("key")))
+	if e == nil {
+		s.render(w, r, http.StatusUnauthorized, "login", uiPage{Title: "Sign in", Error: "that is not one of this server's API keys",
+			Data: uiLoginData{Keys: true, Next: next}})
+		return
+	}
+	exp := s.now().Add(uiSessionTTL)
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: s.ui.cookie(e.hash, exp), Path: "/ui/", Expires: exp,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// --- sessions ---
+
+type uiSessionRow struct {
+	*session.Session
+	Requests int // pending, for a waiting session
+}
+
+type uiSessionsData struct {
+	Rows   []uiSessionRow
+	Status string
+	Query  string
+	Next   string // the query of the next page, "" when last
+	Counts string
+}
+
+var uiStatuses = []session.Status{session.StatusIdle, session.StatusRunning, session.StatusWaiting, session.StatusPaused,
+	session.StatusDone, session.StatusFailed, session.StatusCanceled, session.StatusInterrupted}
+
+func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	if id := strings.TrimSpace(q.Get("q")); id != "" {
+		if _, err := s.store.GetSession(ctx, id); err == nil {
+			http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(id), http.StatusSeeOther)
+			return
+		}
+	}
+	d := uiSessionsData{Status: q.Get("status"), Query: q.Get("q")}
+	if d.Status != "" && !validStatus(session.Status(d.Status)) {
+		s.uiFail(w, r, badRequest("status %q is not one of a session's", d.Status))
+		return
+	}
+	opt := session.ListOptions{Limit: 50, After: q.Get("after"), Status: session.Status(d.Status), SkipHidden: true}
+	if t := q.Get("after_created"); t != "" {
+		us, err := strconv.ParseInt(t, 10, 64)
+		if err != nil {
+			s.uiFail(w, r, badRequest("after_created %q: want the microseconds the page's link gave", t))
+			return
+		}
+		opt.AfterCreated = time.UnixMicro(us)
+	}
+	page, err := s.store.ListSessions(ctx, opt)
+	if err != nil {
+		s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailStore, Msg: "list the sessions", Err: err})
+		return
+	}
+	for _, ss := range page {
+		row := uiSessionRow{Session: ss}
+		if ss.Status == session.StatusWaiting {
+			if reqs, err := s.r.PendingRequests(ctx, session.RequestListOptions{SessionID: ss.ID, Limit: 100}); err == nil {
+				row.Requests = len(reqs)
+			}
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	if len(page) == opt.Limit {
+		last := page[len(page)-1]
+		v := url.Values{"after": {last.ID}, "after_created": {strconv.FormatInt(last.CreatedAt.UnixMicro(), 10)}}
+		if d.Status != "" {
+			v.Set("status", d.Status)
+		}
+		d.Next = "/ui/?" + v.Encode()
+	}
+	name := "sessions"
+	if q.Get("fragment") == "rows" {
+		name = "rows" // the table's rows alone, for the page's live refresh
+	}
+	s.render(w, r, http.StatusOK, name, uiPage{Title: "Sessions", Nav: "sessions", Data: d})
+}
+
+func validStatus(st session.Status) bool {
+	for _, s := range uiStatuses {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+// --- one session ---
+
+// uiRow is one event of a session's timeline.
+type uiRow struct {
+	Seq     int64
+	Turn    int
+	Time    time.Time
+	Type    string
+	Title   string   // what happened, in a few words
+	Facts   []string // model, latency, tokens…
+	Body    string   // text: a reply, arguments, a result
+	Error   string
+	Raw     string // the event's JSON, pretty
+	NewTurn bool   // the first row of its turn
+	Round   bool   // a round begins
+}
+
+type uiSessionData struct {
+	S        *session.Session
+	Rows     []uiRow
+	Requests []uiRequest
+	From     int64 // the first seq shown; older ones on the page before
+	Older    string
+	Lease    string
+	Queued   *Queued
+}
+
+// uiWindow is how many events a session's page shows at once: the newest,
+// with a link to the ones before.
+const uiWindow = 500
+
+func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	ss, err := s.getSessionRow(ctx, id)
+	if err != nil {
+		s.uiFail(w, r, err)
+		return
+	}
+	d := uiSessionData{S: ss}
+	before := ss.LastSeq + 1
+	if b := r.URL.Query().Get("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 1 {
+			s.uiFail(w, r, badRequest("before %q: want an event's seq", b))
+			return
+		}
+		before = min(n, before)
+	}
+	after := max(0, before-1-uiWindow)
+	d.From = after + 1
+	if after > 0 {
+		d.Older = "/ui/sessions/" + url.PathEscape(id) + "?before=" + strconv.FormatInt(after+1, 10)
+	}
+	turn := -1
+	for ev, err := range s.store.Events(ctx, id, after) {
+		if err != nil {
+			s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the session's events", Err: err})
+			return
+		}
+		if ev.Seq >= before {
+			break
+		}
+		row := uiEventRow(ev)
+		if ev.Turn != turn {
+			row.NewTurn, turn = true, ev.Turn
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	if l := ss.Lease; l != nil {
+		state := "until"
+		if !l.Expires.After(s.now()) {
+			state = "expired"
+		}
+		d.Lease = fmt.Sprintf("%s, token %d, %s %s", l.Owner, l.Token, state, l.Expires.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	if src, err := s.gw.Source(ctx, id); err == nil && src.Pending > 0 {
+		d.Queued = &Queued{Inputs: src.Pending, Bytes: src.Bytes, Since: src.First}
+	}
+	if ss.Status == session.StatusWaiting {
+		reqs, err := s.r.PendingRequests(ctx, session.RequestListOptions{SessionID: id, Limit: 100})
+		if err != nil {
+			s.uiFail(w, r, err)
+			return
+		}
+		d.Requests = s.uiRequests(r, "session", reqs)
+	}
+	s.render(w, r, http.StatusOK, "session", uiPage{Title: "Session " + id, Nav: "sessions", Data: d})
+}
+
+// uiEventRow describes ev for the timeline.
+func uiEventRow(ev *session.Event) uiRow {
+	row := uiRow{Seq: ev.Seq, Turn: ev.Turn, Time: ev.Time, Type: string(ev.Type), Title: strings.ReplaceAll(string(ev.Type), "_", " ")}
+	if b, err := ev.AppendJSON(nil); err == nil {
+		row.Raw = uiPretty(b)
+	}
+	switch d := ev.Data.(type) {
+	case *session.RunStarted:
+		row.Title, row.Body = "run started", d.Input
+		if d.Source != "" {
+			row.Facts = append(row.Facts, "source "+d.Source)
+		}
+	case *session.RoundStarted:
+		row.Round = true
+	case *session.ModelStarted:
+		row.Title = "model called"
+	case *session.ModelFinished:
+		row.Title = "model replied"
+		row.Facts = append(row.Facts, cmp.Or(d.Model, "model"), fmt.Sprintf("%d ms", d.LatencyMS),
+			fmt.Sprintf("%d in / %d out tokens", d.Usage.InputTokens, d.Usage.OutputTokens), "finish "+string(d.FinishReason))
+		if d.Usage.CostUSD > 0 {
+			row.Facts = append(row.Facts, fmt.Sprintf("$%.4f", d.Usage.CostUSD))
+		}
+		row.Body = d.Content
+		for _, c := range d.ToolCalls {
+			row.Body += fmt.Sprintf("\n→ %s %s", c.Name, uiShort(string(c.Arguments), 400))
+		}
+		row.Body = strings.TrimSpace(row.Body)
+	case *session.ToolCall:
+		row.Title = "tool " + d.Name
+		row.Facts = append(row.Facts, "call "+d.CallID)
+		if d.Attempt > 1 {
+			row.Facts = append(row.Facts, fmt.Sprintf("attempt %d", d.Attempt))
+		}
+		if d.Rule != "" {
+			row.Facts = append(row.Facts, "by rule "+d.Rule)
+		}
+		row.Body = uiPretty(d.Arguments)
+		row.Error = d.Blocked
+	case *session.ToolResult:
+		row.Title = "tool " + d.Name + " returned"
+		row.Facts = append(row.Facts, fmt.Sprintf("%d ms", d.LatencyMS))
+		if d.OK {
+			row.Body = uiPretty(d.Result)
+		} else {
+			row.Error = cmp.Or(d.Error, "failed")
+		}
+	case *session.InputRequired:
+		row.Title = "asked a person: " + string(d.Kind)
+		row.Body = d.Question
+	case *session.InputResolved:
+		row.Title = "answered: " + d.Decision
+		if d.By != "" {
+			row.Facts = append(row.Facts, "by "+d.By)
+		}
+		if d.Reason != "" {
+			row.Facts = append(row.Facts, d.Reason)
+		}
+		if d.Rule != nil {
+			row.Facts = append(row.Facts, "always, "+d.Rule.Scope)
+		}
+		row.Body = strings.TrimSpace(d.Text + " " + strings.Join(d.Selected, ", ") + " " + uiPretty(d.Arguments) + " " + uiPretty(d.Result))
+	case *session.Final:
+		row.Title, row.Body = "answer", d.Text
+	case *session.RunFinished:
+		row.Title = "run " + string(d.Status)
+		row.Facts = append(row.Facts, fmt.Sprintf("%d in / %d out tokens", d.Usage.InputTokens, d.Usage.OutputTokens))
+		if d.Reason != "" {
+			row.Facts = append(row.Facts, d.Reason)
+		}
+	case *session.Interrupted:
+		row.Title, row.Body = "interrupted", d.Reason
+		if d.MergedInputs > 0 {
+			row.Facts = append(row.Facts, fmt.Sprintf("%d inputs merged", d.MergedInputs))
+		}
+	case *session.Control:
+		row.Title = "control: " + string(d.Kind)
+		row.Body = d.Reason
+		if d.By != "" {
+			row.Facts = append(row.Facts, "by "+d.By)
+		}
+	case *session.Error:
+		row.Title, row.Error = "error "+d.Code, d.Message
+	case *session.RunResumed:
+		row.Title = "run resumed"
+	}
+	return row
+}
+
+// --- requests ---
+
+// uiRequest is a pending request as a page shows it, with its form.
+type uiRequest struct {
+	SessionID string
+	Agent     string
+	Asked     time.Time
+	Req       session.InputRequired
+	Calls     []uiCall
+	Known     bool   // a kind the page has a form for
+	Raw       string // the request's JSON
+	Error     string // the last answer's error, shown in place
+	Action    string // the form's URL
+	CSRF      string
+	Back      string // the page the form goes back to: inbox, or the session's
+}
+
+type uiCall struct {
+	Name, ID, Args string
+}
+
+func (s *Server) uiRequests(r *http.Request, back string, page []session.PendingRequest) []uiRequest {
+	errRID, errMsg := r.URL.Query().Get("rid"), r.URL.Query().Get("error")
+	var out []uiRequest
+	for _, p := range page {
+		q := uiRequest{SessionID: p.SessionID, Agent: p.Agent, Asked: p.Asked, Req: p.Request, CSRF: s.ui.csrf(r), Back: back,
+			Action: "/ui/sessions/" + url.PathEscape(p.SessionID) + "/requests/" + url.PathEscape(p.Request.RequestID)}
+		for _, c := range p.Request.Calls {
+			q.Calls = append(q.Calls, uiCall{Name: c.Name, ID: c.ID, Args: uiPretty(c.Arguments)})
+		}
+		switch p.Request.Kind {
+		case session.RequestApproval, session.RequestPrompt, session.RequestSelect, session.RequestConfirm:
+			q.Known = true
+		}
+		if b, err := json.Marshal(p.Request); err == nil {
+			q.Raw = uiPretty(b)
+		}
+		if errRID != "" && errRID == p.Request.RequestID {
+			q.Error = errMsg
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+type uiInboxData struct {
+	Requests []uiRequest
+}
+
+func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
+	page, err := s.r.PendingRequests(r.Context(), session.RequestListOptions{Limit: 200})
+	if err != nil {
+		s.uiFail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "inbox", uiPage{Title: "Inbox", Nav: "inbox", Data: uiInboxData{Requests: s.uiRequests(r, "inbox", page)}})
+}
+
+// uiResolve answers a request from its form, then goes back to the page
+// the form was on: the answer's error, if any, shown by the request.
+func (s *Server) uiResolve(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, rid := r.PathValue("id"), r.PathValue("rid")
+	back := "/ui/sessions/" + url.PathEscape(id)
+	if r.PostFormValue("back") == "inbox" {
+		back = "/ui/inbox"
+	}
+	res := agentrt.Resolution{Decision: r.PostFormValue("decision"), Text: r.PostFormValue("text"), Reason: r.PostFormValue("reason"),
+		Selected: r.PostForm["selected"], By: agentrt.ActorOf(ctx)}
+	if a := strings.TrimSpace(r.PostFormValue("arguments")); a != "" {
+		if !json.Valid([]byte(a)) {
+			http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {"the arguments are not JSON"}}.Encode(), http.StatusSeeOther)
+			return
+		}
+		res.Arguments = json.RawMessage(a)
+	}
+	if a := strings.TrimSpace(r.PostFormValue("result")); a != "" {
+		if !json.Valid([]byte(a)) {
+			http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {"the result is not JSON"}}.Encode(), http.StatusSeeOther)
+			return
+		}
+		res.Result = json.RawMessage(a)
+	}
+	if scope := r.PostFormValue("always"); scope != "" {
+		res.Always = &agentrt.Always{Scope: scope}
+	}
+	if _, err := s.r.ResolveAndContinue(ctx, id, rid, res); err != nil {
+		_, detail := statusOf(err)
+		http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {detail.Message}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// uiControl cancels, interrupts or resumes a session from its page.
+func (s *Server) uiControl(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	reason := cmp.Or(strings.TrimSpace(r.PostFormValue("reason")), "from the inspector")
+	var err error
+	switch r.PathValue("action") {
+	case "cancel":
+		_, err = s.r.Cancel(ctx, id, reason)
+	case "interrupt":
+		_, err = s.r.Interrupt(ctx, id, reason)
+	case "resume":
+		_, err = s.r.StartResume(ctx, id)
+	default:
+		s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeNotFound, Msg: "no such action: " + r.PathValue("action")})
+		return
+	}
+	back := "/ui/sessions/" + url.PathEscape(id)
+	if err != nil {
+		_, detail := statusOf(err)
+		http.Redirect(w, r, back+"?"+url.Values{"error": {detail.Message}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// uiEvents is the session's SSE stream for its page's script: the API's
+// (resumable from Last-Event-ID), authenticated by the inspector's sign-in.
+func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request) {
+	if !wantsSSE(r) {
+		s.uiFail(w, r, badRequest("this is an event stream: ask for text/event-stream"))
+		return
+	}
+	s.getEvents(w, r)
+}
+
+// --- helpers ---
+
+func uiAgo(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.UTC().Format("2006-01-02")
+}
+
+// uiPretty indents JSON; anything else as it is.
+func uiPretty(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+func uiShort(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,345 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/server"
+	"github.com/agentrt/agentrt/session"
+)
+
+// page is an inspector page as a browser gets it.
+type page struct {
+	status int
+	hdr    http.Header
+	body   string
+	loc    string // a redirect's Location
+}
+
+// uiClient is a browser without scripts: cookies kept, redirects not
+// followed (a test looks at them).
+func uiClient(t *testing.T) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func get(t *testing.T, c *http.Client, u string, hdr ...string) page {
+	t.Helper()
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return doPage(t, c, req)
+}
+
+func postForm(t *testing.T, c *http.Client, u string, form url.Values, hdr ...string) page {
+	t.Helper()
+	req, err := http.NewRequest("POST", u, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return doPage(t, c, req)
+}
+
+func doPage(t *testing.T, c *http.Client, req *http.Request) page {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page{status: resp.StatusCode, hdr: resp.Header, body: string(b), loc: resp.Header.Get("Location")}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrfOf is the CSRF token of a page's forms.
+func csrfOf(t *testing.T, p page) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no CSRF token in the page:\n%s", p.body)
+	}
+	return m[1]
+}
+
+// waitingSession runs a turn of session id that asks to deploy to prod,
+// and returns once it waits for the approval.
+func waitingSession(t *testing.T, f *fixture, ctx context.Context, id string) {
+	t.Helper()
+	if _, err := f.r.CreateSession(ctx, "assistant", id, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := runTurn(t, f, ctx, id, `call deploy {"env":"prod"}`); st != session.StatusWaiting {
+		t.Fatalf("the turn ended %s; want it waiting for the approval", st)
+	}
+}
+
+// runTurn runs a turn of session id to its end and returns its status.
+func runTurn(t *testing.T, f *fixture, ctx context.Context, id, text string) session.Status {
+	t.Helper()
+	for _, err := range f.r.Run(ctx, id, agentrt.Input{Text: text}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := f.store.GetSession(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Status
+}
+
+// A person's path through the inspector without keys: / leads to the
+// sessions, the session shows its timeline and its pending approval, the
+// inbox lists it, Approve (a form with its CSRF token) lets the run go on
+// to its end, and the page then shows the tool's result.
+func TestUIApproveFromTheInbox(t *testing.T) {
+	f := newFixture(t, options{})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	waitingSession(t, f, ctx, "S")
+	c := uiClient(t)
+
+	if p := get(t, c, f.http.URL+"/"); p.status != http.StatusSeeOther || p.loc != "/ui/" {
+		t.Fatalf("GET /: %d %q, want 303 to /ui/", p.status, p.loc)
+	}
+	list := get(t, c, f.http.URL+"/ui/")
+	if list.status != 200 || !strings.Contains(list.body, `href="/ui/sessions/S"`) || !strings.Contains(list.body, "1 waiting") {
+		t.Fatalf("GET /ui/: %d, want the session S listed with its request:\n%s", list.status, list.body)
+	}
+	for h, want := range map[string]string{"Content-Security-Policy": "script-src 'self'", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"} {
+		if !strings.Contains(list.hdr.Get(h), want) {
+			t.Errorf("%s: %q, want %q in it", h, list.hdr.Get(h), want)
+		}
+	}
+	sp := get(t, c, f.http.URL+"/ui/sessions/S")
+	for _, want := range []string{"model replied", "tool_call", `&#34;env&#34;: &#34;prod&#34;`, "Approve", "Reject", "asked a person: approval"} {
+		if !strings.Contains(sp.body, want) {
+			t.Errorf("the session's page lacks %q", want)
+		}
+	}
+	inbox := get(t, c, f.http.URL+"/ui/inbox")
+	if !strings.Contains(inbox.body, "Approve") || !strings.Contains(inbox.body, `action="/ui/sessions/S/requests/`) {
+		t.Fatalf("the inbox lacks the request's form:\n%s", inbox.body)
+	}
+	action := regexp.MustCompile(`action="(/ui/sessions/S/requests/[^"]+)"`).FindStringSubmatch(inbox.body)[1]
+	p := postForm(t, c, f.http.URL+action, url.Values{"csrf": {csrfOf(t, inbox)}, "back": {"inbox"}, "decision": {"approve"}})
+	if p.status != http.StatusSeeOther || p.loc != "/ui/inbox" {
+		t.Fatalf("Approve: %d %q %s, want 303 back to the inbox", p.status, p.loc, p.body)
+	}
+	waitStatus(t, f, ctx, "S", session.StatusDone)
+	done := get(t, c, f.http.URL+"/ui/sessions/S")
+	for _, want := range []string{"deployed to prod", "run done", "by local"} {
+		if !strings.Contains(done.body, want) {
+			t.Errorf("after the approval the page lacks %q:\n%s", want, done.body)
+		}
+	}
+	if strings.Contains(get(t, c, f.http.URL+"/ui/inbox").body, "Approve") {
+		t.Error("the inbox still shows the answered request")
+	}
+}
+
+// waitStatus waits until session id has status want.
+func waitStatus(t *testing.T, f *fixture, ctx context.Context, id string, want session.Status) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := f.store.GetSession(ctx, id)
+		if err == nil && s.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: %v %v, want %s", id, s, err, want)
+		}
+		time.Sleep(10 * time.Millisecond) // polls the store; orders nothing
+	}
+}
+
+// What a model, a tool or a person typed is text on the page, never markup.
+func TestUIEscapes(t *testing.T) {
+	f := newFixture(t, options{})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	if _, err := f.r.CreateSession(ctx, "assistant", "X", map[string]string{"user": "<b>ana</b>"}); err != nil {
+		t.Fatal(err)
+	}
+	const evil = `<script>alert(1)</script><img src=x onerror=alert(2)>`
+	runTurn(t, f, ctx, "X", evil)
+	c := uiClient(t)
+	for _, path := range []string{"/ui/sessions/X", "/ui/", "/ui/?q=" + url.QueryEscape(evil)} {
+		p := get(t, c, f.http.URL+path)
+		if strings.Contains(p.body, "<script>alert") || strings.Contains(p.body, "<img src=x") {
+			t.Errorf("%s renders the input as markup:\n%s", path, p.body)
+		}
+	}
+	if p := get(t, c, f.http.URL+"/ui/sessions/X"); !strings.Contains(p.body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the session's page does not show the input as text:\n%s", p.body)
+	}
+}
+
+// The inspector's hostile edge: another site's page, a rebound name, a
+// body a page sends without a preflight, a form without its token, paths
+// and parameters that are not what the pages make.
+func TestUIRefuses(t *testing.T) {
+	f := newFixture(t, options{})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	waitingSession(t, f, ctx, "S")
+	c := uiClient(t)
+	token := csrfOf(t, get(t, c, f.http.URL+"/ui/sessions/S"))
+	approve := f.http.URL + "/ui/sessions/S/requests/nope"
+	form := url.Values{"csrf": {token}, "decision": {"approve"}}
+
+	for _, tc := range []struct {
+		name string
+		do   func() page
+		want int
+	}{
+		{"a foreign Host", func() page { return pageOf(send(t, f.http.URL, "GET", "/ui/", "evil.example:8080", "")) }, http.StatusMisdirectedRequest},
+		{"a form of another origin", func() page {
+			return postForm(t, c, f.http.URL+"/ui/sessions/S/cancel", form, "Origin", "https://evil.example")
+		}, http.StatusForbidden},
+		{"a form of another site without an Origin", func() page {
+			return postForm(t, c, f.http.URL+"/ui/sessions/S/cancel", form, "Sec-Fetch-Site", "cross-site")
+		}, http.StatusForbidden},
+		{"text/plain", func() page {
+			return pageOf(send(t, f.http.URL, "POST", "/ui/sessions/S/cancel", "", "csrf="+token, "Content-Type", "text/plain"))
+		}, http.StatusUnsupportedMediaType},
+		{"JSON", func() page {
+			return pageOf(send(t, f.http.URL, "POST", "/ui/sessions/S/cancel", "", `{"csrf":"`+token+`"}`, "Content-Type", "application/json"))
+		}, http.StatusUnsupportedMediaType},
+		{"no CSRF token", func() page { return postForm(t, c, f.http.URL+"/ui/sessions/S/cancel", url.Values{}) }, http.StatusForbidden},
+		{"another token", func() page {
+			return postForm(t, c, f.http.URL+"/ui/sessions/S/cancel", url.Values{"csrf": {token + "x"}})
+		}, http.StatusForbidden},
+		{"an unknown action", func() page { return postForm(t, c, f.http.URL+"/ui/sessions/S/explode", form) }, http.StatusNotFound},
+		{"an unknown session", func() page { return get(t, c, f.http.URL+"/ui/sessions/nope") }, http.StatusNotFound},
+		{"a status that is none", func() page { return get(t, c, f.http.URL+"/ui/?status=%3Cb%3E") }, http.StatusBadRequest},
+		{"a before that is no seq", func() page { return get(t, c, f.http.URL+"/ui/sessions/S?before=x") }, http.StatusBadRequest},
+		{"a static file that is none", func() page { return get(t, c, f.http.URL+"/ui/static/..%2Fui.go") }, http.StatusNotFound},
+		{"the event stream asked as a page", func() page { return get(t, c, f.http.URL+"/ui/sessions/S/events") }, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if p := tc.do(); p.status != tc.want {
+				t.Errorf("%d, want %d:\n%s", p.status, tc.want, p.body)
+			}
+		})
+	}
+	// None of it changed the session.
+	if s, err := f.store.GetSession(ctx, "S"); err != nil || s.Status != session.StatusWaiting {
+		t.Errorf("session S after the refusals: %v %v, want still waiting", s, err)
+	}
+	// A wrong answer is shown by its request, not lost.
+	p := postForm(t, c, approve, form)
+	if p.status != http.StatusSeeOther || !strings.Contains(p.loc, "error=") {
+		t.Fatalf("an answer to no request: %d %q, want 303 back with the error", p.status, p.loc)
+	}
+	sp := get(t, c, f.http.URL+"/ui/sessions/S")
+	action := regexp.MustCompile(`action="(/ui/sessions/S/requests/[^"]+)"`).FindStringSubmatch(sp.body)[1]
+	p = postForm(t, c, f.http.URL+action, url.Values{"csrf": {token}, "decision": {"edit"}, "arguments": {`{"env":`}})
+	if p.status != http.StatusSeeOther || !strings.Contains(p.loc, "error=") {
+		t.Fatalf("edited arguments that are not JSON: %d %q, want 303 back with the error", p.status, p.loc)
+	}
+	if shown := get(t, c, f.http.URL+p.loc); !strings.Contains(shown.body, "the arguments are not JSON") {
+		t.Errorf("the error is not shown by the request:\n%s", shown.body)
+	}
+}
+
+func pageOf(a reply) page {
+	return page{status: a.status, hdr: a.hdr, body: string(a.body), loc: a.hdr.Get("Location")}
+}
+
+// With API keys: a sign-in with a key gives a signed, HttpOnly,
+// SameSite=Strict cookie; a person sees only their key's tenant; a cookie
+// of another server, tampered with or of a key removed is no sign-in; the
+// page after sign-in is one of the inspector's, never another site.
+func TestUISignIn(t *testing.T) {
+	keys := []server.Key{{Key: "key-a", Tenant: "acme", Principal: "ana"}, {Key: "key-b", Tenant: "globex", Principal: "bo"}}
+	f := newFixture(t, options{keys: keys, config: func(c *server.Config) { c.UISecret = []byte("secret one") }})
+	for tenant, id := range map[string]string{"acme": "A1", "globex": "G1"} {
+		if _, err := f.r.CreateSession(session.WithTenant(t.Context(), tenant), "assistant", id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := uiClient(t)
+	p := get(t, c, f.http.URL+"/ui/sessions/A1")
+	if p.status != http.StatusSeeOther || p.loc != "/ui/login?next=%2Fui%2Fsessions%2FA1" {
+		t.Fatalf("a page before sign-in: %d %q, want 303 to the sign-in", p.status, p.loc)
+	}
+	login := get(t, c, f.http.URL+p.loc)
+	token := csrfOf(t, login)
+	if p := postForm(t, c, f.http.URL+"/ui/login", url.Values{"csrf": {token}, "key": {"wrong"}, "next": {"/ui/"}}); p.status != http.StatusUnauthorized {
+		t.Fatalf("a wrong key: %d, want 401", p.status)
+	}
+	p = postForm(t, c, f.http.URL+"/ui/login", url.Values{"csrf": {token}, "key": {"key-a"}, "next": {"//evil.example/x"}})
+	if p.status != http.StatusSeeOther || p.loc != "/ui/" {
+		t.Fatalf("sign-in with next //evil.example: %d %q, want 303 to /ui/", p.status, p.loc)
+	}
+	cookie := p.hdr.Get("Set-Cookie")
+	for _, want := range []string{"agentrt_ui=", "HttpOnly", "SameSite=Strict", "Path=/ui/"} {
+		if !strings.Contains(cookie, want) {
+			t.Errorf("Set-Cookie %q lacks %q", cookie, want)
+		}
+	}
+	if strings.Contains(cookie, "key-a") {
+		t.Error("the cookie holds the key")
+	}
+	list := get(t, c, f.http.URL+"/ui/")
+	if !strings.Contains(list.body, "A1") || strings.Contains(list.body, "G1") || !strings.Contains(list.body, "ana") {
+		t.Errorf("acme's list: want A1, not globex's G1, and the principal:\n%s", list.body)
+	}
+	if p := get(t, c, f.http.URL+"/ui/sessions/G1"); p.status != http.StatusNotFound {
+		t.Errorf("another tenant's session: %d, want 404", p.status)
+	}
+	// The cookie, tampered with, or signed by another server.
+	u, _ := url.Parse(f.http.URL + "/ui/")
+	good := c.Jar.Cookies(u)[0].Value
+	other := newFixture(t, options{keys: keys, config: func(c *server.Config) { c.UISecret = []byte("secret two") }})
+	for name, v := range map[string]string{"tampered": good[:len(good)-2] + "xx", "no signature": strings.SplitN(good, ".", 2)[0]} {
+		if p := get(t, http.DefaultClient, f.http.URL+"/ui/", "Cookie", "agentrt_ui="+v); p.status != http.StatusOK || !strings.Contains(p.body, "Sign in") {
+			t.Errorf("%s cookie: %d, want the sign-in page", name, p.status)
+		}
+	}
+	nr := uiClient(t)
+	if p := get(t, nr, other.http.URL+"/ui/", "Cookie", "agentrt_ui="+good); p.status != http.StatusSeeOther || !strings.HasPrefix(p.loc, "/ui/login") {
+		t.Errorf("another server's cookie: %d %q, want the sign-in", p.status, p.loc)
+	}
+	// Bearer keys are the API's: a page takes none.
+	if p := get(t, uiClient(t), f.http.URL+"/ui/", "Authorization", "Bearer key-a"); p.status != http.StatusSeeOther {
+		t.Errorf("a page with a bearer key and no sign-in: %d, want the sign-in", p.status)
+	}
+	// A form needs the signed-in person's token: the sign-in page's is not it.
+	if p := postForm(t, c, f.http.URL+"/ui/sessions/A1/cancel", url.Values{"csrf": {token}}); p.status != http.StatusForbidden {
+		t.Errorf("a form with the token of before the sign-in: %d, want 403", p.status)
+	}
+	// Sign out: the cookie goes.
+	out := postForm(t, c, f.http.URL+"/ui/logout", url.Values{"csrf": {csrfOf(t, list)}})
+	if out.status != http.StatusSeeOther || !strings.Contains(out.hdr.Get("Set-Cookie"), "Max-Age=0") {
+		t.Errorf("sign out: %d %q", out.status, out.hdr.Get("Set-Cookie"))
+	}
+	if p := get(t, c, f.http.URL+"/ui/"); p.status != http.StatusSeeOther {
+		t.Errorf("after sign-out: %d, want the sign-in", p.status)
+	}
+}
