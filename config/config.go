@@ -380,6 +380,19 @@ type Server struct {
 	SweepEvery Duration `yaml:"sweep_every,omitempty"`
 	// A2A configures the A2A endpoints of the agents (/v1/a2a/NAME).
 	A2A ServerA2A `yaml:"a2a,omitempty"`
+	// UI configures the inspector, the pages at /ui/ (docs/inspector.md).
+	UI ServerUI `yaml:"ui,omitempty"`
+}
+
+// ServerUI configures the inspector.
+type ServerUI struct {
+	// Disabled leaves the pages out; the API stays.
+	Disabled bool `yaml:"disabled,omitempty"`
+	// Secret signs the sign-in cookies and the forms' CSRF tokens: at
+	// least 32 bytes, the same on every replica behind one address
+	// (${AGENTRT_UI_SECRET}); empty: a random one each start, so that a
+	// restart signs everybody out.
+	Secret string `yaml:"secret,omitempty"`
 }
 
 // ServerCORS configures the web pages of other origins that may call the

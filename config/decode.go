@@ -772,6 +772,14 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 		}},
 		field{"shutdown_grace", d.duration(&s.ShutdownGrace)},
 		field{"sweep_every", d.duration(&s.SweepEvery)},
+		field{"ui", func(n *yaml.Node, path string) {
+			var off *bool
+			d.mapping(n, path,
+				field{"disabled", d.boolean(&off)},
+				field{"secret", d.str(&s.UI.Secret)},
+			)
+			s.UI.Disabled = off != nil && *off
+		}},
 		field{"a2a", func(n *yaml.Node, path string) {
 			d.mapping(n, path,
 				field{"public_url", d.str(&s.A2A.PublicURL)},

@@ -287,6 +287,16 @@ func TestProblems(t *testing.T) {
 			want: "agentrt.yaml:3:33: server.api_keys[0].rate: must not be negative, got -1",
 		},
 		{
+			name: "inspector secret too short",
+			src:  "server:\n  ui: {secret: short}\n",
+			want: `agentrt.yaml:2:16: server.ui.secret: the secret is 5 bytes: give at least 32 (e.g. openssl rand -hex 32), or none for a random one each start`,
+		},
+		{
+			name: "inspector disabled not a boolean",
+			src:  "server:\n  ui: {disabled: sometimes}\n",
+			want: `agentrt.yaml:2:18: server.ui.disabled: expected true or false, got "sometimes"`,
+		},
+		{
 			name: "allowed host with a scheme",
 			src:  "server:\n  allowed_hosts: [ok.example, \"https://agents.example.com\"]\n",
 			want: `agentrt.yaml:2:31: server.allowed_hosts[1]: bad host "https://agents.example.com": want a host name or address, optionally with a port, e.g. agents.example.com or agents.example.com:8443`,

@@ -409,6 +409,9 @@ func (d *decoder) validateServer(c *Config) {
 			d.at(c, fmt.Sprintf("server.allowed_hosts[%d]", i), "bad host %q: %v", h, err)
 		}
 	}
+	if sec := c.Server.UI.Secret; sec != "" && len(sec) < 32 && !strings.Contains(sec, "$") {
+		d.atValue(c, "server.ui.secret", "the secret is %d bytes: give at least 32 (e.g. openssl rand -hex 32), or none for a random one each start", len(sec))
+	}
 	origins := "server.cors.allowed_origins"
 	if _, old := d.pos["server.cors_origins"]; old {
 		origins = "server.cors_origins"

@@ -68,8 +68,12 @@ fi
 
 step "Node clients of agentrt serve (npm, into testdata/node, from its package-lock.json)"
 # eventsource 5.x declares Node 22 in its engines; it runs on Debian's Node 20.
-if [ "$(node -p 'require("./testdata/node/node_modules/eventsource/package.json").version' 2>/dev/null)" != \
-  "$(node -p 'require("./testdata/node/package.json").dependencies.eventsource')" ]; then
+# Installed again unless every dependency is there at its pinned version.
+if ! node -e '
+  const deps = require("./testdata/node/package.json").dependencies;
+  for (const [name, want] of Object.entries(deps)) {
+    if (require("./testdata/node/node_modules/" + name + "/package.json").version !== want) process.exit(1);
+  }' 2>/dev/null; then
   npm ci --silent --no-audit --no-fund --prefix testdata/node
 fi
 

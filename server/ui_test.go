@@ -343,3 +343,20 @@ func TestUISignIn(t *testing.T) {
 		t.Errorf("after sign-out: %d, want the sign-in", p.status)
 	}
 }
+
+// NoUI leaves the pages out; the API stays.
+func TestUIOff(t *testing.T) {
+	f := newFixture(t, options{config: func(c *server.Config) { c.NoUI = true }})
+	c := uiClient(t)
+	for _, path := range []string{"/", "/ui/", "/ui/inbox", "/ui/static/app.js"} {
+		if p := get(t, c, f.http.URL+path); p.status != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, p.status)
+		}
+	}
+	if p := get(t, c, f.http.URL+"/v1/sessions"); p.status != http.StatusOK {
+		t.Errorf("GET /v1/sessions: %d, want 200", p.status)
+	}
+	if n := len(f.srv.UIRoutes()); n != 0 {
+		t.Errorf("%d UI routes, want none", n)
+	}
+}

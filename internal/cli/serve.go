@@ -154,6 +154,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 		Metrics: obs.metrics, Streams: obs.streams}
 	// The browser policy's config (server/origin.go).
 	cfg.AllowedHosts, cfg.TrustedProxy = sc.AllowedHosts, sc.TrustedProxy != nil && *sc.TrustedProxy
+	cfg.NoUI, cfg.UISecret = sc.UI.Disabled, []byte(sc.UI.Secret)
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
@@ -209,8 +210,10 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 			log.Info("memory store full: forgot the oldest finished sessions", "forgotten", forgotten, "kept", kept)
 		})
 	}
-	// The inspector's address, for a person: open it in a browser.
-	log.Info("inspector: open http://" + ln.Addr().String() + "/ui/ in a browser")
+	if !cfg.NoUI {
+		// The inspector's address, for a person: open it in a browser.
+		log.Info("inspector: open http://" + ln.Addr().String() + "/ui/ in a browser")
+	}
 	// The line scripts and tests wait for: where to reach the server.
 	log.Info("serving", "addr", "http://"+ln.Addr().String(), "store", postgres.Redact(a.StoreDSN), "owner", a.Runner.Owner())
 
