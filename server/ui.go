@@ -48,11 +48,11 @@ type uiTemplates struct {
 
 func newUITemplates() (*uiTemplates, error) {
 	funcs := template.FuncMap{
-		"ago":    uiAgo,
-		"clock":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
-		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"pretty": uiPretty,
-		"short":  uiShort,
+		"ago":      uiAgo,
+		"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"pretty":   uiPretty,
+		"short":    uiShort,
 		"statuses": func() []session.Status { return uiStatuses },
 		"actions":  func() []string { return []string{"interrupt", "cancel", "resume"} },
 		"title":    func(s string) string { return strings.ToUpper(s[:1]) + s[1:] },

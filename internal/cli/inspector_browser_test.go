@@ -35,7 +35,7 @@ agents:
 // not JSON are refused in the page, Approve in the inbox lets the run
 // finish, a turn streams into the open page, and a page of another origin
 // cannot post a form. The screenshots are written to a temporary directory
-//, or to docs/img with AGENTRT_UPDATE_SCREENSHOTS=1.
+// , or to docs/img with AGENTRT_UPDATE_SCREENSHOTS=1.
 func TestInspectorInChromium(t *testing.T) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs agentrt serve and Chromium")
