@@ -135,6 +135,14 @@ type Request struct {
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 }
 
+// Encoder is the optional capability of a model that speaks a provider's
+// wire format: EncodeRequest returns the body it sends for req (streamed
+// or not), byte for byte, so that a person can see what the provider
+// received (the inspector's "what the model was sent").
+type Encoder interface {
+	EncodeRequest(req *Request, stream bool) ([]byte, error)
+}
+
 // FinishReason says why a model stopped.
 type FinishReason string
 

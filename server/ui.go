@@ -72,7 +72,7 @@ func newUITemplates() (*uiTemplates, error) {
 		return nil, err
 	}
 	t := &uiTemplates{pages: map[string]*template.Template{}}
-	for _, name := range []string{"sessions", "session", "inbox", "login", "rows"} {
+	for _, name := range []string{"sessions", "session", "inbox", "login", "rows", "sent"} {
 		body, err := fs.ReadFile(uiFiles, "ui/templates/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -103,6 +103,7 @@ func (s *Server) uiRoutes() []Route {
 		{Method: "GET", Pattern: "/ui/{$}", ui: true, h: s.uiSessions},
 		{Method: "GET", Pattern: "/ui/sessions/{id}", ui: true, h: s.uiSession},
 		{Method: "GET", Pattern: "/ui/sessions/{id}/events", ui: true, Stream: true, h: s.uiEvents},
+		{Method: "GET", Pattern: "/ui/sessions/{id}/sent/{seq}", ui: true, h: s.uiSent},
 		{Method: "POST", Pattern: "/ui/sessions/{id}/requests/{rid}", ui: true, h: s.uiResolve},
 		{Method: "POST", Pattern: "/ui/sessions/{id}/{action}", ui: true, h: s.uiControl},
 		{Method: "GET", Pattern: "/ui/inbox", ui: true, h: s.uiInbox},
@@ -322,6 +323,7 @@ type uiRow struct {
 	Raw     string // the event's JSON, pretty
 	NewTurn bool   // the first row of its turn
 	Round   bool   // a round begins
+	Sent    string // a model call's "what the model was sent" page
 }
 
 type uiSessionData struct {
@@ -413,6 +415,15 @@ func uiEventRow(ev *session.Event) uiRow {
 		row.Round = true
 	case *session.ModelStarted:
 		row.Title = "model called"
+		row.Facts = append(row.Facts, cmp.Or(d.Model, "model"))
+		if d.Attempt > 1 {
+			row.Facts = append(row.Facts, fmt.Sprintf("attempt %d", d.Attempt))
+		}
+		if d.Purpose == "" {
+			row.Sent = "/ui/sessions/" + url.PathEscape(ev.SessionID) + "/sent/" + strconv.FormatInt(ev.Seq, 10)
+		} else {
+			row.Facts = append(row.Facts, "for "+d.Purpose)
+		}
 	case *session.ModelFinished:
 		row.Title = "model replied"
 		row.Facts = append(row.Facts, cmp.Or(d.Model, "model"), fmt.Sprintf("%d ms", d.LatencyMS),
@@ -484,6 +495,70 @@ func uiEventRow(ev *session.Event) uiRow {
 		row.Title = "run resumed"
 	}
 	return row
+}
+
+// --- what a model was sent ---
+
+type uiSentMessage struct {
+	Role, Name, CallID, Text string
+	Calls                    []uiCall
+	Error                    bool
+}
+
+type uiSentTool struct {
+	Name, Description, Schema string
+}
+
+type uiSentData struct {
+	Sent     *agentrt.SentRequest
+	Back     string
+	System   string
+	Messages []uiSentMessage
+	Tools    []uiSentTool
+	Params   []string
+	Wire     string
+}
+
+// uiSent shows what a model call was sent: the request derived from the
+// log as the call built it, and the provider's body for it
+// (Runner.SentRequest).
+func (s *Server) uiSent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil || seq < 1 {
+		s.uiFail(w, r, badRequest("%q is not an event's seq", r.PathValue("seq")))
+		return
+	}
+	sent, err := s.r.SentRequest(r.Context(), id, seq)
+	if err != nil {
+		s.uiFail(w, r, err)
+		return
+	}
+	req := sent.Request
+	d := uiSentData{Sent: sent, Back: "/ui/sessions/" + url.PathEscape(id) + "#ev-" + strconv.FormatInt(seq, 10), System: req.System, Wire: uiPretty(sent.Wire)}
+	for _, m := range req.Messages {
+		sm := uiSentMessage{Role: string(m.Role), Name: m.Name, CallID: m.ToolCallID, Text: m.Text(), Error: m.IsError}
+		for _, c := range m.ToolCalls {
+			sm.Calls = append(sm.Calls, uiCall{Name: c.Name, ID: c.ID, Args: uiPretty(c.Arguments)})
+		}
+		d.Messages = append(d.Messages, sm)
+	}
+	for _, t := range req.Tools {
+		d.Tools = append(d.Tools, uiSentTool{Name: t.Name, Description: t.Description, Schema: uiPretty(t.InputSchema)})
+	}
+	if req.MaxTokens > 0 {
+		d.Params = append(d.Params, fmt.Sprintf("max_tokens %d", req.MaxTokens))
+	}
+	if req.Temperature != nil {
+		d.Params = append(d.Params, fmt.Sprintf("temperature %g", *req.Temperature))
+	}
+	if req.ToolChoice.Mode != "" {
+		d.Params = append(d.Params, "tool_choice "+string(req.ToolChoice.Mode))
+	}
+	if req.ResponseFormat != nil {
+		d.Params = append(d.Params, "a response format")
+	}
+	s.render(w, r, http.StatusOK, "sent", uiPage{Title: fmt.Sprintf("What the model was sent (event %d)", seq), Nav: "sessions", Data: d})
 }
 
 // --- requests ---

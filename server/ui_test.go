@@ -161,6 +161,26 @@ func TestUIApproveFromTheInbox(t *testing.T) {
 	if strings.Contains(get(t, c, f.http.URL+"/ui/inbox").body, "Approve") {
 		t.Error("the inbox still shows the answered request")
 	}
+	// What each model call was sent, a click away.
+	links := regexp.MustCompile(`href="(/ui/sessions/S/sent/\d+)"`).FindAllStringSubmatch(done.body, -1)
+	if len(links) != 2 {
+		t.Fatalf("%d links to what the model was sent, want one a model call (2)", len(links))
+	}
+	sent := get(t, c, f.http.URL+links[0][1])
+	for _, want := range []string{"What the model was sent", "You help.", "call deploy {&#34;env&#34;:&#34;prod&#34;}", "deploy — deploys"} {
+		if sent.status != 200 || !strings.Contains(sent.body, want) {
+			t.Errorf("the first call's page (%d) lacks %q:\n%s", sent.status, want, sent.body)
+		}
+	}
+	second := get(t, c, f.http.URL+links[1][1])
+	if !strings.Contains(second.body, "deployed to prod") {
+		t.Errorf("the second call's page lacks the tool's result it was sent:\n%s", second.body)
+	}
+	for path, want := range map[string]int{"/ui/sessions/S/sent/x": 400, "/ui/sessions/S/sent/1": 404, "/ui/sessions/S/sent/999": 404, "/ui/sessions/nope/sent/3": 404} {
+		if p := get(t, c, f.http.URL+path); p.status != want {
+			t.Errorf("GET %s: %d, want %d", path, p.status, want)
+		}
+	}
 }
 
 // waitStatus waits until session id has status want.

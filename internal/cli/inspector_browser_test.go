@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,20 +14,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/internal/testenv"
 )
 
-// inspectorConfig is an agent that asks a person before each calculator
-// call: the demo model calls it for arithmetic.
-const inspectorConfig = `
+// inspectorConfig is an agent on an OpenAI-compatible model server
+// (internal/fakellm: arithmetic gets a calculator call) that asks a person
+// before each calculator call.
+func inspectorConfig(url string) string {
+	return fmt.Sprintf(`
 models:
-  demo: {provider: demo}
+  m: {provider: openai, model: fake, base_url: %q}
 agents:
   assistant:
-    model: demo
+    model: m
     tools: [calculator]
     approval: {ask: [calculator]}
-`
+`, url+"/v1")
+}
 
 // A person's path through the inspector, in real Chromium (Debian's,
 // installed by the test command) driven by playwright-core, against a real
@@ -41,7 +48,8 @@ func TestInspectorInChromium(t *testing.T) {
 	testenv.SkipShort(t, "runs agentrt serve and Chromium")
 	bin := chromiumPath(t)
 	node, script := nodeScript(t, "inspector.mjs")
-	e := newEnv(t, inspectorConfig, nil)
+	llm := fakellm.Start(t)
+	e := newEnv(t, inspectorConfig(llm.URL), nil)
 	s := startServe(t, e, nil)
 	defer s.stopOK()
 	s.waitLog("inspector: open " + s.url + "/ui/ in a browser")
@@ -61,12 +69,19 @@ func TestInspectorInChromium(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	var steps []string
+	var (
+		steps []string
+		wire  string // the body the page says the first model call was sent
+	)
 	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var l struct{ Step, Error string }
+		var l struct{ Step, Error, Wire string }
 		if json.Unmarshal(sc.Bytes(), &l) != nil {
 			continue
+		}
+		if l.Wire != "" {
+			wire = l.Wire
 		}
 		if l.Error != "" {
 			t.Errorf("in the browser: %s", l.Error)
@@ -85,13 +100,24 @@ func TestInspectorInChromium(t *testing.T) {
 		"approved from the inbox",
 		"the run finished after the approval",
 		"a turn streamed into the open page",
+		"what the model was sent",
 		"a foreign page's form is refused",
 	} {
 		if !slices.Contains(steps, want) {
 			t.Errorf("step %q did not happen; the steps: %q", want, steps)
 		}
 	}
-	for _, name := range []string{"sessions.png", "session-waiting.png", "inbox.png", "session-done.png", "sessions-phone.png"} {
+	// What the page showed as sent is what the model server received.
+	var shown map[string]any
+	if err := json.Unmarshal([]byte(wire), &shown); err != nil {
+		t.Fatalf("the page's body of the first model call is not JSON: %v\n%s", err, wire)
+	}
+	if reqs := llm.Requests(); len(reqs) == 0 {
+		t.Error("the model server got no request")
+	} else if diff := cmp.Diff(reqs[0], shown); diff != "" {
+		t.Errorf("the first model call: the server got (-), the page shows (+):\n%s", diff)
+	}
+	for _, name := range []string{"sent.png", "sessions.png", "session-waiting.png", "inbox.png", "session-done.png", "sessions-phone.png"} {
 		if fi, err := os.Stat(filepath.Join(shots, name)); err != nil || fi.Size() < 1000 {
 			t.Errorf("screenshot %s: %v", name, err)
 		}

@@ -9,6 +9,13 @@ import (
 	"github.com/agentrt/agentrt/model"
 )
 
+// EncodeRequest returns the body the model sends for req (model.Encoder).
+func (m *Model) EncodeRequest(req *model.Request, stream bool) ([]byte, error) {
+	return m.encode(req, stream)
+}
+
+var _ model.Encoder = (*Model)(nil)
+
 // encode writes req as a Chat Completions request body.
 func (m *Model) encode(req *model.Request, stream bool) ([]byte, error) {
 	b := make([]byte, 0, 512+requestSize(req))

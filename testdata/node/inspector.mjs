@@ -78,8 +78,17 @@ try {
   // Watch a turn stream into an open page: a second message, sent while
   // the page is open, appears without a reload.
   await api("POST", "/v1/sessions/tour/messages", { text: "hello" });
-  await page.getByText("offline demo model").first().waitFor({ timeout: 15000 });
+  await page.getByText("You said: hello").first().waitFor({ timeout: 15000 });
   say({ step: "a turn streamed into the open page" });
+
+  // What the first model call was sent: the page shows the body; the Go
+  // test compares it with what the model server recorded.
+  await page.goto(base + "/ui/sessions/tour");
+  await page.getByRole("link", { name: "what the model was sent" }).first().click();
+  await page.getByRole("heading", { name: "What the model was sent" }).waitFor();
+  const wire = await page.locator("details[open] pre").textContent();
+  await page.screenshot({ path: join(shots, "sent.png"), fullPage: true });
+  say({ step: "what the model was sent", wire });
 
   // A narrow phone screen shows the same page.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 } });

@@ -1,0 +1,98 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+// SentRequest is what a model call of a session was sent: derived from the
+// session's log, as the call built it — the state the events up to the
+// call's model_started make (compaction, sanitising and the run's
+// overrides included), its request (the agent's system prompt, the
+// messages, the tools), and the provider's body for it when the model
+// speaks a wire format (model.Encoder). Nothing is recorded for it: a
+// session's state is the fold of its events, and the request a function of
+// the state. TestSentRequestIsWhatTheServerGot compares it, byte for
+// byte, with what a recording OpenAI-compatible server received.
+type SentRequest struct {
+	SessionID string
+	// Seq is the call's model_started event; Attempt its attempt.
+	Seq     int64
+	Attempt int
+	Model   string
+	Request *model.Request
+	// Wire is the body the model's client sent (JSON), when the model has
+	// one (model.Encoder) and is the agent's, or one of its fallbacks.
+	Wire json.RawMessage
+	// Hooked: the agent has before-model hooks, which may have changed
+	// the request after it was built: what was sent may differ from this.
+	Hooked bool
+}
+
+// SentRequest derives what the model call whose model_started event is seq
+// of session id was sent (see SentRequest). A call of the runtime's own
+// (a compaction's summary, a plan's step: model_started.purpose) has a
+// request of its executor's, and is not derived.
+func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRequest, error) {
+	sess, err := r.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, notFound(id, err)
+	}
+	st, err := r.newState(id, sess.Agent)
+	if err != nil {
+		return nil, err
+	}
+	var started *session.ModelStarted
+	for e, err := range r.store.Events(ctx, id, 0) {
+		if err != nil {
+			return nil, &Error{Kind: FailStore, Msg: "read events of session " + id, Err: err}
+		}
+		if e.Seq == seq {
+			ms, ok := e.Data.(*session.ModelStarted)
+			if !ok {
+				return nil, &Error{Kind: FailInput, Code: CodeNotFound,
+					Msg: fmt.Sprintf("event %d of session %s is %s, not a model call's model_started", seq, id, e.Type)}
+			}
+			started = ms
+			break
+		}
+		if err := st.Apply(e); err != nil {
+			return nil, &Error{Kind: FailStore, Msg: "replay session " + id, Err: err}
+		}
+	}
+	if started == nil {
+		return nil, &Error{Kind: FailInput, Code: CodeNotFound, Msg: fmt.Sprintf("session %s has no event %d", id, seq)}
+	}
+	if started.Purpose != "" {
+		return nil, &Error{Kind: FailInput, Code: CodeNotFound,
+			Msg: fmt.Sprintf("event %d of session %s is a call for %s, whose request is its executor's own: only the agent's calls are derived", seq, id, started.Purpose)}
+	}
+	a, err := r.agent(st.Agent)
+	if err != nil {
+		return nil, err
+	}
+	// The request as the call built it, before any before-model hook
+	// (which the derivation does not run: a hook may have effects).
+	hooks := r.hooksOf(a)
+	x := &Exec{}
+	x.execRun = execRun{r: r, agent: a, st: st, hooks: hookSet{h: &Hooks{}}}
+	req := *x.request()
+	out := &SentRequest{SessionID: id, Seq: seq, Attempt: started.Attempt, Model: started.Model, Request: &req,
+		Hooked: len(hooks.beforeModel) > 0}
+	for _, m := range append([]model.Model{a.Model}, a.Fallbacks...) {
+		if m == nil || m.Name() != started.Model {
+			continue
+		}
+		if enc, ok := m.(model.Encoder); ok {
+			if out.Wire, err = enc.EncodeRequest(&req, started.Mode != "generate"); err != nil {
+				return nil, &Error{Kind: FailInternal, Msg: "encode the request for " + m.Name(), Err: err}
+			}
+		}
+		break
+	}
+	return out, nil
+}

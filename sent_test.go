@@ -1,0 +1,102 @@
+package agentrt_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/fakellm"
+	"github.com/agentrt/agentrt/model/openai"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// What the inspector shows as "what the model was sent" is what the model
+// server received: for every model call of two turns of 4 calls each (3
+// tool calls), the second turn's after the history was compacted, the
+// request derived from the log (Runner.SentRequest) is,
+// as JSON, the body a recording OpenAI-compatible server got.
+func TestSentRequestIsWhatTheServerGot(t *testing.T) {
+	srv := fakellm.StartWith(t, fakellm.Options{ToolRounds: 3})
+	llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := tool.Must(tool.New("add", "adds two numbers", func(ctx context.Context, in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (int, error) {
+		return in.A + in.B, nil
+	}))
+	tools, err := tool.NewRegistry(add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memstore.New()
+	// Compaction past 10 messages, by a model of its own: the second
+	// turn's calls are sent a summary and the recent messages.
+	sum := scripted.New("summariser", scripted.Reply{Text: "They added."}, scripted.Reply{Text: "They added more."},
+		scripted.Reply{Text: "And more."}, scripted.Reply{Text: "Again."})
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{{Name: "a", SystemPrompt: "You add. <b>&</b>",
+		Model: llm, Tools: tools, Compaction: agentrt.Compaction{MaxMessages: 10, KeepRecent: 4, Model: sum}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	ctx := t.Context()
+	for _, text := range []string{"add things", "again, with \"quotes\" and ünïcode"} {
+		for _, err := range r.Run(ctx, "s", agentrt.Input{Text: text, Agent: "a"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var calls []int64
+	compacted := false
+	for ev, err := range store.Events(ctx, "s", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms, ok := ev.Data.(*session.ModelStarted); ok && ms.Purpose == "" {
+			calls = append(calls, ev.Seq)
+		}
+		compacted = compacted || ev.Type == session.TypeCompaction
+	}
+	if !compacted {
+		t.Error("the history was not compacted: the test does not show a compacted request")
+	}
+	got := srv.Requests()
+	if len(calls) != 8 || len(got) != 8 {
+		t.Fatalf("%d model calls in the log, %d requests at the server; want 8 and 8", len(calls), len(got))
+	}
+	for i, seq := range calls {
+		sent, err := r.SentRequest(ctx, "s", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var derived map[string]any
+		if err := json.Unmarshal(sent.Wire, &derived); err != nil {
+			t.Fatalf("call %d: the derived body is not JSON: %v\n%s", seq, err, sent.Wire)
+		}
+		if diff := cmp.Diff(got[i], derived); diff != "" {
+			t.Errorf("call at event %d: the server got (-) and the log says (+):\n%s", seq, diff)
+		}
+		if sent.Hooked || sent.Model != "gpt-test" || sent.Attempt != 1 {
+			t.Errorf("call at event %d: %+v", seq, sent)
+		}
+	}
+	// Bad input: an event that is no model call, and one past the log.
+	for _, seq := range []int64{1, 10_000} {
+		if _, err := r.SentRequest(ctx, "s", seq); agentrt.AsError(err).ErrorCode() != agentrt.CodeNotFound {
+			t.Errorf("SentRequest of event %d: %v, want not_found", seq, err)
+		}
+	}
+	if _, err := r.SentRequest(ctx, "nope", 1); agentrt.AsError(err).ErrorCode() != agentrt.CodeNotFound {
+		t.Errorf("SentRequest of no session: %v, want not_found", err)
+	}
+}
