@@ -848,6 +848,12 @@ func (g *Gateway) noteFull(left map[skey]bool) {
 	}
 }
 
+// PolicyOf is the policy (the default applied) for input from source to
+// a session of agent ("" for the default agent) while its turn runs.
+func (g *Gateway) PolicyOf(source, agent string) Policy {
+	return cmp.Or(g.settings(source, agent).Policy, Interrupt)
+}
+
 // SourceStatus is where a source's inputs stand: what the store holds
 // pending for it (session.SourceState: how many, how large, since when),
 // and what this process's gateway does with it.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -72,7 +73,7 @@ func newUITemplates() (*uiTemplates, error) {
 		return nil, err
 	}
 	t := &uiTemplates{pages: map[string]*template.Template{}}
-	for _, name := range []string{"sessions", "session", "inbox", "login", "rows", "sent"} {
+	for _, name := range []string{"sessions", "session", "inbox", "login", "rows", "sent", "diff"} {
 		body, err := fs.ReadFile(uiFiles, "ui/templates/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -104,6 +105,10 @@ func (s *Server) uiRoutes() []Route {
 		{Method: "GET", Pattern: "/ui/sessions/{id}", ui: true, h: s.uiSession},
 		{Method: "GET", Pattern: "/ui/sessions/{id}/events", ui: true, Stream: true, h: s.uiEvents},
 		{Method: "GET", Pattern: "/ui/sessions/{id}/sent/{seq}", ui: true, h: s.uiSent},
+		{Method: "POST", Pattern: "/ui/sessions", ui: true, h: s.uiCreate},
+		{Method: "POST", Pattern: "/ui/sessions/{id}/messages", ui: true, h: s.uiSend},
+		{Method: "POST", Pattern: "/ui/sessions/{id}/fork", ui: true, h: s.uiFork},
+		{Method: "GET", Pattern: "/ui/diff", ui: true, h: s.uiDiff},
 		{Method: "POST", Pattern: "/ui/sessions/{id}/requests/{rid}", ui: true, h: s.uiResolve},
 		{Method: "POST", Pattern: "/ui/sessions/{id}/{action}", ui: true, h: s.uiControl},
 		{Method: "GET", Pattern: "/ui/inbox", ui: true, h: s.uiInbox},
@@ -237,6 +242,7 @@ type uiSessionRow struct {
 }
 
 type uiSessionsData struct {
+	Agents []string // for a new session
 	Rows   []uiSessionRow
 	Status string
 	Query  string
@@ -256,7 +262,7 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d := uiSessionsData{Status: q.Get("status"), Query: q.Get("q")}
+	d := uiSessionsData{Status: q.Get("status"), Query: q.Get("q"), Agents: s.r.AgentNames()}
 	if d.Status != "" && !validStatus(session.Status(d.Status)) {
 		s.uiFail(w, r, badRequest("status %q is not one of a session's", d.Status))
 		return
@@ -334,6 +340,8 @@ type uiSessionData struct {
 	Older    string
 	Lease    string
 	Queued   *Queued
+	Note     string // what the last form did
+	Error    string // what the last form could not do
 }
 
 // uiWindow is how many events a session's page shows at once: the newest,
@@ -348,7 +356,7 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) {
 		s.uiFail(w, r, err)
 		return
 	}
-	d := uiSessionData{S: ss}
+	d := uiSessionData{S: ss, Note: uiNotes[r.URL.Query().Get("note")], Error: r.URL.Query().Get("error")}
 	before := ss.LastSeq + 1
 	if b := r.URL.Query().Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
@@ -495,6 +503,163 @@ func uiEventRow(ev *session.Event) uiRow {
 		row.Title = "run resumed"
 	}
 	return row
+}
+
+// --- the playground: a new session, a message, a fork ---
+
+// uiNotes are what the page says a form did, by the note its redirect
+// names (never text from the URL itself).
+var uiNotes = map[string]string{
+	"created":   "The session is made: send it a message below.",
+	"sent":      "Sent: a turn answers it (the timeline follows it).",
+	"interrupt": "Sent while a turn ran: by its source's policy (interrupt) that turn stops at its next safe point and starts again with your message.",
+	"queue":     "Sent while a turn ran: by its source's policy (queue) it waits for that turn to end, and the next turn answers it.",
+	"steer":     "Sent while a turn ran: by its source's policy (steer) the running turn's next model call reads it.",
+	"duplicate": "That message was sent before: nothing new was sent.",
+	"forked":    "This session is a fork: the log of the session it came from, up to the event chosen. Send it a message to take it another way, then compare the two.",
+}
+
+// uiCreate makes a session of the agent chosen (and the id given, if any).
+func (s *Server) uiCreate(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSpace(r.PostFormValue("id"))
+	if id != "" {
+		if err := session.CheckID(id); err != nil {
+			s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadSessionID, Msg: err.Error()})
+			return
+		}
+	}
+	ss, err := s.r.CreateSession(r.Context(), r.PostFormValue("agent"), id, nil)
+	if err != nil {
+		s.uiFail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(ss.ID)+"?note=created#send", http.StatusSeeOther)
+}
+
+// uiSend gives a message to the session through the gateway, as the API
+// does: the source's policy applies to a message sent while a turn runs,
+// and the page says what it did.
+func (s *Server) uiSend(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	back := "/ui/sessions/" + url.PathEscape(id)
+	ss, err := s.getSessionRow(ctx, id)
+	if err != nil {
+		s.uiFail(w, r, err)
+		return
+	}
+	text := strings.TrimSpace(r.PostFormValue("text"))
+	if text == "" {
+		http.Redirect(w, r, back+"?"+url.Values{"error": {"the message is empty"}}.Encode()+"#send", http.StatusSeeOther)
+		return
+	}
+	source := cmp.Or(strings.TrimSpace(r.PostFormValue("source")), id)
+	sub, err := s.gw.Submit(ctx, gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: text,
+		Key: r.PostFormValue("key")})
+	if err != nil {
+		_, detail := statusOf(err)
+		http.Redirect(w, r, back+"?"+url.Values{"error": {detail.Message}}.Encode()+"#send", http.StatusSeeOther)
+		return
+	}
+	note := "sent"
+	switch {
+	case sub.Duplicate:
+		note = "duplicate"
+	case ss.Status == session.StatusRunning:
+		note = string(s.gw.PolicyOf(source, ss.Agent))
+	}
+	http.Redirect(w, r, back+"?note="+note, http.StatusSeeOther)
+}
+
+// uiFork forks the session at an event into a new session, and goes to it.
+func (s *Server) uiFork(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	at, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("at")), 10, 64)
+	if err != nil || at < 0 {
+		http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(id)+"?"+url.Values{"error": {"fork at: want an event's seq"}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	ss, err := s.r.Fork(r.Context(), id, at, "")
+	if err != nil {
+		_, detail := statusOf(err)
+		http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(id)+"?"+url.Values{"error": {detail.Message}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(ss.ID)+"?note=forked", http.StatusSeeOther)
+}
+
+// uiDiffRow is one seq of two sessions' logs, side by side.
+type uiDiffRow struct {
+	Seq   int64
+	A, B  *uiRow
+	Same  bool
+	First bool // the first row that differs
+}
+
+type uiDiffData struct {
+	A, B  string
+	Rows  []uiDiffRow
+	First int64 // the seq of the first difference, 0 for none
+}
+
+// maxDiffEvents bounds a diff: the first events of each log.
+const maxDiffEvents = 2000
+
+// uiDiff shows two sessions' logs side by side, seq by seq, and marks the
+// first event that differs (its type and payload; times, run ids and the
+// session's id do not count).
+func (s *Server) uiDiff(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	a, b := q.Get("a"), q.Get("b")
+	logs := [2][]*session.Event{}
+	for i, id := range []string{a, b} {
+		if _, err := s.getSessionRow(ctx, id); err != nil {
+			s.uiFail(w, r, err)
+			return
+		}
+		for ev, err := range s.store.Events(ctx, id, 0) {
+			if err != nil {
+				s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the session's events", Err: err})
+				return
+			}
+			if len(logs[i]) == maxDiffEvents {
+				break
+			}
+			logs[i] = append(logs[i], ev)
+		}
+	}
+	d := uiDiffData{A: a, B: b}
+	for i := range max(len(logs[0]), len(logs[1])) {
+		row := uiDiffRow{Seq: int64(i + 1)}
+		var ea, eb *session.Event
+		if i < len(logs[0]) {
+			ea = logs[0][i]
+			x := uiEventRow(ea)
+			row.A = &x
+		}
+		if i < len(logs[1]) {
+			eb = logs[1][i]
+			x := uiEventRow(eb)
+			row.B = &x
+		}
+		row.Same = ea != nil && eb != nil && sameEvent(ea, eb)
+		if !row.Same && d.First == 0 {
+			row.First, d.First = true, row.Seq
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	s.render(w, r, http.StatusOK, "diff", uiPage{Title: "Compare " + a + " and " + b, Nav: "sessions", Data: d})
+}
+
+// sameEvent reports whether two events say the same: type and payload.
+func sameEvent(a, b *session.Event) bool {
+	if a.Type != b.Type {
+		return false
+	}
+	ja, err1 := json.Marshal(a.Data)
+	jb, err2 := json.Marshal(b.Data)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 // --- what a model was sent ---

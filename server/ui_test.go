@@ -380,3 +380,73 @@ func TestUIOff(t *testing.T) {
 		t.Errorf("%d UI routes, want none", n)
 	}
 }
+
+// The playground: a new session from the sessions page, a message to it
+// through the gateway (and what the page says of one sent while a turn
+// runs), a fork at an event, a message that takes the fork another way,
+// and the two logs side by side with the first difference marked.
+func TestUIPlaygroundForkDiff(t *testing.T) {
+	f := newFixture(t, options{hold: true})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	c := uiClient(t)
+	list := get(t, c, f.http.URL+"/ui/")
+	token := csrfOf(t, list)
+	if !strings.Contains(list.body, "<option>assistant</option>") {
+		t.Fatalf("the new-session form lacks the agent:\n%s", list.body)
+	}
+	for _, bad := range []url.Values{{"agent": {"assistant"}, "id": {"a b"}}, {"agent": {"nobody"}}} {
+		bad.Set("csrf", token)
+		if p := postForm(t, c, f.http.URL+"/ui/sessions", bad); p.status < 400 {
+			t.Errorf("a new session %v: %d, want refused", bad, p.status)
+		}
+	}
+	p := postForm(t, c, f.http.URL+"/ui/sessions", url.Values{"csrf": {token}, "agent": {"assistant"}, "id": {"P"}})
+	if p.status != http.StatusSeeOther || p.loc != "/ui/sessions/P?note=created#send" {
+		t.Fatalf("a new session: %d %q", p.status, p.loc)
+	}
+	send := func(id, text string) page {
+		t.Helper()
+		return postForm(t, c, f.http.URL+"/ui/sessions/"+id+"/messages", url.Values{"csrf": {token}, "text": {text}})
+	}
+	if p := send("P", "  "); !strings.Contains(p.loc, "error=") {
+		t.Errorf("an empty message: %q, want an error", p.loc)
+	}
+	if p := send("P", "hello"); p.loc != "/ui/sessions/P?note=sent" {
+		t.Errorf("a message: %d %q", p.status, p.loc)
+	}
+	waitStatus(t, f, ctx, "P", session.StatusRunning)
+	// While the turn runs (held at the model): the default policy.
+	if p := send("P", "and more"); p.loc != "/ui/sessions/P?note=interrupt" {
+		t.Errorf("a message while a turn runs: %q, want note=interrupt", p.loc)
+	}
+	if sp := get(t, c, f.http.URL+"/ui/sessions/P?note=interrupt"); !strings.Contains(sp.body, "by its source&#39;s policy (interrupt)") {
+		t.Errorf("the page does not say what the policy did:\n%s", sp.body)
+	}
+	close(f.model.hold)
+	waitStatus(t, f, ctx, "P", session.StatusDone)
+
+	p = postForm(t, c, f.http.URL+"/ui/sessions/P/fork", url.Values{"csrf": {token}, "at": {"1"}})
+	fork, ok := strings.CutPrefix(p.loc, "/ui/sessions/")
+	if p.status != http.StatusSeeOther || !ok {
+		t.Fatalf("fork: %d %q", p.status, p.loc)
+	}
+	fork, _, _ = strings.Cut(fork, "?")
+	fp := get(t, c, f.http.URL+p.loc)
+	if !strings.Contains(fp.body, "Forked from") || !strings.Contains(fp.body, "/ui/diff?a=P&amp;b="+fork) {
+		t.Errorf("the fork's page does not link the comparison:\n%s", fp.body)
+	}
+	for _, at := range []string{"x", "0", "999"} {
+		if p := postForm(t, c, f.http.URL+"/ui/sessions/P/fork", url.Values{"csrf": {token}, "at": {at}}); !strings.Contains(p.loc, "error=") {
+			t.Errorf("fork at %q: %q, want an error", at, p.loc)
+		}
+	}
+	send(fork, "goodbye")
+	waitStatus(t, f, ctx, fork, session.StatusDone)
+	diff := get(t, c, f.http.URL+"/ui/diff?a=P&b="+fork)
+	if diff.status != 200 || !strings.Contains(diff.body, "first difference") || !strings.Contains(diff.body, "goodbye") {
+		t.Errorf("the diff: %d, want the first difference marked and the fork's message:\n%s", diff.status, diff.body)
+	}
+	if p := get(t, c, f.http.URL+"/ui/diff?a=P&b=nope"); p.status != http.StatusNotFound {
+		t.Errorf("a diff with no such session: %d, want 404", p.status)
+	}
+}
