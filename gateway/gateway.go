@@ -851,8 +851,13 @@ func (g *Gateway) noteFull(left map[skey]bool) {
 // PolicyOf is the policy (the default applied) for input from source to
 // a session of agent ("" for the default agent) while its turn runs.
 func (g *Gateway) PolicyOf(source, agent string) Policy {
-	return cmp.Or(g.settings(source, agent).Policy, Interrupt)
+	return cmp.Or(g.Settings(source, agent).Policy, Interrupt)
 }
+
+// Settings are the settings that apply to input from source to a session
+// of agent ("" for the default agent): the gateway's, overridden by the
+// agent's and then the source's.
+func (g *Gateway) Settings(source, agent string) SourceConfig { return g.settings(source, agent) }
 
 // SourceStatus is where a source's inputs stand: what the store holds
 // pending for it (session.SourceState: how many, how large, since when),

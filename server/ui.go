@@ -73,7 +73,7 @@ func newUITemplates() (*uiTemplates, error) {
 		return nil, err
 	}
 	t := &uiTemplates{pages: map[string]*template.Template{}}
-	for _, name := range []string{"sessions", "session", "inbox", "login", "rows", "sent", "diff"} {
+	for _, name := range []string{"sessions", "session", "inbox", "login", "rows", "sent", "diff", "runtime"} {
 		body, err := fs.ReadFile(uiFiles, "ui/templates/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -112,6 +112,8 @@ func (s *Server) uiRoutes() []Route {
 		{Method: "POST", Pattern: "/ui/sessions/{id}/requests/{rid}", ui: true, h: s.uiResolve},
 		{Method: "POST", Pattern: "/ui/sessions/{id}/{action}", ui: true, h: s.uiControl},
 		{Method: "GET", Pattern: "/ui/inbox", ui: true, h: s.uiInbox},
+		{Method: "GET", Pattern: "/ui/runtime", ui: true, h: s.uiRuntime},
+		{Method: "POST", Pattern: "/ui/rules/{agent}/{rule}/revoke", ui: true, h: s.uiRevoke},
 	}
 }
 
@@ -660,6 +662,108 @@ func sameEvent(a, b *session.Event) bool {
 	ja, err1 := json.Marshal(a.Data)
 	jb, err2 := json.Marshal(b.Data)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// --- the runtime's own mechanics ---
+
+type uiSource struct {
+	session.SourceState
+	Policy   string
+	Debounce time.Duration
+	Settles  time.Time // when its inputs have settled (debounce), zero without one
+	Serving  bool
+	Worker   bool // waiting for a free worker
+}
+
+type uiRule struct {
+	Agent string
+	session.Rule
+	Action string
+}
+
+type uiRuntimeData struct {
+	Owner      string
+	Store      string // "" when it takes writes, else why not
+	Busy       int
+	Waiting    int
+	Serving    int
+	Sources    []uiSource
+	Running    []*session.Session
+	Waitingfor []*session.Session
+	Rules      []uiRule
+	Note       string
+}
+
+// uiRuntime shows what no other page does: this process and its store's
+// health, the gateway's sources with pending inputs (policy, debounce,
+// who serves them), the sessions that are running or waiting with who
+// holds their lease and until when, and the agents' standing decisions.
+func (s *Server) uiRuntime(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	tenant := session.TenantOf(ctx)
+	d := uiRuntimeData{Owner: s.r.Owner(), Busy: s.gw.Busy(), Waiting: s.gw.Waiting(), Serving: s.gw.Serving()}
+	if err := s.r.WriteFailure(); err != nil {
+		_, detail := statusOf(err)
+		d.Store = detail.Message
+	}
+	states, err := s.gw.Pending(ctx)
+	if err != nil {
+		s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the inbox", Err: err})
+		return
+	}
+	for _, st := range states {
+		if st.Tenant != tenant {
+			continue // every tenant's are listed; a person sees their own
+		}
+		set := s.gw.Settings(st.Source, "")
+		src := uiSource{SourceState: st, Policy: string(s.gw.PolicyOf(st.Source, "")), Debounce: set.Debounce}
+		if set.Debounce > 0 {
+			src.Settles = st.Last.Add(set.Debounce)
+		}
+		if status, err := s.gw.Source(ctx, st.Source); err == nil {
+			src.Serving, src.Worker = status.Serving, status.WaitingForWorker
+		}
+		d.Sources = append(d.Sources, src)
+	}
+	for _, st := range []session.Status{session.StatusRunning, session.StatusWaiting} {
+		page, err := s.store.ListSessions(ctx, session.ListOptions{Status: st, Limit: 100, SkipHidden: true})
+		if err != nil {
+			s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailStore, Msg: "list the sessions", Err: err})
+			return
+		}
+		if st == session.StatusRunning {
+			d.Running = page
+		} else {
+			d.Waitingfor = page
+		}
+	}
+	for _, agent := range s.r.AgentNames() {
+		rules, err := s.r.AgentRules(ctx, agent)
+		if err != nil {
+			s.uiFail(w, r, err)
+			return
+		}
+		for _, rule := range rules {
+			d.Rules = append(d.Rules, uiRule{Agent: agent, Rule: rule,
+				Action: "/ui/rules/" + url.PathEscape(agent) + "/" + url.PathEscape(rule.ID) + "/revoke"})
+		}
+	}
+	if r.URL.Query().Get("note") == "revoked" {
+		d.Note = "The decision is revoked: the agent's next calls of the tool ask again."
+	}
+	s.render(w, r, http.StatusOK, "runtime", uiPage{Title: "Runtime", Nav: "runtime", Error: r.URL.Query().Get("error"), Data: d})
+}
+
+// uiRevoke ends one of an agent's standing decisions.
+func (s *Server) uiRevoke(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	reason := cmp.Or(strings.TrimSpace(r.PostFormValue("reason")), "revoked in the inspector")
+	if err := s.r.RevokeAgentRule(ctx, r.PathValue("agent"), r.PathValue("rule"), agentrt.ActorOf(ctx), reason); err != nil {
+		_, detail := statusOf(err)
+		http.Redirect(w, r, "/ui/runtime?"+url.Values{"error": {detail.Message}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/ui/runtime?note=revoked", http.StatusSeeOther)
 }
 
 // --- what a model was sent ---

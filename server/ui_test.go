@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
@@ -448,5 +449,53 @@ func TestUIPlaygroundForkDiff(t *testing.T) {
 	}
 	if p := get(t, c, f.http.URL+"/ui/diff?a=P&b=nope"); p.status != http.StatusNotFound {
 		t.Errorf("a diff with no such session: %d, want 404", p.status)
+	}
+}
+
+// The runtime page: the gateway's sources with pending inputs (their
+// policy and when they settle), a tenant's own only; the sessions waiting
+// with their lease; an agent's standing decision, revoked from the page.
+func TestUIRuntime(t *testing.T) {
+	keys := []server.Key{{Key: "key-a", Tenant: "acme", Principal: "ana"}, {Key: "key-b", Tenant: "globex", Principal: "bo"}}
+	f := newFixture(t, options{keys: keys, gateway: func(c *gateway.Config) { c.Debounce = time.Hour }})
+	for key, id := range map[string]string{"key-a": "A1", "key-b": "G1"} {
+		if code, body, _ := f.do(t, "POST", "/v1/sessions", key, map[string]any{"id": id}); code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", id, code, body)
+		}
+		if code, body, _ := f.do(t, "POST", "/v1/sessions/"+id+"/messages", key, map[string]any{"text": "hi"}); code != http.StatusAccepted {
+			t.Fatalf("message to %s: %d %s", id, code, body)
+		}
+	}
+	acme := session.WithTenant(t.Context(), "acme")
+	waitingSession(t, f, acme, "W")
+	c := uiClient(t)
+	login := get(t, c, f.http.URL+"/ui/login")
+	postForm(t, c, f.http.URL+"/ui/login", url.Values{"csrf": {csrfOf(t, login)}, "key": {"key-a"}, "next": {"/ui/runtime"}})
+	rt := get(t, c, f.http.URL+"/ui/runtime")
+	for _, want := range []string{`href="/ui/sessions/A1"`, "interrupt", "1h0m0s, settles", `href="/ui/sessions/W"`, "waiting", "takes writes"} {
+		if !strings.Contains(rt.body, want) {
+			t.Errorf("the runtime page lacks %q:\n%s", want, rt.body)
+		}
+	}
+	if strings.Contains(rt.body, "G1") {
+		t.Error("the runtime page shows another tenant's source")
+	}
+	// An approval that stands for the agent, then revoked from the page.
+	sp := get(t, c, f.http.URL+"/ui/sessions/W")
+	action := regexp.MustCompile(`action="(/ui/sessions/W/requests/[^"]+)"`).FindStringSubmatch(sp.body)[1]
+	postForm(t, c, f.http.URL+action, url.Values{"csrf": {csrfOf(t, sp)}, "decision": {"approve"}, "always": {"agent"}})
+	rt = get(t, c, f.http.URL+"/ui/runtime")
+	revoke := regexp.MustCompile(`action="(/ui/rules/assistant/[^"]+/revoke)"`).FindStringSubmatch(rt.body)
+	if revoke == nil {
+		t.Fatalf("the runtime page lacks the agent's standing decision:\n%s", rt.body)
+	}
+	if p := postForm(t, c, f.http.URL+revoke[1], url.Values{"csrf": {csrfOf(t, rt)}}); p.loc != "/ui/runtime?note=revoked" {
+		t.Fatalf("revoke: %d %q", p.status, p.loc)
+	}
+	if rules, err := f.r.AgentRules(acme, "assistant"); err != nil || len(rules) != 0 {
+		t.Errorf("after the revocation: %v %v, want no rule", rules, err)
+	}
+	if p := postForm(t, c, f.http.URL+revoke[1], url.Values{"csrf": {csrfOf(t, rt)}}); !strings.Contains(p.loc, "error=") {
+		t.Errorf("revoking it again: %q, want an error", p.loc)
 	}
 }
