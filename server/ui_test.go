@@ -154,7 +154,7 @@ func TestUIApproveFromTheInbox(t *testing.T) {
 	}
 	waitStatus(t, f, ctx, "S", session.StatusDone)
 	done := get(t, c, f.http.URL+"/ui/sessions/S")
-	for _, want := range []string{"deployed to prod", "run done", "by local"} {
+	for _, want := range []string{"deployed to prod", "run done", "answered: approve", "by local"} {
 		if !strings.Contains(done.body, want) {
 			t.Errorf("after the approval the page lacks %q:\n%s", want, done.body)
 		}

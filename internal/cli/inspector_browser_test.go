@@ -101,6 +101,8 @@ func TestInspectorInChromium(t *testing.T) {
 		"the run finished after the approval",
 		"a turn streamed into the open page",
 		"what the model was sent",
+		"forked, sent another way, compared",
+		"canceled a run",
 		"a foreign page's form is refused",
 	} {
 		if !slices.Contains(steps, want) {
@@ -117,7 +119,7 @@ func TestInspectorInChromium(t *testing.T) {
 	} else if diff := cmp.Diff(reqs[0], shown); diff != "" {
 		t.Errorf("the first model call: the server got (-), the page shows (+):\n%s", diff)
 	}
-	for _, name := range []string{"sent.png", "sessions.png", "session-waiting.png", "inbox.png", "session-done.png", "sessions-phone.png"} {
+	for _, name := range []string{"diff.png", "sent.png", "sessions.png", "session-waiting.png", "inbox.png", "session-done.png", "sessions-phone.png"} {
 		if fi, err := os.Stat(filepath.Join(shots, name)); err != nil || fi.Size() < 1000 {
 			t.Errorf("screenshot %s: %v", name, err)
 		}

@@ -90,6 +90,25 @@ try {
   await page.screenshot({ path: join(shots, "sent.png"), fullPage: true });
   say({ step: "what the model was sent", wire });
 
+  // Fork at the first model call, take the fork another way, compare.
+  await page.goto(base + "/ui/sessions/tour");
+  await page.getByLabel("Fork at event").fill("3");
+  await page.getByRole("button", { name: "Fork" }).click();
+  await page.getByText("Forked from").waitFor();
+  await page.getByLabel("Message").fill("what is 2+2?");
+  await page.getByRole("button", { name: "Send" }).click();
+  await page.getByRole("heading", { name: "Waiting for a person" }).waitFor({ timeout: 15000 });
+  await page.getByRole("link", { name: "compare the two" }).click();
+  await page.getByText("first difference").first().waitFor();
+  await page.screenshot({ path: join(shots, "diff.png"), fullPage: true });
+  say({ step: "forked, sent another way, compared" });
+
+  // Cancel the fork's run, waiting for its approval.
+  await page.goBack();
+  await page.getByRole("button", { name: "Cancel" }).click();
+  await page.locator("#status", { hasText: "canceled" }).waitFor({ timeout: 15000 });
+  say({ step: "canceled a run" });
+
   // A narrow phone screen shows the same page.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 } });
   const pp = await phone.newPage();

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Every kind of request gets its form, with its own buttons; a kind the
+// page does not know is shown as its JSON with a free answer.
+func TestUIRequestForms(t *testing.T) {
+	ui, err := newUISigner(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := newUITemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{ui: ui, uiT: tm, keys: &keyring{}}
+	at := time.Now()
+	exp := at.Add(time.Hour)
+	page := []session.PendingRequest{
+		{SessionID: "s", Asked: at, Request: session.InputRequired{RequestID: "r1", Kind: session.RequestApproval, Question: "Run deploy?",
+			Calls: []model.ToolCall{{ID: "c1", Name: "deploy", Arguments: []byte(`{"env":"prod"}`)}}, Expires: &exp}},
+		{SessionID: "s", Asked: at, Request: session.InputRequired{RequestID: "r2", Kind: session.RequestPrompt, Question: "Which order?"}},
+		{SessionID: "s", Asked: at, Request: session.InputRequired{RequestID: "r3", Kind: session.RequestSelect, Question: "Which size?", Options: []string{"S", "<M>"}}},
+		{SessionID: "s", Asked: at, Request: session.InputRequired{RequestID: "r4", Kind: session.RequestConfirm, Question: "Did the charge go through?",
+			Calls: []model.ToolCall{{ID: "c2", Name: "charge", Arguments: []byte(`{}`)}}}},
+		{SessionID: "s", Asked: at, Request: session.InputRequired{RequestID: "r5", Kind: "from_the_future", Question: "Something new?"}},
+	}
+	r := httptest.NewRequest("GET", "/ui/inbox", nil)
+	w := httptest.NewRecorder()
+	s.render(w, r, 200, "inbox", uiPage{Title: "Inbox", Data: uiInboxData{Requests: s.uiRequests(r, "inbox", page)}})
+	body := w.Body.String()
+	for _, want := range []string{
+		`value="approve">Approve`, `value="reject">Reject`, `value="edit">Approve edited`, `value="agent">always, for this agent`, `data-expires=`,
+		`value="answer">Answer`, `name="selected" value="&lt;M&gt;"`, `value="answer">Choose`,
+		`value="done">Done`, `value="failed">Failed`, `value="retry">Retry`,
+		`&#34;kind&#34;: &#34;from_the_future&#34;`, `name="decision" placeholder="e.g. answer"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the inbox lacks %q", want)
+		}
+	}
+	if n := strings.Count(body, `name="csrf" value="`+ui.csrf(r)+`"`); n != 6 {
+		t.Errorf("%d forms carry the CSRF token, want 6 (two for the approval)", n)
+	}
+}
