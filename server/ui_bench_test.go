@@ -38,7 +38,7 @@ func BenchmarkUIPages(b *testing.B) {
 			for _, d := range []session.Data{
 				&session.ModelFinished{Model: "m", Content: "Let me add these numbers for you, one at a time.",
 					ToolCalls: []model.ToolCall{{ID: fmt.Sprint("c", seq), Name: "add", Arguments: []byte(`{"a":1,"b":2}`)}},
-					Usage: model.Usage{InputTokens: 900, OutputTokens: 40}, FinishReason: model.FinishToolCalls, LatencyMS: 800},
+					Usage:     model.Usage{InputTokens: 900, OutputTokens: 40}, FinishReason: model.FinishToolCalls, LatencyMS: 800},
 				&session.ToolCall{CallID: fmt.Sprint("c", seq), Name: "add", Arguments: []byte(`{"a":1,"b":2}`)},
 				&session.ToolResult{CallID: fmt.Sprint("c", seq), Name: "add", OK: true, Result: []byte(`3`), LatencyMS: 1},
 				&session.RoundStarted{Round: int(seq/4) + 2},
