@@ -332,6 +332,7 @@ type uiRow struct {
 	NewTurn bool   // the first row of its turn
 	Round   bool   // a round begins
 	Sent    string // a model call's "what the model was sent" page
+	Child   string // a sub-agent's session
 }
 
 type uiSessionData struct {
@@ -421,8 +422,6 @@ func uiEventRow(ev *session.Event) uiRow {
 		if d.Source != "" {
 			row.Facts = append(row.Facts, "source "+d.Source)
 		}
-	case *session.RoundStarted:
-		row.Round = true
 	case *session.ModelStarted:
 		row.Title = "model called"
 		row.Facts = append(row.Facts, cmp.Or(d.Model, "model"))
@@ -503,6 +502,52 @@ func uiEventRow(ev *session.Event) uiRow {
 		row.Title, row.Error = "error "+d.Code, d.Message
 	case *session.RunResumed:
 		row.Title = "run resumed"
+		row.Facts = append(row.Facts, d.Reason, "from "+string(d.From))
+	case *session.RoundStarted:
+		row.Round = true
+		if d.MaxRounds > 0 {
+			row.Facts = append(row.Facts, fmt.Sprintf("round %d of %d", d.Round, d.MaxRounds))
+		}
+	case *session.LoopWarning:
+		row.Title, row.Error = "loop warning: "+d.Detector, d.Detail
+		row.Facts = append(row.Facts, fmt.Sprintf("%d of %d", d.Count, d.Threshold))
+	case *session.Compaction:
+		row.Title = "history compacted"
+		row.Facts = append(row.Facts, fmt.Sprintf("%d messages summarised", d.CompactedCount), d.Reason)
+		row.Body, row.Error = d.Summary, d.Error
+	case *session.SubagentStarted:
+		row.Title = "sub-agent " + d.Agent + " started"
+		row.Body, row.Child = d.Task, d.ChildSession
+	case *session.SubagentFinished:
+		row.Title = "sub-agent answered"
+		row.Body, row.Child = d.Answer, d.ChildSession
+	case *session.SubagentError:
+		row.Title, row.Child = "sub-agent failed", d.ChildSession
+		if b, err := json.Marshal(d); err == nil {
+			row.Error = string(b)
+		}
+	case *session.PlanCreated:
+		row.Title, row.Body = "plan made", uiPretty(d.Plan)
+		row.Facts = append(row.Facts, "by "+d.Source)
+	case *session.PlanStepStarted:
+		row.Title = fmt.Sprintf("plan step %d: %s", d.Index+1, d.Kind)
+		row.Body = strings.TrimSpace(d.Tool + " " + d.Task)
+	case *session.PlanStepFinished:
+		row.Title = fmt.Sprintf("plan step %d %s", d.Index+1, d.Status)
+		if d.Observation.OK {
+			row.Body = uiPretty(d.Observation.Result)
+		} else {
+			row.Error = d.Observation.Error
+		}
+	case *session.InputSteered:
+		row.Title, row.Body = "input steered into the turn", d.Text
+	case *session.RuleAdded:
+		row.Title = "standing decision: " + d.Rule.Decision + " " + d.Rule.Tool
+		row.Facts = append(row.Facts, d.Rule.Scope, "by "+d.Rule.By)
+	case *session.RuleRevoked:
+		row.Title = "standing decision revoked"
+		row.Facts = append(row.Facts, "by "+d.By)
+		row.Body = d.Reason
 	}
 	return row
 }
@@ -937,6 +982,17 @@ func (s *Server) uiControl(w http.ResponseWriter, r *http.Request) {
 		_, err = s.r.Interrupt(ctx, id, reason)
 	case "resume":
 		_, err = s.r.StartResume(ctx, id)
+	case "delete":
+		// Confirmed by typing the session's id: a session's log is gone
+		// with it.
+		if r.PostFormValue("confirm") != id {
+			err = badRequest("type the session's id to delete it")
+			break
+		}
+		if err = s.r.DeleteSession(ctx, id, false); err == nil {
+			http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+			return
+		}
 	default:
 		s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeNotFound, Msg: "no such action: " + r.PathValue("action")})
 		return

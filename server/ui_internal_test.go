@@ -51,3 +51,27 @@ func TestUIRequestForms(t *testing.T) {
 		t.Errorf("%d forms carry the CSRF token, want 6 (two for the approval)", n)
 	}
 }
+
+// The runtime's own events read as what they are: a sub-agent's session a
+// link away, a plan's steps with their observations, what a compaction
+// summarised, a loop warning, a recovery.
+func TestUIEventRows(t *testing.T) {
+	for _, tc := range []struct {
+		data  session.Data
+		title string
+		child string
+		text  string
+	}{
+		{&session.SubagentStarted{Agent: "researcher", ChildSession: "child-1", Task: "find it"}, "sub-agent researcher started", "child-1", "find it"},
+		{&session.SubagentFinished{ChildSession: "child-1", Answer: "found"}, "sub-agent answered", "child-1", "found"},
+		{&session.PlanStepFinished{Index: 1, Status: "done", Observation: session.Observation{OK: true, Result: []byte(`{"n":2}`)}}, "plan step 2 done", "", `"n": 2`},
+		{&session.Compaction{CompactedCount: 12, Summary: "they talked", Reason: "max_messages"}, "history compacted", "", "they talked"},
+		{&session.LoopWarning{Detector: "repeat", Detail: "same call 3 times", Count: 3, Threshold: 3}, "loop warning: repeat", "", ""},
+		{&session.RunResumed{Reason: "recovered", From: session.StatusRunning}, "run resumed", "", ""},
+	} {
+		row := uiEventRow(&session.Event{V: session.SchemaVersion, Seq: 1, SessionID: "s", Type: tc.data.EventType(), Data: tc.data})
+		if row.Title != tc.title || row.Child != tc.child || !strings.Contains(row.Body, tc.text) || row.Raw == "" {
+			t.Errorf("%s: %+v", tc.data.EventType(), row)
+		}
+	}
+}

@@ -499,3 +499,30 @@ func TestUIRuntime(t *testing.T) {
 		t.Errorf("revoking it again: %q, want an error", p.loc)
 	}
 }
+
+// Delete, confirmed by typing the session's id.
+func TestUIDelete(t *testing.T) {
+	f := newFixture(t, options{})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	if _, err := f.r.CreateSession(ctx, "assistant", "D", nil); err != nil {
+		t.Fatal(err)
+	}
+	runTurn(t, f, ctx, "D", "hello")
+	c := uiClient(t)
+	token := csrfOf(t, get(t, c, f.http.URL+"/ui/sessions/D"))
+	for _, confirm := range []string{"", "d", "D "} {
+		p := postForm(t, c, f.http.URL+"/ui/sessions/D/delete", url.Values{"csrf": {token}, "confirm": {confirm}})
+		if !strings.Contains(p.loc, "error=") {
+			t.Errorf("delete confirmed by %q: %d %q, want refused", confirm, p.status, p.loc)
+		}
+	}
+	if _, err := f.store.GetSession(ctx, "D"); err != nil {
+		t.Fatalf("the session went without its confirmation: %v", err)
+	}
+	if p := postForm(t, c, f.http.URL+"/ui/sessions/D/delete", url.Values{"csrf": {token}, "confirm": {"D"}}); p.loc != "/ui/" {
+		t.Fatalf("delete: %d %q", p.status, p.loc)
+	}
+	if _, err := f.store.GetSession(ctx, "D"); err == nil {
+		t.Error("the session is still there")
+	}
+}
