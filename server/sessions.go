@@ -203,37 +203,25 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, badRequest("status %q is not a session status (idle, running, waiting, paused, done, failed, canceled, interrupted)", opt.Status))
 		return
 	}
-	agent := q.Get("agent")
+	opt.Agent = q.Get("agent") // the store keeps one agent's sessions
 	out := struct {
 		Sessions []SessionInfo `json:"sessions"`
 		Next     string        `json:"next,omitempty"`
 	}{Sessions: []SessionInfo{}}
-	// An agent filter pages through the store until the page is full or
-	// the sessions end.
-	for {
-		page, last, err := s.r.ListSessions(r.Context(), opt)
-		if errors.Is(err, session.ErrNotFound) {
-			err = &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeNotFound,
-				Msg: fmt.Sprintf("session %q not found: after takes a page's next, or a session's id", opt.After), Err: err}
-		}
-		if err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
-		for _, ss := range page {
-			if agent == "" || ss.Agent == agent {
-				out.Sessions = append(out.Sessions, sessionInfo(ss))
-			}
-		}
-		if last == nil {
-			out.Next = ""
-			break
-		}
+	page, last, err := s.r.ListSessions(r.Context(), opt)
+	if errors.Is(err, session.ErrNotFound) {
+		err = &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeNotFound,
+			Msg: fmt.Sprintf("session %q not found: after takes a page's next, or a session's id", opt.After), Err: err}
+	}
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	for _, ss := range page {
+		out.Sessions = append(out.Sessions, sessionInfo(ss))
+	}
+	if last != nil {
 		out.Next = sessionCursor(last)
-		if agent == "" || len(out.Sessions) >= limit {
-			break
-		}
-		opt.After, opt.AfterCreated = last.ID, last.CreatedAt
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -247,6 +247,7 @@ type uiSessionsData struct {
 	Agents []string // for a new session
 	Rows   []uiSessionRow
 	Status string
+	Agent  string // the agent filter
 	Query  string
 	Next   string // the query of the next page, "" when last
 	Counts string
@@ -264,12 +265,12 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d := uiSessionsData{Status: q.Get("status"), Query: q.Get("q"), Agents: s.r.AgentNames()}
+	d := uiSessionsData{Status: q.Get("status"), Query: q.Get("q"), Agent: q.Get("agent"), Agents: s.r.AgentNames()}
 	if d.Status != "" && !validStatus(session.Status(d.Status)) {
 		s.uiFail(w, r, badRequest("status %q is not one of a session's", d.Status))
 		return
 	}
-	opt := session.ListOptions{Limit: 50, After: q.Get("after"), Status: session.Status(d.Status), SkipHidden: true}
+	opt := session.ListOptions{Limit: 50, After: q.Get("after"), Status: session.Status(d.Status), Agent: d.Agent, SkipHidden: true}
 	if t := q.Get("after_created"); t != "" {
 		us, err := strconv.ParseInt(t, 10, 64)
 		if err != nil {
@@ -297,6 +298,9 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) {
 		v := url.Values{"after": {last.ID}, "after_created": {strconv.FormatInt(last.CreatedAt.UnixMicro(), 10)}}
 		if d.Status != "" {
 			v.Set("status", d.Status)
+		}
+		if d.Agent != "" {
+			v.Set("agent", d.Agent)
 		}
 		d.Next = "/ui/?" + v.Encode()
 	}

@@ -526,3 +526,19 @@ func TestUIDelete(t *testing.T) {
 		t.Error("the session is still there")
 	}
 }
+
+// The sessions filtered by agent, by the store.
+func TestUISessionsByAgent(t *testing.T) {
+	f := newFixture(t, options{})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	if _, err := f.r.CreateSession(ctx, "assistant", "mine", nil); err != nil {
+		t.Fatal(err)
+	}
+	c := uiClient(t)
+	if p := get(t, c, f.http.URL+"/ui/?agent=assistant"); !strings.Contains(p.body, `href="/ui/sessions/mine"`) || !strings.Contains(p.body, "<option selected>assistant</option>") {
+		t.Errorf("the assistant's sessions lack mine:\n%s", p.body)
+	}
+	if p := get(t, c, f.http.URL+"/ui/?agent=nobody"); strings.Contains(p.body, `href="/ui/sessions/mine"`) {
+		t.Errorf("another agent's sessions list mine:\n%s", p.body)
+	}
+}

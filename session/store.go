@@ -164,6 +164,8 @@ type ListOptions struct {
 	AfterCreated time.Time
 	// Status, when set, keeps only the sessions with that status.
 	Status Status
+	// Agent, when set, keeps only the sessions of that agent.
+	Agent string
 	// AllTenants lists the sessions of every tenant rather than of the
 	// context's, for operators and recovery; each Session says its tenant.
 	// Sessions are then ordered by CreatedAt, tenant and ID, descending,

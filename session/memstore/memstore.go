@@ -286,7 +286,7 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	defer st.mu.Unlock()
 	all := make([]*entry, 0, len(st.sessions))
 	for _, e := range st.sessions {
-		if (opt.AllTenants || e.row.Tenant == tenant) && (opt.Status == "" || e.row.Status == opt.Status) &&
+		if (opt.AllTenants || e.row.Tenant == tenant) && (opt.Status == "" || e.row.Status == opt.Status) && (opt.Agent == "" || e.row.Agent == opt.Agent) &&
 			!(opt.SkipHidden && session.Hidden(e.row.ID)) {
 			all = append(all, e)
 		}

@@ -395,6 +395,9 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 	if opt.Status != "" {
 		where = append(where, "status = "+arg(string(opt.Status)))
 	}
+	if opt.Agent != "" {
+		where = append(where, "agent = "+arg(opt.Agent))
+	}
 	if opt.SkipHidden {
 		// In the query, so that a page is full (session.Hidden's two
 		// prefixes are seven bytes long).

@@ -742,6 +742,9 @@ func (st *Store) ListSessions(ctx context.Context, opt session.ListOptions) ([]*
 		// compiled again at every run (see limitParam).
 		where, args = append(where, "status = +?"), append(args, string(opt.Status))
 	}
+	if opt.Agent != "" {
+		where, args = append(where, "agent = ?"), append(args, opt.Agent)
+	}
 	if opt.SkipHidden {
 		// In the query, so that a page is full (session.Hidden's two
 		// prefixes are seven bytes long).

@@ -38,6 +38,32 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// testListByAgent: ListOptions.Agent keeps one agent's sessions, paged
+// like any listing, and with a status too.
+func testListByAgent(t *testing.T, s session.Store) {
+	for i, agent := range []string{"a", "b", "a", "a", "b"} {
+		ss := newSession(fmt.Sprintf("s%d", i), at(time.Duration(i)*time.Second))
+		ss.Agent = agent
+		create(t, s, ss)
+	}
+	commit(t, s, &session.Commit{SessionID: "s3", Status: session.StatusDone, Time: at(time.Minute)})
+	for _, tc := range []struct {
+		opt  session.ListOptions
+		want []string
+	}{
+		{session.ListOptions{Agent: "a"}, []string{"s3", "s2", "s0"}},
+		{session.ListOptions{Agent: "b"}, []string{"s4", "s1"}},
+		{session.ListOptions{Agent: "a", Limit: 1, After: "s3"}, []string{"s2"}},
+		{session.ListOptions{Agent: "a", Status: session.StatusIdle}, []string{"s2", "s0"}},
+		{session.ListOptions{Agent: "nobody"}, nil},
+	} {
+		got := list(t, s, tc.opt)
+		if diff := cmp.Diff(tc.want, got); diff != "" && len(tc.want)+len(got) > 0 {
+			t.Errorf("ListSessions(%+v) (-want +got):\n%s", tc.opt, diff)
+		}
+	}
+}
+
 func testListByStatus(t *testing.T, s session.Store) {
 	for i, st := range []session.Status{session.StatusIdle, session.StatusRunning, session.StatusDone, session.StatusRunning, session.StatusRunning} {
 		id := fmt.Sprintf("s%d", i)

@@ -82,6 +82,7 @@ func Run(t *testing.T, newStore Factory) {
 		fn   func(t *testing.T, s session.Store)
 	}{
 		{"ListByStatus", testListByStatus},
+		{"ListByAgent", testListByAgent},
 		{"CreateGet", testCreateGet},
 		{"CreateExists", testCreateExists},
 		{"GetNotFound", testGetNotFound},
