@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -898,6 +899,113 @@ type uiRequest struct {
 
 type uiCall struct {
 	Name, ID, Args string
+	// Fields are a form of the call's arguments, one field a property,
+	// generated from the tool's JSON schema when every property is a
+	// string, a number, an integer, a boolean or an enum; else none, and
+	// the arguments are edited as JSON.
+	Fields []uiField
+}
+
+// uiField is one argument of a call as a form field.
+type uiField struct {
+	Name, Type, Description string
+	Enum                    []string
+	Required                bool
+	Value                   string // the call's value, as text
+	Checked                 bool   // a boolean's
+}
+
+// uiSchemaFields generates the fields of a tool's input schema filled with
+// args, or nil when the schema is not a flat object of simple properties.
+func uiSchemaFields(schema, args json.RawMessage) []uiField {
+	var sc struct {
+		Type       string `json:"type"`
+		Properties map[string]struct {
+			Type        any               `json:"type"`
+			Description string            `json:"description"`
+			Enum        []json.RawMessage `json:"enum"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(schema, &sc) != nil || sc.Type != "object" || len(sc.Properties) == 0 {
+		return nil
+	}
+	var vals map[string]json.RawMessage
+	_ = json.Unmarshal(args, &vals)
+	var out []uiField
+	for name, p := range sc.Properties {
+		t, _ := p.Type.(string)
+		f := uiField{Name: name, Type: t, Description: p.Description}
+		switch t {
+		case "string", "number", "integer", "boolean":
+		default:
+			return nil
+		}
+		for _, e := range p.Enum {
+			var v string
+			if json.Unmarshal(e, &v) != nil {
+				return nil // enums of strings only
+			}
+			f.Enum = append(f.Enum, v)
+		}
+		for _, r := range sc.Required {
+			f.Required = f.Required || r == name
+		}
+		if raw, ok := vals[name]; ok {
+			var str string
+			if json.Unmarshal(raw, &str) == nil {
+				f.Value = str
+			} else {
+				f.Value = string(raw)
+			}
+			f.Checked = string(raw) == "true"
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b uiField) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// uiFieldArgs builds a call's arguments from its form's fields (arg.NAME,
+// typed by type.NAME): what is not of its type is said, by name.
+func uiFieldArgs(form url.Values) (json.RawMessage, error) {
+	args := map[string]any{}
+	for key, vs := range form {
+		name, ok := strings.CutPrefix(key, "type.")
+		if !ok {
+			continue
+		}
+		v := strings.TrimSpace(form.Get("arg." + name))
+		switch vs[0] {
+		case "boolean":
+			args[name] = v == "on" || v == "true"
+			continue
+		case "integer":
+			if v == "" {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a whole number", name, v)
+			}
+			args[name] = n
+		case "number":
+			if v == "" {
+				continue
+			}
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a number", name, v)
+			}
+			args[name] = n
+		default:
+			if v == "" && form.Get("required."+name) == "" {
+				continue
+			}
+			args[name] = v
+		}
+	}
+	return json.Marshal(args)
 }
 
 func (s *Server) uiRequests(r *http.Request, back string, page []session.PendingRequest) []uiRequest {
@@ -906,8 +1014,18 @@ func (s *Server) uiRequests(r *http.Request, back string, page []session.Pending
 	for _, p := range page {
 		q := uiRequest{SessionID: p.SessionID, Agent: p.Agent, Asked: p.Asked, Req: p.Request, CSRF: s.ui.csrf(r), Back: back,
 			Action: "/ui/sessions/" + url.PathEscape(p.SessionID) + "/requests/" + url.PathEscape(p.Request.RequestID)}
+		specs := map[string]json.RawMessage{}
+		if a, ok := s.r.Agent(p.Agent); ok {
+			for _, t := range a.ToolSpecs() {
+				specs[t.Name] = t.InputSchema
+			}
+		}
 		for _, c := range p.Request.Calls {
-			q.Calls = append(q.Calls, uiCall{Name: c.Name, ID: c.ID, Args: uiPretty(c.Arguments)})
+			uc := uiCall{Name: c.Name, ID: c.ID, Args: uiPretty(c.Arguments)}
+			if p.Request.Kind == session.RequestApproval && len(p.Request.Calls) == 1 {
+				uc.Fields = uiSchemaFields(specs[c.Name], c.Arguments)
+			}
+			q.Calls = append(q.Calls, uc)
 		}
 		switch p.Request.Kind {
 		case session.RequestApproval, session.RequestPrompt, session.RequestSelect, session.RequestConfirm:
@@ -948,7 +1066,14 @@ func (s *Server) uiResolve(w http.ResponseWriter, r *http.Request) {
 	}
 	res := agentrt.Resolution{Decision: r.PostFormValue("decision"), Text: r.PostFormValue("text"), Reason: r.PostFormValue("reason"),
 		Selected: r.PostForm["selected"], By: agentrt.ActorOf(ctx)}
-	if a := strings.TrimSpace(r.PostFormValue("arguments")); a != "" {
+	if r.PostFormValue("fields") != "" {
+		a, err := uiFieldArgs(r.PostForm)
+		if err != nil {
+			http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {err.Error()}}.Encode(), http.StatusSeeOther)
+			return
+		}
+		res.Arguments = a
+	} else if a := strings.TrimSpace(r.PostFormValue("arguments")); a != "" {
 		if !json.Valid([]byte(a)) {
 			http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {"the arguments are not JSON"}}.Encode(), http.StatusSeeOther)
 			return

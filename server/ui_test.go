@@ -542,3 +542,26 @@ func TestUISessionsByAgent(t *testing.T) {
 		t.Errorf("another agent's sessions list mine:\n%s", p.body)
 	}
 }
+
+// Edited arguments from the form generated from the tool's schema: the
+// call runs with them.
+func TestUIEditByFields(t *testing.T) {
+	f := newFixture(t, options{})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	waitingSession(t, f, ctx, "E")
+	c := uiClient(t)
+	sp := get(t, c, f.http.URL+"/ui/sessions/E")
+	if !strings.Contains(sp.body, `name="arg.env" value="prod"`) {
+		t.Fatalf("no field for the argument env:\n%s", sp.body)
+	}
+	action := regexp.MustCompile(`action="(/ui/sessions/E/requests/[^"]+)"`).FindStringSubmatch(sp.body)[1]
+	p := postForm(t, c, f.http.URL+action, url.Values{"csrf": {csrfOf(t, sp)}, "decision": {"edit"}, "fields": {"1"},
+		"type.env": {"string"}, "required.env": {"1"}, "arg.env": {"staging"}})
+	if p.status != http.StatusSeeOther || strings.Contains(p.loc, "error=") {
+		t.Fatalf("edit by fields: %d %q", p.status, p.loc)
+	}
+	waitStatus(t, f, ctx, "E", session.StatusDone)
+	if done := get(t, c, f.http.URL+"/ui/sessions/E"); !strings.Contains(done.body, "deployed to staging") || !strings.Contains(done.body, "answered: edit") {
+		t.Errorf("after the edit the page lacks the edited call's result:\n%s", done.body)
+	}
+}

@@ -56,7 +56,7 @@ try {
   await args.fill('{"expression":');
   const msg = await args.evaluate((el) => el.validationMessage);
   if (!msg.includes("not JSON")) throw new Error("invalid arguments: validation message " + JSON.stringify(msg));
-  await page.getByRole("button", { name: "Approve edited" }).click();
+  await page.getByRole("button", { name: "Approve edited JSON" }).click();
   if ((await waitStatusNow("tour")) !== "waiting") throw new Error("invalid arguments were sent");
   say({ step: "invalid arguments are refused in the page" });
 
