@@ -141,3 +141,39 @@ func chromiumPath(t *testing.T) string {
 	t.Skip("chromium is not installed (apt-get install -y --no-install-recommends chromium)")
 	return ""
 }
+
+// With API keys, in Chromium: the pages ask for a key, refuse a wrong one,
+// show a person their key's tenant's sessions only, and sign out.
+func TestInspectorSignInChromium(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve and Chromium")
+	bin := chromiumPath(t)
+	node, script := nodeScript(t, "inspector.mjs")
+	llm := fakellm.Start(t)
+	e := newEnv(t, inspectorConfig(llm.URL)+`
+server:
+  api_keys:
+    - {key: key-of-ana, tenant: acme, principal: ana}
+    - {key: key-of-bo, tenant: globex, principal: bo}
+`, nil)
+	s := startServe(t, e, nil)
+	defer s.stopOK()
+	shots := t.TempDir()
+	if os.Getenv("AGENTRT_UPDATE_SCREENSHOTS") != "" {
+		_, file, _, _ := runtime.Caller(0)
+		shots = filepath.Join(filepath.Dir(file), "..", "..", "docs", "img", "inspector")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, s.url, shots, "keys")
+	cmd.Env = append(os.Environ(), "CHROMIUM="+bin, "KEY_A=key-of-ana", "KEY_B=key-of-bo")
+	out, err := cmd.CombinedOutput()
+	if err != nil || bytes.Contains(out, []byte(`"error"`)) {
+		t.Fatalf("node %s keys: %v\n%s", filepath.Base(script), err, out)
+	}
+	for _, want := range []string{"a wrong key is refused", "signed in, sees only its tenant's sessions", "signed out"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("step %q did not happen:\n%s", want, out)
+		}
+	}
+}

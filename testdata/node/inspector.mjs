@@ -9,7 +9,7 @@
 import { chromium } from "playwright-core";
 import { join } from "node:path";
 
-const [base, shots] = process.argv.slice(2);
+const [base, shots, mode] = process.argv.slice(2);
 const say = (o) => console.log(JSON.stringify(o));
 const api = async (method, path, body) => {
   const r = await fetch(base + path, { method, headers: { "Content-Type": "application/json" }, body: body && JSON.stringify(body) });
@@ -26,6 +26,39 @@ const waitStatus = async (id, status) => {
 };
 
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, args: ["--no-sandbox", "--disable-gpu"] });
+if (mode === "keys") {
+  // With API keys (KEY_A of tenant acme, KEY_B of globex): the pages ask
+  // for a key, a wrong one is refused, and a person sees their tenant's
+  // sessions only.
+  try {
+    for (const [key, id] of [[process.env.KEY_A, "acme-1"], [process.env.KEY_B, "globex-1"]]) {
+      const r = await fetch(base + "/v1/sessions", { method: "POST", headers: { "Content-Type": "application/json", Authorization: "Bearer " + key }, body: JSON.stringify({ id }) });
+      if (r.status !== 201) throw new Error("create " + id + ": " + r.status);
+    }
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 700 } })).newPage();
+    await page.goto(base + "/");
+    if (!page.url().includes("/ui/login")) throw new Error("/ without a sign-in led to " + page.url());
+    await page.getByLabel("API key").fill("not-a-key");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText("not one of this server's API keys").waitFor();
+    await page.screenshot({ path: join(shots, "login.png") });
+    say({ step: "a wrong key is refused" });
+    await page.getByLabel("API key").fill(process.env.KEY_A);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("link", { name: "acme-1" }).waitFor();
+    if (await page.getByText("globex-1").count() !== 0) throw new Error("acme sees globex's session");
+    say({ step: "signed in, sees only its tenant's sessions" });
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("API key").waitFor();
+    say({ step: "signed out" });
+  } catch (e) {
+    say({ error: String(e && e.stack || e) });
+    process.exitCode = 1;
+  } finally {
+    await browser.close();
+  }
+  process.exit();
+}
 try {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await ctx.newPage();
