@@ -153,24 +153,25 @@ func (s *Server) authenticate(h http.HandlerFunc) http.HandlerFunc {
 				writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeUnauthorized, Msg: msg})
 				return
 			}
-			if e.limit != nil {
-				res := e.limit.ReserveN(s.now(), 1)
-				if d := res.DelayFrom(s.now()); !res.OK() || d > 0 {
-					res.CancelAt(s.now())
-					w.Header().Set("Retry-After", strconv.Itoa(retryAfter(d)))
-					writeError(w, r, s.log, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeTooManyRequests,
-						Msg: fmt.Sprintf("the API key is over its rate of %g requests a second", float64(e.limit.Limit()))})
-					return
-				}
+			if retry, err := s.overRate(e); err != nil {
+				w.Header().Set("Retry-After", strconv.Itoa(retry))
+				writeError(w, r, s.log, err)
+				return
 			}
 			tenant, principal, budget = e.tenant, e.principal, &e.streams
 		}
-		noteCaller(w, tenant, principal)
-		ctx := session.WithTenant(r.Context(), tenant)
-		ctx = withBudget(ctx, budget)
-		ctx = agentrt.WithActor(ctx, principal)
-		h(w, r.WithContext(ctx))
+		h(w, scoped(w, r, tenant, principal, budget))
 	}
+}
+
+// scoped is r scoped to its caller: tenant, principal (the actor of what
+// it decides) and stream budget; the answer names them for the log.
+func scoped(w http.ResponseWriter, r *http.Request, tenant, principal string, budget *streamBudget) *http.Request {
+	noteCaller(w, tenant, principal)
+	ctx := session.WithTenant(r.Context(), tenant)
+	ctx = withBudget(ctx, budget)
+	ctx = agentrt.WithActor(ctx, principal)
+	return r.WithContext(ctx)
 }
 
 // retryAfter is d in whole seconds, at least one.

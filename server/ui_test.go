@@ -565,3 +565,21 @@ func TestUIEditByFields(t *testing.T) {
 		t.Errorf("after the edit the page lacks the edited call's result:\n%s", done.body)
 	}
 }
+
+// A signed-in person's pages count against their key's rate, as its API
+// requests do.
+func TestUIRateLimited(t *testing.T) {
+	f := newFixture(t, options{keys: []server.Key{{Key: "k", Tenant: "acme", Rate: 0.001, Burst: 2}}})
+	c := uiClient(t)
+	login := get(t, c, f.http.URL+"/ui/login")
+	if p := postForm(t, c, f.http.URL+"/ui/login", url.Values{"csrf": {csrfOf(t, login)}, "key": {"k"}, "next": {"/ui/"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", p.status)
+	}
+	var last page
+	for range 3 {
+		last = get(t, c, f.http.URL+"/ui/")
+	}
+	if last.status != http.StatusTooManyRequests || last.hdr.Get("Retry-After") == "" || !strings.Contains(last.body, "over its rate") {
+		t.Errorf("the third page at a burst of 2: %d Retry-After %q, want 429 saying why", last.status, last.hdr.Get("Retry-After"))
+	}
+}

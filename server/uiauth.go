@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/session"
 )
 
 // The inspector's sign-in (ui.go). With API keys, a person gives a key
@@ -123,13 +122,15 @@ func (s *Server) uiAuthenticate(h http.HandlerFunc) http.HandlerFunc {
 				s.uiRefuse(w, r, http.StatusUnauthorized, "sign in with an API key first")
 				return
 			}
+			if retry, err := s.overRate(e); err != nil {
+				w.Header().Set("Retry-After", strconv.Itoa(retry))
+				_, detail := statusOf(err)
+				s.uiRefuse(w, r, http.StatusTooManyRequests, detail.Message)
+				return
+			}
 			tenant, principal, budget = e.tenant, e.principal, &e.streams
 		}
-		noteCaller(w, tenant, principal)
-		ctx := session.WithTenant(r.Context(), tenant)
-		ctx = withBudget(ctx, budget)
-		ctx = agentrt.WithActor(ctx, principal)
-		h(w, r.WithContext(ctx))
+		h(w, scoped(w, r, tenant, principal, budget))
 	}
 }
 

@@ -356,7 +356,7 @@ func (wc *wsConn) handle(b []byte) {
 	var head wsHead
 	herr := json.Unmarshal(b, &head)
 	// Every frame counts against the key's rate, as a request does.
-	if err := wc.s.overRate(wc.key); err != nil {
+	if _, err := wc.s.overRate(wc.key); err != nil {
 		wc.fail(head.ID, "", err)
 		return
 	}
@@ -824,17 +824,20 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// overRate reports the error of a request over the key's rate, if it is.
-func (s *Server) overRate(e *keyEntry) error {
+// overRate takes one request (a request, a WebSocket frame) from key e's
+// rate, or reports the error of one over it, with the seconds to wait
+// (Retry-After).
+func (s *Server) overRate(e *keyEntry) (retry int, err error) {
 	if e == nil || e.limit == nil {
-		return nil
+		return 0, nil
 	}
 	now := s.now()
 	res := e.limit.ReserveN(now, 1)
 	if d := res.DelayFrom(now); !res.OK() || d > 0 {
 		res.CancelAt(now)
-		return &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeTooManyRequests,
-			Msg: fmt.Sprintf("the API key is over its rate of %g requests a second: try again in %d s", float64(e.limit.Limit()), retryAfter(d))}
+		retry = retryAfter(d)
+		return retry, &agentrt.Error{Kind: agentrt.FailState, Code: agentrt.CodeTooManyRequests,
+			Msg: fmt.Sprintf("the API key is over its rate of %g requests a second: try again in %d s", float64(e.limit.Limit()), retry)}
 	}
-	return nil
+	return 0, nil
 }
