@@ -741,6 +741,7 @@ type uiRuntimeData struct {
 	Running    []*session.Session
 	Waitingfor []*session.Session
 	Rules      []uiRule
+	Recover    []*session.Session // running, with their lease expired: the sweep resumes them
 	Note       string
 }
 
@@ -785,6 +786,19 @@ func (s *Server) uiRuntime(w http.ResponseWriter, r *http.Request) {
 			d.Running = page
 		} else {
 			d.Waitingfor = page
+		}
+	}
+	if li, ok := s.store.(session.LeaseIndex); ok {
+		// Every tenant's are listed: a person sees their own.
+		expired, err := li.ExpiredLeases(ctx, nil, 200)
+		if err != nil {
+			s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailStore, Msg: "list the expired leases", Err: err})
+			return
+		}
+		for _, ss := range expired {
+			if ss.Tenant == tenant {
+				d.Recover = append(d.Recover, ss)
+			}
 		}
 	}
 	for _, agent := range s.r.AgentNames() {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
 )
 
 // page is an inspector page as a browser gets it.
@@ -581,5 +583,30 @@ func TestUIRateLimited(t *testing.T) {
 	}
 	if last.status != http.StatusTooManyRequests || last.hdr.Get("Retry-After") == "" || !strings.Contains(last.body, "over its rate") {
 		t.Errorf("the third page at a burst of 2: %d Retry-After %q, want 429 saying why", last.status, last.hdr.Get("Retry-After"))
+	}
+}
+
+// A running session whose lease expired (its process stopped) is listed
+// on the runtime page as a run to recover, with the lease it had.
+func TestUIRuntimeRunsToRecover(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	store := memstore.New(memstore.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	f := newFixture(t, options{store: store})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	if _, err := f.r.CreateSession(ctx, "assistant", "R", nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.Acquire(ctx, "R", "gone-process", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Commit(ctx, &session.Commit{SessionID: "R", Status: session.StatusRunning, Time: time.Now(), Fence: l.Token}); err != nil {
+		t.Fatal(err)
+	}
+	now.Add(int64(2 * time.Minute)) // the lease's owner never renewed it
+	rt := get(t, uiClient(t), f.http.URL+"/ui/runtime")
+	if !strings.Contains(rt.body, `<a href="/ui/sessions/R">R</a></td><td>gone-process, token`) || !strings.Contains(rt.body, "expired") {
+		t.Errorf("the runtime page does not list R to recover:\n%s", rt.body)
 	}
 }
