@@ -217,6 +217,23 @@ func clipText(s string, n int) string {
 	return s[:cut] + "…"
 }
 
+// request is the summariser's request for a history msgs compacted for
+// reason, and how many of its messages it summarises (0: none, and no
+// request): what compact sends, and what SentRequest derives.
+func (c Compaction) request(msgs []model.Message, reason string) (*model.Request, int) {
+	keep := c.keep()
+	if reason == "context_length" {
+		keep = MinKeepRecent // the provider said it is too long: keep the least
+	}
+	split := compactSplit(msgs, keep)
+	if split == 0 {
+		return nil, 0
+	}
+	return &model.Request{System: summariserPrompt, Messages: []model.Message{
+		model.TextMessage(model.RoleUser, "The conversation to summarise:\n\n"+transcript(msgs[:split], 0, maxTranscript)),
+	}}, split
+}
+
 // compact replaces the older part of the history with a summary: a
 // compaction event, after the summariser's model call. reason says what
 // set it off. It returns whether it compacted anything; an error only when
@@ -224,17 +241,10 @@ func clipText(s string, n int) string {
 func (x *Exec) compact(ctx context.Context, reason string) (bool, error) {
 	c := x.agent.Compaction
 	msgs := x.st.Messages
-	keep := c.keep()
-	if reason == "context_length" {
-		keep = MinKeepRecent // the provider said it is too long: keep the least
-	}
-	split := compactSplit(msgs, keep)
+	req, split := c.request(msgs, reason)
 	if split == 0 {
 		return false, nil
 	}
-	req := &model.Request{System: summariserPrompt, Messages: []model.Message{
-		model.TextMessage(model.RoleUser, "The conversation to summarise:\n\n"+transcript(msgs[:split], 0, maxTranscript)),
-	}}
 	ev := session.Compaction{CompactedCount: split, Reason: reason}
 	resp, err := x.Complete(ctx, ModelCall{Request: req, Purpose: "compaction", Model: c.Model, Quiet: true})
 	switch {

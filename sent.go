@@ -34,9 +34,11 @@ type SentRequest struct {
 }
 
 // SentRequest derives what the model call whose model_started event is seq
-// of session id was sent (see SentRequest). A call of the runtime's own
-// (a compaction's summary, a plan's step: model_started.purpose) has a
-// request of its executor's, and is not derived.
+// of session id was sent (see SentRequest): an agent's call, or a
+// compaction's (the summariser's request, for the history as it was and
+// the reason its compaction event gives). A plan's calls
+// (model_started.purpose plan, summary) have requests their executor
+// builds, and are not derived.
 func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRequest, error) {
 	sess, err := r.store.GetSession(ctx, id)
 	if err != nil {
@@ -46,49 +48,76 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 	if err != nil {
 		return nil, err
 	}
-	var started *session.ModelStarted
+	var (
+		started *session.ModelStarted
+		reason  string // a compaction call's, from the compaction event after it
+	)
 	for e, err := range r.store.Events(ctx, id, 0) {
 		if err != nil {
 			return nil, &Error{Kind: FailStore, Msg: "read events of session " + id, Err: err}
 		}
-		if e.Seq == seq {
+		switch {
+		case started != nil:
+			if c, ok := e.Data.(*session.Compaction); ok {
+				reason = c.Reason
+			}
+		case e.Seq == seq:
 			ms, ok := e.Data.(*session.ModelStarted)
 			if !ok {
 				return nil, &Error{Kind: FailInput, Code: CodeNotFound,
 					Msg: fmt.Sprintf("event %d of session %s is %s, not a model call's model_started", seq, id, e.Type)}
 			}
 			started = ms
-			break
+		default:
+			if err := st.Apply(e); err != nil {
+				return nil, &Error{Kind: FailStore, Msg: "replay session " + id, Err: err}
+			}
 		}
-		if err := st.Apply(e); err != nil {
-			return nil, &Error{Kind: FailStore, Msg: "replay session " + id, Err: err}
+		if started != nil && (started.Purpose != "compaction" || reason != "") {
+			break
 		}
 	}
 	if started == nil {
 		return nil, &Error{Kind: FailInput, Code: CodeNotFound, Msg: fmt.Sprintf("session %s has no event %d", id, seq)}
 	}
-	if started.Purpose != "" {
-		return nil, &Error{Kind: FailInput, Code: CodeNotFound,
-			Msg: fmt.Sprintf("event %d of session %s is a call for %s, whose request is its executor's own: only the agent's calls are derived", seq, id, started.Purpose)}
-	}
 	a, err := r.agent(st.Agent)
 	if err != nil {
 		return nil, err
 	}
-	// The request as the call built it, before any before-model hook
-	// (which the derivation does not run: a hook may have effects).
 	hooks := r.hooksOf(a)
-	x := &Exec{}
-	x.execRun = execRun{r: r, agent: a, st: st, hooks: hookSet{h: &Hooks{}}}
-	req := *x.request()
-	out := &SentRequest{SessionID: id, Seq: seq, Attempt: started.Attempt, Model: started.Model, Request: &req,
+	out := &SentRequest{SessionID: id, Seq: seq, Attempt: started.Attempt, Model: started.Model,
 		Hooked: len(hooks.beforeModel) > 0}
-	for _, m := range append([]model.Model{a.Model}, a.Fallbacks...) {
+	models := append([]model.Model{a.Model}, a.Fallbacks...)
+	switch started.Purpose {
+	case "":
+		// The request as the call built it, before any before-model hook
+		// (which the derivation does not run: a hook may have effects).
+		x := &Exec{}
+		x.execRun = execRun{r: r, agent: a, st: st, hooks: hookSet{h: &Hooks{}}}
+		req := *x.request()
+		out.Request = &req
+	case "compaction":
+		// The summariser's request, for the history as it was and the
+		// reason the compaction event gives.
+		req, split := a.Compaction.request(st.Messages, reason)
+		if split == 0 || reason == "" {
+			return nil, &Error{Kind: FailInput, Code: CodeNotFound,
+				Msg: fmt.Sprintf("event %d of session %s is a compaction's call whose compaction is not in the log", seq, id)}
+		}
+		out.Request = req
+		if a.Compaction.Model != nil {
+			models = []model.Model{a.Compaction.Model}
+		}
+	default:
+		return nil, &Error{Kind: FailInput, Code: CodeNotFound,
+			Msg: fmt.Sprintf("event %d of session %s is a call for %s, whose request its executor builds: the agent's calls and compactions are derived", seq, id, started.Purpose)}
+	}
+	for _, m := range models {
 		if m == nil || m.Name() != started.Model {
 			continue
 		}
 		if enc, ok := m.(model.Encoder); ok {
-			if out.Wire, err = enc.EncodeRequest(&req, started.Mode != "generate"); err != nil {
+			if out.Wire, err = enc.EncodeRequest(out.Request, started.Mode != "generate"); err != nil {
 				return nil, &Error{Kind: FailInternal, Msg: "encode the request for " + m.Name(), Err: err}
 			}
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/model/openai"
-	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
@@ -38,10 +37,14 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := memstore.New()
-	// Compaction past 10 messages, by a model of its own: the second
-	// turn's calls are sent a summary and the recent messages.
-	sum := scripted.New("summariser", scripted.Reply{Text: "They added."}, scripted.Reply{Text: "They added more."},
-		scripted.Reply{Text: "And more."}, scripted.Reply{Text: "Again."})
+	// Compaction past 10 messages, by a model of its own on a recording
+	// server of its own (which answers "You said: …"): the second turn's
+	// calls are sent a summary and the recent messages.
+	sumSrv := fakellm.Start(t)
+	sum, err := openai.New(openai.Config{Model: "summariser", BaseURL: sumSrv.URL + "/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{{Name: "a", SystemPrompt: "You add. <b>&</b>",
 		Model: llm, Tools: tools, Compaction: agentrt.Compaction{MaxMessages: 10, KeepRecent: 4, Model: sum}}}})
 	if err != nil {
@@ -56,7 +59,7 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 			}
 		}
 	}
-	var calls []int64
+	var calls, compactions []int64
 	compacted := false
 	for ev, err := range store.Events(ctx, "s", 0) {
 		if err != nil {
@@ -64,6 +67,8 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 		}
 		if ms, ok := ev.Data.(*session.ModelStarted); ok && ms.Purpose == "" {
 			calls = append(calls, ev.Seq)
+		} else if ok && ms.Purpose == "compaction" {
+			compactions = append(compactions, ev.Seq)
 		}
 		compacted = compacted || ev.Type == session.TypeCompaction
 	}
@@ -88,6 +93,24 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 		}
 		if sent.Hooked || sent.Model != "gpt-test" || sent.Attempt != 1 {
 			t.Errorf("call at event %d: %+v", seq, sent)
+		}
+	}
+	// The summariser's calls: what its server got.
+	sums := sumSrv.Requests()
+	if len(compactions) == 0 || len(sums) != len(compactions) {
+		t.Fatalf("%d compaction calls in the log, %d at the summariser's server", len(compactions), len(sums))
+	}
+	for i, seq := range compactions {
+		sent, err := r.SentRequest(ctx, "s", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var derived map[string]any
+		if err := json.Unmarshal(sent.Wire, &derived); err != nil {
+			t.Fatalf("compaction at %d: %v", seq, err)
+		}
+		if diff := cmp.Diff(sums[i], derived); diff != "" {
+			t.Errorf("compaction at event %d: the server got (-) and the log says (+):\n%s", seq, diff)
 		}
 	}
 	// Bad input: an event that is no model call, and one past the log.

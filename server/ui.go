@@ -433,10 +433,11 @@ func uiEventRow(ev *session.Event) uiRow {
 		if d.Attempt > 1 {
 			row.Facts = append(row.Facts, fmt.Sprintf("attempt %d", d.Attempt))
 		}
-		if d.Purpose == "" {
-			row.Sent = "/ui/sessions/" + url.PathEscape(ev.SessionID) + "/sent/" + strconv.FormatInt(ev.Seq, 10)
-		} else {
+		if d.Purpose != "" {
 			row.Facts = append(row.Facts, "for "+d.Purpose)
+		}
+		if d.Purpose == "" || d.Purpose == "compaction" { // what Runner.SentRequest derives
+			row.Sent = "/ui/sessions/" + url.PathEscape(ev.SessionID) + "/sent/" + strconv.FormatInt(ev.Seq, 10)
 		}
 	case *session.ModelFinished:
 		row.Title = "model replied"
