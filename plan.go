@@ -520,12 +520,10 @@ func planPolicy(x *Exec) (PlanExecute, *planState) {
 	return p, ps
 }
 
-// PlanModel is the built-in plan executor: the model writes the plan.
-func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
-	p, ps := planPolicy(x)
-	if ps == nil {
-		return &Error{Kind: FailConfig, Code: CodeNoExecutor, Msg: "plan: the agent's policy is not PlanExecute"}
-	}
+// planRequest is the planner's request: the tools, the question, what ran
+// and failed when replanning, a refused plan's problem. PlanModel sends
+// it; SentRequest derives it.
+func planRequest(x *Exec, p PlanExecute, ps *planState) *model.Request {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Make a plan to answer the question below with the tools listed. Reply with only a JSON object:\n"+
 		`{"goal": "…", "steps": [{"kind": "tool", "tool": "NAME", "arguments": {…}}, {"kind": "task", "task": "…"}, …, {"kind": "reply", "text": "…"}]}`+
@@ -550,6 +548,20 @@ func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
 	if p.StructuredOutput {
 		req.ResponseFormat = &model.ResponseFormat{Type: "json_schema", Name: "plan", Schema: json.RawMessage(PlanSchema)}
 	}
+	return req
+}
+
+// PlanModel is the built-in plan executor: the model writes the plan.
+func PlanModel(ctx context.Context, x *Exec, _ Instruction) error {
+	p, ps := planPolicy(x)
+	if ps == nil {
+		return &Error{Kind: FailConfig, Code: CodeNoExecutor, Msg: "plan: the agent's policy is not PlanExecute"}
+	}
+	replanning, done := ps.Plan != nil, 0
+	if replanning {
+		done = ps.done()
+	}
+	req := planRequest(x, p, ps)
 	resp, err := x.Complete(ctx, ModelCall{Request: req, Purpose: "plan", Quiet: true})
 	if err != nil {
 		return err
@@ -659,6 +671,17 @@ func (x *Exec) finishStep(ctx context.Context, i int, status string, o session.O
 	_ = x.hooks.planStep(ctx, x.info(), &d)
 }
 
+// planSummaryRequest is the request of a plan's summary: the question and
+// the steps' outcomes. PlanFinish sends it; SentRequest derives it.
+func planSummaryRequest(x *Exec, ps *planState) *model.Request {
+	system := summaryPrompt
+	if lang := x.language(); lang != "" {
+		system += " Answer in " + languageName(lang) + "."
+	}
+	return &model.Request{System: system,
+		Messages: []model.Message{model.TextMessage(model.RoleUser, "Question: "+x.st.Input+"\n\nResults:\n"+planOutcomes(ps))}}
+}
+
 // PlanFinish is the built-in plan_finish executor: the answer, from the
 // plan's reply step, else the template with SummaryTemplate, else a
 // summary by a model call, else (the call failed or said nothing) the
@@ -676,12 +699,7 @@ func PlanFinish(ctx context.Context, x *Exec, _ Instruction) error {
 	if p.SummaryTemplate {
 		return Finish(ctx, x, Instruction{Kind: KindFinish, Text: planTemplate(ps)})
 	}
-	system := summaryPrompt
-	if lang := x.language(); lang != "" {
-		system += " Answer in " + languageName(lang) + "."
-	}
-	req := &model.Request{System: system,
-		Messages: []model.Message{model.TextMessage(model.RoleUser, "Question: "+x.st.Input+"\n\nResults:\n"+planOutcomes(ps))}}
+	req := planSummaryRequest(x, ps)
 	resp, err := x.Complete(ctx, ModelCall{Request: req, Purpose: "summary", Model: p.Summarizer})
 	answer := ""
 	switch {

@@ -36,9 +36,8 @@ type SentRequest struct {
 // SentRequest derives what the model call whose model_started event is seq
 // of session id was sent (see SentRequest): an agent's call, or a
 // compaction's (the summariser's request, for the history as it was and
-// the reason its compaction event gives). A plan's calls
-// (model_started.purpose plan, summary) have requests their executor
-// builds, and are not derived.
+// the reason its compaction event gives), or a plan's (the planner's, the
+// summary's: model_started.purpose plan, summary).
 func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRequest, error) {
 	sess, err := r.store.GetSession(ctx, id)
 	if err != nil {
@@ -88,14 +87,28 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 	out := &SentRequest{SessionID: id, Seq: seq, Attempt: started.Attempt, Model: started.Model,
 		Hooked: len(hooks.beforeModel) > 0}
 	models := append([]model.Model{a.Model}, a.Fallbacks...)
+	// The Exec of the call, as it was: the agent and the state; no hooks
+	// (a before-model hook may have effects, and is not run).
+	x := &Exec{}
+	x.execRun = execRun{r: r, agent: a, st: st, hooks: hookSet{h: &Hooks{}}}
 	switch started.Purpose {
 	case "":
-		// The request as the call built it, before any before-model hook
-		// (which the derivation does not run: a hook may have effects).
-		x := &Exec{}
-		x.execRun = execRun{r: r, agent: a, st: st, hooks: hookSet{h: &Hooks{}}}
 		req := *x.request()
 		out.Request = &req
+	case "plan", "summary":
+		p, ps := planPolicy(x)
+		if ps == nil {
+			return nil, &Error{Kind: FailInput, Code: CodeNotFound,
+				Msg: fmt.Sprintf("event %d of session %s is a plan's call, and the agent %s plans no more", seq, id, a.Name)}
+		}
+		if started.Purpose == "plan" {
+			out.Request = planRequest(x, p, ps)
+		} else {
+			out.Request = planSummaryRequest(x, ps)
+			if p.Summarizer != nil {
+				models = []model.Model{p.Summarizer}
+			}
+		}
 	case "compaction":
 		// The summariser's request, for the history as it was and the
 		// reason the compaction event gives.
@@ -110,7 +123,7 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 		}
 	default:
 		return nil, &Error{Kind: FailInput, Code: CodeNotFound,
-			Msg: fmt.Sprintf("event %d of session %s is a call for %s, whose request its executor builds: the agent's calls and compactions are derived", seq, id, started.Purpose)}
+			Msg: fmt.Sprintf("event %d of session %s is a call for %s, whose request this version does not know how to build", seq, id, started.Purpose)}
 	}
 	for _, m := range models {
 		if m == nil || m.Name() != started.Model {

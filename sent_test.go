@@ -10,6 +10,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/fakellm"
 	"github.com/agentrt/agentrt/model/openai"
+	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/tool"
@@ -121,5 +122,39 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 	}
 	if _, err := r.SentRequest(ctx, "nope", 1); agentrt.AsError(err).ErrorCode() != agentrt.CodeNotFound {
 		t.Errorf("SentRequest of no session: %v, want not_found", err)
+	}
+}
+
+// A plan's calls too: the planner's request and the summary's, derived
+// from the log, are what the model got.
+func TestSentRequestOfAPlan(t *testing.T) {
+	m := scripted.New("m", scripted.Reply{Text: twoSums}, scripted.Reply{Text: "2+2 is 4 and 3*3 is 9."}).Record()
+	a := planAgent(t, m, agentrt.PlanExecute{})
+	e := newEnv(t, nil, agentrt.Config{}, a)
+	id := e.session(t, "calc")
+	if res := e.run(t, id, "what are 2+2 and 3*3?"); res.Status != session.StatusDone {
+		t.Fatalf("run: %s", res.Status)
+	}
+	var seqs []int64
+	for _, ev := range storedLog(t, e.store, id) {
+		if ms, ok := ev.Data.(*session.ModelStarted); ok {
+			seqs = append(seqs, ev.Seq)
+			if ms.Purpose != "plan" && ms.Purpose != "summary" {
+				t.Errorf("a call for %q", ms.Purpose)
+			}
+		}
+	}
+	got := m.Requests()
+	if len(seqs) != 2 || len(got) != 2 {
+		t.Fatalf("%d calls in the log, %d at the model; want 2 and 2", len(seqs), len(got))
+	}
+	for i, seq := range seqs {
+		sent, err := e.r.SentRequest(context.Background(), id, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(got[i], sent.Request); diff != "" {
+			t.Errorf("call at event %d: the model got (-), the log says (+):\n%s", seq, diff)
+		}
 	}
 }

@@ -436,9 +436,7 @@ func uiEventRow(ev *session.Event) uiRow {
 		if d.Purpose != "" {
 			row.Facts = append(row.Facts, "for "+d.Purpose)
 		}
-		if d.Purpose == "" || d.Purpose == "compaction" { // what Runner.SentRequest derives
-			row.Sent = "/ui/sessions/" + url.PathEscape(ev.SessionID) + "/sent/" + strconv.FormatInt(ev.Seq, 10)
-		}
+		row.Sent = "/ui/sessions/" + url.PathEscape(ev.SessionID) + "/sent/" + strconv.FormatInt(ev.Seq, 10)
 	case *session.ModelFinished:
 		row.Title = "model replied"
 		row.Facts = append(row.Facts, cmp.Or(d.Model, "model"), fmt.Sprintf("%d ms", d.LatencyMS),
