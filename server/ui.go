@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"crypto/hmac"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -188,6 +189,39 @@ func (s *Server) uiStatic(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
+// uiBack goes back to the page at path (with its fragment, if any) to show
+// msg, a form's error — by the request rid, when given. The message is
+// signed: a page shows only the errors this server wrote, never text a
+// link of somebody else's put in the URL.
+func (s *Server) uiBack(w http.ResponseWriter, r *http.Request, path, rid, msg string) {
+	path, frag, _ := strings.Cut(path, "#")
+	v := url.Values{"error": {msg}, "sig": {s.ui.flash(rid, msg)}}
+	if rid != "" {
+		v.Set("rid", rid)
+	}
+	if frag != "" {
+		frag = "#" + frag
+	}
+	http.Redirect(w, r, path+"?"+v.Encode()+frag, http.StatusSeeOther)
+}
+
+// uiBackErr is uiBack with err's sentence.
+func (s *Server) uiBackErr(w http.ResponseWriter, r *http.Request, path, rid string, err error) {
+	_, detail := statusOf(err)
+	s.uiBack(w, r, path, rid, detail.Message)
+}
+
+// uiFlash is the error a page was sent back with (uiBack), if this server
+// signed it: the request it is about ("" for the page's own) and the text.
+func (s *Server) uiFlash(r *http.Request) (rid, msg string) {
+	q := r.URL.Query()
+	rid, msg = q.Get("rid"), q.Get("error")
+	if msg == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(s.ui.flash(rid, msg))) {
+		return "", ""
+	}
+	return rid, msg
+}
+
 // --- sign-in ---
 
 type uiLoginData struct {
@@ -364,7 +398,10 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) {
 		s.uiFail(w, r, err)
 		return
 	}
-	d := uiSessionData{S: ss, Note: uiNotes[r.URL.Query().Get("note")], Error: r.URL.Query().Get("error")}
+	d := uiSessionData{S: ss, Note: uiNotes[r.URL.Query().Get("note")]}
+	if rid, msg := s.uiFlash(r); rid == "" {
+		d.Error = msg
+	}
 	before := ss.LastSeq + 1
 	if b := r.URL.Query().Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
@@ -601,15 +638,14 @@ func (s *Server) uiSend(w http.ResponseWriter, r *http.Request) {
 	}
 	text := strings.TrimSpace(r.PostFormValue("text"))
 	if text == "" {
-		http.Redirect(w, r, back+"?"+url.Values{"error": {"the message is empty"}}.Encode()+"#send", http.StatusSeeOther)
+		s.uiBack(w, r, back+"#send", "", "the message is empty")
 		return
 	}
 	source := cmp.Or(strings.TrimSpace(r.PostFormValue("source")), id)
 	sub, err := s.gw.Submit(ctx, gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: text,
 		Key: r.PostFormValue("key")})
 	if err != nil {
-		_, detail := statusOf(err)
-		http.Redirect(w, r, back+"?"+url.Values{"error": {detail.Message}}.Encode()+"#send", http.StatusSeeOther)
+		s.uiBackErr(w, r, back+"#send", "", err)
 		return
 	}
 	note := "sent"
@@ -627,13 +663,12 @@ func (s *Server) uiFork(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	at, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("at")), 10, 64)
 	if err != nil || at < 0 {
-		http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(id)+"?"+url.Values{"error": {"fork at: want an event's seq"}}.Encode(), http.StatusSeeOther)
+		s.uiBack(w, r, "/ui/sessions/"+url.PathEscape(id), "", "fork at: want an event's seq")
 		return
 	}
 	ss, err := s.r.Fork(r.Context(), id, at, "")
 	if err != nil {
-		_, detail := statusOf(err)
-		http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(id)+"?"+url.Values{"error": {detail.Message}}.Encode(), http.StatusSeeOther)
+		s.uiBackErr(w, r, "/ui/sessions/"+url.PathEscape(id), "", err)
 		return
 	}
 	http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(ss.ID)+"?note=forked", http.StatusSeeOther)
@@ -814,7 +849,8 @@ func (s *Server) uiRuntime(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("note") == "revoked" {
 		d.Note = "The decision is revoked: the agent's next calls of the tool ask again."
 	}
-	s.render(w, r, http.StatusOK, "runtime", uiPage{Title: "Runtime", Nav: "runtime", Error: r.URL.Query().Get("error"), Data: d})
+	_, flash := s.uiFlash(r)
+	s.render(w, r, http.StatusOK, "runtime", uiPage{Title: "Runtime", Nav: "runtime", Error: flash, Data: d})
 }
 
 // uiRevoke ends one of an agent's standing decisions.
@@ -822,8 +858,7 @@ func (s *Server) uiRevoke(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	reason := cmp.Or(strings.TrimSpace(r.PostFormValue("reason")), "revoked in the inspector")
 	if err := s.r.RevokeAgentRule(ctx, r.PathValue("agent"), r.PathValue("rule"), agentrt.ActorOf(ctx), reason); err != nil {
-		_, detail := statusOf(err)
-		http.Redirect(w, r, "/ui/runtime?"+url.Values{"error": {detail.Message}}.Encode(), http.StatusSeeOther)
+		s.uiBackErr(w, r, "/ui/runtime", "", err)
 		return
 	}
 	http.Redirect(w, r, "/ui/runtime?note=revoked", http.StatusSeeOther)
@@ -1022,7 +1057,7 @@ func uiFieldArgs(form url.Values) (json.RawMessage, error) {
 }
 
 func (s *Server) uiRequests(r *http.Request, back string, page []session.PendingRequest) []uiRequest {
-	errRID, errMsg := r.URL.Query().Get("rid"), r.URL.Query().Get("error")
+	errRID, errMsg := s.uiFlash(r)
 	var out []uiRequest
 	for _, p := range page {
 		q := uiRequest{SessionID: p.SessionID, Agent: p.Agent, Asked: p.Asked, Req: p.Request, CSRF: s.ui.csrf(r), Back: back,
@@ -1082,20 +1117,20 @@ func (s *Server) uiResolve(w http.ResponseWriter, r *http.Request) {
 	if r.PostFormValue("fields") != "" {
 		a, err := uiFieldArgs(r.PostForm)
 		if err != nil {
-			http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {err.Error()}}.Encode(), http.StatusSeeOther)
+			s.uiBack(w, r, back, rid, err.Error())
 			return
 		}
 		res.Arguments = a
 	} else if a := strings.TrimSpace(r.PostFormValue("arguments")); a != "" {
 		if !json.Valid([]byte(a)) {
-			http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {"the arguments are not JSON"}}.Encode(), http.StatusSeeOther)
+			s.uiBack(w, r, back, rid, "the arguments are not JSON")
 			return
 		}
 		res.Arguments = json.RawMessage(a)
 	}
 	if a := strings.TrimSpace(r.PostFormValue("result")); a != "" {
 		if !json.Valid([]byte(a)) {
-			http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {"the result is not JSON"}}.Encode(), http.StatusSeeOther)
+			s.uiBack(w, r, back, rid, "the result is not JSON")
 			return
 		}
 		res.Result = json.RawMessage(a)
@@ -1104,8 +1139,7 @@ func (s *Server) uiResolve(w http.ResponseWriter, r *http.Request) {
 		res.Always = &agentrt.Always{Scope: scope}
 	}
 	if _, err := s.r.ResolveAndContinue(ctx, id, rid, res); err != nil {
-		_, detail := statusOf(err)
-		http.Redirect(w, r, back+"?"+url.Values{"rid": {rid}, "error": {detail.Message}}.Encode(), http.StatusSeeOther)
+		s.uiBackErr(w, r, back, rid, err)
 		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
@@ -1141,8 +1175,7 @@ func (s *Server) uiControl(w http.ResponseWriter, r *http.Request) {
 	}
 	back := "/ui/sessions/" + url.PathEscape(id)
 	if err != nil {
-		_, detail := statusOf(err)
-		http.Redirect(w, r, back+"?"+url.Values{"error": {detail.Message}}.Encode(), http.StatusSeeOther)
+		s.uiBackErr(w, r, back, "", err)
 		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)

@@ -288,6 +288,14 @@ func TestUIRefuses(t *testing.T) {
 	if shown := get(t, c, f.http.URL+p.loc); !strings.Contains(shown.body, "the arguments are not JSON") {
 		t.Errorf("the error is not shown by the request:\n%s", shown.body)
 	}
+	// An error in a link of somebody else's is not shown: only those the
+	// server signed when it sent the page back.
+	for _, path := range []string{"/ui/sessions/S?error=Your+key+expired%2C+sign+in+at+evil.example",
+		"/ui/inbox?rid=x&error=Your+key+expired%2C+sign+in+at+evil.example&sig=forged", "/ui/runtime?error=Your+key+expired%2C+sign+in+at+evil.example"} {
+		if p := get(t, c, f.http.URL+path); strings.Contains(p.body, "evil.example") {
+			t.Errorf("%s shows the link's text:\n%s", path, p.body)
+		}
+	}
 }
 
 func pageOf(a reply) page {

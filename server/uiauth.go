@@ -96,6 +96,11 @@ func (s *uiSigner) csrf(r *http.Request) string {
 	return base64.RawURLEncoding.EncodeToString(s.mac("csrf", bind))
 }
 
+// flash signs a form's error for the page it goes back to (uiBack).
+func (s *uiSigner) flash(rid, msg string) string {
+	return base64.RawURLEncoding.EncodeToString(s.mac("flash", rid, msg))[:22]
+}
+
 func (s *uiSigner) csrfOK(r *http.Request, token string) bool {
 	want := s.csrf(r)
 	return token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(want)) == 1
