@@ -633,6 +633,7 @@ func (x *Exec) interrupt(ctx context.Context, reason string) {
 // back to the pool. The runner's count of the claim ends last: Close
 // returns only once the handle says how the run ended.
 func (r *Runner) finish(x *Exec) {
+	x.handle.letGo()
 	r.observeEnd(x)
 	// The run's result is read from its state before the state goes to
 	// the cache, where the session's next run may take it at once.

@@ -60,6 +60,7 @@ type Run struct {
 	// InterruptFor); guarded by mu.
 	interruptBy []string
 	done        chan struct{} // made by the first Done or Wait; guarded by mu
+	ending      bool          // the run has stopped and is letting go of its session (Runner.finish); guarded by mu
 	finished    bool          // guarded by mu
 	res         Result        // guarded by mu; final once finished
 	err         error         // guarded by mu
@@ -393,6 +394,25 @@ func (h *Run) settle(x *Exec) {
 
 // finish ends h, whose result settle recorded: it wakes Wait and the
 // run's streams.
+// letGo marks the run as letting go of its session: it has stopped, and
+// what remains (observers, the cache, the lease, the registry) takes
+// moments. A deletion waits for such a run rather than refuse.
+func (h *Run) letGo() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.ending = true
+	h.mu.Unlock()
+}
+
+// letting reports whether the run is letting go of its session (letGo).
+func (h *Run) letting() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ending
+}
+
 func (h *Run) finish() {
 	if h == nil {
 		return

@@ -50,6 +50,18 @@ func (g *registry) claim(k skey, h *Run) error {
 	return nil
 }
 
+// ending returns, when session k is held by a run letting go of it
+// (Run.letGo), a channel closed once the run has; nil otherwise.
+func (g *registry) ending(k skey) <-chan struct{} {
+	g.mu.Lock()
+	h := g.active[k]
+	g.mu.Unlock()
+	if h == nil || !h.letting() {
+		return nil
+	}
+	return h.Done()
+}
+
 // enter counts a use of the runner that is no session's (a goroutine of
 // its own, which Close waits for); it reports false once the registry is
 // closed. The use ends with done.
@@ -250,7 +262,20 @@ func (r *Runner) ListSessions(ctx context.Context, opts session.ListOptions) (pa
 func (r *Runner) DeleteSession(ctx context.Context, id string, force bool) error {
 	k := keyOf(ctx, id)
 	if err := r.reg.claim(k, nil); err != nil {
-		return err
+		// A run that has stopped and is letting go of the session (its
+		// caller may have its answer already) is waited for, not refused.
+		ch := r.reg.ending(k)
+		if ch == nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return err
+		}
+		if err := r.reg.claim(k, nil); err != nil {
+			return err
+		}
 	}
 	defer r.release(k)
 	var lease *leaseKeeper
