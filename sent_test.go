@@ -81,14 +81,7 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 		t.Fatalf("%d model calls in the log, %d requests at the server; want 8 and 8", len(calls), len(got))
 	}
 	for i, seq := range calls {
-		sent, err := r.SentRequest(ctx, "s", seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var derived map[string]any
-		if err := json.Unmarshal(sent.Wire, &derived); err != nil {
-			t.Fatalf("call %d: the derived body is not JSON: %v\n%s", seq, err, sent.Wire)
-		}
+		sent, derived := sentBody(t, r, seq)
 		if diff := cmp.Diff(got[i], derived); diff != "" {
 			t.Errorf("call at event %d: the server got (-) and the log says (+):\n%s", seq, diff)
 		}
@@ -102,14 +95,7 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 		t.Fatalf("%d compaction calls in the log, %d at the summariser's server", len(compactions), len(sums))
 	}
 	for i, seq := range compactions {
-		sent, err := r.SentRequest(ctx, "s", seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var derived map[string]any
-		if err := json.Unmarshal(sent.Wire, &derived); err != nil {
-			t.Fatalf("compaction at %d: %v", seq, err)
-		}
+		_, derived := sentBody(t, r, seq)
 		if diff := cmp.Diff(sums[i], derived); diff != "" {
 			t.Errorf("compaction at event %d: the server got (-) and the log says (+):\n%s", seq, diff)
 		}
@@ -123,6 +109,21 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 	if _, err := r.SentRequest(ctx, "nope", 1); agentrt.AsError(err).ErrorCode() != agentrt.CodeNotFound {
 		t.Errorf("SentRequest of no session: %v, want not_found", err)
 	}
+}
+
+// sentBody is what the call at event seq of session s was sent, and its
+// body decoded.
+func sentBody(t *testing.T, r *agentrt.Runner, seq int64) (*agentrt.SentRequest, map[string]any) {
+	t.Helper()
+	sent, err := r.SentRequest(t.Context(), "s", seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(sent.Wire, &body); err != nil {
+		t.Fatalf("call at event %d: the derived body is not JSON: %v\n%s", seq, err, sent.Wire)
+	}
+	return sent, body
 }
 
 // A plan's calls too: the planner's request and the summary's, derived

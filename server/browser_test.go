@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -26,23 +25,6 @@ import (
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
-
-// chromium returns the path of Chromium. scripts/test.sh installs it:
-// without it the test fails under CI, and is skipped elsewhere.
-func chromium(t *testing.T) string {
-	t.Helper()
-	testenv.SkipShort(t, "runs Chromium")
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed (scripts/test.sh installs it: apt-get install -y --no-install-recommends chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install -y --no-install-recommends chromium)")
-	return ""
-}
 
 // dumpDOM loads url in headless Chromium, with a profile of its own, and
 // returns the page's DOM once its script is done: virtual time waits for
@@ -190,7 +172,7 @@ func pageServer(t *testing.T, addr string, page func() string) *httptest.Server 
 // — reach the server and are refused there: none creates a session.
 func TestBrowserCORS(t *testing.T) {
 	t.Parallel()
-	bin := chromium(t)
+	bin := testenv.Chromium(t)
 	// api is set once the API server is up, after the pages' servers
 	// (Chromium's requests are no synchronisation the race detector sees).
 	var api atomic.Value

@@ -1058,9 +1058,10 @@ func uiFieldArgs(form url.Values) (json.RawMessage, error) {
 
 func (s *Server) uiRequests(r *http.Request, back string, page []session.PendingRequest) []uiRequest {
 	errRID, errMsg := s.uiFlash(r)
+	token := s.ui.csrf(r)
 	var out []uiRequest
 	for _, p := range page {
-		q := uiRequest{SessionID: p.SessionID, Agent: p.Agent, Asked: p.Asked, Req: p.Request, CSRF: s.ui.csrf(r), Back: back,
+		q := uiRequest{SessionID: p.SessionID, Agent: p.Agent, Asked: p.Asked, Req: p.Request, CSRF: token, Back: back,
 			Action: "/ui/sessions/" + url.PathEscape(p.SessionID) + "/requests/" + url.PathEscape(p.Request.RequestID)}
 		specs := map[string]json.RawMessage{}
 		if a, ok := s.r.Agent(p.Agent); ok {

@@ -41,12 +41,10 @@ agents:
 // reload, its page shows the timeline and the request, arguments that are
 // not JSON are refused in the page, Approve in the inbox lets the run
 // finish, a turn streams into the open page, and a page of another origin
-// cannot post a form. The screenshots are written to a temporary directory
-// , or to docs/img with AGENTRT_UPDATE_SCREENSHOTS=1.
+// cannot post a form. The screenshots go where screenshotDir says.
 func TestInspectorInChromium(t *testing.T) {
 	t.Parallel()
-	testenv.SkipShort(t, "runs agentrt serve and Chromium")
-	bin := chromiumPath(t)
+	bin := testenv.Chromium(t)
 	node, script := nodeScript(t, "inspector.mjs")
 	llm := fakellm.Start(t)
 	e := newEnv(t, inspectorConfig(llm.URL), nil)
@@ -54,14 +52,7 @@ func TestInspectorInChromium(t *testing.T) {
 	defer s.stopOK()
 	s.waitLog("inspector: open " + s.url + "/ui/ in a browser")
 
-	shots := t.TempDir()
-	if os.Getenv("AGENTRT_UPDATE_SCREENSHOTS") != "" {
-		_, file, _, _ := runtime.Caller(0)
-		shots = filepath.Join(filepath.Dir(file), "..", "..", "docs", "img", "inspector")
-		if err := os.MkdirAll(shots, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	shots := screenshotDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script, s.url, shots)
@@ -126,28 +117,11 @@ func TestInspectorInChromium(t *testing.T) {
 	}
 }
 
-// chromiumPath is Chromium's path: the test command installs it, so under
-// CI its absence fails the test.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed (scripts/test.sh installs it)")
-	}
-	t.Skip("chromium is not installed (apt-get install -y --no-install-recommends chromium)")
-	return ""
-}
-
 // With API keys, in Chromium: the pages ask for a key, refuse a wrong one,
 // show a person their key's tenant's sessions only, and sign out.
 func TestInspectorSignInChromium(t *testing.T) {
 	t.Parallel()
-	testenv.SkipShort(t, "runs agentrt serve and Chromium")
-	bin := chromiumPath(t)
+	bin := testenv.Chromium(t)
 	node, script := nodeScript(t, "inspector.mjs")
 	llm := fakellm.Start(t)
 	e := newEnv(t, inspectorConfig(llm.URL)+`
@@ -158,11 +132,7 @@ server:
 `, nil)
 	s := startServe(t, e, nil)
 	defer s.stopOK()
-	shots := t.TempDir()
-	if os.Getenv("AGENTRT_UPDATE_SCREENSHOTS") != "" {
-		_, file, _, _ := runtime.Caller(0)
-		shots = filepath.Join(filepath.Dir(file), "..", "..", "docs", "img", "inspector")
-	}
+	shots := screenshotDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script, s.url, shots, "keys")
@@ -176,4 +146,20 @@ server:
 			t.Errorf("step %q did not happen:\n%s", want, out)
 		}
 	}
+}
+
+// screenshotDir is where a browser test writes its screenshots: a
+// temporary directory, or docs/img/inspector with
+// AGENTRT_UPDATE_SCREENSHOTS=1 (the docs' own).
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("AGENTRT_UPDATE_SCREENSHOTS") == "" {
+		return t.TempDir()
+	}
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "docs", "img", "inspector")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
