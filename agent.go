@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -29,6 +30,10 @@ type Agent struct {
 	// Fallbacks are tried in order, each with its own retries, when Model
 	// fails for good (PRODUCT's fallback_models).
 	Fallbacks []model.Model
+	// Models are the models a session of the agent may change to
+	// (session.ModelChanged: a fork made to compare models); nil: the
+	// agent's sessions keep its model.
+	Models ModelSet
 	// Retry says how failed model calls are retried.
 	Retry RetryPolicy
 	// NoStream asks the model for whole replies (model.Generator) rather
@@ -376,4 +381,33 @@ func (a *Agent) tool(name string) tool.Tool {
 	}
 	t, _ := a.Tools.Get(name)
 	return t
+}
+
+// ModelSet is a set of models found by name: the models of a config.
+type ModelSet interface {
+	// Names are the models' names, sorted.
+	Names() []string
+	// Model returns the model called name, or an error saying why not.
+	Model(name string) (model.Model, error)
+}
+
+// modelNamed is the model called name that a session of the agent may
+// change to: its own model, or one of Models.
+func (a *Agent) modelNamed(name string) (model.Model, error) {
+	if a.Model != nil && a.Model.Name() == name {
+		return a.Model, nil
+	}
+	if a.Models == nil {
+		return nil, &Error{Kind: FailInput, Code: CodeUnknownModel,
+			Msg: fmt.Sprintf("agent %s cannot change its model (to %q): it has no other models", a.Name, name)}
+	}
+	m, err := a.Models.Model(name)
+	if err == nil && m == nil {
+		err = errors.New("no such model")
+	}
+	if err != nil {
+		return nil, &Error{Kind: FailInput, Code: CodeUnknownModel,
+			Msg: fmt.Sprintf("agent %s cannot change its model to %q", a.Name, name), Err: err}
+	}
+	return m, nil
 }

@@ -60,7 +60,7 @@ func (x *Exec) overBudget(ins Instruction) (code, msg string) {
 		}
 		est := estimateTokens(st)
 		var estCost float64
-		if p, ok := model.PriceOf(x.agent.Model); ok {
+		if p, ok := model.PriceOf(x.sessionModel()); ok {
 			estCost = p.Cost(model.Usage{InputTokens: est})
 		}
 		turn := st.RunUsage

@@ -108,6 +108,9 @@ func (b *Builder) Model(m model.Model) *Builder { b.a.Model = m; return b }
 // Fallbacks sets the models tried, in order, when the model fails for good.
 func (b *Builder) Fallbacks(ms ...model.Model) *Builder { b.a.Fallbacks = ms; return b }
 
+// Models sets the models a session may change to (Agent.Models).
+func (b *Builder) Models(ms ModelSet) *Builder { b.a.Models = ms; return b }
+
 // Retry sets how failed model calls are retried.
 func (b *Builder) Retry(p RetryPolicy) *Builder { b.a.Retry = p; return b }
 

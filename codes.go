@@ -84,6 +84,7 @@ const (
 	CodeHookPanic      = "hook_panic"       // a hook panicked
 	CodeBadPlan        = "bad_plan"         // a plan that does not check
 	CodeBadOverrides   = "bad_overrides"    // per-run overrides that cannot apply
+	CodeUnknownModel   = "unknown_model"    // a model the agent cannot change to
 	CodeBadClientTools = "bad_client_tools" // client tools declared for a run that cannot be offered
 	CodeLoopDetected   = "loop_detected"    // the model repeats itself
 	CodeModelError     = "model_error"      // a model failure of no known kind
@@ -230,6 +231,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeHookPanic, FailHook, "a hook panicked", http.StatusInternalServerError),
 		in(CodeBadPlan, FailInput, "the plan does not check (the message says which step)", http.StatusBadRequest),
 		in(CodeBadOverrides, FailInput, "the per-run overrides cannot apply", http.StatusBadRequest),
+		in(CodeUnknownModel, FailInput, "a model the agent cannot change to", http.StatusBadRequest),
 		in(CodeBadClientTools, FailInput, "the client tools declared for a run cannot be offered (no name, a name twice or an agent tool's, a schema that is not a JSON object)", http.StatusBadRequest),
 		in(CodeLoopDetected, FailPolicy, "the model kept repeating itself", http.StatusUnprocessableEntity),
 		in(CodeModelError, FailModel, "the model failed in a way of no known kind", http.StatusBadGateway),

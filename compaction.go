@@ -112,7 +112,7 @@ func (x *Exec) compactionDue() string {
 		case est > maxTokens*3/2:
 			return "max_tokens"
 		case est > maxTokens*3/4:
-			if n, _ := x.r.tokens.count(x.agent.Model.Name(), msgs); n > maxTokens {
+			if n, _ := x.r.tokens.count(x.sessionModel().Name(), msgs); n > maxTokens {
 				return "max_tokens"
 			}
 		}

@@ -67,7 +67,7 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 	}
 	// Recorded, then compacted whatever the settings, then once more.
 	re := AsError(err)
-	emit(x, session.Error{Code: re.ErrorCode(), Message: re.Error(), Recoverable: true, Model: x.agent.Model.Name(), Attempt: x.st.Attempt})
+	emit(x, session.Error{Code: re.ErrorCode(), Message: re.Error(), Recoverable: true, Model: x.sessionModel().Name(), Attempt: x.st.Attempt})
 	compacted, cerr := x.compact(ctx, "context_length")
 	if cerr != nil {
 		return cerr
@@ -98,6 +98,28 @@ type ModelCall struct {
 	Quiet bool
 }
 
+// modelOf is the model a call goes to first: the call's own (a
+// summariser's), else the one the session changed to (State.Model), else
+// the agent's.
+func (x *Exec) modelOf(c ModelCall) (model.Model, error) {
+	switch {
+	case c.Model != nil:
+		return c.Model, nil
+	case x.st.Model == "":
+		return x.agent.Model, nil
+	}
+	return x.agent.modelNamed(x.st.Model)
+}
+
+// sessionModel is the model of the session's conversation calls: the one
+// it changed to, if that is found, else the agent's.
+func (x *Exec) sessionModel() model.Model {
+	if m, err := x.modelOf(ModelCall{}); err == nil {
+		return m
+	}
+	return x.agent.Model
+}
+
 // Complete calls the agent's model as the built-in call_model does, for
 // any executor: the before-model and after-model hooks; the reply
 // streamed as token events (or asked for whole, for an agent with
@@ -114,9 +136,9 @@ type ModelCall struct {
 func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, error) {
 	st, a := x.st, x.agent
 	attempt := 1
-	m := a.Model
-	if c.Model != nil {
-		m = c.Model
+	m, err := x.modelOf(c)
+	if err != nil {
+		return nil, err
 	}
 	started := session.ModelStarted{Model: m.Name(), Attempt: attempt, Mode: x.mode(m, false), Purpose: c.Purpose}
 	switch {
@@ -140,10 +162,15 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 	if req == nil {
 		req = x.request()
 	}
-	req, err := x.hooks.beforeModel(ctx, x.info(), req)
+	var built []byte // the request before the hooks: only when there are some
+	if x.hooks.rewritesRequests() {
+		built, _ = json.Marshal(req)
+	}
+	req, err = x.hooks.beforeModel(ctx, x.info(), req)
 	if err != nil {
 		return nil, err
 	}
+	sent, digest := x.r.hooked(built, req)
 	// The call starts now: model_started was stamped just above, so its
 	// commit's clock reading serves (one reading fewer per model call).
 	start := x.stamp
@@ -156,9 +183,9 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 	x.quiet = c.Quiet
 	resp, err := x.callModel(ctx, m, req, a.NoStream)
 	if err != nil {
-		models := append([]model.Model{a.Model}, a.Fallbacks...)
-		if c.Model != nil {
-			models = []model.Model{c.Model}
+		models := []model.Model{m} // the call's own, or the session's
+		if c.Model == nil && x.st.Model == "" {
+			models = append(models, a.Fallbacks...)
 		}
 		m, resp, start, err = x.retryModel(ctx, req, models, attempt, c.Purpose, err)
 	}
@@ -192,6 +219,8 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 		Purpose:      c.Purpose,
 
 		RenamedCallIDs: renamed,
+		Sent:           sent,
+		SentDigest:     digest,
 	}
 	if p := x.finishPair; p != nil {
 		// Allocated with the reply's first tool-call delta.

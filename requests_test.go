@@ -155,10 +155,10 @@ func TestPendingRequestsOfAFork(t *testing.T) {
 			id := e.session(t, "calc")
 			res := e.run(t, id, "deploy")
 			last := res.Events[len(res.Events)-1].Seq
-			if _, err := e.r.Fork(ctx, id, last, "whole"); err != nil {
+			if _, err := e.r.Fork(ctx, id, last, agentrt.ForkOptions{ID: "whole"}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.r.Fork(ctx, id, 1, "early"); err != nil {
+			if _, err := e.r.Fork(ctx, id, 1, agentrt.ForkOptions{ID: "early"}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := e.r.PendingRequests(ctx, session.RequestListOptions{})

@@ -58,6 +58,12 @@ type Config struct {
 	// failed with reason crash_loop; zero means DefaultMaxRecoveries, a
 	// negative value no limit.
 	MaxRecoveries int
+	// MaxHookedRequest bounds a request that a before-model hook changed,
+	// recorded in its model_finished (sent) so that a person sees what the
+	// model was sent (Runner.SentRequest): a larger one is recorded as its
+	// SHA-256 only (sent_digest). Zero means DefaultMaxHookedRequest; a
+	// negative value records digests only.
+	MaxHookedRequest int
 	// MaxSubagentDepth bounds delegation: an agent's sub-agent's
 	// sub-agent … at most this deep; zero means DefaultMaxSubagentDepth.
 	MaxSubagentDepth int
@@ -116,6 +122,7 @@ type Runner struct {
 	leaseTTL  time.Duration
 	maxRecov  int
 	maxDepth  int // of delegation (Config.MaxSubagentDepth)
+	maxHooked int // bytes of a hooked request recorded (Config.MaxHookedRequest)
 	observer  Observer
 
 	// execs holds *Exec for reuse: an Exec carries a run's buffers, the
@@ -198,6 +205,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		r.cache = newStateCache(cfg.StateCache)
 	}
 	r.maxDepth = cmp.Or(cfg.MaxSubagentDepth, DefaultMaxSubagentDepth)
+	r.maxHooked = cmp.Or(cfg.MaxHookedRequest, DefaultMaxHookedRequest)
 	if cfg.MaxSubagentDepth < 0 {
 		return nil, fmt.Errorf("agentrt: max subagent depth %d is negative", cfg.MaxSubagentDepth)
 	}

@@ -1,7 +1,10 @@
 package agentrt
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -28,9 +31,54 @@ type SentRequest struct {
 	// Wire is the body the model's client sent (JSON), when the model has
 	// one (model.Encoder) and is the agent's, or one of its fallbacks.
 	Wire json.RawMessage
-	// Hooked: the agent has before-model hooks, which may have changed
-	// the request after it was built: what was sent may differ from this.
-	Hooked bool
+	// Hooked says what the agent's before-model hooks did to the request
+	// (see the Hooked constants); Digest, for HookedDigest, is the SHA-256
+	// (hex) of the request they left.
+	Hooked string
+	Digest string
+}
+
+// What before-model hooks did to a call's request (SentRequest.Hooked).
+const (
+	// HookedNone: the agent has no before-model hooks.
+	HookedNone = ""
+	// HookedUnchanged: they left the request as it was built.
+	HookedUnchanged = "unchanged"
+	// HookedRecorded: they changed it; Request is what they left, as
+	// the call's model_finished recorded it.
+	HookedRecorded = "recorded"
+	// HookedDigest: they changed it, and it was larger than the runner
+	// records (Config.MaxHookedRequest): Request is as the call built it,
+	// before them; Digest is the SHA-256 of what they left.
+	HookedDigest = "digest"
+	// HookedUnknown: the call has no model_finished (it failed, or is
+	// under way), so what they did is not known; Request is as the call
+	// built it.
+	HookedUnknown = "unknown"
+)
+
+// DefaultMaxHookedRequest is how large a request a before-model hook
+// changed may be for model_finished to record it (Config.MaxHookedRequest).
+const DefaultMaxHookedRequest = 256 << 10
+
+// hooked is what a call's model_finished records of its request, when
+// the before-model hooks changed it: built is the request before them
+// (nil when there are none), req what they left. Nothing when they did
+// not change it; the request, or its digest when it is larger than
+// r.maxHooked.
+func (r *Runner) hooked(built []byte, req *model.Request) (json.RawMessage, string) {
+	if built == nil {
+		return nil, ""
+	}
+	sent, err := json.Marshal(req)
+	if err != nil || bytes.Equal(sent, built) {
+		return nil, ""
+	}
+	if r.maxHooked < 0 || len(sent) > r.maxHooked {
+		sum := sha256.Sum256(sent)
+		return nil, hex.EncodeToString(sum[:])
+	}
+	return sent, ""
 }
 
 // SentRequest derives what the model call whose model_started event is seq
@@ -48,8 +96,10 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 		return nil, err
 	}
 	var (
-		started *session.ModelStarted
-		reason  string // a compaction call's, from the compaction event after it
+		started  *session.ModelStarted
+		reason   string                 // a compaction call's, from the compaction event after it
+		finished *session.ModelFinished // the call's reply
+		ended    bool                   // the events of the call are read
 	)
 	for e, err := range r.store.Events(ctx, id, 0) {
 		if err != nil {
@@ -57,8 +107,21 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 		}
 		switch {
 		case started != nil:
-			if c, ok := e.Data.(*session.Compaction); ok {
-				reason = c.Reason
+			switch d := e.Data.(type) {
+			case *session.Compaction:
+				reason = d.Reason
+			case *session.ModelFinished:
+				if !ended && d.Purpose == started.Purpose {
+					finished, ended = d, true
+				}
+			case *session.ModelStarted:
+				// The call's next attempt has the request its first had
+				// (the hooks ran once); any other call ends it.
+				if d.Purpose != started.Purpose || d.Attempt <= started.Attempt {
+					ended = true
+				}
+			case *session.RoundStarted, *session.RunFinished, *session.RunResumed:
+				ended = true
 			}
 		case e.Seq == seq:
 			ms, ok := e.Data.(*session.ModelStarted)
@@ -72,7 +135,7 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 				return nil, &Error{Kind: FailStore, Msg: "replay session " + id, Err: err}
 			}
 		}
-		if started != nil && (started.Purpose != "compaction" || reason != "") {
+		if started != nil && ended && (started.Purpose != "compaction" || reason != "") {
 			break
 		}
 	}
@@ -84,9 +147,25 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 		return nil, err
 	}
 	hooks := r.hooksOf(a)
-	out := &SentRequest{SessionID: id, Seq: seq, Attempt: started.Attempt, Model: started.Model,
-		Hooked: len(hooks.beforeModel) > 0}
+	out := &SentRequest{SessionID: id, Seq: seq, Attempt: started.Attempt, Model: started.Model}
+	switch {
+	case finished != nil && len(finished.Sent) > 0:
+		out.Hooked = HookedRecorded
+	case finished != nil && finished.SentDigest != "":
+		out.Hooked, out.Digest = HookedDigest, finished.SentDigest
+	case len(hooks.beforeModel) == 0:
+	case finished != nil:
+		out.Hooked = HookedUnchanged
+	default:
+		out.Hooked = HookedUnknown
+	}
 	models := append([]model.Model{a.Model}, a.Fallbacks...)
+	if st.Model != "" {
+		// The session changed its model (model_changed).
+		if m, err := a.modelNamed(st.Model); err == nil {
+			models = []model.Model{m}
+		}
+	}
 	// The Exec of the call, as it was: the agent and the state; no hooks
 	// (a before-model hook may have effects, and is not run).
 	x := &Exec{}
@@ -124,6 +203,13 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 	default:
 		return nil, &Error{Kind: FailInput, Code: CodeNotFound,
 			Msg: fmt.Sprintf("event %d of session %s is a call for %s, whose request this version does not know how to build", seq, id, started.Purpose)}
+	}
+	if out.Hooked == HookedRecorded {
+		var req model.Request
+		if err := json.Unmarshal(finished.Sent, &req); err != nil {
+			return nil, &Error{Kind: FailStore, Msg: fmt.Sprintf("the request recorded in session %s's reply to event %d", id, seq), Err: err}
+		}
+		out.Request = &req
 	}
 	for _, m := range models {
 		if m == nil || m.Name() != started.Model {

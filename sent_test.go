@@ -2,6 +2,8 @@ package agentrt_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/fakellm"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/openai"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
@@ -85,7 +88,7 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 		if diff := cmp.Diff(got[i], derived); diff != "" {
 			t.Errorf("call at event %d: the server got (-) and the log says (+):\n%s", seq, diff)
 		}
-		if sent.Hooked || sent.Model != "gpt-test" || sent.Attempt != 1 {
+		if sent.Hooked != agentrt.HookedNone || sent.Model != "gpt-test" || sent.Attempt != 1 {
 			t.Errorf("call at event %d: %+v", seq, sent)
 		}
 	}
@@ -157,5 +160,101 @@ func TestSentRequestOfAPlan(t *testing.T) {
 		if diff := cmp.Diff(got[i], sent.Request); diff != "" {
 			t.Errorf("call at event %d: the model got (-), the log says (+):\n%s", seq, diff)
 		}
+	}
+}
+
+// What a before-model hook changed is recorded with the call's reply, and
+// is what the inspector shows: the recorded request's body is what the
+// server got; a call the hooks left alone is derived as ever; a request
+// too large to record is known by its digest.
+func TestSentRequestWithHooks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+		want string // Hooked of the changed calls
+	}{
+		{"recorded", 0, agentrt.HookedRecorded},
+		{"digest", -1, agentrt.HookedDigest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakellm.StartWith(t, fakellm.Options{ToolRounds: 2})
+			llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			add := tool.Must(tool.New("add", "adds two numbers", func(ctx context.Context, in struct {
+				A int `json:"a"`
+				B int `json:"b"`
+			}) (int, error) {
+				return in.A + in.B, nil
+			}))
+			tools, err := tool.NewRegistry(add)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &agentrt.Agent{Name: "a", SystemPrompt: "You add.", Model: llm, Tools: tools}
+			// The hook changes the requests of rounds 2 and on, in place
+			// (as hooks may): the system prompt and a parameter.
+			var hookedReqs [][]byte
+			a.Hooks.BeforeModel(0, func(_ context.Context, info agentrt.HookInfo, req *model.Request) (*model.Request, error) {
+				if info.Round < 2 {
+					return req, nil
+				}
+				req.System += " Today is Sunday."
+				req.Temperature = new(0.5)
+				b, _ := json.Marshal(req)
+				hookedReqs = append(hookedReqs, b)
+				return req, nil
+			})
+			r, err := agentrt.NewRunner(agentrt.Config{Store: memstore.New(), Agents: []*agentrt.Agent{a}, MaxHookedRequest: tc.max})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close(context.Background())
+			for _, err := range r.Run(t.Context(), "s", agentrt.Input{Text: "add things", Agent: "a"}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var calls []int64
+			for ev, err := range r.Store().Events(t.Context(), "s", 0) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := ev.Data.(*session.ModelStarted); ok {
+					calls = append(calls, ev.Seq)
+				}
+			}
+			got := srv.Requests()
+			if len(calls) != 3 || len(got) != 3 || len(hookedReqs) != 2 {
+				t.Fatalf("%d calls in the log, %d at the server, %d hooked; want 3, 3, 2", len(calls), len(got), len(hookedReqs))
+			}
+			for i, seq := range calls {
+				sent, derived := sentBody(t, r, seq)
+				switch {
+				case i == 0:
+					if sent.Hooked != agentrt.HookedUnchanged {
+						t.Errorf("call %d: hooked %q, want unchanged", i, sent.Hooked)
+					}
+					if diff := cmp.Diff(got[i], derived); diff != "" {
+						t.Errorf("call %d: the server got (-) and the log says (+):\n%s", i, diff)
+					}
+				case sent.Hooked != tc.want:
+					t.Errorf("call %d: hooked %q, want %q", i, sent.Hooked, tc.want)
+				case tc.want == agentrt.HookedRecorded:
+					if diff := cmp.Diff(got[i], derived); diff != "" {
+						t.Errorf("call %d: the server got (-) and the record says (+):\n%s", i, diff)
+					}
+				default:
+					sum := sha256.Sum256(hookedReqs[i-1])
+					if sent.Digest != hex.EncodeToString(sum[:]) {
+						t.Errorf("call %d: digest %s, want the hooked request's", i, sent.Digest)
+					}
+					if cmp.Equal(got[i], derived) {
+						t.Errorf("call %d: the derived request is what the server got, but the hook changed it", i)
+					}
+				}
+			}
+		})
 	}
 }

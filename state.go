@@ -42,6 +42,9 @@ type State struct {
 	Source string `json:"source,omitempty"`
 	// Overrides change the agent for the current run only.
 	Overrides *session.Overrides `json:"overrides,omitempty"`
+	// Model is the model the session's calls use instead of the agent's
+	// (its last model_changed); empty: the agent's.
+	Model string `json:"model,omitempty"`
 	// ClientTools are the tools the client declared for the current run
 	// (its run_started's): their calls go back to the client.
 	ClientTools []model.ToolSpec `json:"client_tools,omitempty"`
@@ -289,6 +292,8 @@ func (s *State) Apply(e *session.Event) error {
 		}
 		s.Status = session.StatusRunning
 		s.LastError = nil
+	case *session.ModelChanged:
+		s.Model = d.Model
 	case *session.RoundStarted:
 		s.Round = d.Round
 		s.Attempt = 0

@@ -121,6 +121,9 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 type ForkRequest struct {
 	AtSeq int64  `json:"at_seq"`
 	ID    string `json:"id,omitempty"`
+	// Model, when set, is a model of the config the fork's calls use
+	// instead of the agent's (agentrt.ForkOptions.Model).
+	Model string `json:"model,omitempty"`
 }
 
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
@@ -137,7 +140,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ss, err := s.r.Fork(ctx, id, req.AtSeq, req.ID)
+	ss, err := s.r.Fork(ctx, id, req.AtSeq, agentrt.ForkOptions{ID: req.ID, Model: req.Model})
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +94,27 @@ type options struct {
 }
 
 // gateTool waits until released, or its ctx ends.
+// namedModels is a set of models by name (agentrt.ModelSet): the models
+// a fork may change to.
+type namedModels map[string]model.Model
+
+func (ms namedModels) Names() []string { return slices.Sorted(maps.Keys(ms)) }
+
+func (ms namedModels) Model(name string) (model.Model, error) {
+	if m, ok := ms[name]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("no model %q", name)
+}
+
+// renamed is a model under another name.
+type renamed struct {
+	model.Model
+	name string
+}
+
+func (m renamed) Name() string { return m.name }
+
 type gateTool struct {
 	started chan struct{}
 	release chan struct{}
@@ -124,7 +148,8 @@ func newFixture(t *testing.T, o options) *fixture {
 		t.Fatal(err)
 	}
 	a := &agentrt.Agent{Name: "assistant", SystemPrompt: "You help.", Model: f.model, Tools: tools,
-		Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}}}
+		Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}},
+		Models:   namedModels{"echo": f.model, "shout": renamed{f.model, "shout"}}}
 	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{a}, Owner: o.owner, Observer: o.observer})
 	if err != nil {
 		t.Fatal(err)

@@ -382,8 +382,12 @@ type uiSessionData struct {
 	Older    string
 	Lease    string
 	Queued   *Queued
-	Note     string // what the last form did
-	Error    string // what the last form could not do
+	// Models are the models a fork may change to (the agent's own
+	// first); Model the one it uses.
+	Models []string
+	Model  string
+	Note   string // what the last form did
+	Error  string // what the last form could not do
 }
 
 // uiWindow is how many events a session's page shows at once: the newest,
@@ -399,6 +403,7 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := uiSessionData{S: ss, Note: uiNotes[r.URL.Query().Get("note")]}
+	d.Model, d.Models = s.uiModels(ss.Agent)
 	if rid, msg := s.uiFlash(r); rid == "" {
 		d.Error = msg
 	}
@@ -580,6 +585,11 @@ func uiEventRow(ev *session.Event) uiRow {
 		} else {
 			row.Error = d.Observation.Error
 		}
+	case *session.ModelChanged:
+		row.Title = "model changed to " + d.Model
+		if d.Was != "" {
+			row.Facts = append(row.Facts, "was "+d.Was)
+		}
 	case *session.InputSteered:
 		row.Title, row.Body = "input steered into the turn", d.Text
 	case *session.RuleAdded:
@@ -658,6 +668,25 @@ func (s *Server) uiSend(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, back+"?note="+note, http.StatusSeeOther)
 }
 
+// uiModels are the model an agent uses and the models its sessions may
+// change to (a fork's choice): its own first.
+func (s *Server) uiModels(agent string) (string, []string) {
+	a, ok := s.r.Agent(agent)
+	if !ok || a.Model == nil {
+		return "", nil
+	}
+	own := a.Model.Name()
+	out := []string{own}
+	if a.Models != nil {
+		for _, n := range a.Models.Names() {
+			if n != own {
+				out = append(out, n)
+			}
+		}
+	}
+	return own, out
+}
+
 // uiFork forks the session at an event into a new session, and goes to it.
 func (s *Server) uiFork(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -666,7 +695,8 @@ func (s *Server) uiFork(w http.ResponseWriter, r *http.Request) {
 		s.uiBack(w, r, "/ui/sessions/"+url.PathEscape(id), "", "fork at: want an event's seq")
 		return
 	}
-	ss, err := s.r.Fork(r.Context(), id, at, "")
+	model := strings.TrimSpace(r.PostFormValue("model"))
+	ss, err := s.r.Fork(r.Context(), id, at, agentrt.ForkOptions{Model: model})
 	if err != nil {
 		s.uiBackErr(w, r, "/ui/sessions/"+url.PathEscape(id), "", err)
 		return

@@ -7,6 +7,8 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,6 +199,28 @@ func waitStatus(t *testing.T, f *fixture, ctx context.Context, id string, want s
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("session %s: %v %v, want %s", id, s, err, want)
+		}
+		time.Sleep(10 * time.Millisecond) // polls the store; orders nothing
+	}
+}
+
+// sendAndWait sends a message to session id through the page, and waits
+// for the turn that answers it to finish.
+func sendAndWait(t *testing.T, f *fixture, ctx context.Context, send func(id, text string) page, id, text string) {
+	t.Helper()
+	before, err := f.store.GetSession(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(id, text)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := f.store.GetSession(ctx, id)
+		if err == nil && s.Turn > before.Turn && s.Status == session.StatusDone {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: %v %v, want a turn after %d done", id, s, err, before.Turn)
 		}
 		time.Sleep(10 * time.Millisecond) // polls the store; orders nothing
 	}
@@ -451,14 +475,54 @@ func TestUIPlaygroundForkDiff(t *testing.T) {
 			t.Errorf("fork at %q: %q, want an error", at, p.loc)
 		}
 	}
-	send(fork, "goodbye")
-	waitStatus(t, f, ctx, fork, session.StatusDone)
+	sendAndWait(t, f, ctx, send, fork, "goodbye")
 	diff := get(t, c, f.http.URL+"/ui/diff?a=P&b="+fork)
 	if diff.status != 200 || !strings.Contains(diff.body, "first difference") || !strings.Contains(diff.body, "goodbye") {
 		t.Errorf("the diff: %d, want the first difference marked and the fork's message:\n%s", diff.status, diff.body)
 	}
 	if p := get(t, c, f.http.URL+"/ui/diff?a=P&b=nope"); p.status != http.StatusNotFound {
 		t.Errorf("a diff with no such session: %d, want 404", p.status)
+	}
+
+	// A fork with another model: the form offers the agent's models; the
+	// fork's log ends with model_changed, its turn calls that model, and
+	// the diff marks the change as the first difference.
+	if pp := get(t, c, f.http.URL+"/ui/sessions/P"); !strings.Contains(pp.body, `<option value="shout">shout</option>`) {
+		t.Errorf("the fork form does not offer the agent's other model:\n%s", pp.body)
+	}
+	if p := postForm(t, c, f.http.URL+"/ui/sessions/P/fork", url.Values{"csrf": {token}, "at": {"1"}, "model": {"nope"}}); !strings.Contains(p.loc, "error=") {
+		t.Errorf("fork with an unknown model: %q, want an error", p.loc)
+	}
+	ps, err := f.store.GetSession(ctx, "P")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = postForm(t, c, f.http.URL+"/ui/sessions/P/fork", url.Values{"csrf": {token}, "at": {strconv.FormatInt(ps.LastSeq, 10)}, "model": {"shout"}})
+	shout, _, _ := strings.Cut(strings.TrimPrefix(p.loc, "/ui/sessions/"), "?")
+	if p.status != http.StatusSeeOther || shout == "" {
+		t.Fatalf("fork with a model: %d %q", p.status, p.loc)
+	}
+	if sp := get(t, c, f.http.URL+"/ui/sessions/"+shout); !strings.Contains(sp.body, "model changed to shout") {
+		t.Errorf("the fork's timeline does not show the change:\n%s", sp.body)
+	}
+	sendAndWait(t, f, ctx, send, shout, "louder")
+	var called []string
+	for e, err := range f.store.Events(ctx, shout, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms, ok := e.Data.(*session.ModelStarted); ok {
+			called = append(called, ms.Model)
+		}
+	}
+	if n := len(called); n < 2 || called[0] != "echo" || called[n-1] != "shout" || slices.Contains(called[:n-1], "shout") {
+		t.Errorf("the fork's model calls: %v, want the original's (echo), then the fork's (shout)", called)
+	}
+	if diff := get(t, c, f.http.URL+"/ui/diff?a=P&b="+shout); !strings.Contains(diff.body, "model changed to shout") {
+		t.Errorf("the diff does not show the change:\n%s", diff.body)
+	}
+	if code, body, _ := f.do(t, "POST", "/v1/sessions/P/fork", "", map[string]any{"at_seq": 1, "model": "nope"}); code != http.StatusBadRequest || !strings.Contains(string(body), "unknown_model") {
+		t.Errorf("API fork with an unknown model: %d %s", code, body)
 	}
 }
 

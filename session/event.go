@@ -39,6 +39,9 @@ const (
 	// TypeInputSteered: input given to the model at its next call, in a
 	// turn that goes on (the gateway's steer policy).
 	TypeInputSteered Type = "input_steered"
+	// TypeModelChanged: the session's model calls use another model from
+	// here on (a fork made to compare models).
+	TypeModelChanged Type = "model_changed"
 
 	TypeSubagentStarted    Type = "subagent_started"
 	TypeSubagentProgress   Type = "subagent_progress"
@@ -138,6 +141,15 @@ type RunStarted struct {
 type Overrides struct {
 	MaxSteps int             `json:"max_steps,omitempty"`
 	Profile  json.RawMessage `json:"profile,omitempty"`
+}
+
+// ModelChanged: the session's conversation calls (a turn's rounds, a
+// plan's) use Model from here on instead of the agent's model and its
+// fallbacks; Was is the model they used before. An empty Model goes back
+// to the agent's.
+type ModelChanged struct {
+	Model string `json:"model"`
+	Was   string `json:"was,omitempty"`
 }
 
 // ParentRef names the session and the tool call a child run works for.
@@ -350,6 +362,13 @@ type ModelFinished struct {
 	// model repeats, so that a call with one is renamed even once the
 	// call that had it first is compacted out of the history.
 	RenamedCallIDs []string `json:"renamed_call_ids,omitempty"`
+	// Sent is the request (model.Request, JSON) as the agent's
+	// before-model hooks left it, when they changed it: what the model was
+	// sent cannot be derived from the log then. SentDigest, instead, is
+	// its SHA-256 (hex) when it was larger than the runner records.
+	// Neither: no hook changed the request the log derives.
+	Sent       json.RawMessage `json:"sent,omitempty"`
+	SentDigest string          `json:"sent_digest,omitempty"`
 }
 
 // ToolCall announces that a call is being processed: it runs next, or —
@@ -629,6 +648,7 @@ func (*Error) EventType() Type              { return TypeError }
 func (*Control) EventType() Type            { return TypeControl }
 func (*MessagesImported) EventType() Type   { return TypeMessagesImported }
 func (*InputSteered) EventType() Type       { return TypeInputSteered }
+func (*ModelChanged) EventType() Type       { return TypeModelChanged }
 
 // newData returns an empty payload for t, or nil for an unknown type.
 func newData(t Type) Data {
@@ -697,6 +717,8 @@ func newData(t Type) Data {
 		return new(MessagesImported)
 	case TypeInputSteered:
 		return new(InputSteered)
+	case TypeModelChanged:
+		return new(ModelChanged)
 	}
 	return nil
 }

@@ -115,6 +115,10 @@ type App struct {
 	// RunGateway runs its loop.
 	Gateway *gateway.Gateway
 
+	// built: Build is done; a model built later (configModels) says
+	// nothing (the notices are read by then, and not guarded).
+	built bool
+
 	memMu sync.Mutex // serializes OpenMemory
 
 	mu sync.Mutex
@@ -285,6 +289,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 			Description(ac.Description).
 			Model(m).
 			Fallbacks(fallbacks...).
+			Models(&configModels{a: a, cfg: cfg, t: t, opts: opts, built: map[modelKey]model.Model{}}).
 			Registry(reg).
 			ToolFilter(ac.Tools...).
 			Limits(agentrt.Limits{
@@ -389,6 +394,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		return nil, err
 	}
 	a.followMCPTools(cfg, opts.OnMCPToolsChanged)
+	a.built = true
 	return a, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -150,6 +151,9 @@ func (a *App) autoModel(ctx context.Context, name string, t model.Timeouts, opts
 // say records a notice for the user, once: one of building the config's
 // model called model, or ("" for model) one of the app's own.
 func (a *App) say(model, msg string) {
+	if a.built {
+		return
+	}
 	if !slices.Contains(a.Notices, msg) {
 		a.Notices = append(a.Notices, msg)
 	}
@@ -288,4 +292,33 @@ func (a *App) ModelProvider(model string) string {
 	p, _ := a.providers.Load(model)
 	s, _ := p.(string)
 	return s
+}
+
+// configModels are the models of the config as one agent's sessions may
+// change to them (agentrt.ModelSet): built when first chosen, for the
+// agent's timeouts.
+type configModels struct {
+	a    *App
+	cfg  *config.Config
+	t    model.Timeouts
+	opts Options
+
+	mu    sync.Mutex
+	built map[modelKey]model.Model
+}
+
+// Names implements agentrt.ModelSet.
+func (ms *configModels) Names() []string { return ms.cfg.ModelNames() }
+
+// Model implements agentrt.ModelSet.
+func (ms *configModels) Model(name string) (model.Model, error) {
+	if _, ok := ms.cfg.Models[name]; !ok {
+		return nil, fmt.Errorf("the config has no model %q (it has %s)", name, strings.Join(ms.cfg.ModelNames(), ", "))
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if err := ms.cfg.CheckModels(name); err != nil {
+		return nil, err
+	}
+	return ms.a.buildModel(context.Background(), ms.cfg, name, ms.t, ms.built, ms.opts)
 }

@@ -825,6 +825,27 @@ func TestSessionsFork(t *testing.T) {
 	}
 }
 
+// sessions fork --model: the fork's calls use another model of the
+// config (a model_changed event ends its copy); a model the config does
+// not have is refused.
+func TestSessionsForkModel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "models:\n  demo: {provider: demo}\n  other: {provider: demo}\nagents:\n  assistant: {model: demo, tools: [calculator]}\n", nil)
+	e.must(cli.ExitOK, "run", "--session", "s1", "what is 1+1")
+	e.must(cli.ExitOK, "sessions", "fork", "s1", "--at", "3", "--id", "f1", "--model", "other")
+	evs := parseEvents(t, e.must(cli.ExitOK, "sessions", "events", "f1").out)
+	if len(evs) != 4 || evs[3].Type != "model_changed" || !strings.Contains(string(evs[3].Data), `"model":"other"`) {
+		t.Fatalf("the fork's events: %+v", evs)
+	}
+	if r := e.must(cli.ExitOK, "resume", "f1"); !strings.Contains(r.out, "1+1 = 2") {
+		t.Errorf("the fork resumed:\n%s", r.out)
+	}
+	if r := e.run("sessions", "fork", "s1", "--at", "3", "--model", "nope"); r.code != cli.ExitUsage ||
+		!strings.Contains(r.err, `cannot change its model to "nope"`) || !strings.Contains(r.err, "demo, other") {
+		t.Errorf("fork with an unknown model: %v", r)
+	}
+}
+
 // --no-resume records the decision only; the audit trail names the OS
 // user when --by is not given.
 func TestApproveNoResumeAndBy(t *testing.T) {

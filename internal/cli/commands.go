@@ -546,7 +546,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		},
 	}
 	del.Flags().BoolVar(&force, "force", false, "delete it even while another process runs it (that run then fails), or when it is an agent's rule log")
-	var forkAt, forkID string
+	var forkAt, forkID, forkModel string
 	fork := &cobra.Command{
 		Use:   "fork ID --at SEQ [--id NEW]",
 		Short: "make a new session whose log is a copy of ID's up to SEQ; it then runs on its own",
@@ -560,7 +560,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				return usageErr("--at wants the seq of the last event to copy, not %q", forkAt)
 			}
 			return g.withApp(cmd, func(ctx context.Context, a *app.App) error {
-				s, err := a.Runner.Fork(ctx, args[0], at, forkID)
+				s, err := a.Runner.Fork(ctx, args[0], at, agentrt.ForkOptions{ID: forkID, Model: forkModel})
 				if err != nil {
 					return err
 				}
@@ -572,6 +572,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	}
 	fork.Flags().StringVar(&forkAt, "at", "", "the seq of the last event to copy")
 	fork.Flags().StringVar(&forkID, "id", "", "the new session's id (default: a fresh one)")
+	fork.Flags().StringVar(&forkModel, "model", "", "a model of the config the fork's calls use instead of the agent's")
 	cmd.AddCommand(list, show, events, del, fork)
 	return cmd
 }

@@ -78,7 +78,7 @@ function liveSession() {
   // The server names each SSE event by its type (docs/events.md).
   for (const t of ["run_started", "run_finished", "run_resumed", "round_started", "model_started", "token", "model_finished",
     "tool_call", "tool_result", "input_required", "input_resolved", "interrupted", "rule_added", "rule_revoked", "loop_warning",
-    "compaction", "control", "messages_imported", "input_steered", "subagent_started", "subagent_progress", "subagent_checkpoint",
+    "compaction", "control", "messages_imported", "input_steered", "model_changed", "subagent_started", "subagent_progress", "subagent_checkpoint",
     "subagent_paused", "subagent_finished", "subagent_error", "subagent_event", "plan_created", "plan_step_started",
     "plan_step_finished", "final", "error"]) {
     es.addEventListener(t, onEvent);
