@@ -88,6 +88,16 @@ type Config struct {
 	// kind ("sse", "ws": Telemetry.OpenStreams).
 	Metrics http.Handler
 	Streams func(kind string) Gauge
+	// Headline, when set, gives the figures the inspector's runtime page
+	// shows of this process's metrics (telemetry.Headline).
+	Headline func() ([]Figure, error)
+}
+
+// Figure is a headline figure of the metrics, for a person: what it
+// counts, and the count.
+type Figure struct {
+	Name  string
+	Value float64
 }
 
 // Gauge is a value that goes up and down (a prometheus.Gauge).

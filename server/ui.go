@@ -51,7 +51,10 @@ type uiTemplates struct {
 
 func newUITemplates() (*uiTemplates, error) {
 	funcs := template.FuncMap{
-		"ago":      uiAgo,
+		"ago": uiAgo,
+		// figure writes a figure in the fewest digits that say it
+		// exactly (a count as a whole number).
+		"figure":   func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
 		"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 		"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"pretty":   uiPretty,
@@ -806,6 +809,10 @@ type uiRuntimeData struct {
 	Waitingfor []*session.Session
 	Rules      []uiRule
 	Recover    []*session.Session // running, with their lease expired: the sweep resumes them
+	// Figures are the headline figures of this process's metrics
+	// (Config.Headline); FiguresErr why they could not be read.
+	Figures    []Figure
+	FiguresErr string
 	Note       string
 }
 
@@ -874,6 +881,11 @@ func (s *Server) uiRuntime(w http.ResponseWriter, r *http.Request) {
 		for _, rule := range rules {
 			d.Rules = append(d.Rules, uiRule{Agent: agent, Rule: rule,
 				Action: "/ui/rules/" + url.PathEscape(agent) + "/" + url.PathEscape(rule.ID) + "/revoke"})
+		}
+	}
+	if s.cfg.Headline != nil {
+		if d.Figures, err = s.cfg.Headline(); err != nil {
+			d.FiguresErr = err.Error()
 		}
 	}
 	if r.URL.Query().Get("note") == "revoked" {

@@ -115,6 +115,32 @@ func TestMetricsOfATurn(t *testing.T) {
 	}
 }
 
+// The headline figures sum the turn's metrics: 1 turn, 3 model calls, 3
+// tool calls of which 2 failed or were denied; nothing recovered.
+func TestHeadline(t *testing.T) {
+	rg := newRig(t, nil, agentrt.Config{}, toolsAgent(t, toolsScript()))
+	id := rg.session(t, "calc")
+	if res := rg.run(t, context.Background(), id, "2+3, then clean up"); res.Status != session.StatusDone {
+		t.Fatalf("run: %+v", res)
+	}
+	figs, err := telemetry.Headline(rg.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range figs {
+		got[f.Name] = f.Value
+	}
+	want := map[string]float64{
+		"runs in progress": 0, "turns begun": 1, "runs recovered after their process stopped": 0, "runs failed": 0,
+		"model calls": 3, "model calls that failed": 0, "tool calls": 3, "tool calls that failed or were denied": 2,
+		"leases lost to another process": 0, "model cost, USD": 0,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("headline (-want +got):\n%s", diff)
+	}
+}
+
 // A model that fails for good counts as an error and hands over to the
 // fallback, whose success counts as such; only successful attempts time
 // the model.

@@ -96,7 +96,15 @@ machine.`,
 			if err := storeGauges(reg, a); err != nil {
 				return err
 			}
-			obs := observability{metrics: telemetry.Handler(reg), streams: func(kind string) server.Gauge { return tel.OpenStreams(kind) }}
+			obs := observability{metrics: telemetry.Handler(reg), streams: func(kind string) server.Gauge { return tel.OpenStreams(kind) },
+				headline: func() ([]server.Figure, error) {
+					figs, err := telemetry.Headline(reg)
+					out := make([]server.Figure, len(figs))
+					for i, f := range figs {
+						out[i] = server.Figure{Name: f.Name, Value: f.Value}
+					}
+					return out, err
+				}}
 			if addr == "" {
 				addr = a.Config.Server.Addr
 			}
@@ -129,8 +137,9 @@ func newLogger(w interface{ Write([]byte) (int, error) }, format, level string) 
 
 // observability is what the server exposes of the runtime's metrics.
 type observability struct {
-	metrics http.Handler
-	streams func(kind string) server.Gauge
+	metrics  http.Handler
+	streams  func(kind string) server.Gauge
+	headline func() ([]server.Figure, error)
 }
 
 func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.Logger, obs observability) error {
@@ -151,7 +160,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 		Limits:    server.Limits{MaxBodyBytes: sc.MaxBodyBytes, MaxJSONDepth: sc.MaxJSONDepth, RequestTimeout: sc.RequestTimeout.Std(), ReadTimeout: sc.ReadTimeout.Std()},
 		CORS:      server.CORS{Origins: sc.CORS.AllowedOrigins},
 		Heartbeat: sc.Heartbeat.Std(), ClientBuffer: sc.ClientBuffer, WriteTimeout: sc.WriteTimeout.Std(), MaxStreams: sc.MaxStreams,
-		Metrics: obs.metrics, Streams: obs.streams}
+		Metrics: obs.metrics, Streams: obs.streams, Headline: obs.headline}
 	// The browser policy's config (server/origin.go).
 	cfg.AllowedHosts, cfg.TrustedProxy = sc.AllowedHosts, sc.TrustedProxy != nil && *sc.TrustedProxy
 	cfg.NoUI, cfg.UISecret = sc.UI.Disabled, []byte(sc.UI.Secret)
