@@ -91,6 +91,8 @@ type options struct {
 	observer agentrt.Observer
 	// gateway changes the gateway's configuration.
 	gateway func(*gateway.Config)
+	// agents are more agents beside the assistant.
+	agents []*agentrt.Agent
 }
 
 // gateTool waits until released, or its ctx ends.
@@ -150,7 +152,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	a := &agentrt.Agent{Name: "assistant", SystemPrompt: "You help.", Model: f.model, Tools: tools,
 		Approval: agentrt.ApprovalPolicy{Ask: []string{"deploy"}},
 		Models:   namedModels{"echo": f.model, "shout": renamed{f.model, "shout"}}}
-	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: []*agentrt.Agent{a}, Owner: o.owner, Observer: o.observer})
+	f.r, err = agentrt.NewRunner(agentrt.Config{Store: o.store, Agents: append([]*agentrt.Agent{a}, o.agents...), Owner: o.owner, Observer: o.observer})
 	if err != nil {
 		t.Fatal(err)
 	}

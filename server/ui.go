@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/hmac"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -375,6 +377,49 @@ type uiRow struct {
 	Round   bool   // a round begins
 	Sent    string // a model call's "what the model was sent" page
 	Child   string // a sub-agent's session
+	// Nested is the sub-agent's timeline, under the row that started it.
+	Nested *uiNested
+}
+
+// uiNested is a sub-agent's session's timeline, shown within its
+// parent's: its first events, with a link to the rest.
+type uiNested struct {
+	ID    string
+	Rows  []uiRow
+	More  bool  // there are more events than Rows
+	Total int64 // the events of the session
+}
+
+// A session's page nests the timelines of the sub-agents its rows start,
+// the first uiNestedEvents events of each, for its first uiNestedChildren
+// sub-agents; the others, and a sub-agent's own sub-agents, are linked.
+const (
+	uiNestedEvents   = 200
+	uiNestedChildren = 20
+)
+
+// uiNestedOf reads sub-agent session id's timeline to nest; nil when the
+// session is gone (deleted, or of another tenant).
+func (s *Server) uiNestedOf(ctx context.Context, id string) (*uiNested, error) {
+	ss, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		if errors.Is(err, session.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	n := &uiNested{ID: id, Total: ss.LastSeq}
+	for ev, err := range s.store.Events(ctx, id, 0) {
+		if err != nil {
+			return nil, err
+		}
+		if len(n.Rows) == uiNestedEvents {
+			n.More = true
+			break
+		}
+		n.Rows = append(n.Rows, uiEventRow(ev))
+	}
+	return n, nil
 }
 
 type uiSessionData struct {
@@ -438,6 +483,18 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) {
 			row.NewTurn, turn = true, ev.Turn
 		}
 		d.Rows = append(d.Rows, row)
+	}
+	children := 0
+	for i := range d.Rows {
+		row := &d.Rows[i]
+		if row.Type != string(session.TypeSubagentStarted) || row.Child == "" || children == uiNestedChildren {
+			continue
+		}
+		children++
+		if row.Nested, err = s.uiNestedOf(ctx, row.Child); err != nil {
+			s.uiFail(w, r, &agentrt.Error{Kind: agentrt.FailStore, Msg: "read the sub-agent's events", Err: err})
+			return
+		}
 	}
 	if l := ss.Lease; l != nil {
 		state := "until"

@@ -16,9 +16,11 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/tool"
 )
 
 // page is an inspector page as a browser gets it.
@@ -680,5 +682,57 @@ func TestUIRuntimeRunsToRecover(t *testing.T) {
 	rt := get(t, uiClient(t), f.http.URL+"/ui/runtime")
 	if !strings.Contains(rt.body, `<a href="/ui/sessions/R">R</a></td><td>gone-process, token`) || !strings.Contains(rt.body, "expired") {
 		t.Errorf("the runtime page does not list R to recover:\n%s", rt.body)
+	}
+}
+
+// A sub-agent's timeline is nested in its parent's, under the row that
+// started it, with its own "what the model was sent" links; its session
+// is a link away.
+func TestUISubagentNested(t *testing.T) {
+	subs, err := tool.NewRegistry(agentrt.SubAgent("helper", "helps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := &agentrt.Agent{Name: "helper", Description: "helps", Model: scripted.New("hm", scripted.Reply{Text: "the helper's <answer>"})}
+	boss := &agentrt.Agent{Name: "boss", Model: scripted.New("bm",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("helper", `{"task":"look it up"}`)}},
+		scripted.Reply{Text: "done"}), Tools: subs}
+	f := newFixture(t, options{agents: []*agentrt.Agent{helper, boss}})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	if _, err := f.r.CreateSession(ctx, "boss", "B", nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := runTurn(t, f, ctx, "B", "ask the helper"); st != session.StatusDone {
+		t.Fatalf("the turn: %s", st)
+	}
+	var child string
+	for e, err := range f.store.Events(ctx, "B", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := e.Data.(*session.SubagentStarted); ok {
+			child = d.ChildSession
+		}
+	}
+	if child == "" {
+		t.Fatal("no sub-agent started")
+	}
+	p := get(t, uiClient(t), f.http.URL+"/ui/sessions/B")
+	for _, want := range []string{
+		`<details class="nested"><summary>The sub-agent's timeline: 6 events`,
+		`the helper&#39;s &lt;answer&gt;`,
+		`href="/ui/sessions/` + child + `/sent/`,
+		`href="/ui/sessions/` + child + `"`,
+	} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the parent's page lacks %s:\n%s", want, p.body)
+		}
+	}
+	// A sub-agent's session deleted: its row stays, with nothing nested.
+	if err := f.r.DeleteSession(ctx, child, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := get(t, uiClient(t), f.http.URL+"/ui/sessions/B"); p.status != 200 || strings.Contains(p.body, `class="nested"`) {
+		t.Errorf("the parent's page with its sub-agent deleted: %d\n%s", p.status, p.body)
 	}
 }
