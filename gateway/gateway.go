@@ -550,6 +550,12 @@ func sourceFull(source string, full *session.FullError, size int64) error {
 
 // sessionOf is the session in goes to: its own, else the gateway's rule
 // for its source (Config.SessionFor), else the source's name.
+// SessionOf names the session the inputs of source go to when they name
+// none: the source itself, or what Config.SessionFor maps it to.
+func (g *Gateway) SessionOf(source string) (string, error) {
+	return g.sessionOf(Input{Source: source})
+}
+
 func (g *Gateway) sessionOf(in Input) (string, error) {
 	sess := in.Session
 	if sess == "" {

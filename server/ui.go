@@ -300,9 +300,17 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	if id := strings.TrimSpace(q.Get("q")); id != "" {
-		if _, err := s.store.GetSession(ctx, id); err == nil {
-			http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(id), http.StatusSeeOther)
-			return
+		// A session's id, or a source's (the gateway's: a chat, a
+		// channel), whose inputs go to the session it maps to.
+		ids := []string{id}
+		if sid, err := s.gw.SessionOf(id); err == nil && sid != id {
+			ids = append(ids, sid)
+		}
+		for _, id := range ids {
+			if _, err := s.store.GetSession(ctx, id); err == nil {
+				http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(id), http.StatusSeeOther)
+				return
+			}
 		}
 	}
 	d := uiSessionsData{Status: q.Get("status"), Query: q.Get("q"), Agent: q.Get("agent"), Agents: s.r.AgentNames()}

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -734,5 +735,34 @@ func TestUISubagentNested(t *testing.T) {
 	}
 	if p := get(t, uiClient(t), f.http.URL+"/ui/sessions/B"); p.status != 200 || strings.Contains(p.body, `class="nested"`) {
 		t.Errorf("the parent's page with its sub-agent deleted: %d\n%s", p.status, p.body)
+	}
+}
+
+// The search box finds a session by its id, or by a source whose inputs go
+// to it (the gateway's SessionFor); anything else says so.
+func TestUIFindBySource(t *testing.T) {
+	f := newFixture(t, options{gateway: func(c *gateway.Config) {
+		c.SessionFor = func(source string) (string, error) {
+			if rest, ok := strings.CutPrefix(source, "chat:"); ok {
+				return "S-" + rest, nil
+			}
+			return source, nil
+		}
+	}})
+	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
+	if _, err := f.r.CreateSession(ctx, "assistant", "S-42", nil); err != nil {
+		t.Fatal(err)
+	}
+	c := uiClient(t)
+	for q, want := range map[string]string{"S-42": "/ui/sessions/S-42", "chat:42": "/ui/sessions/S-42", " chat:42 ": "/ui/sessions/S-42"} {
+		if p := get(t, c, f.http.URL+"/ui/?q="+url.QueryEscape(q)); p.status != http.StatusSeeOther || p.loc != want {
+			t.Errorf("search %q: %d %q, want %s", q, p.status, p.loc, want)
+		}
+	}
+	for _, q := range []string{"chat:43", "nope", "<b>x</b>"} {
+		p := get(t, c, f.http.URL+"/ui/?q="+url.QueryEscape(q))
+		if p.status != 200 || !strings.Contains(p.body, "No session "+template.HTMLEscapeString(q)+", nor one its source maps to.") {
+			t.Errorf("search %q: %d, want the page saying no session", q, p.status)
+		}
 	}
 }
