@@ -1200,6 +1200,7 @@ func (s *Server) uiRequests(r *http.Request, back string, page []session.Pending
 
 type uiInboxData struct {
 	Requests []uiRequest
+	IDs      []string // the requests', for the page to see the inbox change
 }
 
 func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
@@ -1208,7 +1209,20 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 		s.uiFail(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "inbox", uiPage{Title: "Inbox", Nav: "inbox", Data: uiInboxData{Requests: s.uiRequests(r, "inbox", page)}})
+	if r.URL.Query().Get("fragment") == "ids" {
+		// What the page polls to see the inbox change: the requests' ids.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		for _, p := range page {
+			fmt.Fprintln(w, p.SessionID + "/" + p.Request.RequestID)
+		}
+		return
+	}
+	d := uiInboxData{Requests: s.uiRequests(r, "inbox", page)}
+	for _, p := range page {
+		d.IDs = append(d.IDs, p.SessionID + "/" + p.Request.RequestID)
+	}
+	s.render(w, r, http.StatusOK, "inbox", uiPage{Title: "Inbox", Nav: "inbox", Data: d})
 }
 
 // uiResolve answers a request from its form, then goes back to the page

@@ -155,6 +155,11 @@ func TestUIApproveFromTheInbox(t *testing.T) {
 		t.Fatalf("the inbox lacks the request's form:\n%s", inbox.body)
 	}
 	action := regexp.MustCompile(`action="(/ui/sessions/S/requests/[^"]+)"`).FindStringSubmatch(inbox.body)[1]
+	// What the page polls to see the inbox change: the requests' ids.
+	rid := strings.TrimPrefix(action, "/ui/sessions/S/requests/")
+	if ids := get(t, c, f.http.URL+"/ui/inbox?fragment=ids"); ids.body != "S/"+rid+"\n" || !strings.Contains(inbox.body, `data-ids="S/`+rid+` "`) {
+		t.Errorf("the inbox's ids: %q, and the page's data-ids, want S/%s", ids.body, rid)
+	}
 	p := postForm(t, c, f.http.URL+action, url.Values{"csrf": {csrfOf(t, inbox)}, "back": {"inbox"}, "decision": {"approve"}})
 	if p.status != http.StatusSeeOther || p.loc != "/ui/inbox" {
 		t.Fatalf("Approve: %d %q %s, want 303 back to the inbox", p.status, p.loc, p.body)
@@ -168,6 +173,9 @@ func TestUIApproveFromTheInbox(t *testing.T) {
 	}
 	if strings.Contains(get(t, c, f.http.URL+"/ui/inbox").body, "Approve") {
 		t.Error("the inbox still shows the answered request")
+	}
+	if ids := get(t, c, f.http.URL+"/ui/inbox?fragment=ids"); ids.status != 200 || ids.body != "" {
+		t.Errorf("the inbox's ids once answered: %d %q, want none", ids.status, ids.body)
 	}
 	// What each model call was sent, a click away.
 	links := regexp.MustCompile(`href="(/ui/sessions/S/sent/\d+)"`).FindAllStringSubmatch(done.body, -1)

@@ -89,6 +89,7 @@ func TestInspectorInChromium(t *testing.T) {
 		"the session shows its timeline and its request",
 		"invalid arguments are refused in the page",
 		"approved from the inbox",
+		"a new request appeared in the open inbox",
 		"the run finished after the approval",
 		"a turn streamed into the open page",
 		"what the model was sent",

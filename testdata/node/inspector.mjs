@@ -101,6 +101,11 @@ try {
   await page.getByRole("button", { name: "Approve", exact: true }).click();
   await page.getByText("Nothing waits for a person.").waitFor();
   say({ step: "approved from the inbox" });
+  // A request that comes while the inbox is open appears without a reload.
+  await api("POST", "/v1/sessions", { id: "tour2" });
+  await api("POST", "/v1/sessions/tour2/messages", { text: "what is 6*7?" });
+  await page.getByRole("button", { name: "Approve", exact: true }).waitFor({ timeout: 15000 });
+  say({ step: "a new request appeared in the open inbox" });
   await page.goto(base + "/ui/sessions/tour");
   await page.getByText("run done").waitFor({ timeout: 15000 });
   const answer = await page.locator("li.ev.final pre.body").first().textContent();

@@ -19,6 +19,28 @@ function liveTable() {
   }, 3000);
 }
 
+// The inbox, polled every 3 s while the page is visible: when its requests
+// change, the page reloads — unless a form has been typed in, when it
+// says so and waits for the person.
+function liveInbox() {
+  const note = document.querySelector("[data-live-ids]");
+  if (!note) return;
+  const url = note.getAttribute("data-live-ids");
+  const ids = (s) => s.split(/\s+/).filter(Boolean).join(" ");
+  const shown = ids(note.getAttribute("data-ids"));
+  let typed = false;
+  document.addEventListener("input", () => { typed = true; });
+  setInterval(async () => {
+    if (document.hidden) return;
+    try {
+      const r = await fetch(url, { credentials: "same-origin" });
+      if (!r.ok || ids(await r.text()) === shown) return;
+      if (typed) note.hidden = false;
+      else location.reload();
+    } catch (e) { /* the next tick tries again */ }
+  }, 3000);
+}
+
 // The session's events as they are committed, from the seq the page was
 // rendered at (EventSource resumes from the last id after a dropped
 // connection); tokens stream into the live answer. A run that stops or asks
@@ -116,6 +138,7 @@ function jsonFields() {
 document.addEventListener("DOMContentLoaded", () => {
   liveTable();
   liveSession();
+  liveInbox();
   countdowns();
   jsonFields();
 });
