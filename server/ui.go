@@ -1214,13 +1214,13 @@ func (s *Server) uiInbox(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		for _, p := range page {
-			fmt.Fprintln(w, p.SessionID + "/" + p.Request.RequestID)
+			fmt.Fprintln(w, p.SessionID+"/"+p.Request.RequestID)
 		}
 		return
 	}
 	d := uiInboxData{Requests: s.uiRequests(r, "inbox", page)}
 	for _, p := range page {
-		d.IDs = append(d.IDs, p.SessionID + "/" + p.Request.RequestID)
+		d.IDs = append(d.IDs, p.SessionID+"/"+p.Request.RequestID)
 	}
 	s.render(w, r, http.StatusOK, "inbox", uiPage{Title: "Inbox", Nav: "inbox", Data: d})
 }
