@@ -22,20 +22,20 @@ import (
 // the state. TestSentRequestIsWhatTheServerGot compares it, byte for
 // byte, with what a recording OpenAI-compatible server received.
 type SentRequest struct {
-	SessionID string
+	SessionID string `json:"session_id"`
 	// Seq is the call's model_started event; Attempt its attempt.
-	Seq     int64
-	Attempt int
-	Model   string
-	Request *model.Request
+	Seq     int64          `json:"seq"`
+	Attempt int            `json:"attempt"`
+	Model   string         `json:"model"`
+	Request *model.Request `json:"request"`
 	// Wire is the body the model's client sent (JSON), when the model has
 	// one (model.Encoder) and is the agent's, or one of its fallbacks.
-	Wire json.RawMessage
+	Wire json.RawMessage `json:"wire,omitempty"`
 	// Hooked says what the agent's before-model hooks did to the request
 	// (see the Hooked constants); Digest, for HookedDigest, is the SHA-256
 	// (hex) of the request they left.
-	Hooked string
-	Digest string
+	Hooked string `json:"hooked,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 // What before-model hooks did to a call's request (SentRequest.Hooked).

@@ -493,8 +493,18 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.send(t, call{method: "GET", path: "/v1/sessions/nobody/events"}, 404, "not_found")
 		c.send(t, call{method: "GET", path: "/v1/sessions/nobody/events", sse: true}, 404, "not_found")
 
+		// What a model call was sent: the chat's first call is event 3.
+		a = c.send(t, call{method: "GET", path: "/v1/sessions/chat/events/3/sent"}, 200, "")
+		if a.path("seq") != 3.0 || a.path("request", "messages", 0, "role") != "user" {
+			t.Errorf("what the first call was sent: %s", a.body)
+		}
+		c.send(t, call{method: "GET", path: "/v1/sessions/chat/events/x/sent"}, 400, "malformed_request")
+		c.send(t, call{method: "GET", path: "/v1/sessions/chat/events/1/sent"}, 404, "not_found")
+		c.send(t, call{method: "GET", path: "/v1/sessions/nobody/events/3/sent"}, 404, "not_found")
+
 		c.send(t, call{method: "POST", path: "/v1/sessions", body: `{"id":"unreadable"}`}, 201, "")
 		c.send(t, call{method: "GET", path: "/v1/sessions/unreadable/events"}, 503, "store")
+		c.send(t, call{method: "GET", path: "/v1/sessions/unreadable/events/3/sent"}, 503, "store")
 		// Its stream ends with an error frame.
 		s := c.stream(t, call{method: "GET", path: "/v1/sessions/unreadable/events"})
 		defer s.close()
@@ -669,7 +679,7 @@ func isPublic(op *apiOp) bool {
 
 // examplePath is op's path with its parameters filled in.
 func examplePath(op *apiOp) string {
-	return strings.NewReplacer("{id}", "chat", "{rid}", "r1").Replace(op.Path)
+	return strings.NewReplacer("{id}", "chat", "{rid}", "r1", "{seq}", "3").Replace(op.Path)
 }
 
 // exampleBodies are bodies the operations take, by operationId.

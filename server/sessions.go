@@ -32,6 +32,7 @@ func (s *Server) routes() []Route {
 		{Method: "DELETE", Pattern: "/v1/sessions/{id}", h: s.deleteSession},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/messages", Stream: true, streams: wantsSSE, h: s.postMessage},
 		{Method: "GET", Pattern: "/v1/sessions/{id}/events", Stream: true, streams: wantsSSE, h: s.getEvents},
+		{Method: "GET", Pattern: "/v1/sessions/{id}/events/{seq}/sent", h: s.getSent},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/requests/{rid}", h: s.resolve},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/cancel", h: s.control(false)},
 		{Method: "POST", Pattern: "/v1/sessions/{id}/interrupt", h: s.control(true)},
@@ -440,4 +441,21 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	buf = append(buf, "}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(buf)
+}
+
+// getSent answers what a model call was sent: the request derived from
+// the log for the call whose model_started is event seq (or recorded, when
+// a before-model hook changed it), and the provider's body for it.
+func (s *Server) getSent(w http.ResponseWriter, r *http.Request) {
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil || seq < 1 {
+		writeError(w, r, s.log, badRequest("%q is not an event's seq", r.PathValue("seq")))
+		return
+	}
+	sent, err := s.r.SentRequest(r.Context(), r.PathValue("id"), seq)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sent)
 }
