@@ -80,6 +80,7 @@ func routeProbes() map[string]probe {
 		"DELETE /v1/sessions/{id}":                        {path: "/v1/sessions/doomed", want: 204},
 		"POST /v1/sessions/{id}/messages":                 {path: "/v1/sessions/S/messages", body: `{"text":"hi"}`, want: 202},
 		"GET /v1/sessions/{id}/events":                    {path: "/v1/sessions/S/events", want: 200},
+		"GET /v1/sessions/{id}/events/{seq}/sent":         {path: "/v1/sessions/S/events/1/sent", want: 404},
 		"POST /v1/sessions/{id}/requests/{rid}":           {path: "/v1/sessions/S/requests/nope", body: `{"decision":"approve"}`, want: 404},
 		"POST /v1/sessions/{id}/cancel":                   {path: "/v1/sessions/S/cancel", body: `{}`, want: 409},
 		"POST /v1/sessions/{id}/interrupt":                {path: "/v1/sessions/S/interrupt", want: 409},
