@@ -126,6 +126,12 @@ type Commit struct {
 	Answers []string
 	// RunID is the run the Answers are recorded for.
 	RunID string
+	// Outbox are messages the commit's events owe the outside world (see
+	// OutboxItem; only SessionID, Seq, Kind and Source are read): stored
+	// pending and due at the commit's time, in its transaction. A store
+	// that implements Outbox must honour it; others refuse a commit with
+	// Outbox.
+	Outbox []OutboxItem
 }
 
 // Check reports what makes c unfit to store, whatever the store: a nil
@@ -142,6 +148,9 @@ func (c *Commit) Check() error {
 	}
 	if last := c.ExpectSeq + int64(len(c.Events)); c.Snapshot != nil && (c.Snapshot.Seq < 0 || c.Snapshot.Seq > last) {
 		return fmt.Errorf("snapshot seq %d is outside 0..%d, the commit's last seq", c.Snapshot.Seq, last)
+	}
+	if err := c.CheckOutbox(); err != nil {
+		return err
 	}
 	// A turn answers a few inputs: a quadratic look is cheaper than a map.
 	for i, id := range c.Answers {

@@ -66,6 +66,8 @@ type Store struct {
 	// session.LeaseIndex looks through; both guarded by mu.
 	requests   requests
 	runningSet map[key]*entry
+	// outbox holds the messages owed (session.Outbox), guarded by mu.
+	outbox outbox
 }
 
 // key names a session: its tenant and its id.
@@ -358,6 +360,7 @@ func (st *Store) forgetLocked(k key, e *entry) {
 	delete(st.controlled, k)
 	delete(st.requests, k)
 	delete(st.runningSet, k)
+	st.outbox.forget(k)
 	if st.last == e {
 		st.last = nil // a commit to the deleted session must not find it
 	}
@@ -407,6 +410,7 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 		return fmt.Errorf("memstore: commit to session %q: %w", c.SessionID, err)
 	}
 	st.inbox.answer(tenant, c.Answers, c.RunID)
+	st.outbox.add(tenant, c, now)
 	if len(e.log)+len(c.Events) > cap(e.log) {
 		// Grow by at least a turn's worth of events: a run commits a few
 		// events at a time, and appending them one commit at a time would

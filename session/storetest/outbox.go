@@ -1,0 +1,268 @@
+package storetest
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// outboxCase is a case of the Outbox section: a store that implements
+// session.Outbox, with sessions s1 and s2 created.
+type outboxCase func(t *testing.T, s session.Store, o session.Outbox)
+
+// runOutbox checks session.Outbox and Commit.Outbox. Beyond the doc
+// comments, it pins down: an item's Due and Created are its commit's
+// Time, to the microsecond; a refused commit owes nothing.
+func runOutbox(t *testing.T, newStore Factory) {
+	cases := []struct {
+		name string
+		fn   outboxCase
+	}{
+		{"CommitWrites", testOutboxCommitWrites},
+		{"CommitRefused", testOutboxCommitRefused},
+		{"CommitChecked", testOutboxCommitChecked},
+		{"ClaimInOrder", testOutboxClaimInOrder},
+		{"ClaimLapses", testOutboxClaimLapses},
+		{"Retry", testOutboxRetry},
+		{"GiveUp", testOutboxGiveUp},
+		{"Tenants", testOutboxTenants},
+		{"Deleted", testOutboxDeleted},
+	}
+	for _, cs := range cases {
+		t.Run(cs.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t, NewClock(base).Now)
+			o, ok := s.(session.Outbox)
+			if !ok {
+				t.Skip("the store does not implement session.Outbox")
+			}
+			create(t, s, newSession("s1", at(0)))
+			create(t, s, newSession("s2", at(0)))
+			cs.fn(t, s, o)
+		})
+	}
+}
+
+// outboxOpts compares items: times with Equal, IDs not at all (a store
+// numbers them its way, growing).
+var outboxOpts = cmp.Options{cmpopts.IgnoreFields(session.OutboxItem{}, "ID")}
+
+// owe commits n events to session id after seq from, the last of which
+// is owed to source.
+func owe(t *testing.T, s session.Store, id string, from int64, n int, source string, when time.Time) {
+	t.Helper()
+	commit(t, s, &session.Commit{SessionID: id, ExpectSeq: from, Events: events(id, from, n), Status: session.StatusRunning, Time: when,
+		Outbox: []session.OutboxItem{{SessionID: id, Seq: from + int64(n), Kind: "final", Source: source}}})
+}
+
+func outboxOf(t *testing.T, o session.Outbox, id string) []session.OutboxItem {
+	t.Helper()
+	items, err := o.OutboxOf(t.Context(), id)
+	if err != nil {
+		t.Fatalf("OutboxOf(%q): %v", id, err)
+	}
+	return items
+}
+
+func claim(t *testing.T, o session.Outbox, owner string, now time.Time, limit int) []session.OutboxItem {
+	t.Helper()
+	items, err := o.ClaimOutbox(t.Context(), owner, now, now.Add(time.Minute), limit)
+	if err != nil {
+		t.Fatalf("ClaimOutbox(%s): %v", owner, err)
+	}
+	return items
+}
+
+// itemIDs are the items' session:seq, in order.
+func itemIDs(items []session.OutboxItem) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.SessionID+":"+strconv.FormatInt(it.Seq, 10))
+	}
+	return out
+}
+
+func testOutboxCommitWrites(t *testing.T, s session.Store, o session.Outbox) {
+	owe(t, s, "s1", 0, 3, "chat:1", at(time.Second))
+	owe(t, s, "s1", 3, 2, "chat:1", at(2*time.Second))
+	got := outboxOf(t, o, "s1")
+	want := []session.OutboxItem{
+		{Tenant: session.DefaultTenant, SessionID: "s1", Seq: 3, Kind: "final", Source: "chat:1", State: session.OutboxPending, Due: at(time.Second), Created: at(time.Second)},
+		{Tenant: session.DefaultTenant, SessionID: "s1", Seq: 5, Kind: "final", Source: "chat:1", State: session.OutboxPending, Due: at(2 * time.Second), Created: at(2 * time.Second)},
+	}
+	if diff := cmp.Diff(want, got, outboxOpts); diff != "" {
+		t.Errorf("the outbox (-want +got):\n%s", diff)
+	}
+	if len(got) == 2 && (got[0].ID < 1 || got[1].ID <= got[0].ID) {
+		t.Errorf("ids %d, %d: want growing from 1", got[0].ID, got[1].ID)
+	}
+	if items := outboxOf(t, o, "s2"); len(items) != 0 {
+		t.Errorf("s2 owes %v", items)
+	}
+}
+
+func testOutboxCommitRefused(t *testing.T, s session.Store, o session.Outbox) {
+	owe(t, s, "s1", 0, 1, "chat:1", at(time.Second))
+	// A stale commit (seq 0 again) is refused, and owes nothing.
+	err := s.Commit(t.Context(), &session.Commit{SessionID: "s1", ExpectSeq: 0, Events: events("s1", 0, 1), Status: session.StatusRunning,
+		Outbox: []session.OutboxItem{{SessionID: "s1", Seq: 1, Kind: "final", Source: "chat:1"}}})
+	if !errors.Is(err, session.ErrConflict) {
+		t.Fatalf("a stale commit: %v, want ErrConflict", err)
+	}
+	if items := outboxOf(t, o, "s1"); len(items) != 1 {
+		t.Errorf("after a refused commit the outbox has %d items, want 1", len(items))
+	}
+}
+
+func testOutboxCommitChecked(t *testing.T, s session.Store, o session.Outbox) {
+	for _, it := range []session.OutboxItem{
+		{SessionID: "s1", Seq: 3, Kind: "final", Source: "chat:1"}, // not one of the commit's events
+		{SessionID: "s1", Seq: 1, Kind: "final"},                   // no source
+		{SessionID: "s1", Seq: 1, Source: "chat:1"},                // no kind
+	} {
+		err := s.Commit(t.Context(), &session.Commit{SessionID: "s1", Events: events("s1", 0, 2), Status: session.StatusRunning,
+			Outbox: []session.OutboxItem{it}})
+		if err == nil {
+			t.Errorf("a commit owing %+v was stored", it)
+		}
+	}
+	if items := outboxOf(t, o, "s1"); len(items) != 0 {
+		t.Errorf("refused commits owe %v", items)
+	}
+}
+
+func testOutboxClaimInOrder(t *testing.T, s session.Store, o session.Outbox) {
+	owe(t, s, "s1", 0, 1, "chat:1", at(time.Second))
+	owe(t, s, "s2", 0, 1, "chat:2", at(2*time.Second))
+	owe(t, s, "s1", 1, 1, "chat:1", at(3*time.Second))
+	now := at(time.Minute)
+	// Oldest first, a session's items together in one claim.
+	if got := itemIDs(claim(t, o, "a", now, 0)); !cmp.Equal(got, []string{"s1:1", "s2:1", "s1:2"}) {
+		t.Fatalf("the first claim: %v", got)
+	}
+	// All are claimed now: another owner gets nothing.
+	if got := claim(t, o, "b", now, 0); len(got) != 0 {
+		t.Fatalf("a claim of claimed items: %v", itemIDs(got))
+	}
+	items := outboxOf(t, o, "s1")
+	if err := o.SettleOutbox(t.Context(), items[0].ID, "a", session.OutboxSettle{Sent: true, Ref: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	// A session's next item waits for the one before it: s1:2 after s1:1
+	// is settled and a's claim lapsed; a limit stops at s1's first.
+	owe(t, s, "s1", 2, 1, "chat:1", at(4*time.Second))
+	later := now.Add(2 * time.Minute)
+	if got := itemIDs(claim(t, o, "b", later, 1)); !cmp.Equal(got, []string{"s2:1"}) {
+		t.Errorf("a claim of one: %v, want s2's", got)
+	}
+	if got := itemIDs(claim(t, o, "b", later, 0)); !cmp.Equal(got, []string{"s1:2", "s1:3"}) {
+		t.Errorf("the next claim: %v, want s1's two", got)
+	}
+	got := outboxOf(t, o, "s1")
+	if got[0].State != session.OutboxSent || got[0].Ref != "m1" || got[0].Attempts != 1 || got[1].Attempts != 2 {
+		t.Errorf("s1's items: %+v", got)
+	}
+}
+
+func testOutboxClaimLapses(t *testing.T, s session.Store, o session.Outbox) {
+	owe(t, s, "s1", 0, 1, "chat:1", at(time.Second))
+	now := at(time.Minute)
+	first := claim(t, o, "a", now, 0)
+	if len(first) != 1 || first[0].Attempts != 1 {
+		t.Fatalf("the first claim: %+v", first)
+	}
+	// a stops (its process was killed); its claim lapses; b claims it,
+	// knowing a may have sent it.
+	second := claim(t, o, "b", now.Add(2*time.Minute), 0)
+	if len(second) != 1 || second[0].Attempts != 2 {
+		t.Fatalf("the claim after a's lapsed: %+v", second)
+	}
+	err := o.SettleOutbox(t.Context(), first[0].ID, "a", session.OutboxSettle{Sent: true, Ref: "late"})
+	if !errors.Is(err, session.ErrConflict) {
+		t.Errorf("a settle by an owner whose claim was taken: %v, want ErrConflict", err)
+	}
+	if err := o.SettleOutbox(t.Context(), first[0].ID, "b", session.OutboxSettle{Sent: true, Ref: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SettleOutbox(t.Context(), first[0].ID, "b", session.OutboxSettle{Sent: true, Ref: "m2"}); !errors.Is(err, session.ErrConflict) {
+		t.Errorf("a second settle: %v, want ErrConflict", err)
+	}
+	if got := outboxOf(t, o, "s1"); got[0].State != session.OutboxSent || got[0].Ref != "m1" {
+		t.Errorf("the item: %+v", got[0])
+	}
+	if err := o.SettleOutbox(t.Context(), 1<<40, "b", session.OutboxSettle{Sent: true}); !errors.Is(err, session.ErrConflict) {
+		t.Errorf("a settle of no item: %v, want ErrConflict", err)
+	}
+}
+
+func testOutboxRetry(t *testing.T, s session.Store, o session.Outbox) {
+	owe(t, s, "s1", 0, 1, "chat:1", at(time.Second))
+	now := at(time.Minute)
+	it := claim(t, o, "a", now, 0)[0]
+	due := now.Add(30 * time.Second)
+	if err := o.SettleOutbox(t.Context(), it.ID, "a", session.OutboxSettle{Error: "429: slow down", Due: due}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, o, "a", due.Add(-time.Millisecond), 0); len(got) != 0 {
+		t.Errorf("claimed before it is due: %+v", got)
+	}
+	got := claim(t, o, "b", due, 0)
+	if len(got) != 1 || got[0].Attempts != 2 || got[0].Error != "429: slow down" || !got[0].Due.Equal(due) {
+		t.Errorf("claimed when due: %+v", got)
+	}
+}
+
+func testOutboxGiveUp(t *testing.T, s session.Store, o session.Outbox) {
+	owe(t, s, "s1", 0, 1, "chat:1", at(time.Second))
+	owe(t, s, "s1", 1, 1, "chat:1", at(2*time.Second))
+	now := at(time.Minute)
+	items := claim(t, o, "a", now, 1)
+	if err := o.SettleOutbox(t.Context(), items[0].ID, "a", session.OutboxSettle{Error: "403: not in channel", GiveUp: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Given up, it holds its session's next back no more.
+	if got := itemIDs(claim(t, o, "a", now, 0)); !cmp.Equal(got, []string{"s1:2"}) {
+		t.Errorf("after one was given up: %v", got)
+	}
+	if got := outboxOf(t, o, "s1"); got[0].State != session.OutboxFailed || got[0].Error != "403: not in channel" {
+		t.Errorf("the given-up item: %+v", got[0])
+	}
+}
+
+func testOutboxTenants(t *testing.T, s session.Store, o session.Outbox) {
+	acme := session.WithTenant(t.Context(), "acme")
+	createIn(t, acme, s, "s1", at(0))
+	if err := s.Commit(acme, &session.Commit{SessionID: "s1", Events: events("s1", 0, 1), Status: session.StatusRunning, Time: at(time.Second),
+		Outbox: []session.OutboxItem{{SessionID: "s1", Seq: 1, Kind: "final", Source: "chat:acme"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if items := outboxOf(t, o, "s1"); len(items) != 0 {
+		t.Errorf("the default tenant's s1 owes %+v", items)
+	}
+	items, err := o.OutboxOf(acme, "s1")
+	if err != nil || len(items) != 1 || items[0].Tenant != "acme" {
+		t.Fatalf("acme's s1: %+v %v", items, err)
+	}
+	// A claim is of every tenant.
+	got := claim(t, o, "a", at(time.Minute), 0)
+	if len(got) != 1 || got[0].Tenant != "acme" || got[0].Source != "chat:acme" {
+		t.Errorf("the claim: %+v", got)
+	}
+}
+
+func testOutboxDeleted(t *testing.T, s session.Store, o session.Outbox) {
+	owe(t, s, "s1", 0, 1, "chat:1", at(time.Second))
+	owe(t, s, "s2", 0, 1, "chat:2", at(time.Second))
+	if err := s.DeleteSession(t.Context(), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := itemIDs(claim(t, o, "a", at(time.Minute), 0)); !cmp.Equal(got, []string{"s2:1"}) {
+		t.Errorf("after s1 was deleted: %v", got)
+	}
+}
