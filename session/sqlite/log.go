@@ -90,6 +90,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 				if err := requests.write(tx, tenant, c.SessionID); err != nil {
 					return err
 				}
+				if err := insertOutbox(tx, tenant, c, now); err != nil {
+					return err
+				}
 				if c.Fence != 0 {
 					st.g.remember(k, head{log: h.log, seq: last, status: string(c.Status), turn: c.Turn, fence: c.Fence})
 				} else {
@@ -140,6 +143,9 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 			return err
 		}
 		if err := requests.write(tx, tenant, c.SessionID); err != nil {
+			return err
+		}
+		if err := insertOutbox(tx, tenant, c, now); err != nil {
 			return err
 		}
 		return st.saveSnapshot(tx, tenant, c)

@@ -282,6 +282,29 @@ var migrations = [][]string{
 		`DROP INDEX inbox_pending`,
 		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq, size) WHERE state = 'pending'`,
 	},
+	// Version 11: the outbox (session.Outbox), a row per message owed,
+	// written by the commit of its event and deleted with its session;
+	// times in microseconds. outbox_pending is what claims look through.
+	{
+		`CREATE TABLE outbox (
+			id         INTEGER PRIMARY KEY AUTOINCREMENT,
+			tenant     TEXT    NOT NULL,
+			session_id TEXT    NOT NULL,
+			seq        INTEGER NOT NULL,
+			kind       TEXT    NOT NULL,
+			source     TEXT    NOT NULL,
+			state      TEXT    NOT NULL DEFAULT 'pending',
+			attempts   INTEGER NOT NULL DEFAULT 0,
+			due        INTEGER NOT NULL,
+			owner      TEXT    NOT NULL DEFAULT '',
+			until      INTEGER NOT NULL DEFAULT 0,
+			ref        TEXT    NOT NULL DEFAULT '',
+			error      TEXT    NOT NULL DEFAULT '',
+			created    INTEGER NOT NULL
+		)`,
+		`CREATE INDEX outbox_pending ON outbox (tenant, session_id, id, due, owner, until) WHERE state = 'pending'`,
+		`CREATE INDEX outbox_session ON outbox (tenant, session_id, id)`,
+	},
 }
 
 // fills[v] fills in, after migrations[v-1], what version v keeps that the

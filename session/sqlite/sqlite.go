@@ -892,6 +892,9 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 		if _, err := tx.exec(sDeleteSessionRecords, tenant, id); err != nil {
 			return err
 		}
+		if _, err := tx.exec(sDeleteSessionOutbox, tenant, id); err != nil {
+			return err
+		}
 		_, err = tx.exec(sDeleteSnapshot, tenant, id)
 		return err
 	})

@@ -54,6 +54,11 @@ const (
 	sRecordVersion
 	sDeleteRecord
 	sDeleteSessionRecords
+	sInsertOutbox
+	sClaimOutbox
+	sSettleOutbox
+	sOutboxDue
+	sDeleteSessionOutbox
 	numStmts
 )
 
@@ -157,6 +162,24 @@ var writeSQL = [numStmts]string{
 	sRecordVersion:        `SELECT version FROM records WHERE tenant = ? AND session_id = ? AND kind = ? AND key = ? AND id = ?`,
 	sDeleteRecord:         `DELETE FROM records WHERE tenant = ? AND session_id = ? AND kind = ? AND key = ? AND id = ?`,
 	sDeleteSessionRecords: `DELETE FROM records WHERE tenant = ? AND session_id = ?`,
+	// A message owed: tenant, session, seq, kind, source, due and created.
+	sInsertOutbox: `INSERT INTO outbox (tenant, session_id, seq, kind, source, due, created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	// Claims for owner ?1 until ?2 the pending items due at ?3 whose
+	// claim has lapsed and whose session has no older pending item that
+	// cannot be claimed, oldest first, at most ?4 (negative: all).
+	sClaimOutbox: `UPDATE outbox SET owner = ?1, until = ?2, attempts = attempts + 1
+		WHERE id IN (SELECT o.id FROM outbox o
+			WHERE o.state = 'pending' AND o.due <= ?3 AND (o.owner = '' OR o.until <= ?3)
+			AND NOT EXISTS (SELECT 1 FROM outbox p INDEXED BY outbox_pending
+				WHERE p.tenant = o.tenant AND p.session_id = o.session_id AND p.state = 'pending' AND p.id < o.id
+				AND (p.due > ?3 OR (p.owner != '' AND p.until > ?3)))
+			ORDER BY o.id LIMIT ?4 + 0)
+		RETURNING ` + outboxColumns,
+	// Settles item ?5 of owner ?6: state, ref, error, due.
+	sSettleOutbox: `UPDATE outbox SET state = ?, ref = ?, error = ?, due = ?, owner = '', until = 0
+		WHERE id = ? AND owner = ? AND state = 'pending'`,
+	sOutboxDue:           `SELECT due FROM outbox WHERE id = ?`,
+	sDeleteSessionOutbox: `DELETE FROM outbox WHERE tenant = ? AND session_id = ?`,
 }
 
 // A wtx is the writer's transaction: the driver's connection, which the
@@ -319,6 +342,31 @@ func (t *wtx) queryRow(s stmt, args []any, dest ...any) error {
 		}
 	}
 	return nil
+}
+
+// queryRows runs query s with args and calls each with every row's
+// values, which are the driver's and valid only during the call.
+func (t *wtx) queryRows(s stmt, args []any, each func(row []driver.Value) error) error {
+	if err := t.bind(args); err != nil {
+		return err
+	}
+	rows, err := t.stmts[s].(driver.StmtQueryContext).QueryContext(context.Background(), t.args)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	t.row = append(t.row[:0], make([]driver.Value, len(rows.Columns()))...)
+	for {
+		switch err := rows.Next(t.row); {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		if err := each(t.row); err != nil {
+			return err
+		}
+	}
 }
 
 // A wrow is a query's row, scanned by queryRow.
