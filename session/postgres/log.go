@@ -181,6 +181,29 @@ var migrations = [][]string{
 		`DROP INDEX inbox_pending`,
 		`CREATE INDEX inbox_pending ON inbox (tenant, source, seq) INCLUDE (size) WHERE state = 'pending'`,
 	},
+	// Version 7: the outbox (session.Outbox), a row per message owed,
+	// written by the commit of its event and deleted with its session;
+	// times in microseconds. outbox_pending is what claims look through.
+	{
+		`CREATE TABLE outbox (
+			id         bigserial PRIMARY KEY,
+			tenant     text   NOT NULL,
+			session_id text   NOT NULL,
+			seq        bigint NOT NULL,
+			kind       text   NOT NULL,
+			source     text   NOT NULL,
+			state      text   NOT NULL DEFAULT 'pending',
+			attempts   int    NOT NULL DEFAULT 0,
+			due        bigint NOT NULL,
+			owner      text   NOT NULL DEFAULT '',
+			until      bigint NOT NULL DEFAULT 0,
+			ref        text   NOT NULL DEFAULT '',
+			error      text   NOT NULL DEFAULT '',
+			created    bigint NOT NULL
+		)`,
+		`CREATE INDEX outbox_pending ON outbox (tenant, session_id, id) INCLUDE (due, owner, until) WHERE state = 'pending'`,
+		`CREATE INDEX outbox_session ON outbox (tenant, session_id, id)`,
+	},
 }
 
 // migrate brings the schema up to date under an advisory lock.
@@ -289,6 +312,14 @@ func (st *Store) Commit(ctx context.Context, c *session.Commit) error {
 	case requests:
 		w.sql, w.args = commitRequestsSQL, append(w.args, requestArgs(asked, resolved)...)
 	}
+	if len(c.Outbox) > 0 {
+		w.sql = withOutbox[w.sql]
+		seqs, kinds, sources := make([]int64, len(c.Outbox)), make([]string, len(c.Outbox)), make([]string, len(c.Outbox))
+		for i, it := range c.Outbox {
+			seqs[i], kinds[i], sources[i] = it.Seq, it.Kind, it.Source
+		}
+		w.args = append(w.args, seqs, kinds, sources)
+	}
 	err = st.commits.Do(ctx, w)
 	if err == nil && w.updated == 0 {
 		err = st.commitRefused(ctx, tenant, c)
@@ -391,6 +422,26 @@ var (
 	commitRequestsSQL        = commitUpdate + requestWrites(22) + commitWrites
 	commitAnswersRequestsSQL = commitAnswersUpdate + requestWrites(24) + commitWrites
 )
+
+// withOutbox are the commit statements for commits that owe messages
+// (Commit.Outbox), by the statement for one that owes none: the items
+// are three arrays after its parameters — seqs, kinds, sources — inserted
+// due at the commit's time if its update matched.
+var withOutbox = map[string]string{
+	commitSQL:                commitUpdate + outboxWrites(22) + commitWrites,
+	commitRequestsSQL:        commitUpdate + requestWrites(22) + outboxWrites(30) + commitWrites,
+	commitAnswersSQL:         commitAnswersUpdate + outboxWrites(24) + commitWrites,
+	commitAnswersRequestsSQL: commitAnswersUpdate + requestWrites(24) + outboxWrites(32) + commitWrites,
+}
+
+// outboxWrites inserts a commit's outbox items, parameters $n to $n+2.
+func outboxWrites(n int) string {
+	return fmt.Sprintf(`ob AS (
+	INSERT INTO outbox (tenant, session_id, seq, kind, source, due, created)
+	SELECT $6, $7, s, k, src, $5, $5 FROM unnest($%d::bigint[], $%d::text[], $%d::text[]) AS x(s, k, src)
+	WHERE EXISTS (SELECT 1 FROM u)
+), `, n, n+1, n+2)
+}
 
 // commitAnswersSQL is commitSQL for a commit with answers ($22, the ids,
 // and $23, the run): the inputs are locked first, in the order of their

@@ -478,6 +478,9 @@ func (st *Store) DeleteSession(ctx context.Context, id string) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM records WHERE tenant = $1 AND session_id = $2`, tenant, id); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE tenant = $1 AND session_id = $2`, tenant, id); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, tenant+"\n"+id)
 		return err
 	})

@@ -27,6 +27,7 @@ func runOutbox(t *testing.T, newStore Factory) {
 		{"CommitWrites", testOutboxCommitWrites},
 		{"CommitRefused", testOutboxCommitRefused},
 		{"CommitChecked", testOutboxCommitChecked},
+		{"CommitWithRequestsAndAnswers", testOutboxWithRequestsAndAnswers},
 		{"ClaimInOrder", testOutboxClaimInOrder},
 		{"ClaimLapses", testOutboxClaimLapses},
 		{"Retry", testOutboxRetry},
@@ -264,5 +265,40 @@ func testOutboxDeleted(t *testing.T, s session.Store, o session.Outbox) {
 	}
 	if got := itemIDs(claim(t, o, "a", at(time.Minute), 0)); !cmp.Equal(got, []string{"s2:1"}) {
 		t.Errorf("after s1 was deleted: %v", got)
+	}
+}
+
+// A commit that asks a person (its requests indexed) or answers inputs
+// owes its messages as any does.
+func testOutboxWithRequestsAndAnswers(t *testing.T, s session.Store, o session.Outbox) {
+	ask := &session.Event{V: session.SchemaVersion, Seq: 1, SessionID: "s1", RunID: "run-1", Turn: 1, Type: session.TypeInputRequired,
+		Time: at(time.Second), Agent: "assistant", Data: approval("r1", nil)}
+	commit(t, s, &session.Commit{SessionID: "s1", Events: []*session.Event{ask}, Status: session.StatusWaiting, Time: at(time.Second),
+		Outbox: []session.OutboxItem{{SessionID: "s1", Seq: 1, Kind: "input_required", Source: "chat:1"}}})
+	want := 1
+	if b, ok := s.(session.Inbox); ok {
+		in, _, err := b.Submit(t.Context(), textInput("in1", "chat:2", "s2", "hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit(t, s, &session.Commit{SessionID: "s2", Events: events("s2", 0, 2), Status: session.StatusDone, Time: at(2 * time.Second),
+			Answers: []string{in.ID}, RunID: "run-1", Outbox: []session.OutboxItem{{SessionID: "s2", Seq: 2, Kind: "final", Source: "chat:2"}}})
+		// And both at once.
+		in2, _, err := b.Submit(t.Context(), textInput("in2", "chat:1", "s1", "yes"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := &session.Event{V: session.SchemaVersion, Seq: 2, SessionID: "s1", RunID: "run-2", Turn: 2, Type: session.TypeInputResolved,
+			Time: at(3 * time.Second), Agent: "assistant", Data: resolved("r1")}
+		commit(t, s, &session.Commit{SessionID: "s1", ExpectSeq: 1, Events: []*session.Event{done}, Status: session.StatusRunning, Time: at(3 * time.Second),
+			Answers: []string{in2.ID}, RunID: "run-2", Outbox: []session.OutboxItem{{SessionID: "s1", Seq: 2, Kind: "input_resolved", Source: "chat:1"}}})
+		want = 3
+	}
+	got := claim(t, o, "a", at(time.Minute), 0)
+	if len(got) != want {
+		t.Fatalf("claimed %v, want %d items", itemIDs(got), want)
+	}
+	if got[0].Kind != "input_required" || got[0].Seq != 1 || got[0].SessionID != "s1" {
+		t.Errorf("the first: %+v", got[0])
 	}
 }
