@@ -435,6 +435,7 @@ func (x *Exec) Commit(ctx context.Context) error {
 	c.Time = x.pending[len(x.pending)-1].Time
 	c.Fence = x.fence
 	c.Answers, c.RunID = x.answers, x.st.RunID
+	c.Outbox = x.owed(c.Outbox[:0])
 	// The run's last commit frees the session: no write of its own for
 	// the release (the keeper's renewals stop first).
 	c.Release = end != "" && x.fence != 0 && x.lease.halt()
@@ -614,4 +615,27 @@ func (x *Exec) reload(ctx context.Context) error {
 	x.st, x.pending, x.end, x.reason, x.ran = st, x.pending[:0], "", "", x.ran[:0]
 	x.committed, x.dirty = st.Seq, false
 	return nil
+}
+
+// owed appends to out the messages the pending events owe the run's
+// source, when the runner delivers to it (Config.Deliver): its answer, a
+// question for a person and the answer to one, its failure or pause.
+func (x *Exec) owed(out []session.OutboxItem) []session.OutboxItem {
+	src := x.st.Source
+	if x.r.deliver == nil || src == "" || x.st.Parent != nil || !x.r.deliver(src) {
+		return out
+	}
+	for _, e := range x.pending {
+		switch d := e.Data.(type) {
+		case *session.Final, *session.InputRequired, *session.InputResolved:
+		case *session.RunFinished:
+			if d.Status != session.StatusFailed && d.Status != session.StatusPaused {
+				continue
+			}
+		default:
+			continue
+		}
+		out = append(out, session.OutboxItem{SessionID: x.st.SessionID, Seq: e.Seq, Kind: string(e.Type), Source: src})
+	}
+	return out
 }

@@ -64,6 +64,15 @@ type Config struct {
 	// SHA-256 only (sent_digest). Zero means DefaultMaxHookedRequest; a
 	// negative value records digests only.
 	MaxHookedRequest int
+	// Deliver, when set, names the sources whose turns owe their messages
+	// to the outside world (a channel's conversations): each commit of a
+	// run of such a source that records its answer (final), a question
+	// for a person (input_required), an answer to one (input_resolved) or
+	// its failure or pause (run_finished) owes that event to the source
+	// (session.Commit.Outbox), in its transaction; a deliverer (the
+	// channel package's) sends it. The store must keep an outbox
+	// (session.Outbox).
+	Deliver func(source string) bool
 	// MaxSubagentDepth bounds delegation: an agent's sub-agent's
 	// sub-agent … at most this deep; zero means DefaultMaxSubagentDepth.
 	MaxSubagentDepth int
@@ -123,6 +132,7 @@ type Runner struct {
 	maxRecov  int
 	maxDepth  int // of delegation (Config.MaxSubagentDepth)
 	maxHooked int // bytes of a hooked request recorded (Config.MaxHookedRequest)
+	deliver   func(source string) bool // Config.Deliver
 	observer  Observer
 
 	// execs holds *Exec for reuse: an Exec carries a run's buffers, the
@@ -206,6 +216,12 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	r.maxDepth = cmp.Or(cfg.MaxSubagentDepth, DefaultMaxSubagentDepth)
 	r.maxHooked = cmp.Or(cfg.MaxHookedRequest, DefaultMaxHookedRequest)
+	if cfg.Deliver != nil {
+		if _, ok := cfg.Store.(session.Outbox); !ok {
+			return nil, fmt.Errorf("agentrt: Config.Deliver needs a store that keeps an outbox (session.Outbox); %T does not", cfg.Store)
+		}
+		r.deliver = cfg.Deliver
+	}
 	if cfg.MaxSubagentDepth < 0 {
 		return nil, fmt.Errorf("agentrt: max subagent depth %d is negative", cfg.MaxSubagentDepth)
 	}
