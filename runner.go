@@ -130,8 +130,8 @@ type Runner struct {
 	owner     string
 	leaseTTL  time.Duration
 	maxRecov  int
-	maxDepth  int // of delegation (Config.MaxSubagentDepth)
-	maxHooked int // bytes of a hooked request recorded (Config.MaxHookedRequest)
+	maxDepth  int                      // of delegation (Config.MaxSubagentDepth)
+	maxHooked int                      // bytes of a hooked request recorded (Config.MaxHookedRequest)
 	deliver   func(source string) bool // Config.Deliver
 	observer  Observer
 
