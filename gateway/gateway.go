@@ -150,6 +150,11 @@ type Config struct {
 	// zero field keeps what it overrides).
 	Agents  map[string]SourceConfig
 	Sources map[string]SourceConfig
+	// Prefixes overrides, per prefix of a source's name, what Agents
+	// says for the sources that start with it (a channel's "NAME:", whose
+	// conversations are its sources), and Sources overrides it in turn;
+	// the longest prefix that matches applies.
+	Prefixes map[string]SourceConfig
 	// SessionFor maps a source to its session when an Input names none;
 	// nil: the session is named after the source. An error refuses the
 	// input (code unknown_source).
@@ -396,6 +401,16 @@ func (g *Gateway) settings(source, agent string) SourceConfig {
 		if sc, ok := g.cfg.Agents[agent]; ok {
 			s = over(s, sc)
 		}
+	}
+	best := -1
+	var prefixed SourceConfig
+	for p, sc := range g.cfg.Prefixes {
+		if len(p) > best && strings.HasPrefix(source, p) {
+			best, prefixed = len(p), sc
+		}
+	}
+	if best >= 0 {
+		s = over(s, prefixed)
 	}
 	if sc, ok := g.cfg.Sources[source]; ok {
 		s = over(s, sc)

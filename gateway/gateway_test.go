@@ -450,3 +450,25 @@ func TestSteerPolicy(t *testing.T) {
 		}
 	})
 }
+
+// A prefix's settings apply to the sources that start with it (the
+// longest that matches), over the agent's and under the source's own.
+func TestSettingsPerPrefix(t *testing.T) {
+	e := newEnv(t, gateway.Config{
+		Debounce: time.Second,
+		Agents:   map[string]gateway.SourceConfig{"assistant": {Policy: gateway.Reject}},
+		Prefixes: map[string]gateway.SourceConfig{"tg:": {Debounce: 1500 * time.Millisecond, Policy: gateway.Queue}, "tg:vip": {Debounce: time.Millisecond}},
+		Sources:  map[string]gateway.SourceConfig{"tg:42": {Policy: gateway.Steer}},
+	})
+	for src, want := range map[string]gateway.SourceConfig{
+		"chat":     {Debounce: time.Second, MaxWait: 10 * time.Second, Policy: gateway.Reject},
+		"tg:7":     {Debounce: 1500 * time.Millisecond, MaxWait: 15 * time.Second, Policy: gateway.Queue},
+		"tg:vip:1": {Debounce: time.Millisecond, MaxWait: 10 * time.Millisecond, Policy: gateway.Reject},
+		"tg:42":    {Debounce: 1500 * time.Millisecond, MaxWait: 15 * time.Second, Policy: gateway.Steer},
+	} {
+		got := e.g.Settings(src, "")
+		if got.Debounce != want.Debounce || got.MaxWait != want.MaxWait || got.Policy != want.Policy {
+			t.Errorf("%s: %+v, want %+v", src, got, want)
+		}
+	}
+}
