@@ -1,0 +1,442 @@
+package channel
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/session"
+)
+
+// Binding is a channel as the hub serves it: its name (the first part of
+// its sources and of its URL, /v1/channels/NAME/…), the agent its
+// conversations talk to, and who may talk to it and decide for it.
+type Binding struct {
+	Name    string
+	Channel Channel
+	// Agent is the agent of its conversations' sessions ("": the
+	// runner's default).
+	Agent string
+	// Allow, when not empty, are the senders (or conversations) that may
+	// talk to the agent; another sender's messages never reach it, and
+	// get Refusal ("": nothing).
+	Allow   []string
+	Refusal string
+	// Approvers, when not empty, are the senders who may answer the
+	// agent's questions (press an approval's buttons); empty: whoever may
+	// talk to it.
+	Approvers []string
+}
+
+// Config configures a Hub.
+type Config struct {
+	Runner   *agentrt.Runner
+	Gateway  *gateway.Gateway
+	Channels []Binding
+	// Tenant is the tenant of the channels' sessions ("": the default).
+	Tenant string
+	// Owner names this process in the outbox's claims (the runner's
+	// owner when empty).
+	Owner string
+	Log   *slog.Logger
+	Now   func() time.Time
+	// Poll is how often the outbox is looked at; zero: 200 ms.
+	Poll time.Duration
+	// MaxBody bounds a platform's request; zero: 1 MiB.
+	MaxBody int64
+	// ClaimFor is how long a claim on an item lasts (a send must end
+	// within it, or another process may send it again); zero: a minute.
+	ClaimFor time.Duration
+	// MaxAttempts is how many times a message is tried before it is
+	// given up; zero: 12 (backing off from a second to 5 minutes: about
+	// half an hour in all).
+	MaxAttempts int
+	// Workers bounds the conversations delivered to at once; zero: 16.
+	Workers int
+}
+
+// Hub serves channels: their platforms' requests, and the delivery of
+// what the agents owe them.
+type Hub struct {
+	cfg    Config
+	store  session.Store
+	outbox session.Outbox
+	byName map[string]*Binding
+	log    *slog.Logger
+
+	wg sync.WaitGroup // the background sends (refusals, typing, acknowledgements)
+
+	// Counts, for tests and metrics.
+	received, refused, ignored, duplicates, delivered, retried, failed atomic.Int64
+}
+
+// New makes a hub. The runner's store must keep an outbox, and the
+// runner deliver to the channels' sources (agentrt.Config.Deliver:
+// Owns).
+func New(cfg Config) (*Hub, error) {
+	if cfg.Runner == nil || cfg.Gateway == nil {
+		return nil, errors.New("channel: a hub needs a runner and a gateway")
+	}
+	ob, ok := cfg.Runner.Store().(session.Outbox)
+	if !ok {
+		return nil, fmt.Errorf("channel: the store (%T) keeps no outbox", cfg.Runner.Store())
+	}
+	h := &Hub{cfg: cfg, store: cfg.Runner.Store(), outbox: ob, byName: map[string]*Binding{},
+		log: cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))}
+	if h.cfg.Now == nil {
+		h.cfg.Now = time.Now
+	}
+	h.cfg.Poll = cmp.Or(cfg.Poll, 200*time.Millisecond)
+	h.cfg.MaxBody = cmp.Or(cfg.MaxBody, 1<<20)
+	h.cfg.ClaimFor = cmp.Or(cfg.ClaimFor, time.Minute)
+	h.cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 12)
+	h.cfg.Workers = cmp.Or(cfg.Workers, 16)
+	h.cfg.Owner = cmp.Or(cfg.Owner, cfg.Runner.Owner())
+	for i := range cfg.Channels {
+		b := &cfg.Channels[i]
+		if err := CheckName(b.Name); err != nil {
+			return nil, err
+		}
+		if b.Channel == nil {
+			return nil, fmt.Errorf("channel %q: no channel", b.Name)
+		}
+		if _, dup := h.byName[b.Name]; dup {
+			return nil, fmt.Errorf("channel %q: configured twice", b.Name)
+		}
+		h.byName[b.Name] = b
+	}
+	return h, nil
+}
+
+// CheckName reports whether name can name a channel: 1 to 32 letters,
+// digits, '_' or '-'.
+func CheckName(name string) error {
+	if name == "" || len(name) > 32 {
+		return fmt.Errorf("channel name %q: want 1 to 32 letters, digits, '_' or '-'", name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("channel name %q: want 1 to 32 letters, digits, '_' or '-'", name)
+		}
+	}
+	return nil
+}
+
+// Owns reports whether source is a conversation of one of the channels
+// named: what agentrt.Config.Deliver wants.
+func Owns(names ...string) func(source string) bool {
+	return func(source string) bool {
+		name, _, ok := strings.Cut(source, ":")
+		return ok && slices.Contains(names, name)
+	}
+}
+
+// Source names the gateway source of a channel's conversation (and
+// thread): NAME:CONVERSATION[:THREAD], each part kept as it is when it is
+// made of letters, digits, '_', '.', '-' and '@' only, else written as
+// '@' and its bytes in hex (so that the source is a session id, and
+// reads back: Address).
+func Source(name string, to Address) string {
+	s := name + ":" + part(to.Conversation)
+	if to.Thread != "" {
+		s += ":" + part(to.Thread)
+	}
+	return s
+}
+
+func part(s string) string {
+	plain := s != "" && s[0] != '@'
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == '@'
+	}
+	if plain {
+		return s
+	}
+	return fmt.Sprintf("@%x", s)
+}
+
+func unpart(s string) (string, error) {
+	if !strings.HasPrefix(s, "@") {
+		return s, nil
+	}
+	var b []byte
+	if _, err := fmt.Sscanf(s[1:], "%x", &b); err != nil {
+		return "", fmt.Errorf("source part %q: %w", s, err)
+	}
+	return string(b), nil
+}
+
+// ParseSource reads a channel's source back: its name and address.
+func ParseSource(source string) (name string, to Address, err error) {
+	parts := strings.Split(source, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return "", Address{}, fmt.Errorf("source %q is not a channel's (NAME:CONVERSATION[:THREAD])", source)
+	}
+	if to.Conversation, err = unpart(parts[1]); err != nil {
+		return "", Address{}, err
+	}
+	if len(parts) == 3 {
+		if to.Thread, err = unpart(parts[2]); err != nil {
+			return "", Address{}, err
+		}
+	}
+	return parts[0], to, nil
+}
+
+// Handler serves the channels' platforms at /v1/channels/{name}/{path...}.
+func (h *Hub) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/channels/{name}/{path...}", h.serve)
+	return mux
+}
+
+// serve verifies a platform's request, stores the messages it carries in
+// the gateway's inbox (durably, before answering), answers the button
+// presses, and answers the platform.
+func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
+	b := h.byName[r.PathValue("name")]
+	if b == nil {
+		httpError(w, http.StatusNotFound, "no channel "+r.PathValue("name"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("a request of channel %s may hold %d bytes", b.Name, h.cfg.MaxBody))
+			return
+		}
+		httpError(w, http.StatusBadRequest, "read the request: "+err.Error())
+		return
+	}
+	got, err := b.Channel.Receive(&Request{Method: r.Method, Path: r.PathValue("path"), Query: r.URL.Query(), Header: r.Header, Body: body}, h.cfg.Now())
+	if err != nil {
+		h.refused.Add(1)
+		var ref *Refused
+		status := http.StatusBadRequest
+		if errors.As(err, &ref) {
+			status = http.StatusUnauthorized
+		}
+		h.log.Warn("channel: a request was refused", "channel", b.Name, "status", status, "error", err)
+		httpError(w, status, err.Error())
+		return
+	}
+	h.ignored.Add(int64(got.Ignored))
+	ctx := session.WithTenant(r.Context(), cmp.Or(h.cfg.Tenant, session.DefaultTenant))
+	for _, m := range got.Messages {
+		if err := h.take(ctx, b, m); err != nil {
+			// The platform tries again; what was stored is one input.
+			h.log.Error("channel: a message could not be stored", "channel", b.Name, "message", m.ID, "error", err)
+			httpError(w, http.StatusServiceUnavailable, "the message could not be stored: try again")
+			return
+		}
+	}
+	for _, c := range got.Clicks {
+		h.click(ctx, b, c)
+	}
+	if res := got.Response; res != nil {
+		if res.ContentType != "" {
+			w.Header().Set("Content-Type", res.ContentType)
+		}
+		w.WriteHeader(cmp.Or(res.Status, http.StatusOK))
+		_, _ = w.Write(res.Body)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// allowed reports whether a sender in a conversation may talk to b's
+// agent.
+func (b *Binding) allowed(sender, conversation string) bool {
+	return len(b.Allow) == 0 || slices.Contains(b.Allow, sender) || slices.Contains(b.Allow, conversation)
+}
+
+// take stores a person's message as an input of its conversation's source
+// (the platform's message id its key), or answers the question its
+// session waits on with it; a sender not allowed is refused.
+func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
+	to := Address{Conversation: m.Conversation, Thread: m.Thread}
+	if !b.allowed(m.Sender, m.Conversation) {
+		h.refused.Add(1)
+		h.log.Info("channel: a sender who is not allowed", "channel", b.Name, "sender", m.Sender, "conversation", m.Conversation)
+		if b.Refusal != "" {
+			h.background(func(ctx context.Context) error {
+				_, err := b.Channel.Send(ctx, to, Message{Text: b.Refusal, Key: "refusal-" + m.ID})
+				return err
+			})
+		}
+		return nil
+	}
+	if strings.TrimSpace(m.Text) == "" {
+		h.ignored.Add(1)
+		return nil
+	}
+	h.received.Add(1)
+	source := Source(b.Name, to)
+	if answered, err := h.answerPrompt(ctx, b, source, m); answered || err != nil {
+		return err
+	}
+	sub, err := h.cfg.Gateway.Submit(ctx, gateway.Input{Source: source, Agent: b.Agent, Text: m.Text, Key: m.ID,
+		Metadata: map[string]string{"channel": b.Name, "sender": m.Sender, "sender_name": m.SenderName}})
+	if err != nil {
+		if e := agentrt.AsError(err); e.Kind == agentrt.FailInput {
+			// Refused for good (a full inbox, a reject policy): the
+			// platform must not send it again; the person is told.
+			h.log.Warn("channel: a message was refused", "channel", b.Name, "source", source, "error", err)
+			h.background(func(ctx context.Context) error {
+				_, err := b.Channel.Send(ctx, to, Message{Text: "Sorry, that message could not be taken: " + e.Msg, Key: "refused-" + m.ID})
+				return err
+			})
+			return nil
+		}
+		return err
+	}
+	if sub.Duplicate {
+		h.duplicates.Add(1)
+		return nil
+	}
+	if t, ok := b.Channel.(Typist); ok {
+		h.background(func(ctx context.Context) error { return t.Typing(ctx, to) })
+	}
+	return nil
+}
+
+// answerPrompt answers the prompt the conversation's session waits on,
+// if it waits on one, with the message: a person answers a question by
+// writing.
+func (h *Hub) answerPrompt(ctx context.Context, b *Binding, source string, m Inbound) (bool, error) {
+	sid, err := h.cfg.Gateway.SessionOf(source)
+	if err != nil {
+		return false, nil
+	}
+	reqs, err := h.cfg.Runner.PendingRequests(ctx, session.RequestListOptions{SessionID: sid, Limit: 20})
+	if err != nil {
+		return false, nil // no index of requests, or no session yet: a message as any
+	}
+	for _, p := range reqs {
+		if p.Request.Kind != session.RequestPrompt {
+			continue
+		}
+		_, err := h.cfg.Runner.ResolveAndContinue(ctx, sid, p.Request.RequestID,
+			agentrt.Resolution{Decision: "answer", Text: m.Text, By: b.Name + ":" + cmp.Or(m.SenderName, m.Sender)})
+		if agentrt.AsError(err).ErrorCode() == agentrt.CodeAlreadyResolved {
+			return true, nil
+		}
+		return err == nil, err
+	}
+	return false, nil
+}
+
+// click answers the question a button was for, when its presser may.
+func (h *Hub) click(ctx context.Context, b *Binding, c Click) {
+	ack := func(text string) {
+		if a, ok := b.Channel.(Acknowledger); ok {
+			h.background(func(ctx context.Context) error { return a.Acknowledge(ctx, c, text) })
+		}
+	}
+	may := b.allowed(c.Sender, c.Conversation)
+	if len(b.Approvers) > 0 {
+		may = slices.Contains(b.Approvers, c.Sender)
+	}
+	if !may {
+		h.refused.Add(1)
+		h.log.Warn("channel: a press by someone who may not decide", "channel", b.Name, "sender", c.Sender)
+		ack("You may not decide this.")
+		return
+	}
+	rid, res, err := decodeButton(c.Data)
+	if err != nil {
+		h.ignored.Add(1)
+		ack("")
+		return
+	}
+	res.By = b.Name + ":" + c.Sender
+	sid, err := h.cfg.Gateway.SessionOf(Source(b.Name, Address{Conversation: c.Conversation, Thread: c.Thread}))
+	if err != nil {
+		ack("")
+		return
+	}
+	if len(res.Selected) == 1 && strings.HasPrefix(res.Selected[0], "#") {
+		if res.Selected[0], err = h.option(ctx, sid, rid, res.Selected[0][1:]); err != nil {
+			h.duplicates.Add(1)
+			ack("This was decided already.")
+			return
+		}
+	}
+	_, err = h.cfg.Runner.ResolveAndContinue(ctx, sid, rid, res)
+	switch {
+	case err == nil:
+		h.received.Add(1)
+		ack("Done.")
+	case agentrt.AsError(err).ErrorCode() == agentrt.CodeAlreadyResolved:
+		h.duplicates.Add(1)
+		ack("This was decided already.")
+	default:
+		h.log.Warn("channel: a press could not be answered", "channel", b.Name, "session", sid, "request", rid, "error", err)
+		ack("That could not be done: " + agentrt.AsError(err).Msg)
+	}
+}
+
+// option is the option of index i (text) of a pending selection.
+func (h *Hub) option(ctx context.Context, sid, rid, i string) (string, error) {
+	n, err := strconv.Atoi(i)
+	if err != nil {
+		return "", err
+	}
+	reqs, err := h.cfg.Runner.PendingRequests(ctx, session.RequestListOptions{SessionID: sid, Limit: 100})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range reqs {
+		if p.Request.RequestID == rid && n >= 0 && n < len(p.Request.Options) {
+			return p.Request.Options[n], nil
+		}
+	}
+	return "", fmt.Errorf("no pending selection %s with an option %d", rid, n)
+}
+
+// background runs fn (a send beside the request's answer) with a
+// deadline of its own, joined by Close.
+func (h *Hub) background(fn func(ctx context.Context) error) {
+	h.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := fn(ctx); err != nil {
+			h.log.Warn("channel: a send beside a request failed", "error", err)
+		}
+	})
+}
+
+// Close waits for the sends the hub made beside requests' answers.
+func (h *Hub) Close() { h.wg.Wait() }
+
+// Counts are the hub's counts since it started.
+type Counts struct {
+	Received, Refused, Ignored, Duplicates, Delivered, Retried, Failed int64
+}
+
+// Counts returns what the hub has counted.
+func (h *Hub) Counts() Counts {
+	return Counts{Received: h.received.Load(), Refused: h.refused.Load(), Ignored: h.ignored.Load(), Duplicates: h.duplicates.Load(),
+		Delivered: h.delivered.Load(), Retried: h.retried.Load(), Failed: h.failed.Load()}
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg}})
+}
