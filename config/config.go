@@ -98,6 +98,9 @@ type Config struct {
 	// Gateway configures the gateway: how input from the outside world
 	// (agentrt send, the server's transports) becomes turns.
 	Gateway Gateway `yaml:"gateway,omitempty"`
+	// Channels put agents on chat platforms (docs/channels.md): each is
+	// served by agentrt serve at /v1/channels/NAME/.
+	Channels map[string]Channel `yaml:"channels,omitempty"`
 
 	file  string              // name given to Parse; "" for Default
 	pos   map[string]Position // key path -> where it is written
@@ -634,3 +637,48 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// Channel kinds.
+const (
+	ChannelTelegram = "telegram"
+	ChannelSlack    = "slack"
+	ChannelWebhook  = "webhook"
+)
+
+// ChannelKinds are the kinds of channel this build serves.
+var ChannelKinds = []string{ChannelSlack, ChannelTelegram, ChannelWebhook}
+
+// Channel is one entry of channels: a platform connection of an agent.
+type Channel struct {
+	// Kind is slack, telegram or webhook.
+	Kind string `yaml:"kind"`
+	// Agent talks in the channel's conversations; empty: the default
+	// agent.
+	Agent string `yaml:"agent,omitempty"`
+	// Allow, when set, are the senders (or conversations) that may talk to
+	// the agent; the others get Refusal (empty: nothing) and never reach
+	// it.
+	Allow   []string `yaml:"allow,omitempty"`
+	Refusal string   `yaml:"refusal,omitempty"`
+	// Approvers, when set, are the senders who may answer the agent's
+	// questions (approve a call); empty: whoever may talk to it.
+	Approvers []string `yaml:"approvers,omitempty"`
+	// The gateway's settings for the channel's conversations (each its
+	// own source): a chat's default debounce is 1.5s.
+	GatewaySettings `yaml:",inline"`
+	// APIURL is the platform's base URL, for another server (a test's).
+	APIURL string `yaml:"api_url,omitempty"`
+	// Telegram: the bot's token, and the webhook's secret token
+	// (X-Telegram-Bot-Api-Secret-Token). Slack: the bot's token
+	// (xoxb-…) and the app's signing secret.
+	BotToken      string `yaml:"bot_token,omitempty"`
+	SecretToken   string `yaml:"secret_token,omitempty"`
+	SigningSecret string `yaml:"signing_secret,omitempty"`
+	// Webhook: the secret that signs both ways, and where the agent's
+	// messages are posted.
+	Secret   string `yaml:"secret,omitempty"`
+	ReplyURL string `yaml:"reply_url,omitempty"`
+}
+
+// ChannelNames returns the names of the configured channels, sorted.
+func (c *Config) ChannelNames() []string { return sortedKeys(c.Channels) }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -493,7 +494,29 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		field{"agents", func(n *yaml.Node, path string) { c.Agents = named(d, n, path, d.agent) }},
 		field{"server", func(n *yaml.Node, path string) { d.server(n, path, &c.Server) }},
 		field{"gateway", func(n *yaml.Node, path string) { d.gateway(n, path, &c.Gateway) }},
+		field{"channels", func(n *yaml.Node, path string) { c.Channels = named(d, n, path, d.channel) }},
 	)
+}
+
+func (d *decoder) channel(n *yaml.Node, path string, ch *Channel) {
+	d.mapping(n, path, append(d.gatewaySettings(&ch.GatewaySettings),
+		field{"kind", func(n *yaml.Node, path string) {
+			d.str(&ch.Kind)(n, path)
+			if !slices.Contains(ChannelKinds, ch.Kind) {
+				d.errorf(n, path, "unknown kind %q%s (want %s)", ch.Kind, suggest(ch.Kind, ChannelKinds), strings.Join(ChannelKinds, ", "))
+			}
+		}},
+		field{"agent", d.str(&ch.Agent)},
+		field{"allow", d.list(&ch.Allow)},
+		field{"refusal", d.str(&ch.Refusal)},
+		field{"approvers", d.list(&ch.Approvers)},
+		field{"api_url", d.str(&ch.APIURL)},
+		field{"bot_token", d.str(&ch.BotToken)},
+		field{"secret_token", d.str(&ch.SecretToken)},
+		field{"signing_secret", d.str(&ch.SigningSecret)},
+		field{"secret", d.str(&ch.Secret)},
+		field{"reply_url", d.str(&ch.ReplyURL)},
+	)...)
 }
 
 // gatewaySettings are the fields of the settings an agent or a source

@@ -171,6 +171,56 @@ func (d *decoder) validate(c *Config) {
 	}
 	d.validateServer(c)
 	d.validateGateway(c)
+	for _, name := range sortedKeys(c.Channels) {
+		d.validateChannel(c, name, c.Channels[name])
+	}
+}
+
+// channelName is what names a channel: the first part of its
+// conversations' sources and of its URL.
+var channelName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+func (d *decoder) validateChannel(c *Config, name string, ch Channel) {
+	p := join("channels", name)
+	if !channelName.MatchString(name) {
+		d.at(c, p, "bad channel name %q: it names the channel's URL and sources, so use letters, digits, _ and - (at most 32)", name)
+	}
+	if ch.Kind == "" && !d.failed[p+".kind"] {
+		d.at(c, p, "kind is required (%s)", strings.Join(ChannelKinds, ", "))
+	}
+	if ch.Agent != "" && len(c.Agents) > 0 {
+		if _, ok := c.Agents[ch.Agent]; !ok {
+			names := sortedKeys(c.Agents)
+			d.atValue(c, p+".agent", "unknown agent %q%s (agents: %s)", ch.Agent, suggest(ch.Agent, names), strings.Join(names, ", "))
+		}
+	}
+	d.checkGatewaySettings(c, p, ch.GatewaySettings)
+	need := func(key, value string) {
+		if value == "" && !d.failed[p+"."+key] {
+			d.at(c, p, "%s (a %s channel needs it)", c.empty(p+"."+key, key), ch.Kind)
+		}
+	}
+	switch ch.Kind {
+	case ChannelTelegram:
+		need("bot_token", ch.BotToken)
+		need("secret_token", ch.SecretToken)
+	case ChannelSlack:
+		need("bot_token", ch.BotToken)
+		need("signing_secret", ch.SigningSecret)
+	case ChannelWebhook:
+		need("secret", ch.Secret)
+		need("reply_url", ch.ReplyURL)
+		if ch.ReplyURL != "" {
+			if err := checkHTTPURL(ch.ReplyURL); err != nil {
+				d.atValue(c, p+".reply_url", "%v", err)
+			}
+		}
+	}
+	if ch.APIURL != "" {
+		if err := checkHTTPURL(ch.APIURL); err != nil {
+			d.atValue(c, p+".api_url", "%v", err)
+		}
+	}
 }
 
 // CheckSessionID reports whether id is usable as a session id written in
