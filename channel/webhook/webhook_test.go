@@ -6,21 +6,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/channel"
+	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/webhook"
-	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
-	"github.com/agentrt/agentrt/session/sqlite"
-	"github.com/agentrt/agentrt/tool"
 )
 
 const secret = "s3cret"
@@ -76,43 +72,17 @@ func (rc *receiver) messages() []received {
 }
 
 type rig struct {
-	t     *testing.T
-	hub   *channel.Hub
-	srv   *httptest.Server
-	rc    *receiver
-	r     *agentrt.Runner
-	store *sqlite.Store
-	skew  atomic.Int64 // the hub's clock is this far ahead (a time.Duration)
+	*channeltest.Rig
+	rc *receiver
 }
 
-// newRig runs a hub over a runner on SQLite with one webhook channel,
-// "hook", whose agent's model says replies in order.
+// newRig runs a hub with one webhook channel, "hook", whose agent's model
+// says replies in order.
 func newRig(t *testing.T, b func(*channel.Binding), replies ...scripted.Reply) *rig {
 	t.Helper()
-	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	deploy := tool.WithMeta(tool.Must(tool.New("deploy", "deploys", func(_ context.Context, in struct {
-		Env string `json:"env"`
-	}) (string, error) {
-		return "deployed to " + in.Env, nil
-	})), tool.Meta{Approval: tool.ApprovalAsk})
-	tools, err := tool.NewRegistry(deploy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Deliver: channel.Owns("hook"),
-		Agents: []*agentrt.Agent{{Name: "assistant", SystemPrompt: "You help.", Model: scripted.New("m", replies...), Tools: tools}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(gateway.Config{Runner: r})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rc := &receiver{t: t}
 	out := httptest.NewServer(rc)
+	t.Cleanup(out.Close)
 	ch, err := webhook.New(webhook.Config{Secret: secret, ReplyURL: out.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -121,57 +91,18 @@ func newRig(t *testing.T, b func(*channel.Binding), replies ...scripted.Reply) *
 	if b != nil {
 		b(&bind)
 	}
-	g := &rig{t: t, rc: rc, r: r, store: store}
-	g.hub, err = channel.New(channel.Config{Runner: r, Gateway: gw, Channels: []channel.Binding{bind}, Now: func() time.Time { return time.Now().Add(time.Duration(g.skew.Load())) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.srv = httptest.NewServer(g.hub.Handler())
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = gw.Run(ctx) })
-	t.Cleanup(func() {
-		g.srv.Close()
-		cancel()
-		wg.Wait()
-		g.hub.Close()
-		_ = r.Close(context.Background())
-		out.Close()
-		_ = store.Close()
-	})
-	return g
+	return &rig{channeltest.New(t, bind, replies...), rc}
 }
 
 // post signs and posts body to the channel's URL at time at.
 func (g *rig) post(body string, at time.Time, sig ...string) int {
-	g.t.Helper()
-	req, _ := http.NewRequest("POST", g.srv.URL+"/v1/channels/hook/events", strings.NewReader(body))
+	g.T.Helper()
 	s := webhook.Sign(secret, at, []byte(body))
 	if len(sig) > 0 {
 		s = sig[0]
 	}
-	req.Header.Set(webhook.SignatureHeader, s)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	res.Body.Close()
-	return res.StatusCode
-}
-
-// deliverUntil delivers what is due until ok says so.
-func (g *rig) deliverUntil(what string, ok func() bool) {
-	g.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if err := g.hub.DeliverDue(context.Background()); err != nil {
-			g.t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			g.t.Fatalf("%s did not happen; the receiver got %+v", what, g.rc.messages())
-		}
-		time.Sleep(5 * time.Millisecond) // the turn runs in the gateway's worker; this polls the outbox
-	}
+	code, _ := g.Post("events", body, webhook.SignatureHeader, s)
+	return code
 }
 
 func msg(id, sender, text string) string {
@@ -188,21 +119,21 @@ func TestMessageAnswered(t *testing.T) {
 			t.Fatalf("a signed message: %d", code)
 		}
 	}
-	g.deliverUntil("the answer", func() bool { return len(g.rc.messages()) == 1 })
+	g.DeliverUntil("the answer", func() bool { return len(g.rc.messages()) == 1 })
 	got := g.rc.messages()[0]
 	if got.Reply.Type != "message" || got.Reply.Conversation != "c1" || got.Reply.Text != "hello **Ana**" || got.Key == "" {
 		t.Errorf("the answer: %+v", got)
 	}
-	inputs, err := g.store.Inputs(session.WithTenant(context.Background(), session.DefaultTenant), "hook:c1", 0, 0)
+	inputs, err := g.Store.Inputs(channeltest.Ctx(), "hook:c1", 0, 0)
 	if err != nil || len(inputs) != 1 || inputs[0].Key != "m1" {
 		t.Errorf("the inbox: %+v %v, want one input of key m1", inputs, err)
 	}
 	// Delivered once: nothing is owed any more.
-	g.hub.DeliverDue(context.Background())
+	g.Hub.DeliverDue(context.Background())
 	if n := len(g.rc.messages()); n != 1 {
 		t.Errorf("%d answers", n)
 	}
-	if c := g.hub.Counts(); c.Duplicates != 2 || c.Delivered != 1 {
+	if c := g.Hub.Counts(); c.Duplicates != 2 || c.Delivered != 1 {
 		t.Errorf("counts: %+v", c)
 	}
 }
@@ -232,11 +163,11 @@ func TestRefused(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, code, tc.want)
 		}
 	}
-	inputs, err := g.store.Inputs(session.WithTenant(context.Background(), session.DefaultTenant), "hook:c1", 0, 0)
+	inputs, err := g.Store.Inputs(channeltest.Ctx(), "hook:c1", 0, 0)
 	if err != nil || len(inputs) != 0 {
 		t.Errorf("refused requests stored %+v %v", inputs, err)
 	}
-	if c := g.hub.Counts(); c.Refused != 6 || c.Ignored != 1 {
+	if c := g.Hub.Counts(); c.Refused != 6 || c.Ignored != 1 {
 		t.Errorf("counts: %+v", c)
 	}
 	// Too large.
@@ -257,7 +188,7 @@ func TestApprovalButtons(t *testing.T) {
 	if code := g.post(msg("m1", "ana", "deploy please"), time.Now()); code != 200 {
 		t.Fatal(code)
 	}
-	g.deliverUntil("the question", func() bool { return len(g.rc.messages()) == 1 })
+	g.DeliverUntil("the question", func() bool { return len(g.rc.messages()) == 1 })
 	q := g.rc.messages()[0]
 	if len(q.Reply.Buttons) != 3 || q.Reply.Buttons[0].Label != "Approve" || !strings.Contains(q.Reply.Text, `deploy`) {
 		t.Fatalf("the question: %+v", q)
@@ -270,8 +201,7 @@ func TestApprovalButtons(t *testing.T) {
 	if code := click("k0", "ana", approve); code != 200 {
 		t.Fatal(code)
 	}
-	ctx := session.WithTenant(context.Background(), session.DefaultTenant)
-	if reqs, _ := g.r.PendingRequests(ctx, session.RequestListOptions{SessionID: "hook:c1"}); len(reqs) != 1 {
+	if reqs := g.Pending("hook:c1"); len(reqs) != 1 {
 		t.Fatalf("a press by someone who may not decide answered it: %+v", reqs)
 	}
 	for _, id := range []string{"k1", "k1", "k2"} {
@@ -279,7 +209,7 @@ func TestApprovalButtons(t *testing.T) {
 			t.Fatal(code)
 		}
 	}
-	g.deliverUntil("the edit and the answer", func() bool { return len(g.rc.messages()) == 3 })
+	g.DeliverUntil("the edit and the answer", func() bool { return len(g.rc.messages()) == 3 })
 	got := g.rc.messages()
 	if got[1].Reply.Type != "edit" || got[1].Reply.Ref != "msg-"+q.Key || !strings.Contains(got[1].Reply.Text, "Approved by boss") || len(got[1].Reply.Buttons) != 0 {
 		t.Errorf("the question's edit: %+v", got[1])
@@ -287,7 +217,7 @@ func TestApprovalButtons(t *testing.T) {
 	if got[2].Reply.Text != "deployed" {
 		t.Errorf("the answer: %+v", got[2])
 	}
-	if c := g.hub.Counts(); c.Duplicates != 2 {
+	if c := g.Hub.Counts(); c.Duplicates != 2 {
 		t.Errorf("two presses again should count as duplicates: %+v", c)
 	}
 }
@@ -299,11 +229,11 @@ func TestNotAllowed(t *testing.T) {
 	if code := g.post(msg("m1", "mallory", "hi"), time.Now()); code != 200 {
 		t.Fatal(code)
 	}
-	g.hub.Close() // the refusal is sent beside the request's answer
+	g.Hub.Close() // the refusal is sent beside the request's answer
 	if got := g.rc.messages(); len(got) != 1 || got[0].Reply.Text != "Sorry, this agent is for staff." {
 		t.Errorf("the refusal: %+v", got)
 	}
-	inputs, _ := g.store.Inputs(session.WithTenant(context.Background(), session.DefaultTenant), "hook:c1", 0, 0)
+	inputs, _ := g.Store.Inputs(channeltest.Ctx(), "hook:c1", 0, 0)
 	if len(inputs) != 0 {
 		t.Errorf("a message of a sender not allowed was stored: %+v", inputs)
 	}
@@ -322,26 +252,26 @@ func TestRetryAfter(t *testing.T) {
 	}
 	g.post(msg("m1", "ana", "hi"), time.Now())
 	// The turn ends; the first try gets 429.
-	g.deliverUntil("the first try", func() bool { return calls.Load() >= 1 })
-	items, err := g.store.OutboxOf(session.WithTenant(context.Background(), session.DefaultTenant), "hook:c1")
+	g.DeliverUntil("the first try", func() bool { return calls.Load() >= 1 })
+	items, err := g.Store.OutboxOf(channeltest.Ctx(), "hook:c1")
 	if err != nil || len(items) != 1 || items[0].State != session.OutboxPending || !strings.Contains(items[0].Error, "429") {
 		t.Fatalf("after a 429: %+v %v", items, err)
 	}
-	g.skew.Store(int64(29 * time.Second))
-	g.hub.DeliverDue(context.Background())
+	g.Skew.Store(int64(29 * time.Second))
+	g.Hub.DeliverDue(context.Background())
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("tried again before Retry-After: %d calls", n)
 	}
-	g.skew.Store(int64(31 * time.Second))
-	g.deliverUntil("the answer after Retry-After", func() bool { return len(g.rc.messages()) == 1 })
+	g.Skew.Store(int64(31 * time.Second))
+	g.DeliverUntil("the answer after Retry-After", func() bool { return len(g.rc.messages()) == 1 })
 
 	// A 400 is given up on.
 	g.rc.mu.Lock()
 	g.rc.fail = func(int) (int, string) { return http.StatusBadRequest, "" }
 	g.rc.mu.Unlock()
 	g.post(msg("m2", "ana", "again"), time.Now())
-	g.deliverUntil("the give-up", func() bool { return g.hub.Counts().Failed == 1 })
-	items, _ = g.store.OutboxOf(session.WithTenant(context.Background(), session.DefaultTenant), "hook:c1")
+	g.DeliverUntil("the give-up", func() bool { return g.Hub.Counts().Failed == 1 })
+	items, _ = g.Store.OutboxOf(channeltest.Ctx(), "hook:c1")
 	if last := items[len(items)-1]; last.State != session.OutboxFailed {
 		t.Errorf("after a 400: %+v", last)
 	}
