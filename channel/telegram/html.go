@@ -11,7 +11,7 @@ var (
 	fence  = regexp.MustCompile("(?s)```[a-zA-Z0-9_+-]*\n?(.*?)```")
 	inline = regexp.MustCompile("`([^`\n]+)`")
 	bold   = regexp.MustCompile(`\*\*([^*\n]+)\*\*`)
-	italic = regexp.MustCompile(`(^|[\s(])[*_]([^*_\n]+)[*_]`)
+	italic = regexp.MustCompile(`(^|[\s(])[*_]([^*_\s]|[^*_\s][^*_\n]*[^*_\s])[*_]`)
 	link   = regexp.MustCompile(`\[([^\]\n]+)\]\((https?://[^)\s]+)\)`)
 )
 

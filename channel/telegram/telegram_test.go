@@ -1,0 +1,238 @@
+package telegram_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentrt/agentrt/channel"
+	"github.com/agentrt/agentrt/channel/channeltest"
+	"github.com/agentrt/agentrt/channel/telegram"
+	"github.com/agentrt/agentrt/model/scripted"
+)
+
+const (
+	token  = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
+	secret = "wh-secret_1"
+)
+
+// botAPI is a fake Bot API server: it answers the methods the channel
+// calls as https://core.telegram.org/bots/api documents them, and keeps
+// the calls; fail, when set, may answer a call with an error instead.
+type botAPI struct {
+	t     *testing.T
+	mu    sync.Mutex
+	calls []call
+	next  int64
+	fail  func(method string, n int) string // an error answer's JSON, or ""
+}
+
+type call struct {
+	Method string
+	Req    map[string]any
+}
+
+func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+token+"/")
+	if !ok {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"ok":false,"error_code":404,"description":"Not Found"}`)
+		return
+	}
+	var req map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		b.t.Errorf("%s: a body that is not JSON: %v", method, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fail != nil {
+		if e := b.fail(method, len(b.calls)); e != "" {
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, e)
+			return
+		}
+	}
+	b.calls = append(b.calls, call{method, req})
+	switch method {
+	case "sendMessage":
+		b.next++
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": map[string]any{"message_id": b.next, "chat": map[string]any{"id": req["chat_id"]}, "date": 1700000000, "text": req["text"]}})
+	default:
+		_, _ = io.WriteString(w, `{"ok":true,"result":true}`)
+	}
+}
+
+func (b *botAPI) of(method string) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, c := range b.calls {
+		if c.Method == method {
+			out = append(out, c.Req)
+		}
+	}
+	return out
+}
+
+func newRig(t *testing.T, bind func(*channel.Binding), replies ...scripted.Reply) (*channeltest.Rig, *botAPI) {
+	t.Helper()
+	api := &botAPI{t: t}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	ch, err := telegram.New(telegram.Config{BotToken: token, SecretToken: secret, APIURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := channel.Binding{Name: "tg", Channel: ch}
+	if bind != nil {
+		bind(&b)
+	}
+	return channeltest.New(t, b, replies...), api
+}
+
+// update is a message update as the Bot API's documentation shows one
+// (https://core.telegram.org/bots/api#update, #message): a private chat
+// with user 111111111.
+func update(updateID, messageID int, text string) string {
+	return `{"update_id":` + itoa(updateID) + `,"message":{"message_id":` + itoa(messageID) + `,` +
+		`"from":{"id":111111111,"is_bot":false,"first_name":"Ana","username":"ana_k","language_code":"en"},` +
+		`"chat":{"id":111111111,"first_name":"Ana","username":"ana_k","type":"private"},"date":1700000000,"text":` + quote(text) + `}}`
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A message with the webhook's secret is one input however often Telegram
+// delivers it, shows "typing", and is answered with sendMessage in HTML;
+// a wrong or missing secret is 401 and nothing is stored.
+func TestMessage(t *testing.T) {
+	g, api := newRig(t, nil, scripted.Reply{Text: "Hello **Ana** <3 & `x<y`"})
+	for _, sec := range []string{"wrong", ""} {
+		if code, _ := g.Post("webhook", update(1, 10, "hi"), telegram.SecretHeader, sec); code != http.StatusUnauthorized {
+			t.Errorf("secret %q: %d, want 401", sec, code)
+		}
+	}
+	if n := len(g.Inputs("tg:111111111")); n != 0 {
+		t.Fatalf("refused updates stored %d inputs", n)
+	}
+	for range 2 {
+		if code, body := g.Post("webhook", update(1, 10, "hi"), telegram.SecretHeader, secret); code != 200 {
+			t.Fatalf("an update: %d %s", code, body)
+		}
+	}
+	g.DeliverUntil("the answer", func() bool { return len(api.of("sendMessage")) == 1 })
+	got := api.of("sendMessage")[0]
+	if got["chat_id"] != 111111111.0 || got["parse_mode"] != "HTML" || got["text"] != "Hello <b>Ana</b> &lt;3 &amp; <code>x&lt;y</code>" {
+		t.Errorf("sendMessage: %v", got)
+	}
+	if in := g.Inputs("tg:111111111"); len(in) != 1 || in[0].Key != "111111111:10" || in[0].Metadata["sender_name"] != "ana_k" {
+		t.Errorf("the inputs: %+v", in)
+	}
+	if n := len(api.of("sendChatAction")); n != 1 {
+		t.Errorf("%d typing actions, want 1", n)
+	}
+	// An edit of a message (edited_message), a bot's own message: acknowledged, not stored.
+	edited := `{"update_id":3,"edited_message":{"message_id":10,"from":{"id":111111111,"is_bot":false,"first_name":"Ana"},"chat":{"id":111111111,"type":"private"},"date":1700000001,"edit_date":1700000002,"text":"hi!"}}`
+	if code, _ := g.Post("webhook", edited, telegram.SecretHeader, secret); code != 200 {
+		t.Errorf("an edited message: %d", code)
+	}
+	if code, _ := g.Post("webhook", `{"update_id":`, telegram.SecretHeader, secret); code != 400 {
+		t.Errorf("a malformed update: %d", code)
+	}
+}
+
+// An approval is an inline keyboard; a press (a callback query) by an
+// approver answers it once, stops the button's spinner, edits the message
+// to say who approved, and the run's answer follows; a press by someone
+// else changes nothing.
+func TestApproval(t *testing.T) {
+	g, api := newRig(t, func(b *channel.Binding) { b.Approvers = []string{"222"} },
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+		scripted.Reply{Text: "deployed"})
+	g.Post("webhook", update(1, 10, "deploy"), telegram.SecretHeader, secret)
+	g.DeliverUntil("the question", func() bool { return len(api.of("sendMessage")) == 1 })
+	q := api.of("sendMessage")[0]
+	kb := q["reply_markup"].(map[string]any)["inline_keyboard"].([]any)[0].([]any)
+	if len(kb) != 3 {
+		t.Fatalf("the keyboard: %v", kb)
+	}
+	approve := kb[0].(map[string]any)["callback_data"].(string)
+	if len(approve) > 64 {
+		t.Errorf("callback_data of %d bytes: Telegram takes 64", len(approve))
+	}
+	press := func(id, from string) {
+		// https://core.telegram.org/bots/api#callbackquery
+		body := `{"update_id":5,"callback_query":{"id":` + quote(id) + `,"from":{"id":` + from + `,"is_bot":false,"first_name":"B"},` +
+			`"message":{"message_id":1,"chat":{"id":111111111,"type":"private"},"date":1700000000,"text":"…"},"chat_instance":"42","data":` + quote(approve) + `}}`
+		if code, _ := g.Post("webhook", body, telegram.SecretHeader, secret); code != 200 {
+			t.Fatalf("a press: %d", code)
+		}
+	}
+	press("cb1", "111111111")
+	if len(g.Pending("tg:111111111")) != 1 {
+		t.Fatal("a press by someone who may not approve answered the question")
+	}
+	press("cb2", "222")
+	press("cb3", "222")
+	g.DeliverUntil("the edit and the answer", func() bool { return len(api.of("sendMessage")) == 2 && len(api.of("editMessageText")) == 1 })
+	if e := api.of("editMessageText")[0]; e["message_id"] != 1.0 || !strings.Contains(e["text"].(string), "Approved by 222") || e["reply_markup"] != nil {
+		t.Errorf("the edit: %v", e)
+	}
+	if a := api.of("sendMessage")[1]; a["text"] != "deployed" {
+		t.Errorf("the answer: %v", a)
+	}
+	g.Hub.Close()
+	acks := api.of("answerCallbackQuery")
+	if len(acks) != 3 || acks[0]["text"] != "You may not decide this." {
+		t.Errorf("the presses' answers: %v", acks)
+	}
+}
+
+// 429 with parameters.retry_after: tried again after it, not before.
+func TestRetryAfter(t *testing.T) {
+	g, api := newRig(t, nil, scripted.Reply{Text: "hi"})
+	var tries int
+	api.fail = func(method string, n int) string {
+		if method != "sendMessage" {
+			return ""
+		}
+		tries++
+		if tries == 1 {
+			return `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 7","parameters":{"retry_after":7}}`
+		}
+		return ""
+	}
+	g.Post("webhook", update(1, 10, "hi"), telegram.SecretHeader, secret)
+	g.DeliverUntil("the 429", func() bool {
+		items := g.Outbox("tg:111111111")
+		return len(items) == 1 && items[0].Error != ""
+	})
+	g.Skew.Store(int64(6_000_000_000))
+	g.Hub.DeliverDue(channeltest.Ctx())
+	if n := len(api.of("sendMessage")); n != 0 {
+		t.Fatalf("sent before retry_after: %d", n)
+	}
+	g.Skew.Store(int64(8_000_000_000))
+	g.DeliverUntil("the answer", func() bool { return len(api.of("sendMessage")) == 1 })
+}
+
+// Markdown becomes the HTML Telegram takes, everything else escaped.
+func TestHTML(t *testing.T) {
+	for in, want := range map[string]string{
+		"a < b & c > d":                   "a &lt; b &amp; c &gt; d",
+		"**bold** and *it* and _it_":      "<b>bold</b> and <i>it</i> and <i>it</i>",
+		"`a<b>` then ```go\nx := <-c\n```": "<code>a&lt;b&gt;</code> then <pre>x := &lt;-c\n</pre>",
+		"[docs](https://x.dev/a?b=1&c=2)": `<a href="https://x.dev/a?b=1&amp;c=2">docs</a>`,
+		"<script>alert(1)</script>":       "&lt;script&gt;alert(1)&lt;/script&gt;",
+		"2 * 3 * 4":                       "2 * 3 * 4",
+	} {
+		if got := telegram.HTML(in); got != want {
+			t.Errorf("HTML(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
