@@ -224,12 +224,12 @@ func TestRetryAfter(t *testing.T) {
 // Markdown becomes the HTML Telegram takes, everything else escaped.
 func TestHTML(t *testing.T) {
 	for in, want := range map[string]string{
-		"a < b & c > d":                   "a &lt; b &amp; c &gt; d",
-		"**bold** and *it* and _it_":      "<b>bold</b> and <i>it</i> and <i>it</i>",
+		"a < b & c > d":                    "a &lt; b &amp; c &gt; d",
+		"**bold** and *it* and _it_":       "<b>bold</b> and <i>it</i> and <i>it</i>",
 		"`a<b>` then ```go\nx := <-c\n```": "<code>a&lt;b&gt;</code> then <pre>x := &lt;-c\n</pre>",
-		"[docs](https://x.dev/a?b=1&c=2)": `<a href="https://x.dev/a?b=1&amp;c=2">docs</a>`,
-		"<script>alert(1)</script>":       "&lt;script&gt;alert(1)&lt;/script&gt;",
-		"2 * 3 * 4":                       "2 * 3 * 4",
+		"[docs](https://x.dev/a?b=1&c=2)":  `<a href="https://x.dev/a?b=1&amp;c=2">docs</a>`,
+		"<script>alert(1)</script>":        "&lt;script&gt;alert(1)&lt;/script&gt;",
+		"2 * 3 * 4":                        "2 * 3 * 4",
 	} {
 		if got := telegram.HTML(in); got != want {
 			t.Errorf("HTML(%q) = %q, want %q", in, got, want)
