@@ -165,6 +165,9 @@ type Server struct {
 	// error shapes of adapters' paths (ShapeErrors). Both are set up
 	// before the server serves, and only read after.
 	mounted []Route
+	// verified are the path prefixes of MountVerified's routes, which
+	// the browser policy's Host and Origin rules leave to them.
+	verified []string
 	shapes  []pathShape
 
 	draining atomic.Bool // Shutdown began: no new work
@@ -301,7 +304,10 @@ type Route struct {
 	// ui routes are the inspector's (ui.go): signed in by its cookie,
 	// forms for bodies, a CSRF token on every form.
 	ui bool
-	h  http.HandlerFunc
+	// Verified routes verify their requests themselves (a platform's
+	// signature: MountVerified).
+	Verified bool
+	h        http.HandlerFunc
 }
 
 // Routes lists the server's endpoints (those Mount added included).
@@ -317,6 +323,26 @@ func (s *Server) UIRoutes() []Route { return append([]Route(nil), s.uiMounted...
 // of a request that changes something, a JSON body).
 func (s *Server) Mount(method, pattern string, stream bool, h http.Handler) {
 	s.handle(Route{Method: method, Pattern: pattern, Stream: stream, h: h.ServeHTTP})
+}
+
+// MountVerified adds the endpoint of a platform (a chat channel) whose
+// handler verifies every request itself, by a signature or a secret the
+// platform shares: it takes no API key, from any address, under any Host
+// and with any body (the platforms post form data too); the body limit
+// and the request timeout apply. The method is the pattern's.
+func (s *Server) MountVerified(method, pattern string, h http.Handler) {
+	s.verified = append(s.verified, strings.TrimSuffix(strings.Split(pattern, "{")[0], "/")+"/")
+	s.handle(Route{Method: method, Pattern: pattern, Public: true, Verified: true, h: h.ServeHTTP})
+}
+
+// verifiedPath reports whether path is under a route of MountVerified.
+func (s *Server) verifiedPath(path string) bool {
+	for _, p := range s.verified {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // handle adds rt: logged(limitBody(authenticate(acceptsBody(timeout(h))))),
@@ -338,6 +364,8 @@ func (s *Server) handle(rt Route) {
 		h = s.limitStreams(rt, h)
 	}
 	switch {
+	case rt.Verified:
+		// The handler verifies the platform's requests.
 	case rt.ui:
 		h = s.acceptsForm(rt, s.uiCSRF(h))
 		if !rt.Public {

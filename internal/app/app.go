@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/channel"
 	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/memory"
@@ -114,6 +115,9 @@ type App struct {
 	// (agentrt send, agentrt run); nil when the store keeps no inbox.
 	// RunGateway runs its loop.
 	Gateway *gateway.Gateway
+	// Channels serves the configured chat channels (channels:); nil when
+	// there are none. agentrt serve mounts it and runs its delivery.
+	Channels *channel.Hub
 
 	// built: Build is done; a model built later (configModels) says
 	// nothing (the notices are read by then, and not guarded).
@@ -376,9 +380,14 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	r, err := agentrt.NewRunner(agentrt.Config{Store: st, Agents: agents, Now: opts.Now, Observer: opts.Observer,
+	rc := agentrt.Config{Store: st, Agents: agents, Now: opts.Now, Observer: opts.Observer,
 		Owner: getenv("AGENTRT_OWNER"), LeaseTTL: cfg.LeaseTTL.Std(), MaxRecoveries: cfg.MaxRecoveries,
-		ControlPoll: cfg.ControlPoll.Std(), DefaultAgent: cfg.DefaultAgentName})
+		ControlPoll: cfg.ControlPoll.Std(), DefaultAgent: cfg.DefaultAgentName}
+	if names := cfg.ChannelNames(); len(names) > 0 && !readOnly {
+		// The channels' conversations are owed their answers (the outbox).
+		rc.Deliver = channel.Owns(names...)
+	}
+	r, err := agentrt.NewRunner(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -391,6 +400,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 	})
 	a.Store, a.Runner = st, r
 	if err := a.buildGateway(cfg, opts); err != nil {
+		return nil, err
+	}
+	if err := a.buildChannels(cfg, opts); err != nil {
 		return nil, err
 	}
 	a.followMCPTools(cfg, opts.OnMCPToolsChanged)

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/config"
@@ -10,6 +12,11 @@ import (
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/postgres"
 )
+
+// DefaultChannelDebounce is how long a channel's conversation stays
+// quiet before its turn, unless its debounce says otherwise: people on a
+// chat send a thought in several messages.
+const DefaultChannelDebounce = 1500 * time.Millisecond
 
 // GatewayConfig is the gateway's configuration from cfg's gateway block
 // and its agents' gateway settings, for runner r: input that names no
@@ -49,6 +56,15 @@ func GatewayConfig(cfg *config.Config, r *agentrt.Runner, opts Options) gateway.
 			}
 			gc.Agents[name] = settings(s)
 		}
+	}
+	for _, name := range cfg.ChannelNames() {
+		// A chat's conversation: a person writes in bursts.
+		s := settings(cfg.Channels[name].GatewaySettings)
+		s.Debounce = cmp.Or(s.Debounce, DefaultChannelDebounce)
+		if gc.Prefixes == nil {
+			gc.Prefixes = map[string]gateway.SourceConfig{}
+		}
+		gc.Prefixes[name+":"] = s
 	}
 	for name, s := range cfg.Gateway.Sources {
 		if gc.Sources == nil {

@@ -179,6 +179,13 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if err := mountProtocols(srv, a, log); err != nil {
 		return err
 	}
+	if a.Channels != nil {
+		// The platforms' requests, verified by their channels.
+		srv.MountVerified("POST", "/v1/channels/{name}/{path...}", a.Channels.Handler())
+		for _, name := range a.Config.ChannelNames() {
+			log.Info("channel", "name", name, "kind", a.Config.Channels[name].Kind, "url", "/v1/channels/"+name+"/events")
+		}
+	}
 	// Every connection holds a file descriptor: raise the limit as far as
 	// it goes, and keep half of it for what the turns open (the store,
 	// model and tool connections, MCP servers).
@@ -235,6 +242,14 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 		defer close(sweepDone)
 		sweep(gctx, a, log)
 	}()
+	deliverDone := make(chan struct{})
+	go func() {
+		defer close(deliverDone)
+		if a.Channels != nil {
+			_ = a.Channels.Run(gctx) // the outbox, to the channels' platforms
+			a.Channels.Close()
+		}
+	}()
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- hs.Serve(server.LimitConnections(hs, ln, maxConns)) }()
 
@@ -270,6 +285,7 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	stopGateway()
 	<-gwDone
 	<-sweepDone
+	<-deliverDone
 	if err := a.Runner.Shutdown(sctx); err != nil {
 		log.Warn("runs still stopping", "error", err)
 	}

@@ -1,0 +1,54 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/agentrt/agentrt/channel"
+	"github.com/agentrt/agentrt/channel/slack"
+	"github.com/agentrt/agentrt/channel/telegram"
+	"github.com/agentrt/agentrt/channel/webhook"
+	"github.com/agentrt/agentrt/config"
+)
+
+// buildChannels builds the hub of the configured channels, when there are
+// any and the app has a gateway.
+func (a *App) buildChannels(cfg *config.Config, opts Options) error {
+	names := cfg.ChannelNames()
+	if len(names) == 0 || a.Gateway == nil {
+		return nil
+	}
+	var binds []channel.Binding
+	for _, name := range names {
+		cc := cfg.Channels[name]
+		ch, err := NewChannel(cc, opts.HTTPClient)
+		if err != nil {
+			return fmt.Errorf("channel %q: %w", name, err)
+		}
+		binds = append(binds, channel.Binding{Name: name, Channel: ch, Agent: cc.Agent, Allow: cc.Allow, Refusal: cc.Refusal, Approvers: cc.Approvers})
+	}
+	hub, err := channel.New(channel.Config{Runner: a.Runner, Gateway: a.Gateway, Channels: binds, Tenant: cfg.Tenant, Now: opts.Now})
+	if err != nil {
+		return err
+	}
+	a.Channels = hub
+	return nil
+}
+
+// NewChannel makes the channel an entry of channels configures; client
+// sends to the platform (nil: one with a 30 s timeout).
+func NewChannel(cc config.Channel, client *http.Client) (channel.Channel, error) {
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	switch cc.Kind {
+	case config.ChannelTelegram:
+		return telegram.New(telegram.Config{BotToken: cc.BotToken, SecretToken: cc.SecretToken, APIURL: cc.APIURL, Client: client})
+	case config.ChannelSlack:
+		return slack.New(slack.Config{BotToken: cc.BotToken, SigningSecret: cc.SigningSecret, APIURL: cc.APIURL, Client: client})
+	case config.ChannelWebhook:
+		return webhook.New(webhook.Config{Secret: cc.Secret, ReplyURL: cc.ReplyURL, Client: client})
+	}
+	return nil, fmt.Errorf("kind %q is not one this build serves", cc.Kind)
+}
