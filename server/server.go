@@ -168,7 +168,7 @@ type Server struct {
 	// verified are the path prefixes of MountVerified's routes, which
 	// the browser policy's Host and Origin rules leave to them.
 	verified []string
-	shapes  []pathShape
+	shapes   []pathShape
 
 	draining atomic.Bool // Shutdown began: no new work
 	// streamsMu orders each stream's streams.Add before Shutdown's Wait,

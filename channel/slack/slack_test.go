@@ -188,10 +188,10 @@ func TestApprovalAndRateLimit(t *testing.T) {
 	// https://api.slack.com/reference/interaction-payloads/block-actions
 	payload, _ := json.Marshal(map[string]any{
 		"type": "block_actions", "trigger_id": "13345224609.738474920.8088930838d88f008e0",
-		"user":      map[string]any{"id": "U0BOSS", "username": "boss"},
-		"channel":   map[string]any{"id": "C2147483705", "name": "general"},
-		"container": map[string]any{"type": "message", "message_ts": "1700000000.001001", "channel_id": "C2147483705"},
-		"message":   map[string]any{"ts": "1700000000.001001", "thread_ts": "1700000000.000100", "text": "…"},
+		"user":         map[string]any{"id": "U0BOSS", "username": "boss"},
+		"channel":      map[string]any{"id": "C2147483705", "name": "general"},
+		"container":    map[string]any{"type": "message", "message_ts": "1700000000.001001", "channel_id": "C2147483705"},
+		"message":      map[string]any{"ts": "1700000000.001001", "thread_ts": "1700000000.000100", "text": "…"},
 		"response_url": "https://hooks.slack.com/actions/T/1/x",
 		"actions":      []any{map[string]any{"action_id": "agentrt_0", "block_id": "agentrt_actions", "type": "button", "value": approve, "action_ts": "1548426417.840180"}},
 	})
