@@ -489,3 +489,49 @@ func TestBrowserPolicyContentTypes(t *testing.T) {
 		t.Errorf("a chunked body without a type: %d, want 415", resp.StatusCode)
 	}
 }
+
+// A verified route (a chat platform's: MountVerified) takes no key, and is
+// left its Host, Origin and body type, which its handler verifies by the
+// platform's signature; the other routes keep the policy.
+func TestMountVerified(t *testing.T) {
+	for _, keys := range [][]server.Key{nil, {{Key: "k", Tenant: "a"}}} {
+		var got []string
+		f := newFixture(t, options{keys: keys, config: func(c *server.Config) { c.AllowedHosts = nil }})
+		f.srv.MountVerified("POST", "/v1/channels/{name}/{path...}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = append(got, r.PathValue("name")+" "+r.PathValue("path")+" "+r.Header.Get("Content-Type"))
+			w.WriteHeader(http.StatusAccepted)
+		}))
+		post := func(path, host, origin, ct string) int {
+			req, _ := http.NewRequest("POST", f.http.URL+path, strings.NewReader("payload=x"))
+			req.Host = host
+			if origin != "" {
+				req.Header.Set("Origin", origin)
+			}
+			req.Header.Set("Content-Type", ct)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.StatusCode
+		}
+		if code := post("/v1/channels/sl/events", "agents.example.com", "https://evil.example", "application/x-www-form-urlencoded"); code != http.StatusAccepted {
+			t.Errorf("keys %v: a platform's post under another Host: %d", keys != nil, code)
+		}
+		if len(got) != 1 || got[0] != "sl events application/x-www-form-urlencoded" {
+			t.Errorf("the handler got %q", got)
+		}
+		if code := post("/v1/sessions", "agents.example.com", "", "text/plain"); keys == nil && code != http.StatusMisdirectedRequest {
+			t.Errorf("keyless, another Host on the API: %d, want 421", code)
+		} else if keys != nil && code != http.StatusUnauthorized && code != http.StatusUnsupportedMediaType {
+			t.Errorf("keyed, a keyless text/plain post to the API: %d", code)
+		}
+		found := false
+		for _, rt := range f.srv.Routes() {
+			found = found || rt.Verified && rt.Pattern == "/v1/channels/{name}/{path...}"
+		}
+		if !found {
+			t.Error("Routes does not list the verified route")
+		}
+	}
+}
