@@ -91,8 +91,11 @@ func (h *Hub) deliver(ctx context.Context, it session.OutboxItem) bool {
 		h.settle(ctx, it, session.OutboxSettle{GiveUp: true, Error: err.Error()})
 		return true
 	}
-	tctx := session.WithTenant(ctx, it.Tenant)
+	// A send ends well within the claim, so that no other process takes
+	// the item over while it may still be sent here.
+	tctx, cancel := context.WithTimeout(session.WithTenant(ctx, it.Tenant), h.cfg.ClaimFor*2/3)
 	ref, err := h.send(tctx, b, to, it)
+	cancel()
 	if err == nil {
 		h.delivered.Add(1)
 		h.settle(ctx, it, session.OutboxSettle{Sent: true, Ref: ref})

@@ -57,8 +57,9 @@ type Config struct {
 	Poll time.Duration
 	// MaxBody bounds a platform's request; zero: 1 MiB.
 	MaxBody int64
-	// ClaimFor is how long a claim on an item lasts (a send must end
-	// within it, or another process may send it again); zero: a minute.
+	// ClaimFor is how long a claim on an item lasts: a send is given two
+	// thirds of it, and past it another process may send the item again.
+	// Zero: a minute.
 	ClaimFor time.Duration
 	// MaxAttempts is how many times a message is tried before it is
 	// given up; zero: 12 (backing off from a second to 5 minutes: about

@@ -2,11 +2,8 @@ package telegram_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt/channel"
@@ -20,70 +17,10 @@ const (
 	secret = "wh-secret_1"
 )
 
-// botAPI is a fake Bot API server: it answers the methods the channel
-// calls as https://core.telegram.org/bots/api documents them, and keeps
-// the calls; fail, when set, may answer a call with an error instead.
-type botAPI struct {
-	t     *testing.T
-	mu    sync.Mutex
-	calls []call
-	next  int64
-	fail  func(method string, n int) string // an error answer's JSON, or ""
-}
-
-type call struct {
-	Method string
-	Req    map[string]any
-}
-
-func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+token+"/")
-	if !ok {
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, `{"ok":false,"error_code":404,"description":"Not Found"}`)
-		return
-	}
-	var req map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		b.t.Errorf("%s: a body that is not JSON: %v", method, err)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.fail != nil {
-		if e := b.fail(method, len(b.calls)); e != "" {
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = io.WriteString(w, e)
-			return
-		}
-	}
-	b.calls = append(b.calls, call{method, req})
-	switch method {
-	case "sendMessage":
-		b.next++
-		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": map[string]any{"message_id": b.next, "chat": map[string]any{"id": req["chat_id"]}, "date": 1700000000, "text": req["text"]}})
-	default:
-		_, _ = io.WriteString(w, `{"ok":true,"result":true}`)
-	}
-}
-
-func (b *botAPI) of(method string) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for _, c := range b.calls {
-		if c.Method == method {
-			out = append(out, c.Req)
-		}
-	}
-	return out
-}
-
-func newRig(t *testing.T, bind func(*channel.Binding), replies ...scripted.Reply) (*channeltest.Rig, *botAPI) {
+func newRig(t *testing.T, bind func(*channel.Binding), replies ...scripted.Reply) (*channeltest.Rig, *channeltest.TelegramAPI) {
 	t.Helper()
-	api := &botAPI{t: t}
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	ch, err := telegram.New(telegram.Config{BotToken: token, SecretToken: secret, APIURL: srv.URL})
+	api := channeltest.NewTelegramAPI(t, token)
+	ch, err := telegram.New(telegram.Config{BotToken: token, SecretToken: secret, APIURL: api.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,16 +31,8 @@ func newRig(t *testing.T, bind func(*channel.Binding), replies ...scripted.Reply
 	return channeltest.New(t, b, replies...), api
 }
 
-// update is a message update as the Bot API's documentation shows one
-// (https://core.telegram.org/bots/api#update, #message): a private chat
-// with user 111111111.
-func update(updateID, messageID int, text string) string {
-	return `{"update_id":` + itoa(updateID) + `,"message":{"message_id":` + itoa(messageID) + `,` +
-		`"from":{"id":111111111,"is_bot":false,"first_name":"Ana","username":"ana_k","language_code":"en"},` +
-		`"chat":{"id":111111111,"first_name":"Ana","username":"ana_k","type":"private"},"date":1700000000,"text":` + quote(text) + `}}`
-}
+var update = channeltest.TelegramUpdate
 
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
@@ -125,15 +54,15 @@ func TestMessage(t *testing.T) {
 			t.Fatalf("an update: %d %s", code, body)
 		}
 	}
-	g.DeliverUntil("the answer", func() bool { return len(api.of("sendMessage")) == 1 })
-	got := api.of("sendMessage")[0]
+	g.DeliverUntil("the answer", func() bool { return len(api.Of("sendMessage")) == 1 })
+	got := api.Of("sendMessage")[0]
 	if got["chat_id"] != 111111111.0 || got["parse_mode"] != "HTML" || got["text"] != "Hello <b>Ana</b> &lt;3 &amp; <code>x&lt;y</code>" {
 		t.Errorf("sendMessage: %v", got)
 	}
 	if in := g.Inputs("tg:111111111"); len(in) != 1 || in[0].Key != "111111111:10" || in[0].Metadata["sender_name"] != "ana_k" {
 		t.Errorf("the inputs: %+v", in)
 	}
-	if n := len(api.of("sendChatAction")); n != 1 {
+	if n := len(api.Of("sendChatAction")); n != 1 {
 		t.Errorf("%d typing actions, want 1", n)
 	}
 	// An edit of a message (edited_message), a bot's own message: acknowledged, not stored.
@@ -155,8 +84,8 @@ func TestApproval(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
 		scripted.Reply{Text: "deployed"})
 	g.Post("webhook", update(1, 10, "deploy"), telegram.SecretHeader, secret)
-	g.DeliverUntil("the question", func() bool { return len(api.of("sendMessage")) == 1 })
-	q := api.of("sendMessage")[0]
+	g.DeliverUntil("the question", func() bool { return len(api.Of("sendMessage")) == 1 })
+	q := api.Of("sendMessage")[0]
 	kb := q["reply_markup"].(map[string]any)["inline_keyboard"].([]any)[0].([]any)
 	if len(kb) != 3 {
 		t.Fatalf("the keyboard: %v", kb)
@@ -179,15 +108,15 @@ func TestApproval(t *testing.T) {
 	}
 	press("cb2", "222")
 	press("cb3", "222")
-	g.DeliverUntil("the edit and the answer", func() bool { return len(api.of("sendMessage")) == 2 && len(api.of("editMessageText")) == 1 })
-	if e := api.of("editMessageText")[0]; e["message_id"] != 1.0 || !strings.Contains(e["text"].(string), "Approved by 222") || e["reply_markup"] != nil {
+	g.DeliverUntil("the edit and the answer", func() bool { return len(api.Of("sendMessage")) == 2 && len(api.Of("editMessageText")) == 1 })
+	if e := api.Of("editMessageText")[0]; e["message_id"] != 1.0 || !strings.Contains(e["text"].(string), "Approved by 222") || e["reply_markup"] != nil {
 		t.Errorf("the edit: %v", e)
 	}
-	if a := api.of("sendMessage")[1]; a["text"] != "deployed" {
+	if a := api.Of("sendMessage")[1]; a["text"] != "deployed" {
 		t.Errorf("the answer: %v", a)
 	}
 	g.Hub.Close()
-	acks := api.of("answerCallbackQuery")
+	acks := api.Of("answerCallbackQuery")
 	if len(acks) != 3 || acks[0]["text"] != "You may not decide this." {
 		t.Errorf("the presses' answers: %v", acks)
 	}
@@ -197,7 +126,7 @@ func TestApproval(t *testing.T) {
 func TestRetryAfter(t *testing.T) {
 	g, api := newRig(t, nil, scripted.Reply{Text: "hi"})
 	var tries int
-	api.fail = func(method string, n int) string {
+	api.Fail = func(method string, n int) string {
 		if method != "sendMessage" {
 			return ""
 		}
@@ -214,11 +143,11 @@ func TestRetryAfter(t *testing.T) {
 	})
 	g.Skew.Store(int64(6_000_000_000))
 	g.Hub.DeliverDue(channeltest.Ctx())
-	if n := len(api.of("sendMessage")); n != 0 {
+	if n := len(api.Of("sendMessage")); n != 0 {
 		t.Fatalf("sent before retry_after: %d", n)
 	}
 	g.Skew.Store(int64(8_000_000_000))
-	g.DeliverUntil("the answer", func() bool { return len(api.of("sendMessage")) == 1 })
+	g.DeliverUntil("the answer", func() bool { return len(api.Of("sendMessage")) == 1 })
 }
 
 // Markdown becomes the HTML Telegram takes, everything else escaped.

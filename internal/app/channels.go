@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/channel"
 	"github.com/agentrt/agentrt/channel/slack"
 	"github.com/agentrt/agentrt/channel/telegram"
@@ -28,7 +29,14 @@ func (a *App) buildChannels(cfg *config.Config, opts Options) error {
 		}
 		binds = append(binds, channel.Binding{Name: name, Channel: ch, Agent: cc.Agent, Allow: cc.Allow, Refusal: cc.Refusal, Approvers: cc.Approvers})
 	}
-	hub, err := channel.New(channel.Config{Runner: a.Runner, Gateway: a.Gateway, Channels: binds, Tenant: cfg.Tenant, Now: opts.Now})
+	// A claim on a message lasts as a session's lease does: as long as
+	// another process waits before it takes over a dead one's work.
+	claim := cfg.LeaseTTL.Std()
+	if claim <= 0 {
+		claim = agentrt.DefaultLeaseTTL
+	}
+	hub, err := channel.New(channel.Config{Runner: a.Runner, Gateway: a.Gateway, Channels: binds, Tenant: cfg.Tenant, Now: opts.Now,
+		ClaimFor: claim})
 	if err != nil {
 		return err
 	}
