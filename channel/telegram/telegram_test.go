@@ -33,7 +33,6 @@ func newRig(t *testing.T, bind func(*channel.Binding), replies ...scripted.Reply
 
 var update = channeltest.TelegramUpdate
 
-
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // A message with the webhook's secret is one input however often Telegram
