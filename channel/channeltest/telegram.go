@@ -14,7 +14,9 @@ import (
 // the telegram channel calls as https://core.telegram.org/bots/api
 // documents them, and keeps the calls. Fail, when set, may answer a call
 // with an error instead (its JSON); Hold, when set, holds the answer of a
-// call for which it returns a channel, until the channel is closed.
+// call for which it returns a channel, until the channel is closed (n
+// counts the method's calls, this one's included). Both are called with
+// the server's lock held.
 type TelegramAPI struct {
 	URL   string
 	Token string
@@ -24,7 +26,7 @@ type TelegramAPI struct {
 	calls []TelegramCall
 	next  int64
 	Fail  func(method string, n int) string
-	Hold  func(method string) chan struct{}
+	Hold  func(method string, n int) chan struct{}
 }
 
 // TelegramCall is a call of the Bot API: its method and its JSON body.
@@ -69,7 +71,13 @@ func (a *TelegramAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := a.next
 	var hold chan struct{}
 	if a.Hold != nil {
-		hold = a.Hold(method)
+		n := 0
+		for _, c := range a.calls {
+			if c.Method == method {
+				n++
+			}
+		}
+		hold = a.Hold(method, n)
 	}
 	a.mu.Unlock()
 	if hold != nil {

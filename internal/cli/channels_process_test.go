@@ -1,0 +1,165 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/channel/channeltest"
+	"github.com/agentrt/agentrt/channel/telegram"
+	"github.com/agentrt/agentrt/internal/testenv"
+)
+
+// A Telegram channel on agentrt serve (SQLite) through kill -9 at each
+// point where a message can be lost: after the 2xx and before its turn,
+// during the turn, and between the answer's send and its mark. Every
+// message Telegram had a 2xx for is answered; the answer the process was
+// killed in the middle of sending is sent again (the Bot API has no
+// idempotency key: docs/channels.md says so).
+func TestChannelThroughKills(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve")
+	const token = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
+	api := channeltest.NewTelegramAPI(t, token)
+	e := newEnv(t, "", nil)
+	base, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// config writes a config whose model says replies (YAML list items),
+	// with the conversations' debounce, and starts agentrt serve on it.
+	n := 0
+	start := func(debounce string, replies ...string) *serveProc {
+		t.Helper()
+		n++
+		script := fmt.Sprintf("m%d.yaml", n)
+		writeFile(t, filepath.Join(e.dir, script), "replies:\n"+strings.Join(replies, ""))
+		e.config = filepath.Join(e.dir, fmt.Sprintf("agentrt%d.yaml", n))
+		writeFile(t, e.config, string(base)+fmt.Sprintf(`lease_ttl: 2s
+server: {shutdown_grace: 1s}
+models:
+  m: {provider: scripted, script: %s}
+agents:
+  assistant: {model: m}
+channels:
+  tg:
+    kind: telegram
+    bot_token: "%s"
+    secret_token: sek
+    api_url: %s
+    debounce: %s
+`, script, token, api.URL, debounce))
+		return startServe(t, e, nil)
+	}
+	post := func(s *serveProc, update string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", s.url+"/v1/channels/tg/webhook", strings.NewReader(update))
+		req.Header.Set(telegram.SecretHeader, "sek")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("the update: %d", res.StatusCode)
+		}
+	}
+	kill := func(s *serveProc) {
+		t.Helper()
+		s.signal(syscall.SIGKILL)
+		s.wait()
+	}
+	sent := func() []string {
+		var out []string
+		for _, m := range api.Of("sendMessage") {
+			out = append(out, m["text"].(string))
+		}
+		return out
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(procTimeout)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not happen; sent: %q", what, sent())
+			}
+			time.Sleep(20 * time.Millisecond) // polls the fake platform; orders nothing
+		}
+	}
+
+	// 1. Killed after the 2xx, before the turn (a debounce of an hour).
+	s := start("1h", "  - text: never said\n")
+	post(s, channeltest.TelegramUpdate(1, 10, "one"))
+	kill(s)
+	s = start("1ms", "  - text: answer one\n")
+	waitFor("the first answer", func() bool { return len(sent()) == 1 })
+	kill(s)
+
+	// 2. Killed during the turn (the model takes an hour).
+	s = start("1ms", "  - text: answer one\n", "  - text: never said\n    delay: 1h\n")
+	post(s, channeltest.TelegramUpdate(2, 11, "two"))
+	waitFor("the second turn's model call", func() bool { return modelStarted(t, s, "tg:111111111") >= 2 })
+	kill(s)
+	hold := make(chan struct{})
+	api.Set(func() {
+		api.Hold = func(method string, n int) chan struct{} {
+			if method == "sendMessage" && n >= 3 {
+				return hold
+			}
+			return nil
+		}
+	})
+	s = start("1ms", "  - text: answer one\n", "  - text: answer two\n", "  - text: answer three\n")
+	waitFor("the second answer, once the lease expired", func() bool { return len(sent()) == 2 })
+
+	// 3. Killed between the answer's send and its mark: the platform has
+	// it, the outbox does not know.
+	post(s, channeltest.TelegramUpdate(3, 12, "three"))
+	waitFor("the third answer's send", func() bool { return len(sent()) == 3 })
+	kill(s)
+	close(hold)
+	api.Set(func() { api.Hold = nil })
+	s = start("1ms", "  - text: answer one\n", "  - text: answer two\n", "  - text: answer three\n")
+	waitFor("the third answer again, once the claim lapsed", func() bool { return len(sent()) == 4 })
+	s.stopOK()
+	want := []string{"answer one", "answer two", "answer three", "answer three"}
+	if got := sent(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("sent %q, want %q", got, want)
+	}
+	// Each message was one input.
+	r := e.must(0, "inbox", "list", "--source", "tg:111111111")
+	if c := strings.Count(r.out, "answered"); c != 3 {
+		t.Errorf("the inbox has %d answered inputs, want 3:\n%s", c, r.out)
+	}
+}
+
+// modelStarted counts the model calls in session id's log.
+func modelStarted(t *testing.T, s *serveProc, id string) int {
+	t.Helper()
+	res, err := http.Get(s.url + "/v1/sessions/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var page struct {
+		Events []struct {
+			Type string `json:"type"`
+		} `json:"events"`
+	}
+	if res.StatusCode != 200 || json.NewDecoder(res.Body).Decode(&page) != nil {
+		return 0
+	}
+	n := 0
+	for _, ev := range page.Events {
+		if ev.Type == "model_started" {
+			n++
+		}
+	}
+	return n
+}
