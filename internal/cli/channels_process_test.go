@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -127,6 +128,23 @@ channels:
 	api.Set(func() { api.Hold = nil })
 	s = start("1ms", "  - text: answer one\n", "  - text: answer two\n", "  - text: answer three\n")
 	waitFor("the third answer again, once the claim lapsed", func() bool { return len(sent()) == 4 })
+	// What the channel did shows in the metrics: a bad secret is counted.
+	req, _ := http.NewRequest("POST", s.url+"/v1/channels/tg/webhook", strings.NewReader(channeltest.TelegramUpdate(9, 19, "x")))
+	req.Header.Set(telegram.SecretHeader, "wrong")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong secret: %v %v", res, err)
+	}
+	res, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`agentrt_channel_deliveries_total{outcome="delivered"} 1`, `agentrt_channel_requests_total{outcome="refused"} 1`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	s.stopOK()
 	want := []string{"answer one", "answer two", "answer three", "answer three"}
 	if got := sent(); strings.Join(got, "|") != strings.Join(want, "|") {

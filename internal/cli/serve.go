@@ -2,31 +2,29 @@ package cli
 
 import (
 	"context"
-	"sync/atomic"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"github.com/agentrt/agentrt/telemetry"
-
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/channel"
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/session/postgres"
+	"github.com/agentrt/agentrt/telemetry"
 )
 
 // DefaultAddr is where agentrt serve listens unless told otherwise.
@@ -379,6 +377,12 @@ func newKeysCmd(g *globals) *cobra.Command {
 // storeGauges registers the gauges read at each scrape: the requests
 // waiting for a person and the inputs waiting in the inbox, of every
 // tenant (from the store), and the gateway's abandoned modules.
+// The helps of the channels' counters.
+const (
+	channelRequestsHelp   = "What the channels' platforms sent, by outcome: messages and presses received, requests refused (a bad signature, a sender not allowed), events ignored (edits, joins, unknown types), duplicates (a platform's retries)."
+	channelDeliveriesHelp = "Messages sent to the channels' platforms from the outbox, by outcome: delivered, retried later, failed (given up)."
+)
+
 func storeGauges(reg prometheus.Registerer, a *app.App) error {
 	if ri, ok := a.Store.(session.RequestIndex); ok {
 		err := telemetry.GaugeFunc(reg, "pending_requests", "Requests waiting for a person, every tenant's.", 0,
@@ -412,6 +416,27 @@ func storeGauges(reg prometheus.Registerer, a *app.App) error {
 			func(context.Context) (float64, error) { return float64(ms.Evicted()), nil })
 		if err != nil {
 			return err
+		}
+	}
+	if hub := a.Channels; hub != nil {
+		// What the channels' platforms sent, and what was delivered to them.
+		for _, c := range []struct {
+			name, help, outcome string
+			count               func(channel.Counts) int64
+		}{
+			{"channel_requests_total", channelRequestsHelp, "received", func(c channel.Counts) int64 { return c.Received }},
+			{"channel_requests_total", channelRequestsHelp, "refused", func(c channel.Counts) int64 { return c.Refused }},
+			{"channel_requests_total", channelRequestsHelp, "ignored", func(c channel.Counts) int64 { return c.Ignored }},
+			{"channel_requests_total", channelRequestsHelp, "duplicate", func(c channel.Counts) int64 { return c.Duplicates }},
+			{"channel_deliveries_total", channelDeliveriesHelp, "delivered", func(c channel.Counts) int64 { return c.Delivered }},
+			{"channel_deliveries_total", channelDeliveriesHelp, "retried", func(c channel.Counts) int64 { return c.Retried }},
+			{"channel_deliveries_total", channelDeliveriesHelp, "failed", func(c channel.Counts) int64 { return c.Failed }},
+		} {
+			err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "agentrt", Name: c.name, Help: c.help,
+				ConstLabels: prometheus.Labels{"outcome": c.outcome}}, func() float64 { return float64(c.count(hub.Counts())) }))
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if ib, ok := a.Store.(session.Inbox); ok {
