@@ -41,6 +41,12 @@ type Rig struct {
 // agent, "assistant", says replies in order.
 func New(t testing.TB, b channel.Binding, replies ...scripted.Reply) *Rig {
 	t.Helper()
+	return NewWith(t, b, gateway.Config{}, replies...)
+}
+
+// NewWith is New with the gateway's configuration (its Runner is set).
+func NewWith(t testing.TB, b channel.Binding, gc gateway.Config, replies ...scripted.Reply) *Rig {
+	t.Helper()
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +65,8 @@ func New(t testing.TB, b channel.Binding, replies ...scripted.Reply) *Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Runner: r})
+	gc.Runner = r
+	gw, err := gateway.New(gc)
 	if err != nil {
 		t.Fatal(err)
 	}

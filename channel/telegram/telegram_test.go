@@ -5,11 +5,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/channel"
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/telegram"
+	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
 )
 
 const (
@@ -162,5 +165,41 @@ func TestHTML(t *testing.T) {
 		if got := telegram.HTML(in); got != want {
 			t.Errorf("HTML(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Three messages a person sends within the debounce are one turn, which
+// reads them all, and one answer.
+func TestBurstIsOneTurn(t *testing.T) {
+	api := channeltest.NewTelegramAPI(t, token)
+	ch, err := telegram.New(telegram.Config{BotToken: token, SecretToken: secret, APIURL: api.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := channeltest.NewWith(t, channel.Binding{Name: "tg", Channel: ch}, gateway.Config{Debounce: time.Second},
+		scripted.Reply{Text: "refund for order 43 on its way", Expect: &scripted.Expect{LastUserContains: "sorry, 43"}})
+	for i, text := range []string{"hi, I need a refund", "order 42", "sorry, 43"} {
+		if code, _ := g.Post("webhook", update(i+1, 10+i, text), telegram.SecretHeader, secret); code != 200 {
+			t.Fatal(code)
+		}
+	}
+	g.DeliverUntil("the answer", func() bool { return len(api.Of("sendMessage")) == 1 })
+	if got := api.Of("sendMessage")[0]["text"]; got != "refund for order 43 on its way" {
+		t.Errorf("the answer: %v", got)
+	}
+	var turns int
+	for ev, err := range g.Store.Events(channeltest.Ctx(), "tg:111111111", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == session.TypeRunStarted {
+			turns++
+			if in := ev.Data.(*session.RunStarted).Input; !strings.Contains(in, "order 42") || !strings.Contains(in, "refund") {
+				t.Errorf("the turn's input: %q", in)
+			}
+		}
+	}
+	if turns != 1 {
+		t.Errorf("%d turns, want 1", turns)
 	}
 }
