@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -38,43 +39,35 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 }
 
-// DeliverDue claims the items due now and delivers them, a conversation's
-// in order and conversations at once (at most Workers), and returns once
-// all are settled.
+// DeliverDue delivers what is due now: it claims each conversation's
+// oldest pending message (the store gives one a conversation, so that
+// they go out in order), sends them at once (at most Workers), and
+// settles each; while some were sent, it looks again (a conversation's
+// next). It returns once all it claimed are settled.
 func (h *Hub) DeliverDue(ctx context.Context) error {
-	now := h.cfg.Now()
-	items, err := h.outbox.ClaimOutbox(ctx, h.cfg.Owner, now, now.Add(h.cfg.ClaimFor), 256)
-	if err != nil || len(items) == 0 {
-		return err
-	}
-	bySession := map[string][]session.OutboxItem{}
-	var order []string
-	for _, it := range items {
-		k := it.Tenant + "\x00" + it.SessionID
-		if _, ok := bySession[k]; !ok {
-			order = append(order, k)
+	for range 64 { // a burst's worth; the next poll goes on
+		now := h.cfg.Now()
+		items, err := h.outbox.ClaimOutbox(ctx, h.cfg.Owner, now, now.Add(h.cfg.ClaimFor), 256)
+		if err != nil || len(items) == 0 {
+			return err
 		}
-		bySession[k] = append(bySession[k], it)
-	}
-	sem := make(chan struct{}, h.cfg.Workers)
-	var wg sync.WaitGroup
-	for _, k := range order {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			for i, it := range bySession[k] {
-				if !h.deliver(ctx, it) {
-					// Not sent: the conversation's later items wait for
-					// it. Their claims are let go.
-					for _, later := range bySession[k][i+1:] {
-						h.settle(ctx, later, session.OutboxSettle{Due: h.cfg.Now(), Error: later.Error})
-					}
-					return
+		var sent atomic.Int64
+		sem := make(chan struct{}, h.cfg.Workers)
+		var wg sync.WaitGroup
+		for _, it := range items {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if h.deliver(ctx, it) {
+					sent.Add(1)
 				}
-			}
-		})
+			})
+		}
+		wg.Wait()
+		if sent.Load() == 0 || ctx.Err() != nil {
+			return nil
+		}
 	}
-	wg.Wait()
 	return nil
 }
 

@@ -62,11 +62,11 @@ type OutboxSettle struct {
 // transaction, claimed by a deliverer, settled once sent or given up.
 // Items are kept with their session, and deleted with it.
 type Outbox interface {
-	// ClaimOutbox claims for owner, until until, at most limit pending
-	// items of every tenant that are due at now and whose claim (if any)
-	// has lapsed by now, oldest (by ID) first, and counts an attempt of
-	// each. An item is not claimed while its session has an older pending
-	// item it cannot claim (a conversation's messages go out in order).
+	// ClaimOutbox claims for owner, until until, at most limit items of
+	// every tenant, each its session's oldest pending item (a
+	// conversation's messages go out in order, one at a time), when it is
+	// due at now and its claim (if any) has lapsed by now; oldest (by ID)
+	// first. It counts an attempt of each.
 	ClaimOutbox(ctx context.Context, owner string, now, until time.Time, limit int) ([]OutboxItem, error)
 	// SettleOutbox records how owner's attempt at item id ended. An item
 	// that is not pending, or that owner no longer holds a claim on

@@ -66,17 +66,17 @@ func (st *Store) ClaimOutbox(ctx context.Context, owner string, now, until time.
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var out []session.OutboxItem
-	blocked := map[key]bool{} // sessions with an older pending item not claimed here
+	seen := map[key]bool{} // sessions whose oldest pending item was looked at
 	for _, o := range st.outbox.pending {
 		if limit > 0 && len(out) == limit {
 			break
 		}
 		k := key{o.Tenant, o.SessionID}
-		if blocked[k] {
+		if seen[k] {
 			continue
 		}
+		seen[k] = true
 		if o.Due.After(now) || (o.owner != "" && o.until.After(now)) {
-			blocked[k] = true
 			continue
 		}
 		o.owner, o.until = owner, until

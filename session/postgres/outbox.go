@@ -19,15 +19,14 @@ const outboxColumns = `id, tenant, session_id, seq, kind, source, state, attempt
 // from, which a concurrent claim could be taking.
 const outboxClaimLock = 7422466824
 
-// claimOutboxSQL claims for owner $1 until $2 the pending items due at
-// $3 whose claim has lapsed and whose session has no older pending item
-// that cannot be claimed, oldest first, at most $4 (NULL: all).
+// claimOutboxSQL claims for owner $1 until $2 the items that are their
+// session's oldest pending one, due at $3 and whose claim has lapsed,
+// oldest first, at most $4 (NULL: all).
 const claimOutboxSQL = `UPDATE outbox SET owner = $1, until = $2, attempts = attempts + 1
 	WHERE id IN (SELECT o.id FROM outbox o
 		WHERE o.state = 'pending' AND o.due <= $3 AND (o.owner = '' OR o.until <= $3)
 		AND NOT EXISTS (SELECT 1 FROM outbox p
-			WHERE p.tenant = o.tenant AND p.session_id = o.session_id AND p.state = 'pending' AND p.id < o.id
-			AND (p.due > $3 OR (p.owner <> '' AND p.until > $3)))
+			WHERE p.tenant = o.tenant AND p.session_id = o.session_id AND p.state = 'pending' AND p.id < o.id)
 		ORDER BY o.id LIMIT $4)
 	RETURNING ` + outboxColumns
 

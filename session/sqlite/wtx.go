@@ -164,15 +164,14 @@ var writeSQL = [numStmts]string{
 	sDeleteSessionRecords: `DELETE FROM records WHERE tenant = ? AND session_id = ?`,
 	// A message owed: tenant, session, seq, kind, source, due and created.
 	sInsertOutbox: `INSERT INTO outbox (tenant, session_id, seq, kind, source, due, created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-	// Claims for owner ?1 until ?2 the pending items due at ?3 whose
-	// claim has lapsed and whose session has no older pending item that
-	// cannot be claimed, oldest first, at most ?4 (negative: all).
+	// Claims for owner ?1 until ?2 the items that are their session's
+	// oldest pending one, due at ?3 and whose claim has lapsed, oldest
+	// first, at most ?4 (negative: all).
 	sClaimOutbox: `UPDATE outbox SET owner = ?1, until = ?2, attempts = attempts + 1
 		WHERE id IN (SELECT o.id FROM outbox o
 			WHERE o.state = 'pending' AND o.due <= ?3 AND (o.owner = '' OR o.until <= ?3)
 			AND NOT EXISTS (SELECT 1 FROM outbox p INDEXED BY outbox_pending
-				WHERE p.tenant = o.tenant AND p.session_id = o.session_id AND p.state = 'pending' AND p.id < o.id
-				AND (p.due > ?3 OR (p.owner != '' AND p.until > ?3)))
+				WHERE p.tenant = o.tenant AND p.session_id = o.session_id AND p.state = 'pending' AND p.id < o.id)
 			ORDER BY o.id LIMIT ?4 + 0)
 		RETURNING ` + outboxColumns,
 	// Settles item ?5 of owner ?6: state, ref, error, due.

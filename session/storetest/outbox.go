@@ -143,30 +143,35 @@ func testOutboxClaimInOrder(t *testing.T, s session.Store, o session.Outbox) {
 	owe(t, s, "s2", 0, 1, "chat:2", at(2*time.Second))
 	owe(t, s, "s1", 1, 1, "chat:1", at(3*time.Second))
 	now := at(time.Minute)
-	// Oldest first, a session's items together in one claim.
-	if got := itemIDs(claim(t, o, "a", now, 0)); !cmp.Equal(got, []string{"s1:1", "s2:1", "s1:2"}) {
+	// Oldest first, a session's oldest pending item only.
+	if got := itemIDs(claim(t, o, "a", now, 0)); !cmp.Equal(got, []string{"s1:1", "s2:1"}) {
 		t.Fatalf("the first claim: %v", got)
 	}
-	// All are claimed now: another owner gets nothing.
+	// Claimed now, they hold their sessions' next back: another owner
+	// gets nothing.
 	if got := claim(t, o, "b", now, 0); len(got) != 0 {
-		t.Fatalf("a claim of claimed items: %v", itemIDs(got))
+		t.Fatalf("a claim while the oldest are claimed: %v", itemIDs(got))
 	}
 	items := outboxOf(t, o, "s1")
 	if err := o.SettleOutbox(t.Context(), items[0].ID, "a", session.OutboxSettle{Sent: true, Ref: "m1"}); err != nil {
 		t.Fatal(err)
 	}
-	// A session's next item waits for the one before it: s1:2 after s1:1
-	// is settled and a's claim lapsed; a limit stops at s1's first.
+	// s1's next is its oldest pending now; s2's claim has not lapsed.
 	owe(t, s, "s1", 2, 1, "chat:1", at(4*time.Second))
-	later := now.Add(2 * time.Minute)
-	if got := itemIDs(claim(t, o, "b", later, 1)); !cmp.Equal(got, []string{"s2:1"}) {
-		t.Errorf("a claim of one: %v, want s2's", got)
+	if got := itemIDs(claim(t, o, "b", now, 0)); !cmp.Equal(got, []string{"s1:2"}) {
+		t.Errorf("the next claim: %v, want s1's second", got)
 	}
-	if got := itemIDs(claim(t, o, "b", later, 0)); !cmp.Equal(got, []string{"s1:2", "s1:3"}) {
-		t.Errorf("the next claim: %v, want s1's two", got)
+	// Once the claims lapsed, a limit of one takes the oldest (s2's),
+	// and the next claim s1's second again.
+	later := now.Add(2 * time.Minute)
+	if got := itemIDs(claim(t, o, "c", later, 1)); !cmp.Equal(got, []string{"s2:1"}) {
+		t.Errorf("a claim of one: %v, want s2's (a's claim lapsed)", got)
+	}
+	if got := itemIDs(claim(t, o, "c", later, 1)); !cmp.Equal(got, []string{"s1:2"}) {
+		t.Errorf("the next claim of one: %v, want s1's second again (b's claim lapsed)", got)
 	}
 	got := outboxOf(t, o, "s1")
-	if got[0].State != session.OutboxSent || got[0].Ref != "m1" || got[0].Attempts != 1 || got[1].Attempts != 2 {
+	if got[0].State != session.OutboxSent || got[0].Ref != "m1" || got[0].Attempts != 1 || got[1].Attempts != 2 || got[2].Attempts != 0 {
 		t.Errorf("s1's items: %+v", got)
 	}
 }
@@ -292,7 +297,10 @@ func testOutboxWithRequestsAndAnswers(t *testing.T, s session.Store, o session.O
 			Time: at(3 * time.Second), Agent: "assistant", Data: resolved("r1")}
 		commit(t, s, &session.Commit{SessionID: "s1", ExpectSeq: 1, Events: []*session.Event{done}, Status: session.StatusRunning, Time: at(3 * time.Second),
 			Answers: []string{in2.ID}, RunID: "run-2", Outbox: []session.OutboxItem{{SessionID: "s1", Seq: 2, Kind: "input_resolved", Source: "chat:1"}}})
-		want = 3
+		want = 2 // s1's first and s2's; s1's second after its first
+		if items := outboxOf(t, o, "s1"); len(items) != 2 || items[1].Kind != "input_resolved" {
+			t.Errorf("s1 owes %+v", items)
+		}
 	}
 	got := claim(t, o, "a", at(time.Minute), 0)
 	if len(got) != want {
