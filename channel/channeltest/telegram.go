@@ -116,9 +116,14 @@ func (a *TelegramAPI) Set(fn func()) {
 // one (https://core.telegram.org/bots/api#update, #message): a private
 // chat with user 111111111.
 func TelegramUpdate(updateID, messageID int, text string) string {
+	return TelegramUpdateIn(111111111, updateID, messageID, text)
+}
+
+// TelegramUpdateIn is TelegramUpdate in the private chat of user chat.
+func TelegramUpdateIn(chat int64, updateID, messageID int, text string) string {
 	b, _ := json.Marshal(map[string]any{"update_id": updateID, "message": map[string]any{"message_id": messageID,
-		"from": map[string]any{"id": 111111111, "is_bot": false, "first_name": "Ana", "username": "ana_k", "language_code": "en"},
-		"chat": map[string]any{"id": 111111111, "first_name": "Ana", "username": "ana_k", "type": "private"},
+		"from": map[string]any{"id": chat, "is_bot": false, "first_name": "Ana", "username": "ana_k", "language_code": "en"},
+		"chat": map[string]any{"id": chat, "first_name": "Ana", "username": "ana_k", "type": "private"},
 		"date": 1700000000, "text": text}})
 	return string(b)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/telegram"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/internal/testenv"
 )
 
@@ -180,4 +181,73 @@ func modelStarted(t *testing.T, s *serveProc, id string) int {
 		}
 	}
 	return n
+}
+
+// Two replicas of agentrt serve on one Postgres, the platform posting
+// each conversation's burst of messages to both: every conversation is
+// answered once, in one turn that read its three messages.
+func TestChannelReplicasOnPostgres(t *testing.T) {
+	t.Parallel()
+	testenv.SkipShort(t, "runs agentrt serve twice")
+	dsn, _ := pgtest.Schema(t)
+	const token = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
+	api := channeltest.NewTelegramAPI(t, token)
+	e := newEnvStore(t, dsn, fmt.Sprintf(`server: {shutdown_grace: 1s}
+models:
+  m: {provider: scripted, script: m.yaml}
+agents:
+  assistant: {model: m}
+channels:
+  tg:
+    kind: telegram
+    bot_token: "%s"
+    secret_token: sek
+    api_url: %s
+    debounce: 1s
+`, token, api.URL), map[string]string{"m.yaml": "replies:\n  - text: one answer\n    expect: {last_user_contains: third}\n"})
+	a, b := startServe(t, e, nil), startServe(t, e, nil)
+	const chats = 12
+	for i := range chats {
+		for j, text := range []string{"first", "second", "third"} {
+			s := a
+			if (i+j)%2 == 1 {
+				s = b
+			}
+			req, _ := http.NewRequest("POST", s.url+"/v1/channels/tg/webhook",
+				strings.NewReader(channeltest.TelegramUpdateIn(int64(1000+i), 3*i+j, 100+j, text)))
+			req.Header.Set(telegram.SecretHeader, "sek")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != 200 {
+				t.Fatalf("an update: %d", res.StatusCode)
+			}
+		}
+	}
+	deadline := time.Now().Add(procTimeout)
+	for len(api.Of("sendMessage")) < chats {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d answers of %d", len(api.Of("sendMessage")), chats)
+		}
+		time.Sleep(20 * time.Millisecond) // polls the fake platform; orders nothing
+	}
+	a.stopOK()
+	b.stopOK()
+	per := map[float64]int{}
+	for _, m := range api.Of("sendMessage") {
+		if m["text"] != "one answer" {
+			t.Errorf("an answer: %v", m)
+		}
+		per[m["chat_id"].(float64)]++
+	}
+	for chat, n := range per {
+		if n != 1 {
+			t.Errorf("chat %v got %d answers", chat, n)
+		}
+	}
+	if len(per) != chats {
+		t.Errorf("%d chats answered, want %d", len(per), chats)
+	}
 }
