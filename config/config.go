@@ -643,14 +643,15 @@ const (
 	ChannelTelegram = "telegram"
 	ChannelSlack    = "slack"
 	ChannelWebhook  = "webhook"
+	ChannelWhatsApp = "whatsapp"
 )
 
 // ChannelKinds are the kinds of channel this build serves.
-var ChannelKinds = []string{ChannelSlack, ChannelTelegram, ChannelWebhook}
+var ChannelKinds = []string{ChannelSlack, ChannelTelegram, ChannelWebhook, ChannelWhatsApp}
 
 // Channel is one entry of channels: a platform connection of an agent.
 type Channel struct {
-	// Kind is slack, telegram or webhook.
+	// Kind is slack, telegram, webhook or whatsapp.
 	Kind string `yaml:"kind"`
 	// Agent talks in the channel's conversations; empty: the default
 	// agent.
@@ -678,6 +679,13 @@ type Channel struct {
 	// messages are posted.
 	Secret   string `yaml:"secret,omitempty"`
 	ReplyURL string `yaml:"reply_url,omitempty"`
+	// WhatsApp: the access token, the app's secret (which signs the
+	// notifications), the webhook's verify token, the business number's
+	// id.
+	AccessToken   string `yaml:"access_token,omitempty"`
+	AppSecret     string `yaml:"app_secret,omitempty"`
+	VerifyToken   string `yaml:"verify_token,omitempty"`
+	PhoneNumberID string `yaml:"phone_number_id,omitempty"`
 }
 
 // ChannelNames returns the names of the configured channels, sorted.

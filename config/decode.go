@@ -516,6 +516,10 @@ func (d *decoder) channel(n *yaml.Node, path string, ch *Channel) {
 		field{"signing_secret", d.str(&ch.SigningSecret)},
 		field{"secret", d.str(&ch.Secret)},
 		field{"reply_url", d.str(&ch.ReplyURL)},
+		field{"access_token", d.str(&ch.AccessToken)},
+		field{"app_secret", d.str(&ch.AppSecret)},
+		field{"verify_token", d.str(&ch.VerifyToken)},
+		field{"phone_number_id", d.str(&ch.PhoneNumberID)},
 	)...)
 }
 

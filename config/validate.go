@@ -207,6 +207,11 @@ func (d *decoder) validateChannel(c *Config, name string, ch Channel) {
 	case ChannelSlack:
 		need("bot_token", ch.BotToken)
 		need("signing_secret", ch.SigningSecret)
+	case ChannelWhatsApp:
+		need("access_token", ch.AccessToken)
+		need("app_secret", ch.AppSecret)
+		need("verify_token", ch.VerifyToken)
+		need("phone_number_id", ch.PhoneNumberID)
 	case ChannelWebhook:
 		need("secret", ch.Secret)
 		need("reply_url", ch.ReplyURL)

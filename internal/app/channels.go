@@ -10,6 +10,7 @@ import (
 	"github.com/agentrt/agentrt/channel/slack"
 	"github.com/agentrt/agentrt/channel/telegram"
 	"github.com/agentrt/agentrt/channel/webhook"
+	"github.com/agentrt/agentrt/channel/whatsapp"
 	"github.com/agentrt/agentrt/config"
 )
 
@@ -55,6 +56,9 @@ func NewChannel(cc config.Channel, client *http.Client) (channel.Channel, error)
 		return telegram.New(telegram.Config{BotToken: cc.BotToken, SecretToken: cc.SecretToken, APIURL: cc.APIURL, Client: client})
 	case config.ChannelSlack:
 		return slack.New(slack.Config{BotToken: cc.BotToken, SigningSecret: cc.SigningSecret, APIURL: cc.APIURL, Client: client})
+	case config.ChannelWhatsApp:
+		return whatsapp.New(whatsapp.Config{AccessToken: cc.AccessToken, AppSecret: cc.AppSecret, VerifyToken: cc.VerifyToken,
+			PhoneNumberID: cc.PhoneNumberID, APIURL: cc.APIURL, Client: client})
 	case config.ChannelWebhook:
 		return webhook.New(webhook.Config{Secret: cc.Secret, ReplyURL: cc.ReplyURL, Client: client})
 	}

@@ -180,6 +180,8 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if a.Channels != nil {
 		// The platforms' requests, verified by their channels.
 		srv.MountVerified("POST", "/v1/channels/{name}/{path...}", a.Channels.Handler())
+		// WhatsApp's webhook verification is a GET.
+		srv.MountVerified("GET", "/v1/channels/{name}/{path...}", a.Channels.Handler())
 		for _, name := range a.Config.ChannelNames() {
 			log.Info("channel", "name", name, "kind", a.Config.Channels[name].Kind, "url", "/v1/channels/"+name+"/events")
 		}
