@@ -52,9 +52,9 @@ func TestChannelProblems(t *testing.T) {
 		want      string
 	}{
 		{"unknown kind", base + "channels:\n  c: {kind: telegrm}\n",
-			nil, `agentrt.yaml:6:13: channels.c.kind: unknown kind "telegrm"; did you mean telegram? (want slack, telegram, webhook, whatsapp)`},
+			nil, `agentrt.yaml:6:13: channels.c.kind: unknown kind "telegrm"; did you mean telegram? (want discord, slack, telegram, webhook, whatsapp)`},
 		{"no kind", base + "channels:\n  c: {bot_token: x}\n",
-			nil, `agentrt.yaml:6:3: channels.c: kind is required (slack, telegram, webhook, whatsapp)`},
+			nil, `agentrt.yaml:6:3: channels.c: kind is required (discord, slack, telegram, webhook, whatsapp)`},
 		{"a secret missing", base + "channels:\n  c: {kind: slack, bot_token: x}\n",
 			nil, `agentrt.yaml:6:3: channels.c: signing_secret is required (a slack channel needs it)`},
 		{"a secret from an unset variable", base + "channels:\n  c:\n    kind: telegram\n    bot_token: x\n    secret_token: ${TG_SECRET}\n",

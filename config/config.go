@@ -644,14 +644,15 @@ const (
 	ChannelSlack    = "slack"
 	ChannelWebhook  = "webhook"
 	ChannelWhatsApp = "whatsapp"
+	ChannelDiscord  = "discord"
 )
 
 // ChannelKinds are the kinds of channel this build serves.
-var ChannelKinds = []string{ChannelSlack, ChannelTelegram, ChannelWebhook, ChannelWhatsApp}
+var ChannelKinds = []string{ChannelDiscord, ChannelSlack, ChannelTelegram, ChannelWebhook, ChannelWhatsApp}
 
 // Channel is one entry of channels: a platform connection of an agent.
 type Channel struct {
-	// Kind is slack, telegram, webhook or whatsapp.
+	// Kind is discord, slack, telegram, webhook or whatsapp.
 	Kind string `yaml:"kind"`
 	// Agent talks in the channel's conversations; empty: the default
 	// agent.
@@ -675,6 +676,9 @@ type Channel struct {
 	BotToken      string `yaml:"bot_token,omitempty"`
 	SecretToken   string `yaml:"secret_token,omitempty"`
 	SigningSecret string `yaml:"signing_secret,omitempty"`
+	// Discord: the application's public key (hex), which signs the
+	// interactions (and BotToken, which posts).
+	PublicKey string `yaml:"public_key,omitempty"`
 	// Webhook: the secret that signs both ways, and where the agent's
 	// messages are posted.
 	Secret   string `yaml:"secret,omitempty"`

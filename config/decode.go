@@ -520,6 +520,7 @@ func (d *decoder) channel(n *yaml.Node, path string, ch *Channel) {
 		field{"app_secret", d.str(&ch.AppSecret)},
 		field{"verify_token", d.str(&ch.VerifyToken)},
 		field{"phone_number_id", d.str(&ch.PhoneNumberID)},
+		field{"public_key", d.str(&ch.PublicKey)},
 	)...)
 }
 

@@ -207,6 +207,9 @@ func (d *decoder) validateChannel(c *Config, name string, ch Channel) {
 	case ChannelSlack:
 		need("bot_token", ch.BotToken)
 		need("signing_secret", ch.SigningSecret)
+	case ChannelDiscord:
+		need("public_key", ch.PublicKey)
+		need("bot_token", ch.BotToken)
 	case ChannelWhatsApp:
 		need("access_token", ch.AccessToken)
 		need("app_secret", ch.AppSecret)

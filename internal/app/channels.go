@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/channel"
+	"github.com/agentrt/agentrt/channel/discord"
 	"github.com/agentrt/agentrt/channel/slack"
 	"github.com/agentrt/agentrt/channel/telegram"
 	"github.com/agentrt/agentrt/channel/webhook"
@@ -56,6 +57,8 @@ func NewChannel(cc config.Channel, client *http.Client) (channel.Channel, error)
 		return telegram.New(telegram.Config{BotToken: cc.BotToken, SecretToken: cc.SecretToken, APIURL: cc.APIURL, Client: client})
 	case config.ChannelSlack:
 		return slack.New(slack.Config{BotToken: cc.BotToken, SigningSecret: cc.SigningSecret, APIURL: cc.APIURL, Client: client})
+	case config.ChannelDiscord:
+		return discord.New(discord.Config{PublicKey: cc.PublicKey, BotToken: cc.BotToken, APIURL: cc.APIURL, Client: client})
 	case config.ChannelWhatsApp:
 		return whatsapp.New(whatsapp.Config{AccessToken: cc.AccessToken, AppSecret: cc.AppSecret, VerifyToken: cc.VerifyToken,
 			PhoneNumberID: cc.PhoneNumberID, APIURL: cc.APIURL, Client: client})
