@@ -57,6 +57,14 @@ type Acknowledger interface {
 	Acknowledge(ctx context.Context, c Click, text string) error
 }
 
+// Checker is the optional capability of a channel that can tell whether
+// its credentials and URLs work (agentrt channels check): it calls the
+// platform once and says what it found (the bot's name, the webhook set),
+// or why not.
+type Checker interface {
+	Check(ctx context.Context) (string, error)
+}
+
 // Request is a request a platform sent to the channel's URL.
 type Request struct {
 	Method string

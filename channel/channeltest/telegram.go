@@ -84,6 +84,10 @@ func (a *TelegramAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-hold
 	}
 	switch method {
+	case "getMe":
+		_, _ = io.WriteString(w, `{"ok":true,"result":{"id":123456,"is_bot":true,"first_name":"Support","username":"support_bot"}}`)
+	case "getWebhookInfo":
+		_, _ = io.WriteString(w, `{"ok":true,"result":{"url":"https://agents.example.com/v1/channels/tg/webhook","has_custom_certificate":false,"pending_update_count":0}}`)
 	case "sendMessage":
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": map[string]any{"message_id": id, "chat": map[string]any{"id": req["chat_id"]}, "date": 1700000000, "text": req["text"]}})
 	default:

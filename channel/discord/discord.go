@@ -314,3 +314,12 @@ func (c *Channel) call(ctx context.Context, method, path string, req, out any) e
 	}
 	return nil
 }
+
+// Check gets the bot's user: the token works.
+func (c *Channel) Check(ctx context.Context) (string, error) {
+	var me user
+	if err := c.call(ctx, http.MethodGet, "/users/@me", nil, &me); err != nil {
+		return "", err
+	}
+	return "bot " + me.Username + " (" + me.ID + ")", nil
+}

@@ -227,3 +227,12 @@ func sendError(method string, err error) error {
 	}
 	return &channel.SendError{Err: fmt.Errorf("slack %s: %w", method, err)}
 }
+
+// Check calls auth.test: the bot token works, for which team and bot.
+func (c *Channel) Check(ctx context.Context) (string, error) {
+	r, err := c.api.AuthTestContext(ctx)
+	if err != nil {
+		return "", sendError("auth.test", err)
+	}
+	return fmt.Sprintf("bot %s (%s) of team %s", r.User, r.UserID, r.Team), nil
+}

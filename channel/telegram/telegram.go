@@ -294,3 +294,30 @@ func cmpOr(a, b int) int {
 func redact(err error, token string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), token, "<bot_token>"))
 }
+
+// Check calls getMe (the token works) and getWebhookInfo (where Telegram
+// sends the updates, and its last error).
+func (c *Channel) Check(ctx context.Context) (string, error) {
+	var me User
+	if err := c.call(ctx, "getMe", map[string]any{}, &me); err != nil {
+		return "", err
+	}
+	var wh struct {
+		URL              string `json:"url"`
+		PendingUpdates   int    `json:"pending_update_count"`
+		LastErrorMessage string `json:"last_error_message"`
+	}
+	if err := c.call(ctx, "getWebhookInfo", map[string]any{}, &wh); err != nil {
+		return "", err
+	}
+	s := fmt.Sprintf("bot @%s", me.Username)
+	switch {
+	case wh.URL == "":
+		return "", fmt.Errorf("bot @%s has no webhook: call setWebhook with this channel's URL and secret_token", me.Username)
+	case wh.LastErrorMessage != "":
+		s += fmt.Sprintf("; webhook %s, %d updates pending, last error: %s", wh.URL, wh.PendingUpdates, wh.LastErrorMessage)
+	default:
+		s += fmt.Sprintf("; webhook %s, %d updates pending", wh.URL, wh.PendingUpdates)
+	}
+	return s, nil
+}

@@ -167,7 +167,7 @@ func (c *Channel) Receive(r *channel.Request, now time.Time) (*channel.Received,
 
 // Reply is what the channel posts to the reply URL.
 type Reply struct {
-	Type         string           `json:"type"` // "message", "edit" or "typing"
+	Type         string           `json:"type"` // "message", "edit", "typing" or "ping" (channels check)
 	Conversation string           `json:"conversation"`
 	Thread       string           `json:"thread,omitempty"`
 	Text         string           `json:"text,omitempty"`
@@ -233,4 +233,13 @@ func (c *Channel) post(ctx context.Context, r Reply, key string) (string, error)
 	}
 	_ = json.Unmarshal(b, &out) // an answer without an id is fine
 	return out.ID, nil
+}
+
+// Check posts a signed {"type": "ping"} to the reply URL, which must
+// answer 2xx.
+func (c *Channel) Check(ctx context.Context) (string, error) {
+	if _, err := c.post(ctx, Reply{Type: "ping"}, ""); err != nil {
+		return "", err
+	}
+	return "reply_url " + c.cfg.ReplyURL + " answered a signed ping", nil
 }

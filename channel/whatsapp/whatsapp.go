@@ -271,3 +271,29 @@ func Format(md string) string {
 	s = strikeMD.ReplaceAllString(s, "~$1~")
 	return linkMD.ReplaceAllString(s, "$1 ($2)")
 }
+
+// Check gets the business number: the token works for it.
+func (c *Channel) Check(ctx context.Context) (string, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.APIURL+"/"+c.cfg.PhoneNumberID+"?fields=display_phone_number,verified_name", nil)
+	if err != nil {
+		return "", err
+	}
+	hr.Header.Set("Authorization", "Bearer "+c.cfg.AccessToken)
+	res, err := c.cfg.Client.Do(hr)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	var out struct {
+		Number string `json:"display_phone_number"`
+		Name   string `json:"verified_name"`
+		Error  struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&out)
+	if res.StatusCode/100 != 2 {
+		return "", fmt.Errorf("whatsapp: phone number %s: %d %s", c.cfg.PhoneNumberID, res.StatusCode, out.Error.Message)
+	}
+	return fmt.Sprintf("number %s (%s)", out.Number, out.Name), nil
+}

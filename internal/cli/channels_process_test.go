@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/telegram"
+	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/internal/testenv"
 )
@@ -249,5 +251,43 @@ channels:
 	}
 	if len(per) != chats {
 		t.Errorf("%d chats answered, want %d", len(per), chats)
+	}
+}
+
+// agentrt channels check calls each channel's platform: a Telegram bot
+// whose token works and whose webhook is set is ok; a webhook whose reply
+// URL answers 500, and a Telegram API that cannot be reached, are not —
+// and the bot's token, part of every Bot API URL, is not printed.
+func TestChannelsCheck(t *testing.T) {
+	t.Parallel()
+	const token = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
+	api := channeltest.NewTelegramAPI(t, token)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
+	t.Cleanup(down.Close)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	e := newEnv(t, demoConfig+fmt.Sprintf(`channels:
+  tg: {kind: telegram, bot_token: "%s", secret_token: s, api_url: %s}
+  desk: {kind: webhook, secret: s, reply_url: %s}
+  lost: {kind: telegram, bot_token: "%s", secret_token: s, api_url: %s}
+`, token, api.URL, down.URL, token, gone.URL), nil)
+	r := e.run("channels", "check")
+	if r.code != cli.ExitFailed {
+		t.Errorf("exit %d, want %d", r.code, cli.ExitFailed)
+	}
+	for _, want := range []string{
+		"tg (telegram): ok, bot @support_bot; webhook https://agents.example.com/v1/channels/tg/webhook, 0 updates pending",
+		"desk (webhook): does not work: 500",
+		"lost (telegram): does not work:",
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("the check's output lacks %q:\n%s", want, r.out)
+		}
+	}
+	if strings.Contains(r.out+r.err, token) {
+		t.Errorf("the bot's token was printed:\n%s%s", r.out, r.err)
+	}
+	if !strings.Contains(r.err, "2 of 3 channel(s) do not work") {
+		t.Errorf("stderr: %s", r.err)
 	}
 }
