@@ -26,12 +26,13 @@ import (
 
 // Rig is a hub serving one channel over a runner on SQLite.
 type Rig struct {
-	T      testing.TB
-	Hub    *channel.Hub
-	Server *httptest.Server // the hub's handler
-	Runner *agentrt.Runner
-	Store  *sqlite.Store
-	Name   string // the channel's
+	T       testing.TB
+	Hub     *channel.Hub
+	Server  *httptest.Server // the hub's handler
+	Runner  *agentrt.Runner
+	Gateway *gateway.Gateway
+	Store   *sqlite.Store
+	Name    string // the channel's
 	// Skew puts the hub's clock ahead (a time.Duration): to reach a
 	// Retry-After without waiting for it.
 	Skew atomic.Int64
@@ -70,7 +71,7 @@ func NewWith(t testing.TB, b channel.Binding, gc gateway.Config, replies ...scri
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Rig{T: t, Runner: r, Store: store, Name: b.Name}
+	g := &Rig{T: t, Runner: r, Gateway: gw, Store: store, Name: b.Name}
 	g.Hub, err = channel.New(channel.Config{Runner: r, Gateway: gw, Channels: []channel.Binding{b},
 		Now: func() time.Time { return time.Now().Add(time.Duration(g.Skew.Load())) }})
 	if err != nil {
