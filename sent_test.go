@@ -25,21 +25,7 @@ import (
 // request derived from the log (Runner.SentRequest) is,
 // as JSON, the body a recording OpenAI-compatible server got.
 func TestSentRequestIsWhatTheServerGot(t *testing.T) {
-	srv := fakellm.StartWith(t, fakellm.Options{ToolRounds: 3})
-	llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	add := tool.Must(tool.New("add", "adds two numbers", func(ctx context.Context, in struct {
-		A int `json:"a"`
-		B int `json:"b"`
-	}) (int, error) {
-		return in.A + in.B, nil
-	}))
-	tools, err := tool.NewRegistry(add)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, llm, tools := adder(t, 3)
 	store := memstore.New()
 	// Compaction past 10 messages, by a model of its own on a recording
 	// server of its own (which answers "You said: …"): the second turn's
@@ -114,6 +100,29 @@ func TestSentRequestIsWhatTheServerGot(t *testing.T) {
 	}
 }
 
+// adder is a recording OpenAI-compatible server whose model calls the
+// tool rounds times before it answers, the OpenAI client of it, and the
+// tool it calls: add.
+func adder(t *testing.T, rounds int) (*fakellm.Server, model.Model, *tool.Registry) {
+	t.Helper()
+	srv := fakellm.StartWith(t, fakellm.Options{ToolRounds: rounds})
+	llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := tool.Must(tool.New("add", "adds two numbers", func(ctx context.Context, in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (int, error) {
+		return in.A + in.B, nil
+	}))
+	tools, err := tool.NewRegistry(add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, llm, tools
+}
+
 // sentBody is what the call at event seq of session s was sent, and its
 // body decoded.
 func sentBody(t *testing.T, r *agentrt.Runner, seq int64) (*agentrt.SentRequest, map[string]any) {
@@ -177,21 +186,7 @@ func TestSentRequestWithHooks(t *testing.T) {
 		{"digest", -1, agentrt.HookedDigest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := fakellm.StartWith(t, fakellm.Options{ToolRounds: 2})
-			llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			add := tool.Must(tool.New("add", "adds two numbers", func(ctx context.Context, in struct {
-				A int `json:"a"`
-				B int `json:"b"`
-			}) (int, error) {
-				return in.A + in.B, nil
-			}))
-			tools, err := tool.NewRegistry(add)
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, llm, tools := adder(t, 2)
 			a := &agentrt.Agent{Name: "a", SystemPrompt: "You add.", Model: llm, Tools: tools}
 			// The hook changes the requests of rounds 2 and on, in place
 			// (as hooks may): the system prompt and a parameter.

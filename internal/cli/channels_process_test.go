@@ -29,8 +29,7 @@ import (
 func TestChannelThroughKills(t *testing.T) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs agentrt serve")
-	const token = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
-	api := channeltest.NewTelegramAPI(t, token)
+	api := channeltest.NewTelegramAPI(t, telegramToken)
 	e := newEnv(t, "", nil)
 	base, err := os.ReadFile(e.config)
 	if err != nil {
@@ -45,33 +44,13 @@ func TestChannelThroughKills(t *testing.T) {
 		script := fmt.Sprintf("m%d.yaml", n)
 		writeFile(t, filepath.Join(e.dir, script), "replies:\n"+strings.Join(replies, ""))
 		e.config = filepath.Join(e.dir, fmt.Sprintf("agentrt%d.yaml", n))
-		writeFile(t, e.config, string(base)+fmt.Sprintf(`lease_ttl: 2s
-server: {shutdown_grace: 1s}
-models:
-  m: {provider: scripted, script: %s}
-agents:
-  assistant: {model: m}
-channels:
-  tg:
-    kind: telegram
-    bot_token: "%s"
-    secret_token: sek
-    api_url: %s
-    debounce: %s
-`, script, token, api.URL, debounce))
+		writeFile(t, e.config, string(base)+"lease_ttl: 2s\n"+telegramConfig(script, api.URL, debounce))
 		return startServe(t, e, nil)
 	}
 	post := func(s *serveProc, update string) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", s.url+"/v1/channels/tg/webhook", strings.NewReader(update))
-		req.Header.Set(telegram.SecretHeader, "sek")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			t.Fatalf("the update: %d", res.StatusCode)
+		if code := postUpdate(t, s, update, "sek"); code != 200 {
+			t.Fatalf("the update: %d", code)
 		}
 	}
 	kill := func(s *serveProc) {
@@ -132,10 +111,8 @@ channels:
 	s = start("1ms", "  - text: answer one\n", "  - text: answer two\n", "  - text: answer three\n")
 	waitFor("the third answer again, once the claim lapsed", func() bool { return len(sent()) == 4 })
 	// What the channel did shows in the metrics: a bad secret is counted.
-	req, _ := http.NewRequest("POST", s.url+"/v1/channels/tg/webhook", strings.NewReader(channeltest.TelegramUpdate(9, 19, "x")))
-	req.Header.Set(telegram.SecretHeader, "wrong")
-	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("a wrong secret: %v %v", res, err)
+	if code := postUpdate(t, s, channeltest.TelegramUpdate(9, 19, "x"), "wrong"); code != http.StatusUnauthorized {
+		t.Fatalf("a wrong secret: %d", code)
 	}
 	res, err := http.Get(s.url + "/metrics")
 	if err != nil {
@@ -158,6 +135,42 @@ channels:
 	if c := strings.Count(r.out, "answered"); c != 3 {
 		t.Errorf("the inbox has %d answered inputs, want 3:\n%s", c, r.out)
 	}
+}
+
+// telegramToken is the bot's in the process tests.
+const telegramToken = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
+
+// telegramConfig is the config of an agent whose scripted model plays
+// script, on a Telegram channel "tg" (secret token "sek") whose Bot API is
+// at api, its conversations debounced as said.
+func telegramConfig(script, api, debounce string) string {
+	return fmt.Sprintf(`server: {shutdown_grace: 1s}
+models:
+  m: {provider: scripted, script: %s}
+agents:
+  assistant: {model: m}
+channels:
+  tg:
+    kind: telegram
+    bot_token: "%s"
+    secret_token: sek
+    api_url: %s
+    debounce: %s
+`, script, telegramToken, api, debounce)
+}
+
+// postUpdate posts a Telegram update to s's channel "tg" with the secret
+// token given, and returns the status.
+func postUpdate(t *testing.T, s *serveProc, update, secret string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.url+"/v1/channels/tg/webhook", strings.NewReader(update))
+	req.Header.Set(telegram.SecretHeader, secret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // modelStarted counts the model calls in session id's log.
@@ -192,21 +205,8 @@ func TestChannelReplicasOnPostgres(t *testing.T) {
 	t.Parallel()
 	testenv.SkipShort(t, "runs agentrt serve twice")
 	dsn, _ := pgtest.Schema(t)
-	const token = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
-	api := channeltest.NewTelegramAPI(t, token)
-	e := newEnvStore(t, dsn, fmt.Sprintf(`server: {shutdown_grace: 1s}
-models:
-  m: {provider: scripted, script: m.yaml}
-agents:
-  assistant: {model: m}
-channels:
-  tg:
-    kind: telegram
-    bot_token: "%s"
-    secret_token: sek
-    api_url: %s
-    debounce: 1s
-`, token, api.URL), map[string]string{"m.yaml": "replies:\n  - text: one answer\n    expect: {last_user_contains: third}\n"})
+	api := channeltest.NewTelegramAPI(t, telegramToken)
+	e := newEnvStore(t, dsn, telegramConfig("m.yaml", api.URL, "1s"), map[string]string{"m.yaml": "replies:\n  - text: one answer\n    expect: {last_user_contains: third}\n"})
 	a, b := startServe(t, e, nil), startServe(t, e, nil)
 	const chats = 12
 	for i := range chats {
@@ -215,16 +215,8 @@ channels:
 			if (i+j)%2 == 1 {
 				s = b
 			}
-			req, _ := http.NewRequest("POST", s.url+"/v1/channels/tg/webhook",
-				strings.NewReader(channeltest.TelegramUpdateIn(int64(1000+i), 3*i+j, 100+j, text)))
-			req.Header.Set(telegram.SecretHeader, "sek")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("an update: %d", res.StatusCode)
+			if code := postUpdate(t, s, channeltest.TelegramUpdateIn(int64(1000+i), 3*i+j, 100+j, text), "sek"); code != 200 {
+				t.Fatalf("an update: %d", code)
 			}
 		}
 	}
@@ -260,7 +252,7 @@ channels:
 // and the bot's token, part of every Bot API URL, is not printed.
 func TestChannelsCheck(t *testing.T) {
 	t.Parallel()
-	const token = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
+	const token = telegramToken
 	api := channeltest.NewTelegramAPI(t, token)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
 	t.Cleanup(down.Close)

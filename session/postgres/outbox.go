@@ -9,10 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/outboxrow"
 )
 
-// outboxColumns are an item's columns, in the order scanOutbox reads.
-const outboxColumns = `id, tenant, session_id, seq, kind, source, state, attempts, due, ref, error, created`
+// outboxColumns are an item's columns (outboxrow.Columns).
+const outboxColumns = outboxrow.Columns
 
 // outboxClaimLock serializes claims across processes (the key is
 // arbitrary): a claim reads the older items of each session it claims
@@ -34,13 +35,11 @@ func scanOutbox(rows pgx.Rows) ([]session.OutboxItem, error) {
 	defer rows.Close()
 	var out []session.OutboxItem
 	for rows.Next() {
-		var it session.OutboxItem
-		var due, created int64
-		if err := rows.Scan(&it.ID, &it.Tenant, &it.SessionID, &it.Seq, &it.Kind, &it.Source, &it.State, &it.Attempts, &due, &it.Ref, &it.Error, &created); err != nil {
+		var r outboxrow.Row
+		if err := rows.Scan(r.Dests()...); err != nil {
 			return nil, err
 		}
-		it.Due, it.Created = time.UnixMicro(due).UTC(), time.UnixMicro(created).UTC()
-		out = append(out, it)
+		out = append(out, r.Item())
 	}
 	return out, rows.Err()
 }

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/internal/outboxrow"
 )
 
-// outboxColumns are an item's columns, in the order outboxItem reads.
-const outboxColumns = `id, tenant, session_id, seq, kind, source, state, attempts, due, ref, error, created`
+// outboxColumns are an item's columns (outboxrow.Columns).
+const outboxColumns = outboxrow.Columns
 
 // insertOutbox stores the items commit c of tenant's session owes, due
 // at now, in tx.
@@ -26,14 +27,13 @@ func insertOutbox(tx *wtx, tenant string, c *session.Commit, now time.Time) erro
 
 // outboxItem reads an item from the driver's values of outboxColumns.
 func outboxItem(row []driver.Value) (session.OutboxItem, error) {
-	var it session.OutboxItem
-	var attempts, due, created int64
-	for i, d := range []any{&it.ID, &it.Tenant, &it.SessionID, &it.Seq, &it.Kind, &it.Source, &it.State, &attempts, &due, &it.Ref, &it.Error, &created} {
+	var r outboxrow.Row
+	for i, d := range r.Dests() {
 		switch d := d.(type) {
 		case *int64:
 			v, ok := row[i].(int64)
 			if !ok {
-				return it, fmt.Errorf("outbox column %d is %T, not an integer", i+1, row[i])
+				return session.OutboxItem{}, fmt.Errorf("outbox column %d is %T, not an integer", i+1, row[i])
 			}
 			*d = v
 		case *string:
@@ -43,12 +43,11 @@ func outboxItem(row []driver.Value) (session.OutboxItem, error) {
 			case []byte:
 				*d = string(v)
 			default:
-				return it, fmt.Errorf("outbox column %d is %T, not text", i+1, row[i])
+				return session.OutboxItem{}, fmt.Errorf("outbox column %d is %T, not text", i+1, row[i])
 			}
 		}
 	}
-	it.Attempts, it.Due, it.Created = int(attempts), time.UnixMicro(due).UTC(), time.UnixMicro(created).UTC()
-	return it, nil
+	return r.Item(), nil
 }
 
 // ClaimOutbox claims due items. See session.Outbox.
@@ -115,13 +114,11 @@ func (st *Store) OutboxOf(ctx context.Context, id string) ([]session.OutboxItem,
 	defer rows.Close()
 	var out []session.OutboxItem
 	for rows.Next() {
-		var it session.OutboxItem
-		var due, created int64
-		if err := rows.Scan(&it.ID, &it.Tenant, &it.SessionID, &it.Seq, &it.Kind, &it.Source, &it.State, &it.Attempts, &due, &it.Ref, &it.Error, &created); err != nil {
+		var r outboxrow.Row
+		if err := rows.Scan(r.Dests()...); err != nil {
 			return nil, fmt.Errorf("sqlite: the outbox of %q: %w", id, err)
 		}
-		it.Due, it.Created = time.UnixMicro(due).UTC(), time.UnixMicro(created).UTC()
-		out = append(out, it)
+		out = append(out, r.Item())
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: the outbox of %q: %w", id, err)
