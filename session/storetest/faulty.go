@@ -117,8 +117,10 @@ func (f *Faults) hit(c class) error {
 // s has, and no others; the two indexes go together, kept when s has
 // both (every store of this module does); session.Records is kept when
 // s has it and every other capability (as every store of this module
-// does). A failing call does nothing and returns an error wrapping
-// ErrInjected; Events and Follow yield it as their only value.
+// does); session.Outbox, likewise, when s has it and every other. A
+// failing call does nothing and returns an error wrapping ErrInjected;
+// Events and Follow yield it as their only value. The outbox's claims and
+// settlements are inbox writes, its listing a read.
 func Faulty(s session.Store, f *Faults) session.Store {
 	fs := faultyStore{s: s, f: f}
 	l, isLeaser := s.(session.Leaser)
@@ -131,6 +133,17 @@ func Faulty(s session.Store, f *Faults) session.Store {
 	fi := faultyIndex{ri, li, f}
 	// Each combination of capabilities is a type of its own: a type
 	// assertion must find exactly those of s.
+	if ob, isOutbox := s.(session.Outbox); isOutbox && hasRequests && hasLeases && isLeaser && isFollower && isInbox && hasRecords {
+		return struct {
+			faultyStore
+			faultyLeaser
+			faultyFollower
+			faultyInbox
+			faultyIndex
+			faultyRecords
+			faultyOutbox
+		}{fs, fl, ff, fb, fi, faultyRecords{rs, f}, faultyOutbox{ob, f}}
+	}
 	if hasRequests && hasLeases {
 		switch {
 		case isLeaser && isFollower && isInbox && hasRecords:
@@ -420,6 +433,34 @@ func (fb faultyInbox) Refuse(ctx context.Context, ids []string, reason string) e
 		return err
 	}
 	return fb.b.Refuse(ctx, ids, reason)
+}
+
+// faultyOutbox is a store's outbox: claims and settlements fail as inbox
+// writes, listings as reads.
+type faultyOutbox struct {
+	ob session.Outbox
+	f  *Faults
+}
+
+func (fo faultyOutbox) ClaimOutbox(ctx context.Context, owner string, now, until time.Time, limit int) ([]session.OutboxItem, error) {
+	if err := fo.f.hit(inboxWrites); err != nil {
+		return nil, err
+	}
+	return fo.ob.ClaimOutbox(ctx, owner, now, until, limit)
+}
+
+func (fo faultyOutbox) SettleOutbox(ctx context.Context, id int64, owner string, st session.OutboxSettle) error {
+	if err := fo.f.hit(inboxWrites); err != nil {
+		return err
+	}
+	return fo.ob.SettleOutbox(ctx, id, owner, st)
+}
+
+func (fo faultyOutbox) OutboxOf(ctx context.Context, id string) ([]session.OutboxItem, error) {
+	if err := fo.f.hit(reads); err != nil {
+		return nil, err
+	}
+	return fo.ob.OutboxOf(ctx, id)
 }
 
 // faultyIndex is the two indexes of a store, whose queries are reads.
