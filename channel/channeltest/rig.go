@@ -39,7 +39,8 @@ type Rig struct {
 }
 
 // New runs binding b (its Name the channel's) over a fresh runner whose
-// agent, "assistant", says replies in order.
+// agent, "assistant", says replies in order, each conversation from the
+// first (scripted.Model.ByConversation).
 func New(t testing.TB, b channel.Binding, replies ...scripted.Reply) *Rig {
 	t.Helper()
 	return NewWith(t, b, gateway.Config{}, replies...)
@@ -62,7 +63,7 @@ func NewWith(t testing.TB, b channel.Binding, gc gateway.Config, replies ...scri
 		t.Fatal(err)
 	}
 	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Deliver: channel.Owns(b.Name),
-		Agents: []*agentrt.Agent{{Name: "assistant", SystemPrompt: "You help.", Model: scripted.New("m", replies...), Tools: tools}}})
+		Agents: []*agentrt.Agent{{Name: "assistant", SystemPrompt: "You help.", Model: scripted.New("m", replies...).ByConversation(), Tools: tools}}})
 	if err != nil {
 		t.Fatal(err)
 	}
