@@ -21,6 +21,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/tool"
 )
 
 // The inspector: HTML pages served at /ui/ from files embedded in the
@@ -561,7 +562,7 @@ func uiEventRow(ev *session.Event) uiRow {
 		row.Body = strings.TrimSpace(row.Body)
 	case *session.ToolCall:
 		row.Title = "tool " + d.Name
-		row.Facts = append(row.Facts, "call "+d.CallID)
+		row.Facts = append(row.Facts, "call "+d.CallID, "idempotency key "+tool.IdempotencyKey(ev.SessionID, d.CallID))
 		if d.Attempt > 1 {
 			row.Facts = append(row.Facts, fmt.Sprintf("attempt %d", d.Attempt))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,18 @@ func TestUIEventRows(t *testing.T) {
 		if row.Title != tc.title || row.Child != tc.child || !strings.Contains(row.Body, tc.text) || row.Raw == "" {
 			t.Errorf("%s: %+v", tc.data.EventType(), row)
 		}
+	}
+	// A tool call shows the idempotency key its tool gets, and a model
+	// change what it changed.
+	row := uiEventRow(&session.Event{V: session.SchemaVersion, Seq: 4, SessionID: "s", Type: session.TypeToolCall,
+		Data: &session.ToolCall{CallID: "c7", Name: "deploy", Arguments: []byte(`{}`), Attempt: 2}})
+	if !slices.Contains(row.Facts, "idempotency key s/c7") || !slices.Contains(row.Facts, "attempt 2") {
+		t.Errorf("a tool call's facts: %q", row.Facts)
+	}
+	row = uiEventRow(&session.Event{V: session.SchemaVersion, Seq: 5, SessionID: "s", Type: session.TypeModelChanged,
+		Data: &session.ModelChanged{Model: "fast", Was: "smart"}})
+	if row.Title != "model changed to fast" || !slices.Contains(row.Facts, "was smart") {
+		t.Errorf("a model change: %+v", row)
 	}
 }
 
