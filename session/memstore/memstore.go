@@ -68,6 +68,9 @@ type Store struct {
 	runningSet map[key]*entry
 	// outbox holds the messages owed (session.Outbox), guarded by mu.
 	outbox outbox
+	// blobs are the blobs kept (session.Blobs), by tenant and hash,
+	// guarded by mu.
+	blobs map[key]*blob
 }
 
 // key names a session: its tenant and its id.

@@ -204,6 +204,19 @@ var migrations = [][]string{
 		`CREATE INDEX outbox_pending ON outbox (tenant, session_id, id) INCLUDE (due, owner, until) WHERE state = 'pending'`,
 		`CREATE INDEX outbox_session ON outbox (tenant, session_id, id)`,
 	},
+	// Version 8: blobs (session.Blobs): the bytes of an image or a file,
+	// kept once per tenant by their SHA-256 (hex); at in microseconds.
+	{
+		`CREATE TABLE blobs (
+			tenant text   NOT NULL,
+			hash   text   NOT NULL,
+			type   text   NOT NULL,
+			size   bigint NOT NULL,
+			at     bigint NOT NULL,
+			data   bytea  NOT NULL,
+			PRIMARY KEY (tenant, hash)
+		)`,
+	},
 }
 
 // migrate brings the schema up to date under an advisory lock.

@@ -305,6 +305,19 @@ var migrations = [][]string{
 		`CREATE INDEX outbox_pending ON outbox (tenant, session_id, id, due, owner, until) WHERE state = 'pending'`,
 		`CREATE INDEX outbox_session ON outbox (tenant, session_id, id)`,
 	},
+	// Version 12: blobs (session.Blobs): the bytes of an image or a file,
+	// kept once per tenant by their SHA-256 (hex); at in microseconds.
+	{
+		`CREATE TABLE blobs (
+			tenant TEXT    NOT NULL,
+			hash   TEXT    NOT NULL,
+			type   TEXT    NOT NULL,
+			size   INTEGER NOT NULL,
+			at     INTEGER NOT NULL,
+			data   BLOB    NOT NULL,
+			UNIQUE (tenant, hash)
+		)`,
+	},
 }
 
 // fills[v] fills in, after migrations[v-1], what version v keeps that the

@@ -59,6 +59,8 @@ const (
 	sSettleOutbox
 	sOutboxDue
 	sDeleteSessionOutbox
+	sInsertBlob
+	sBlobOf
 	numStmts
 )
 
@@ -179,6 +181,10 @@ var writeSQL = [numStmts]string{
 		WHERE id = ? AND owner = ? AND state = 'pending'`,
 	sOutboxDue:           `SELECT due FROM outbox WHERE id = ?`,
 	sDeleteSessionOutbox: `DELETE FROM outbox WHERE tenant = ? AND session_id = ?`,
+	// A blob, unless the tenant keeps it: tenant, hash, type, size, at, data.
+	sInsertBlob: `INSERT INTO blobs (tenant, hash, type, size, at, data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, hash) DO NOTHING`,
+	// What the tenant keeps of a blob: tenant, hash.
+	sBlobOf: `SELECT type, size, at FROM blobs WHERE tenant = ? AND hash = ?`,
 }
 
 // A wtx is the writer's transaction: the driver's connection, which the

@@ -117,7 +117,8 @@ func (f *Faults) hit(c class) error {
 // s has, and no others; the two indexes go together, kept when s has
 // both (every store of this module does); session.Records is kept when
 // s has it and every other capability (as every store of this module
-// does); session.Outbox, likewise, when s has it and every other. A
+// does); session.Outbox and session.Blobs, likewise, when s has them and
+// every other. A
 // failing call does nothing and returns an error wrapping ErrInjected;
 // Events and Follow yield it as their only value. The outbox's claims and
 // settlements are inbox writes, its listing a read.
@@ -133,7 +134,9 @@ func Faulty(s session.Store, f *Faults) session.Store {
 	fi := faultyIndex{ri, li, f}
 	// Each combination of capabilities is a type of its own: a type
 	// assertion must find exactly those of s.
-	if ob, isOutbox := s.(session.Outbox); isOutbox && hasRequests && hasLeases && isLeaser && isFollower && isInbox && hasRecords {
+	ob, isOutbox := s.(session.Outbox)
+	bl, hasBlobs := s.(session.Blobs)
+	if isOutbox && hasBlobs && hasRequests && hasLeases && isLeaser && isFollower && isInbox && hasRecords {
 		return struct {
 			faultyStore
 			faultyLeaser
@@ -142,7 +145,8 @@ func Faulty(s session.Store, f *Faults) session.Store {
 			faultyIndex
 			faultyRecords
 			faultyOutbox
-		}{fs, fl, ff, fb, fi, faultyRecords{rs, f}, faultyOutbox{ob, f}}
+			faultyBlobs
+		}{fs, fl, ff, fb, fi, faultyRecords{rs, f}, faultyOutbox{ob, f}, faultyBlobs{bl, f}}
 	}
 	if hasRequests && hasLeases {
 		switch {
@@ -461,6 +465,27 @@ func (fo faultyOutbox) OutboxOf(ctx context.Context, id string) ([]session.Outbo
 		return nil, err
 	}
 	return fo.ob.OutboxOf(ctx, id)
+}
+
+// faultyBlobs is a store's blobs: a put fails as an inbox write, a get
+// as a read.
+type faultyBlobs struct {
+	bl session.Blobs
+	f  *Faults
+}
+
+func (fb faultyBlobs) PutBlob(ctx context.Context, data []byte, typ string) (session.Blob, error) {
+	if err := fb.f.hit(inboxWrites); err != nil {
+		return session.Blob{}, err
+	}
+	return fb.bl.PutBlob(ctx, data, typ)
+}
+
+func (fb faultyBlobs) GetBlob(ctx context.Context, hash string) (session.Blob, []byte, error) {
+	if err := fb.f.hit(reads); err != nil {
+		return session.Blob{}, nil, err
+	}
+	return fb.bl.GetBlob(ctx, hash)
 }
 
 // faultyIndex is the two indexes of a store, whose queries are reads.

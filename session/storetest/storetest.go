@@ -132,6 +132,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Controller", func(t *testing.T) { runController(t, newStore) })
 	t.Run("Inbox", func(t *testing.T) { runInbox(t, newStore) })
 	t.Run("Outbox", func(t *testing.T) { runOutbox(t, newStore) })
+	t.Run("Blobs", func(t *testing.T) { runBlobs(t, newStore) })
 	t.Run("RequestIndex", func(t *testing.T) { runRequests(t, newStore) })
 	t.Run("LeaseIndex", func(t *testing.T) { runLeaseIndex(t, newStore) })
 	t.Run("Records", func(t *testing.T) { runRecords(t, newStore) })
