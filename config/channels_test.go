@@ -79,3 +79,16 @@ func TestChannelProblems(t *testing.T) {
 		})
 	}
 }
+
+// A model's media are media types or kinds of them.
+func TestModelMedia(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("agentrt.yaml", []byte("models:\n  v: {provider: openai, model: gpt-4o, api_key: k, media: [image/*, application/pdf]}\nagents:\n  a: {model: v}\n"), nil)
+	if err != nil || !cmp.Equal(c.Models["v"].Media, []string{"image/*", "application/pdf"}) {
+		t.Fatalf("media: %+v %v", c.Models["v"].Media, err)
+	}
+	got := parseErr(t, "models:\n  v: {provider: openai, model: gpt-4o, api_key: k, media: [images]}\nagents:\n  a: {model: v}\n", nil)
+	if want := `agentrt.yaml:2:59: models.v.media: "images" is not a media type (image/png) or a kind of them (image/*)`; got != want {
+		t.Errorf("error:\n got: %s\nwant: %s", got, want)
+	}
+}

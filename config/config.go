@@ -126,6 +126,10 @@ type Model struct {
 	// InlineToolCalls is auto, on or off: whether tool calls this model
 	// writes as text are run ("" is auto).
 	InlineToolCalls string `yaml:"inline_tool_calls,omitempty"`
+	// Media are the media types the model takes in a user message
+	// (image/*, application/pdf): images and files a person sent reach it
+	// as themselves; others as a line of text describing them. Empty: none.
+	Media []string `yaml:"media,omitempty"`
 }
 
 // Price is what a model costs, in USD per million tokens, written as

@@ -578,6 +578,15 @@ func (d *decoder) model(n *yaml.Node, path string, m *Model) {
 		field{"script", d.str(&m.Script)},
 		field{"headers", d.stringMap(&m.Headers)},
 		field{"stream", d.boolean(&m.Stream)},
+		field{"media", func(n *yaml.Node, path string) {
+			d.list(&m.Media)(n, path)
+			for _, t := range m.Media {
+				kind, sub, ok := strings.Cut(t, "/")
+				if !ok || kind == "" || sub == "" || strings.ContainsAny(t, " ;,") {
+					d.errorf(n, path, "%q is not a media type (image/png) or a kind of them (image/*)", t)
+				}
+			}
+		}},
 		field{"inline_tool_calls", func(n *yaml.Node, path string) {
 			d.str(&m.InlineToolCalls)(n, path)
 			switch m.InlineToolCalls {

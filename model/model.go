@@ -9,7 +9,9 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
+	"strings"
 )
 
 // Role is who wrote a message.
@@ -26,13 +28,80 @@ const (
 // PartType says what a Part holds.
 type PartType string
 
-// PartText is the only part type today; images and files come later.
-const PartText PartType = "text"
+// The part types: text, and an image or another file (Media).
+const (
+	PartText  PartType = "text"
+	PartImage PartType = "image"
+	PartFile  PartType = "file"
+)
 
-// Part is one piece of a message's content.
+// Part is one piece of a message's content: text, or an image or a file
+// (Media).
 type Part struct {
-	Type PartType `json:"type"`
-	Text string   `json:"text,omitempty"`
+	Type  PartType `json:"type"`
+	Text  string   `json:"text,omitempty"`
+	Media *Media   `json:"media,omitempty"`
+}
+
+// Media is an image or a file of a message: a blob of the store (Hash,
+// its SHA-256), its media type, name and size. Data is its bytes once the
+// runtime has loaded them for a request (never in the log): a model gets
+// the bytes of the media it accepts (MediaAcceptor), and a description
+// of the others as text.
+type Media struct {
+	Hash string `json:"hash"`
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+	Size int64  `json:"size"`
+	Data []byte `json:"-"`
+}
+
+// Describe is how a message shows media to a model that does not take it:
+// its kind, name, type and size, as text.
+func (m *Media) Describe() string {
+	kind := "a file"
+	if strings.HasPrefix(m.Type, "image/") {
+		kind = "an image"
+	}
+	name := m.Name
+	if name == "" {
+		name = "unnamed"
+	}
+	return fmt.Sprintf("[%s: %s, %s, %s, not shown to this model]", kind, name, m.Type, humanSize(m.Size))
+}
+
+func humanSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// MediaAcceptor is the optional capability of a model that takes media in
+// its requests: AcceptsMedia reports whether it takes the media type.
+type MediaAcceptor interface {
+	AcceptsMedia(mediaType string) bool
+}
+
+// Accepts reports whether m takes media of type typ (MediaAcceptor).
+func Accepts(m Model, typ string) bool {
+	a, ok := m.(MediaAcceptor)
+	return ok && a.AcceptsMedia(typ)
+}
+
+// MatchMedia reports whether typ is one of patterns: a media type, or a
+// kind and "*" (image/*).
+func MatchMedia(patterns []string, typ string) bool {
+	kind, _, _ := strings.Cut(typ, "/")
+	for _, p := range patterns {
+		if p == typ || p == "*/*" || strings.HasSuffix(p, "/*") && strings.TrimSuffix(p, "/*") == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolCall is a model's request to call a tool. Arguments is the raw JSON

@@ -74,10 +74,10 @@ func (a *App) buildModel(ctx context.Context, cfg *config.Config, name string, t
 		m, err = scripted.Load(path)
 	case "openai":
 		m, err = openai.New(openai.Config{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Headers: mc.Headers,
-			Timeouts: t, HTTPClient: a.httpClient(t, opts)})
+			Timeouts: t, HTTPClient: a.httpClient(t, opts), Media: mc.Media})
 	case "anthropic":
 		m, err = anthropic.New(anthropic.Config{Model: mc.Model, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Headers: mc.Headers,
-			Timeouts: t, HTTPClient: a.httpClient(t, opts)})
+			Timeouts: t, HTTPClient: a.httpClient(t, opts), Media: mc.Media})
 	default:
 		err = fmt.Errorf("provider %q is not available in this build", mc.Provider)
 	}

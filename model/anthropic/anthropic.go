@@ -77,7 +77,15 @@ type Config struct {
 	// DefaultMaxTokens is max_tokens for requests that set none; default
 	// DefaultMaxTokens.
 	DefaultMaxTokens int
+	// Media are the media types the model takes in a user message (image/*,
+	// application/pdf; see model.MatchMedia): images as image blocks, PDFs
+	// (and other files) as document blocks, base64. Others are described
+	// to it as text. Empty: none.
+	Media []string
 }
+
+// AcceptsMedia implements model.MediaAcceptor (Config.Media).
+func (m *Model) AcceptsMedia(typ string) bool { return model.MatchMedia(m.cfg.Media, typ) }
 
 // Model is a Claude model. It is safe for concurrent use.
 type Model struct {

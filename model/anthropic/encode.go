@@ -2,10 +2,12 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/agentrt/agentrt/internal/llmhttp"
 	"github.com/agentrt/agentrt/model"
@@ -186,16 +188,37 @@ func (t *turns) appendMessage(b []byte, msg *model.Message) ([]byte, error) {
 	return nil, fmt.Errorf("unknown role %q", msg.Role)
 }
 
-// appendText writes msg's text parts as text blocks. Empty ones are left
-// out: the API rejects empty text blocks.
+// appendText writes msg's parts as blocks: text parts as text blocks
+// (empty ones are left out: the API rejects empty text blocks), images as
+// image blocks and other files as document blocks (base64), media without
+// its bytes (the model does not take it) as its description.
 func (t *turns) appendText(b []byte, role string, msg *model.Message) []byte {
 	for _, p := range msg.Parts {
-		if p.Text == "" {
+		text := p.Text
+		if p.Media != nil && len(p.Media.Data) > 0 {
+			kind := "document"
+			if strings.HasPrefix(p.Media.Type, "image/") {
+				kind = "image"
+			}
+			b = t.block(b, role)
+			b = append(b, `{"type":"`...)
+			b = append(b, kind...)
+			b = append(b, `","source":{"type":"base64","media_type":`...)
+			b = llmhttp.AppendString(b, p.Media.Type)
+			b = append(b, `,"data":"`...)
+			b = base64.StdEncoding.AppendEncode(b, p.Media.Data)
+			b = append(b, `"}}`...)
+			continue
+		}
+		if p.Media != nil {
+			text = p.Media.Describe()
+		}
+		if text == "" {
 			continue
 		}
 		b = t.block(b, role)
 		b = append(b, `{"type":"text","text":`...)
-		b = llmhttp.AppendString(b, p.Text)
+		b = llmhttp.AppendString(b, text)
 		b = append(b, '}')
 	}
 	return b

@@ -1,9 +1,12 @@
 package openai
 
 import (
+	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/agentrt/agentrt/internal/llmhttp"
 	"github.com/agentrt/agentrt/model"
@@ -141,9 +144,63 @@ func appendText(b []byte, role, text string) []byte {
 	return append(b, '}')
 }
 
+// hasMedia reports whether msg has an image or a file.
+func hasMedia(msg *model.Message) bool {
+	for _, p := range msg.Parts {
+		if p.Media != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// appendParts writes a user message whose content has media: text parts,
+// images as image_url parts, other files as file parts (data URLs); media
+// without its bytes (the model does not take it) as its description.
+func appendParts(b []byte, msg *model.Message) []byte {
+	if b[len(b)-1] != '[' {
+		b = append(b, ',')
+	}
+	b = append(b, `{"role":"user","content":[`...)
+	for i, p := range msg.Parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch {
+		case p.Media == nil:
+			b = append(b, `{"type":"text","text":`...)
+			b = llmhttp.AppendString(b, p.Text)
+		case len(p.Media.Data) == 0:
+			b = append(b, `{"type":"text","text":`...)
+			b = llmhttp.AppendString(b, p.Media.Describe())
+		case strings.HasPrefix(p.Media.Type, "image/"):
+			b = append(b, `{"type":"image_url","image_url":{"url":`...)
+			b = llmhttp.AppendString(b, dataURL(p.Media))
+			b = append(b, '}')
+		default:
+			b = append(b, `{"type":"file","file":{"filename":`...)
+			b = llmhttp.AppendString(b, cmp.Or(p.Media.Name, "file"))
+			b = append(b, `,"file_data":`...)
+			b = llmhttp.AppendString(b, dataURL(p.Media))
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']', '}')
+}
+
+func dataURL(m *model.Media) string {
+	return "data:" + m.Type + ";base64," + base64.StdEncoding.EncodeToString(m.Data)
+}
+
 func appendMessage(b []byte, msg *model.Message) ([]byte, error) {
 	switch msg.Role {
-	case model.RoleSystem, model.RoleUser:
+	case model.RoleUser:
+		if hasMedia(msg) {
+			return appendParts(b, msg), nil
+		}
+		return appendText(b, string(msg.Role), msg.Text()), nil
+	case model.RoleSystem:
 		return appendText(b, string(msg.Role), msg.Text()), nil
 	case model.RoleTool:
 		if msg.ToolCallID == "" {
@@ -200,6 +257,9 @@ func requestSize(req *model.Request) int {
 		n += 64
 		for _, p := range msg.Parts {
 			n += len(p.Text) + len(p.Text)/8
+			if p.Media != nil {
+				n += 96 + len(p.Media.Name) + len(p.Media.Data)*4/3
+			}
 		}
 		for _, c := range msg.ToolCalls {
 			n += 96 + len(c.ID) + len(c.Name) + 2*len(c.Arguments)

@@ -58,7 +58,15 @@ type Config struct {
 	// NoStreamUsage leaves out stream_options.include_usage, for servers
 	// that reject it; usage is then unknown for streamed replies.
 	NoStreamUsage bool
+	// Media are the media types the model takes in a user message (image/*,
+	// application/pdf; see model.MatchMedia): images as image_url parts,
+	// other files as file parts, both as data URLs. Others are described
+	// to it as text. Empty: none.
+	Media []string
 }
+
+// AcceptsMedia implements model.MediaAcceptor (Config.Media).
+func (m *Model) AcceptsMedia(typ string) bool { return model.MatchMedia(m.cfg.Media, typ) }
 
 // Model is an OpenAI-compatible chat model. It is safe for concurrent use.
 type Model struct {
