@@ -25,7 +25,7 @@ func TestMatchMediaAndDescribe(t *testing.T) {
 	}
 	for m, want := range map[*model.Media]string{
 		{Type: "image/jpeg", Name: "cat.jpg", Size: 3 << 20}: "[an image: cat.jpg, image/jpeg, 3.0 MB, not shown to this model]",
-		{Type: "text/csv", Size: 12}:                          "[a file: unnamed, text/csv, 12 bytes, not shown to this model]",
+		{Type: "text/csv", Size: 12}:                         "[a file: unnamed, text/csv, 12 bytes, not shown to this model]",
 	} {
 		if got := m.Describe(); got != want {
 			t.Errorf("Describe() = %q, want %q", got, want)
