@@ -162,6 +162,9 @@ func (x *Exec) Complete(ctx context.Context, c ModelCall) (*model.Response, erro
 	if req == nil {
 		req = x.request()
 	}
+	if req, err = x.withMedia(ctx, m, req); err != nil {
+		return nil, err
+	}
 	var built []byte // the request before the hooks: only when there are some
 	if x.hooks.rewritesRequests() {
 		built, _ = json.Marshal(req)
@@ -942,4 +945,45 @@ func Pause(ctx context.Context, x *Exec, ins Instruction) error {
 	}
 	x.End(session.StatusPaused, ins.Text)
 	return nil
+}
+
+// withMedia returns req with the bytes of the media m takes loaded from
+// the store's blobs (model.MediaAcceptor); the others stay references,
+// which the model's encoder describes. req itself, and the state's
+// messages it shares, are not changed: the messages with media are
+// copied.
+func (x *Exec) withMedia(ctx context.Context, m model.Model, req *model.Request) (*model.Request, error) {
+	var out *model.Request
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		for j, p := range msg.Parts {
+			if p.Media == nil || len(p.Media.Data) > 0 || !model.Accepts(m, p.Media.Type) {
+				continue
+			}
+			bs, ok := x.r.store.(session.Blobs)
+			if !ok {
+				return nil, &Error{Kind: FailStore, Msg: "the store keeps no blobs for the media of the conversation"}
+			}
+			_, data, err := bs.GetBlob(ctx, p.Media.Hash)
+			if err != nil {
+				return nil, &Error{Kind: FailStore, Msg: "read blob " + p.Media.Hash + " of the conversation", Err: err}
+			}
+			if out == nil {
+				c := *req
+				c.Messages = slices.Clone(req.Messages)
+				out = &c
+			}
+			om := &out.Messages[i]
+			if &om.Parts[0] == &msg.Parts[0] {
+				om.Parts = slices.Clone(msg.Parts)
+			}
+			media := *p.Media
+			media.Data = data
+			om.Parts[j].Media = &media
+		}
+	}
+	if out == nil {
+		return req, nil
+	}
+	return out, nil
 }

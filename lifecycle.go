@@ -30,6 +30,11 @@ import (
 // Input is one user turn.
 type Input struct {
 	Text string
+	// Media are images and files that go with Text: blobs the store keeps
+	// (session.Blobs: PutBlob), named by their hash; their bytes reach the
+	// models that take their type (model.MediaAcceptor), the others get a
+	// line describing them.
+	Media []model.Media
 	// Source names where the input came from (a channel, a user); optional.
 	Source string
 	// Agent, when set, is the agent the session belongs to: a session that
@@ -224,7 +229,10 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 		}
 		plan, _ = json.Marshal(in.Plan)
 	}
-	started := session.RunStarted{Input: in.Text, Source: in.Source, Parent: in.Parent, Inputs: in.Inputs, TurnID: cmp.Or(in.TurnID, runID)}
+	if err := r.checkMedia(rctx, in.Media); err != nil {
+		return r.abandon(x, err)
+	}
+	started := session.RunStarted{Input: in.Text, Media: in.Media, Source: in.Source, Parent: in.Parent, Inputs: in.Inputs, TurnID: cmp.Or(in.TurnID, runID)}
 	x.answers = in.Inputs
 	if o := in.Overrides; o != nil {
 		if o.MaxSteps < 0 {
@@ -671,4 +679,33 @@ func waitingErr(st *State) error {
 	}
 	return &Error{Kind: FailState, Code: CodeWaiting,
 		Msg: fmt.Sprintf("session %q is waiting for a human decision on request %s", st.SessionID, strings.Join(ids, ", "))}
+}
+
+// checkMedia checks a turn's media before the turn starts: each names a
+// blob the store keeps (for ctx's tenant), with its type and size.
+func (r *Runner) checkMedia(ctx context.Context, media []model.Media) error {
+	if len(media) == 0 {
+		return nil
+	}
+	bs, ok := r.store.(session.Blobs)
+	if !ok {
+		return &Error{Kind: FailInput, Code: CodeBadPart, Msg: fmt.Sprintf("the store (%T) keeps no blobs: a turn cannot take images or files", r.store)}
+	}
+	for i, m := range media {
+		if err := session.CheckBlobHash(m.Hash); err != nil {
+			return &Error{Kind: FailInput, Code: CodeBadPart, Msg: fmt.Sprintf("media %d: %v", i+1, err)}
+		}
+		b, _, err := bs.GetBlob(ctx, m.Hash)
+		if err != nil {
+			if errors.Is(err, session.ErrNotFound) {
+				return &Error{Kind: FailInput, Code: CodeBadPart, Msg: fmt.Sprintf("media %d: the store keeps no blob %s (PutBlob it first)", i+1, m.Hash)}
+			}
+			return &Error{Kind: FailStore, Msg: "read blob " + m.Hash, Err: err}
+		}
+		if m.Type != b.Type || m.Size != b.Size {
+			return &Error{Kind: FailInput, Code: CodeBadPart,
+				Msg: fmt.Sprintf("media %d: blob %s is %s of %d bytes, not %s of %d", i+1, m.Hash, b.Type, b.Size, m.Type, m.Size)}
+		}
+	}
+	return nil
 }

@@ -215,6 +215,10 @@ func (r *Runner) SentRequest(ctx context.Context, id string, seq int64) (*SentRe
 		if m == nil || m.Name() != started.Model {
 			continue
 		}
+		// The media it took, as the call loaded them.
+		if out.Request, err = x.withMedia(ctx, m, out.Request); err != nil {
+			return nil, err
+		}
 		if enc, ok := m.(model.Encoder); ok {
 			if out.Wire, err = enc.EncodeRequest(out.Request, started.Mode != "generate"); err != nil {
 				return nil, &Error{Kind: FailInternal, Msg: "encode the request for " + m.Name(), Err: err}

@@ -127,7 +127,13 @@ func adder(t *testing.T, rounds int) (*fakellm.Server, model.Model, *tool.Regist
 // body decoded.
 func sentBody(t *testing.T, r *agentrt.Runner, seq int64) (*agentrt.SentRequest, map[string]any) {
 	t.Helper()
-	sent, err := r.SentRequest(t.Context(), "s", seq)
+	return sentBodyOf(t, r, "s", seq)
+}
+
+// sentBodyOf is sentBody of session id.
+func sentBodyOf(t *testing.T, r *agentrt.Runner, id string, seq int64) (*agentrt.SentRequest, map[string]any) {
+	t.Helper()
+	sent, err := r.SentRequest(t.Context(), id, seq)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt/model"
@@ -271,7 +272,16 @@ func (s *State) Apply(e *session.Event) error {
 		// A run adds a few messages: make room for them at once rather
 		// than as the slice fills.
 		s.Messages = slices.Grow(s.Messages, runMessages)
-		s.Messages = append(s.Messages, model.TextMessage(model.RoleUser, d.Input))
+		msg := model.TextMessage(model.RoleUser, d.Input)
+		for i := range d.Media {
+			m := d.Media[i]
+			typ := model.PartFile
+			if strings.HasPrefix(m.Type, "image/") {
+				typ = model.PartImage
+			}
+			msg.Parts = append(msg.Parts, model.Part{Type: typ, Media: &m})
+		}
+		s.Messages = append(s.Messages, msg)
 	case *session.RunResumed:
 		if d.From == session.StatusPaused {
 			s.RoundBase = s.Round

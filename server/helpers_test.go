@@ -93,6 +93,9 @@ type options struct {
 	gateway func(*gateway.Config)
 	// agents are more agents beside the assistant.
 	agents []*agentrt.Agent
+	// noLoop leaves the gateway's loop off: it would resume, at its
+	// start, the runs a test set up as stopped.
+	noLoop bool
 }
 
 // gateTool waits until released, or its ctx ends.
@@ -166,7 +169,9 @@ func newFixture(t *testing.T, o options) *fixture {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = f.gw.Run(ctx) })
+	if !o.noLoop {
+		wg.Go(func() { _ = f.gw.Run(ctx) })
+	}
 	cfg := server.Config{Runner: f.r, Gateway: f.gw, Keys: o.keys, Heartbeat: time.Hour}
 	if o.config != nil {
 		o.config(&cfg)

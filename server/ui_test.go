@@ -675,7 +675,8 @@ func TestUIRuntimeRunsToRecover(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
 	store := memstore.New(memstore.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
-	f := newFixture(t, options{store: store})
+	// The gateway's loop would resume R, a run to recover, as it starts.
+	f := newFixture(t, options{store: store, noLoop: true})
 	ctx := session.WithTenant(t.Context(), session.DefaultTenant)
 	if _, err := f.r.CreateSession(ctx, "assistant", "R", nil); err != nil {
 		t.Fatal(err)

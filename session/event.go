@@ -110,8 +110,12 @@ func (r *Raw) MarshalJSON() ([]byte, error) {
 
 // RunStarted begins a turn.
 type RunStarted struct {
-	Input  string `json:"input"`
-	Source string `json:"source,omitempty"`
+	Input string `json:"input"`
+	// Media are the images and files the input came with: blobs of the
+	// store (session.Blobs), referenced, never held; the user message
+	// has them after Input's text.
+	Media  []model.Media `json:"media,omitempty"`
+	Source string        `json:"source,omitempty"`
 	// Parent points at the tool call that started this run, when the
 	// session is a sub-agent's child session.
 	Parent *ParentRef `json:"parent,omitempty"`

@@ -90,8 +90,34 @@ func (s *Server) Requests() []map[string]any {
 var arithmetic = regexp.MustCompile(`[0-9][0-9+\-*/(). ]*[0-9)]`)
 
 type message struct {
-	Role    string  `json:"role"`
-	Content *string `json:"content"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// text is a message's text: its content, a string, or the text of its
+// content parts (an image or a file counts as "[image]", "[file]").
+func (m message) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	var out []string
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			out = append(out, p.Text)
+		case "image_url":
+			out = append(out, "[image]")
+		default:
+			out = append(out, "["+p.Type+"]")
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -139,10 +165,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	last := req.Messages[len(req.Messages)-1]
-	text := ""
-	if last.Content != nil {
-		text = *last.Content
-	}
+	text := last.text()
 	var content, callID, callName, callArgs string
 	callID = "call_fake1"
 	results := toolResults(req.Messages)
