@@ -86,11 +86,32 @@ type Input struct {
 	// processes it is submitted; the same key with other content is an
 	// error. At most MaxKeyBytes long.
 	Key string
+	// Files are images and files that come with the input: each is kept
+	// once in the store's blobs (session.Blobs) and the input holds a
+	// part of type media naming it; the turn's user message has them,
+	// for the models that take them (agentrt.Input.Media). At most
+	// Config.MaxFileBytes each and MaxInputFileBytes in all.
+	Files []File
 	// ClientTools are tools the sender runs itself (agentrt.Input's): the
 	// turn offers them to the model and hands their calls back as
 	// client_tool requests. They travel with the input, in its metadata
 	// (key agentrt.client_tools), so a turn run later or elsewhere has them.
 	ClientTools []model.ToolSpec
+}
+
+// File is an image or a file of an input: its bytes, media type and
+// name.
+type File struct {
+	Name string
+	Type string
+	Data []byte
+}
+
+// MediaPart is the part of type media naming a kept blob: its data is m,
+// as JSON.
+func MediaPart(m model.Media) session.InputPart {
+	b, _ := json.Marshal(m)
+	return session.InputPart{Type: "media", Data: b}
 }
 
 // Submitted is a stored input.
@@ -177,6 +198,10 @@ type Config struct {
 	OnFull func(busy, waiting int)
 	// MaxInputBytes bounds an input's content; zero: 1 MiB.
 	MaxInputBytes int
+	// MaxFileBytes bounds a file of an input (Input.Files), and
+	// MaxInputFileBytes all of them; zero: DefaultMaxFileBytes and
+	// DefaultMaxInputFileBytes.
+	MaxFileBytes, MaxInputFileBytes int64
 	// Poll is how often Run looks at the inbox for inputs it was not told
 	// of (submitted by other processes, or stored before a restart);
 	// zero: 200 ms.
@@ -206,6 +231,10 @@ const (
 	DefaultWorkers       = 10000
 	FullNoticeEvery      = time.Minute
 	DefaultMaxInputBytes = 1 << 20
+	// DefaultMaxFileBytes and DefaultMaxInputFileBytes bound an input's
+	// files: 20 MiB one, 50 MiB all (what the model APIs take, about).
+	DefaultMaxFileBytes      = 20 << 20
+	DefaultMaxInputFileBytes = 50 << 20
 	DefaultPoll          = 200 * time.Millisecond
 	DefaultShutdownGrace = 10 * time.Second
 	DefaultMaxPending    = 32
@@ -449,6 +478,11 @@ func (g *Gateway) Submit(ctx context.Context, in Input) (*Submitted, error) {
 	if err != nil {
 		return nil, err
 	}
+	files, err := g.keepFiles(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	parts = append(parts, files...)
 	meta := in.Metadata
 	if in.Agent != "" {
 		meta = cloneMeta(meta)
@@ -663,9 +697,32 @@ func (g *Gateway) check(in Input, parts []session.InputPart) error {
 				return bad(agentrt.CodeBadPart, "part %d: its data is not JSON", i+1)
 			}
 			empty = false
+		case "media":
+			var m model.Media
+			if err := json.Unmarshal(p.Data, &m); err != nil || session.CheckBlobHash(m.Hash) != nil || m.Type == "" {
+				return bad(agentrt.CodeBadPart, "part %d: a media part names a blob: {hash, type, name, size}", i+1)
+			}
+			empty = false
 		default:
-			return bad(agentrt.CodeBadPart, "part %d: type %q is not text or data", i+1, p.Type)
+			return bad(agentrt.CodeBadPart, "part %d: type %q is not text, data or media", i+1, p.Type)
 		}
+	}
+	var total int64
+	for i, f := range in.Files {
+		n := int64(len(f.Data))
+		total += n
+		switch {
+		case n == 0:
+			return bad(agentrt.CodeBadPart, "file %d (%s) is empty", i+1, f.Name)
+		case n > g.maxFile():
+			return bad(agentrt.CodeInputTooLarge, "file %d (%s) holds %d bytes; at most %d are taken", i+1, f.Name, n, g.maxFile())
+		case total > g.maxFiles():
+			return bad(agentrt.CodeInputTooLarge, "the input's files hold more than %d bytes", g.maxFiles())
+		}
+		if _, err := session.NewBlob(f.Data, f.Type); err != nil {
+			return bad(agentrt.CodeBadPart, "file %d (%s): %v", i+1, f.Name, err)
+		}
+		empty = false
 	}
 	if empty {
 		return bad(agentrt.CodeEmptyInput, "the input from source %s is empty", in.Source)
@@ -674,6 +731,31 @@ func (g *Gateway) check(in Input, parts []session.InputPart) error {
 		return bad(agentrt.CodeInputTooLarge, "the input from source %s holds %d bytes; at most %d are taken", in.Source, size, g.cfg.MaxInputBytes)
 	}
 	return nil
+}
+
+func (g *Gateway) maxFile() int64  { return cmp.Or(g.cfg.MaxFileBytes, DefaultMaxFileBytes) }
+func (g *Gateway) maxFiles() int64 { return cmp.Or(g.cfg.MaxInputFileBytes, DefaultMaxInputFileBytes) }
+
+// keepFiles keeps in's files in the store's blobs and returns the parts
+// naming them.
+func (g *Gateway) keepFiles(ctx context.Context, in Input) ([]session.InputPart, error) {
+	if len(in.Files) == 0 {
+		return nil, nil
+	}
+	bs, ok := g.r.Store().(session.Blobs)
+	if !ok {
+		return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadPart,
+			Msg: fmt.Sprintf("the store (%T) keeps no blobs: an input cannot bring files", g.r.Store())}
+	}
+	parts := make([]session.InputPart, 0, len(in.Files))
+	for _, f := range in.Files {
+		b, err := bs.PutBlob(ctx, f.Data, f.Type)
+		if err != nil {
+			return nil, &agentrt.Error{Kind: agentrt.FailStore, Msg: "keep the input's file " + f.Name, Err: err}
+		}
+		parts = append(parts, MediaPart(model.Media{Hash: b.Hash, Type: b.Type, Name: f.Name, Size: b.Size}))
+	}
+	return parts, nil
 }
 
 // checkClientTools checks in's client tools against the agent that will

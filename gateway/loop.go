@@ -617,7 +617,7 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 		return nil
 	}
 	m := g.merge.Merge(fresh)
-	in := agentrt.Input{Text: m.Text, Source: t.Source, Inputs: make([]string, len(fresh)), TurnID: t.ID}
+	in := agentrt.Input{Text: m.Text, Media: m.Media, Source: t.Source, Inputs: make([]string, len(fresh)), TurnID: t.ID}
 	for i, x := range fresh {
 		in.Inputs[i] = x.ID
 	}

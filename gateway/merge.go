@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"encoding/json"
 	"maps"
 	"strings"
 
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -13,6 +15,8 @@ type Merged struct {
 	Text string
 	// Parts are every input's parts, in order.
 	Parts []session.InputPart
+	// Media are the images and files the media parts name, in order.
+	Media []model.Media
 	// Metadata is the inputs' metadata, a newer input's value winning.
 	Metadata map[string]string
 }
@@ -40,6 +44,11 @@ func (DefaultMerge) Merge(inputs []session.InboxInput) Merged {
 				t = append(t, p.Text)
 			case "data":
 				t = append(t, string(p.Data))
+			case "media":
+				var md model.Media
+				if json.Unmarshal(p.Data, &md) == nil {
+					m.Media = append(m.Media, md)
+				}
 			}
 		}
 		if len(t) > 0 {

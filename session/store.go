@@ -391,7 +391,7 @@ const (
 // the rest is kept byte for byte), so that every store gives back the
 // same bytes.
 type InputPart struct {
-	Type string          `json:"type"` // "text" or "data"
+	Type string          `json:"type"` // "text", "data" or "media" (Data names a blob: {hash, type, name, size})
 	Text string          `json:"text,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
 }
@@ -441,9 +441,9 @@ func (in *InboxInput) Check(tenant string) error {
 	}
 	for i, p := range in.Parts {
 		switch {
-		case p.Type != "text" && p.Type != "data":
-			return fmt.Errorf("input %q: part %d has type %q, want text or data", in.ID, i, p.Type)
-		case p.Type == "data" && !json.Valid(p.Data):
+		case p.Type != "text" && p.Type != "data" && p.Type != "media":
+			return fmt.Errorf("input %q: part %d has type %q, want text, data or media", in.ID, i, p.Type)
+		case p.Type != "text" && !json.Valid(p.Data):
 			return fmt.Errorf("input %q: part %d: its data is not JSON", in.ID, i)
 		case p.Type == "text" && p.Data != nil:
 			return fmt.Errorf("input %q: part %d: a text part has data", in.ID, i)
