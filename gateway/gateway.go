@@ -235,10 +235,10 @@ const (
 	// files: 20 MiB one, 50 MiB all (what the model APIs take, about).
 	DefaultMaxFileBytes      = 20 << 20
 	DefaultMaxInputFileBytes = 50 << 20
-	DefaultPoll          = 200 * time.Millisecond
-	DefaultShutdownGrace = 10 * time.Second
-	DefaultMaxPending    = 32
-	DefaultMaxRestarts   = 5
+	DefaultPoll              = 200 * time.Millisecond
+	DefaultShutdownGrace     = 10 * time.Second
+	DefaultMaxPending        = 32
+	DefaultMaxRestarts       = 5
 )
 
 // MaxKeyBytes bounds an input's idempotency key (Input.Key): the key is
