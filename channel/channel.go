@@ -106,6 +106,24 @@ type Inbound struct {
 	// the thread in it, where the platform has threads.
 	Conversation, Thread string
 	Text                 string
+	// Attachments are the images and files the message came with, which
+	// the hub downloads (Downloader) and gives the turn.
+	Attachments []Attachment
+}
+
+// Attachment is an image or a file of a message, as the platform names
+// it: Ref is what the channel's Download takes (a file id, a URL), Size
+// what the platform says it is (0: not said).
+type Attachment struct {
+	Ref, Name, Type string
+	Size            int64
+}
+
+// Downloader is the optional capability of a channel that can fetch an
+// attachment's bytes, with the platform's auth, at most limit bytes (more
+// is an error): its media type too, when the platform says it.
+type Downloader interface {
+	Download(ctx context.Context, a Attachment, limit int64) (data []byte, typ string, err error)
 }
 
 // Click is a person's press of a button a message of the channel had.

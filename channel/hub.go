@@ -67,6 +67,9 @@ type Config struct {
 	MaxAttempts int
 	// Workers bounds the conversations delivered to at once; zero: 16.
 	Workers int
+	// MaxFileBytes bounds an attachment downloaded; zero:
+	// gateway.DefaultMaxFileBytes.
+	MaxFileBytes int64
 }
 
 // Hub serves channels: their platforms' requests, and the delivery of
@@ -105,6 +108,7 @@ func New(cfg Config) (*Hub, error) {
 	h.cfg.ClaimFor = cmp.Or(cfg.ClaimFor, time.Minute)
 	h.cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 12)
 	h.cfg.Workers = cmp.Or(cfg.Workers, 16)
+	h.cfg.MaxFileBytes = cmp.Or(cfg.MaxFileBytes, gateway.DefaultMaxFileBytes)
 	h.cfg.Owner = cmp.Or(cfg.Owner, cfg.Runner.Owner())
 	for i := range cfg.Channels {
 		b := &cfg.Channels[i]
@@ -282,7 +286,7 @@ func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
 		}
 		return nil
 	}
-	if strings.TrimSpace(m.Text) == "" {
+	if strings.TrimSpace(m.Text) == "" && len(m.Attachments) == 0 {
 		h.ignored.Add(1)
 		return nil
 	}
@@ -291,7 +295,12 @@ func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
 	if answered, err := h.answerPrompt(ctx, b, source, m); answered || err != nil {
 		return err
 	}
-	sub, err := h.cfg.Gateway.Submit(ctx, gateway.Input{Source: source, Agent: b.Agent, Text: m.Text, Key: m.ID,
+	files, note := h.download(ctx, b, m.Attachments)
+	text := m.Text
+	if note != "" {
+		text = strings.TrimSpace(text + "\n\n" + note)
+	}
+	sub, err := h.cfg.Gateway.Submit(ctx, gateway.Input{Source: source, Agent: b.Agent, Text: text, Key: m.ID, Files: files,
 		Metadata: map[string]string{"channel": b.Name, "sender": m.Sender, "sender_name": m.SenderName}})
 	if err != nil {
 		if e := agentrt.AsError(err); e.Kind == agentrt.FailInput {
@@ -314,6 +323,40 @@ func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
 		h.background(func(ctx context.Context) error { return t.Typing(ctx, to) })
 	}
 	return nil
+}
+
+// download fetches a message's attachments with the platform's auth and
+// the hub's limit (MaxFileBytes each); one that cannot be had (too large,
+// not found, a channel that cannot download) is named in note, for the
+// turn to know it was sent, rather than refusing the message.
+func (h *Hub) download(ctx context.Context, b *Binding, atts []Attachment) (files []gateway.File, note string) {
+	if len(atts) == 0 {
+		return nil, ""
+	}
+	d, ok := b.Channel.(Downloader)
+	var missed []string
+	for _, a := range atts {
+		name := cmp.Or(a.Name, a.Type, "a file")
+		switch {
+		case !ok:
+			missed = append(missed, name+" (this channel does not download files)")
+			continue
+		case a.Size > h.cfg.MaxFileBytes:
+			missed = append(missed, fmt.Sprintf("%s (%d bytes: more than the %d taken)", name, a.Size, h.cfg.MaxFileBytes))
+			continue
+		}
+		data, typ, err := d.Download(ctx, a, h.cfg.MaxFileBytes)
+		if err != nil {
+			h.log.Warn("channel: an attachment could not be downloaded", "channel", b.Name, "file", name, "error", err)
+			missed = append(missed, name+" (could not be downloaded: "+err.Error()+")")
+			continue
+		}
+		files = append(files, gateway.File{Name: a.Name, Type: cmp.Or(a.Type, typ, http.DetectContentType(data)), Data: data})
+	}
+	if len(missed) > 0 {
+		note = "[The person also sent: " + strings.Join(missed, "; ") + ".]"
+	}
+	return files, note
 }
 
 // answerPrompt answers the prompt the conversation's session waits on,

@@ -27,6 +27,8 @@ type TelegramAPI struct {
 	next  int64
 	Fail  func(method string, n int) string
 	Hold  func(method string, n int) chan struct{}
+	// Files are the files getFile knows, by file_id: their bytes.
+	Files map[string][]byte
 }
 
 // TelegramCall is a call of the Bot API: its method and its JSON body.
@@ -45,6 +47,18 @@ func NewTelegramAPI(t testing.TB, token string) *TelegramAPI {
 }
 
 func (a *TelegramAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+a.Token+"/files/"); ok {
+		// A file's download (https://core.telegram.org/bots/api#getfile).
+		a.mu.Lock()
+		data, found := a.Files[id]
+		a.mu.Unlock()
+		if !found {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write(data)
+		return
+	}
 	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+a.Token+"/")
 	if !ok {
 		w.WriteHeader(http.StatusNotFound)
@@ -84,6 +98,15 @@ func (a *TelegramAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-hold
 	}
 	switch method {
+	case "getFile":
+		id, _ := req["file_id"].(string)
+		data, found := a.Files[id]
+		if !found {
+			_, _ = io.WriteString(w, `{"ok":false,"error_code":400,"description":"Bad Request: invalid file_id"}`)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": map[string]any{"file_id": id, "file_unique_id": "u" + id,
+			"file_size": len(data), "file_path": "files/" + id}})
 	case "getMe":
 		_, _ = io.WriteString(w, `{"ok":true,"result":{"id":123456,"is_bot":true,"first_name":"Support","username":"support_bot"}}`)
 	case "getWebhookInfo":

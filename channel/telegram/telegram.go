@@ -86,6 +86,18 @@ type (
 		Date            int64  `json:"date"`
 		Text            string `json:"text,omitempty"`
 		Caption         string `json:"caption,omitempty"`
+		// Photo is the sizes of a photo, the largest last; Document a
+		// file.
+		Photo []struct {
+			FileID   string `json:"file_id"`
+			FileSize int64  `json:"file_size"`
+		} `json:"photo,omitempty"`
+		Document *struct {
+			FileID   string `json:"file_id"`
+			FileName string `json:"file_name"`
+			MimeType string `json:"mime_type"`
+			FileSize int64  `json:"file_size"`
+		} `json:"document,omitempty"`
 	}
 	CallbackQuery struct {
 		ID      string   `json:"id"`
@@ -120,13 +132,20 @@ func (c *Channel) Receive(r *channel.Request, now time.Time) (*channel.Received,
 		m := u.Message
 		text := m.Text
 		if text == "" {
-			text = m.Caption
+			text = m.Caption // a photo's or a file's
 		}
 		in := channel.Inbound{ID: strconv.FormatInt(m.Chat.ID, 10) + ":" + strconv.FormatInt(m.MessageID, 10),
 			Sender: strconv.FormatInt(m.From.ID, 10), SenderName: name(m.From),
 			Conversation: strconv.FormatInt(m.Chat.ID, 10), Text: text}
 		if m.IsTopicMessage && m.MessageThreadID != 0 {
 			in.Thread = strconv.FormatInt(m.MessageThreadID, 10)
+		}
+		if n := len(m.Photo); n > 0 {
+			p := m.Photo[n-1]
+			in.Attachments = append(in.Attachments, channel.Attachment{Ref: p.FileID, Name: "photo.jpg", Type: "image/jpeg", Size: p.FileSize})
+		}
+		if d := m.Document; d != nil {
+			in.Attachments = append(in.Attachments, channel.Attachment{Ref: d.FileID, Name: d.FileName, Type: d.MimeType, Size: d.FileSize})
 		}
 		got.Messages = append(got.Messages, in)
 	case u.CallbackQuery != nil && u.CallbackQuery.Message != nil:
@@ -320,4 +339,41 @@ func (c *Channel) Check(ctx context.Context) (string, error) {
 		s += fmt.Sprintf("; webhook %s, %d updates pending", wh.URL, wh.PendingUpdates)
 	}
 	return s, nil
+}
+
+// Download fetches a file: getFile gives its path, then the file is read
+// from the Bot API's file URL (at most limit bytes; the Bot API serves
+// files of up to 20 MB).
+func (c *Channel) Download(ctx context.Context, a channel.Attachment, limit int64) ([]byte, string, error) {
+	var f struct {
+		FilePath string `json:"file_path"`
+		FileSize int64  `json:"file_size"`
+	}
+	if err := c.call(ctx, "getFile", map[string]any{"file_id": a.Ref}, &f); err != nil {
+		return nil, "", err
+	}
+	if f.FileSize > limit {
+		return nil, "", fmt.Errorf("%d bytes, more than the %d taken", f.FileSize, limit)
+	}
+	url := strings.Replace(c.base, "/bot", "/file/bot", 1) + f.FilePath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := c.cfg.Client.Do(req)
+	if err != nil {
+		return nil, "", redact(err, c.cfg.BotToken)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("the file: %d", res.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	if err != nil {
+		return nil, "", redact(err, c.cfg.BotToken)
+	}
+	if int64(len(data)) > limit {
+		return nil, "", fmt.Errorf("more than the %d bytes taken", limit)
+	}
+	return data, res.Header.Get("Content-Type"), nil
 }

@@ -203,3 +203,47 @@ func TestBurstIsOneTurn(t *testing.T) {
 		t.Errorf("%d turns, want 1", turns)
 	}
 }
+
+// A photo with a caption reaches the turn: the photo downloaded with the
+// bot's token (getFile, then the file URL), kept as a blob and named in
+// run_started; a file larger than the hub takes is named in the text
+// instead, and not downloaded.
+func TestPhoto(t *testing.T) {
+	api := channeltest.NewTelegramAPI(t, token)
+	jpeg := append([]byte{0xff, 0xd8, 0xff, 0xe0}, []byte("a small photo")...)
+	api.Files = map[string][]byte{"AgACAgQAAxkBAAIB": jpeg}
+	ch, err := telegram.New(telegram.Config{BotToken: token, SecretToken: secret, APIURL: api.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := channeltest.New(t, channel.Binding{Name: "tg", Channel: ch}, scripted.Reply{Text: "a nice photo"})
+	// https://core.telegram.org/bots/api#message: photo is the sizes,
+	// the largest last; document a file.
+	body := `{"update_id":7,"message":{"message_id":20,"from":{"id":111111111,"is_bot":false,"first_name":"Ana"},` +
+		`"chat":{"id":111111111,"type":"private"},"date":1700000000,"caption":"what is this?",` +
+		`"photo":[{"file_id":"small","file_unique_id":"s","width":90,"height":60,"file_size":900},` +
+		`{"file_id":"AgACAgQAAxkBAAIB","file_unique_id":"b","width":1280,"height":853,"file_size":17}],` +
+		`"document":{"file_id":"huge","file_unique_id":"h","file_name":"scan.pdf","mime_type":"application/pdf","file_size":31457280}}}`
+	if code, _ := g.Post("webhook", body, telegram.SecretHeader, secret); code != 200 {
+		t.Fatal(code)
+	}
+	g.DeliverUntil("the answer", func() bool { return len(api.Of("sendMessage")) == 1 })
+	var started *session.RunStarted
+	for ev, err := range g.Store.Events(channeltest.Ctx(), "tg:111111111", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := ev.Data.(*session.RunStarted); ok {
+			started = d
+		}
+	}
+	if started == nil || len(started.Media) != 1 || started.Media[0].Type != "image/jpeg" || started.Media[0].Size != int64(len(jpeg)) {
+		t.Fatalf("the turn's media: %+v", started)
+	}
+	if !strings.Contains(started.Input, "what is this?") || !strings.Contains(started.Input, "scan.pdf (31457280 bytes: more than the") {
+		t.Errorf("the turn's text: %q", started.Input)
+	}
+	if _, data, err := g.Store.GetBlob(channeltest.Ctx(), started.Media[0].Hash); err != nil || string(data) != string(jpeg) {
+		t.Errorf("the photo's blob: %q %v", data, err)
+	}
+}
