@@ -86,3 +86,39 @@ func TestInputParts(t *testing.T) {
 		}
 	}
 }
+
+// A message's files (base64) reach its turn as blobs the store keeps,
+// named in run_started; a file of no media type, or not base64, is
+// refused before anything is stored.
+func TestInputFiles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, options{})
+	id := f.create(t, "")
+	png := []byte("\x89PNG\r\n\x1a\n-an-image")
+	body := map[string]any{"text": "what is this?", "files": []map[string]any{{"name": "shot.png", "media_type": "image/png", "data": png}}}
+	var started *session.RunStarted
+	for e := range f.stream(t, "POST", "/v1/sessions/"+id+"/messages", "", body) {
+		if d, ok := e.ev.Data.(*session.RunStarted); e.ev != nil && ok {
+			started = d
+		}
+		if e.typ == "run_finished" {
+			break
+		}
+	}
+	if started == nil || len(started.Media) != 1 || started.Media[0].Name != "shot.png" || started.Media[0].Size != int64(len(png)) {
+		t.Fatalf("run_started: %+v", started)
+	}
+	_, data, err := f.store.(session.Blobs).GetBlob(session.WithTenant(t.Context(), session.DefaultTenant), started.Media[0].Hash)
+	if err != nil || string(data) != string(png) {
+		t.Errorf("the blob: %q %v", data, err)
+	}
+	for _, bad := range []string{
+		`{"files":[{"media_type":"not a type;;","data":"eA=="}]}`,
+		`{"files":[{"media_type":"image/png","data":"%%%"}]}`,
+		`{"files":[{"media_type":"image/png","data":""}]}`,
+	} {
+		if code, b, _ := f.do(t, "POST", "/v1/sessions/"+id+"/messages", "", bad); code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", bad, code, b)
+		}
+	}
+}

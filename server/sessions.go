@@ -327,8 +327,28 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 type MessageRequest struct {
 	Text     string              `json:"text"`
 	Parts    []session.InputPart `json:"parts"`
+	Files    []FileUpload        `json:"files"`
 	Source   string              `json:"source"`
 	Metadata map[string]string   `json:"metadata"`
+}
+
+// FileUpload is an image or a file of a message: its bytes, base64.
+type FileUpload struct {
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"`
+}
+
+// files are the request's files as the gateway takes them.
+func (req *MessageRequest) files() []gateway.File {
+	if len(req.Files) == 0 {
+		return nil
+	}
+	out := make([]gateway.File, len(req.Files))
+	for i, f := range req.Files {
+		out[i] = gateway.File{Name: f.Name, Type: f.MediaType, Data: f.Data}
+	}
+	return out
 }
 
 // Accepted is the answer to an input: it is stored, and a turn of the
@@ -353,7 +373,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if source == "" {
 		source = id
 	}
-	in := gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: req.Text, Parts: req.Parts,
+	in := gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: req.Text, Parts: req.Parts, Files: req.files(),
 		Metadata: req.Metadata, Key: r.Header.Get("Idempotency-Key")}
 	if !wantsSSE(r) {
 		sub, err := s.gw.Submit(ctx, in)
