@@ -98,11 +98,17 @@ func (c *Channel) Receive(r *channel.Request, now time.Time) (*channel.Received,
 	case slackevents.CallbackEvent:
 		switch e := ev.InnerEvent.Data.(type) {
 		case *slackevents.MessageEvent:
-			if e.BotID != "" || e.SubType != "" || e.User == "" {
+			if e.BotID != "" || (e.SubType != "" && e.SubType != "file_share") || e.User == "" {
 				got.Ignored++ // the bot's own, an edit, a join, …
 				break
 			}
-			got.Messages = append(got.Messages, message(e.Channel, e.ChannelType, e.User, e.TimeStamp, e.ThreadTimeStamp, e.Text))
+			m := message(e.Channel, e.ChannelType, e.User, e.TimeStamp, e.ThreadTimeStamp, e.Text)
+			if e.Message != nil {
+				for _, f := range e.Message.Files {
+					m.Attachments = append(m.Attachments, channel.Attachment{Ref: f.URLPrivateDownload, Name: f.Name, Type: f.Mimetype, Size: int64(f.Size)})
+				}
+			}
+			got.Messages = append(got.Messages, m)
 		case *slackevents.AppMentionEvent:
 			if e.BotID != "" || e.User == "" {
 				got.Ignored++
@@ -235,4 +241,32 @@ func (c *Channel) Check(ctx context.Context) (string, error) {
 		return "", sendError("auth.test", err)
 	}
 	return fmt.Sprintf("bot %s (%s) of team %s", r.User, r.UserID, r.Team), nil
+}
+
+// Download fetches a file a person shared (its url_private_download,
+// with the bot's token: the files:read scope), at most limit bytes.
+func (c *Channel) Download(ctx context.Context, a channel.Attachment, limit int64) ([]byte, string, error) {
+	if !strings.HasPrefix(a.Ref, "https://") && !strings.HasPrefix(a.Ref, "http://") {
+		return nil, "", fmt.Errorf("no download URL")
+	}
+	var buf limited
+	buf.max = limit
+	if err := c.api.GetFileContext(ctx, a.Ref, &buf); err != nil {
+		return nil, "", err
+	}
+	return buf.b, "", nil
+}
+
+// limited is a writer that takes at most max bytes.
+type limited struct {
+	b   []byte
+	max int64
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if int64(len(l.b)+len(p)) > l.max {
+		return 0, fmt.Errorf("more than the %d bytes taken", l.max)
+	}
+	l.b = append(l.b, p...)
+	return len(p), nil
 }

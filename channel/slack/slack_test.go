@@ -19,6 +19,7 @@ import (
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/slack"
 	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
 )
 
 const signingSecret = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -32,6 +33,7 @@ type webAPI struct {
 	calls []call
 	next  int
 	fail  func(method string) (retryAfter string)
+	url   string // the server's
 }
 
 type call struct {
@@ -40,6 +42,16 @@ type call struct {
 }
 
 func (a *webAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/files-pri/") {
+		// A file's url_private_download: the bot's token as a bearer.
+		if r.Header.Get("Authorization") != "Bearer xoxb-test" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = io.WriteString(w, "\x89PNG-a-screenshot")
+		return
+	}
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
 	if err := r.ParseForm(); err != nil {
 		a.t.Errorf("%s: %v", method, err)
@@ -86,6 +98,7 @@ func newRig(t *testing.T, bind func(*channel.Binding), replies ...scripted.Reply
 	t.Helper()
 	api := &webAPI{t: t}
 	srv := httptest.NewServer(api)
+	api.url = srv.URL
 	t.Cleanup(srv.Close)
 	ch, err := slack.New(slack.Config{BotToken: "xoxb-test", SigningSecret: signingSecret, APIURL: srv.URL + "/api"})
 	if err != nil {
@@ -242,4 +255,31 @@ func TestMrkdwn(t *testing.T) {
 			t.Errorf("Mrkdwn(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// A file a person shares with a message (subtype file_share) is
+// downloaded with the bot's token and reaches the turn as media.
+func TestSharedFile(t *testing.T) {
+	g, api := newRig(t, nil, scripted.Reply{Text: "nice screenshot"})
+	// https://api.slack.com/events/message/file_share
+	ev := `{"type":"event_callback","event_id":"EvF1","event":{"type":"message","subtype":"file_share","channel":"C2147483705",` +
+		`"user":"U2147483697","text":"look","ts":"1700000100.000100","channel_type":"channel",` +
+		`"files":[{"id":"F1","name":"shot.png","mimetype":"image/png","filetype":"png","size":17,` +
+		`"url_private_download":"` + api.url + `/files-pri/T1-F1/download/shot.png"}]}}`
+	if code, _ := g.Post("events", ev, sign(time.Now(), ev)...); code != 200 {
+		t.Fatal(code)
+	}
+	g.DeliverUntil("the answer", func() bool { return len(api.of("chat.postMessage")) == 1 })
+	for e, err := range g.Store.Events(channeltest.Ctx(), "sl:C2147483705:1700000100.000100", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := e.Data.(*session.RunStarted); ok {
+			if len(d.Media) != 1 || d.Media[0].Name != "shot.png" || d.Media[0].Size != 17 || d.Input != "look" {
+				t.Errorf("run_started: %+v", d)
+			}
+			return
+		}
+	}
+	t.Error("no run_started")
 }

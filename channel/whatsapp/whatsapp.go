@@ -8,6 +8,7 @@ package whatsapp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -97,11 +98,22 @@ type Notification struct {
 					Context *struct {
 						ID string `json:"id"`
 					} `json:"context,omitempty"`
+					Image    *waMedia `json:"image,omitempty"`
+					Document *waMedia `json:"document,omitempty"`
 				} `json:"messages"`
 				Statuses []json.RawMessage `json:"statuses"`
 			} `json:"value"`
 		} `json:"changes"`
 	} `json:"entry"`
+}
+
+// waMedia is an image's or a document's part of a message: the media's
+// id (which the Graph API resolves to a URL), its type, caption and name.
+type waMedia struct {
+	ID       string `json:"id"`
+	MimeType string `json:"mime_type"`
+	Caption  string `json:"caption"`
+	Filename string `json:"filename"`
 }
 
 // Receive answers the webhook's verification request (GET) and reads a
@@ -143,6 +155,13 @@ func (c *Channel) Receive(r *channel.Request, now time.Time) (*channel.Received,
 				case msg.Type == "text" && msg.Text != nil:
 					got.Messages = append(got.Messages, channel.Inbound{ID: msg.ID, Sender: msg.From, SenderName: names[msg.From],
 						Conversation: msg.From, Text: msg.Text.Body})
+				case (msg.Type == "image" && msg.Image != nil) || (msg.Type == "document" && msg.Document != nil):
+					md, name := msg.Image, "image"
+					if md == nil {
+						md, name = msg.Document, cmp.Or(msg.Document.Filename, "document")
+					}
+					got.Messages = append(got.Messages, channel.Inbound{ID: msg.ID, Sender: msg.From, SenderName: names[msg.From],
+						Conversation: msg.From, Text: md.Caption, Attachments: []channel.Attachment{{Ref: md.ID, Name: name, Type: md.MimeType}}})
 				case msg.Type == "interactive" && msg.Interactive != nil:
 					var id string
 					switch {
@@ -157,7 +176,7 @@ func (c *Channel) Receive(r *channel.Request, now time.Time) (*channel.Received,
 					}
 					got.Clicks = append(got.Clicks, cl)
 				default:
-					got.Ignored++ // images, audio, locations, reactions: not yet
+					got.Ignored++ // audio, video, locations, reactions: not yet
 				}
 			}
 		}
@@ -296,4 +315,52 @@ func (c *Channel) Check(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("whatsapp: phone number %s: %d %s", c.cfg.PhoneNumberID, res.StatusCode, out.Error.Message)
 	}
 	return fmt.Sprintf("number %s (%s)", out.Number, out.Name), nil
+}
+
+// Download fetches a media: its id gives its URL (GET /MEDIA_ID), whose
+// bytes need the access token too, at most limit bytes.
+func (c *Channel) Download(ctx context.Context, a channel.Attachment, limit int64) ([]byte, string, error) {
+	get := func(url string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.cfg.AccessToken)
+		return c.cfg.Client.Do(req)
+	}
+	res, err := get(c.cfg.APIURL + "/" + a.Ref)
+	if err != nil {
+		return nil, "", err
+	}
+	var m struct {
+		URL      string `json:"url"`
+		MimeType string `json:"mime_type"`
+		FileSize int64  `json:"file_size"`
+	}
+	err = json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&m)
+	res.Body.Close()
+	switch {
+	case res.StatusCode/100 != 2:
+		return nil, "", fmt.Errorf("media %s: %d", a.Ref, res.StatusCode)
+	case err != nil || m.URL == "":
+		return nil, "", fmt.Errorf("media %s: no URL", a.Ref)
+	case m.FileSize > limit:
+		return nil, "", fmt.Errorf("%d bytes, more than the %d taken", m.FileSize, limit)
+	}
+	res, err = get(m.URL)
+	if err != nil {
+		return nil, "", err
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		return nil, "", fmt.Errorf("media %s: %d", a.Ref, res.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	if err != nil {
+		return nil, "", err
+	}
+	if int64(len(data)) > limit {
+		return nil, "", fmt.Errorf("more than the %d bytes taken", limit)
+	}
+	return data, m.MimeType, nil
 }

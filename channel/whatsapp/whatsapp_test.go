@@ -37,6 +37,19 @@ type graphAPI struct {
 }
 
 func (g *graphAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == "GET" && r.Header.Get("Authorization") == "Bearer token" {
+		// https://developers.facebook.com/docs/whatsapp/cloud-api/reference/media:
+		// a media id gives its URL, whose bytes need the token too.
+		switch r.URL.Path {
+		case "/v21.0/1037543291543636":
+			_ = json.NewEncoder(w).Encode(map[string]any{"messaging_product": "whatsapp", "url": "http://" + r.Host + "/media/1037543291543636",
+				"mime_type": "image/jpeg", "sha256": "x", "file_size": 9, "id": "1037543291543636"})
+			return
+		case "/media/1037543291543636":
+			_, _ = io.WriteString(w, "\xff\xd8\xffphoto")
+			return
+		}
+	}
 	if r.URL.Path != "/v21.0/"+phoneID+"/messages" || r.Header.Get("Authorization") != "Bearer token" {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, `{"error":{"message":"Invalid OAuth access token.","type":"OAuthException","code":190}}`)
@@ -188,4 +201,30 @@ func TestApprovalButtons(t *testing.T) {
 	if a := api.all()[1]; a["text"].(map[string]any)["body"] != "deployed" {
 		t.Errorf("the answer: %v", a)
 	}
+}
+
+// An image message (its caption the text) is downloaded through the
+// media's URL with the access token, and reaches the turn as media.
+func TestImage(t *testing.T) {
+	g, api := newRig(t, gateway.Config{}, scripted.Reply{Text: "a photo"})
+	body := `{"object":"whatsapp_business_account","entry":[{"id":"W","changes":[{"value":{"messaging_product":"whatsapp",` +
+		`"metadata":{"display_phone_number":"15550001111","phone_number_id":"` + phoneID + `"},"contacts":[{"profile":{"name":"Kerry Fisher"},"wa_id":"16315551234"}],` +
+		`"messages":[{"from":"16315551234","id":"wamid.IMG1","timestamp":"1603059201","type":"image",` +
+		`"image":{"caption":"what is this?","mime_type":"image/jpeg","sha256":"x","id":"1037543291543636"}}]},"field":"messages"}]}]}`
+	if code, _ := g.Post("webhook", body, signed(body)...); code != 200 {
+		t.Fatal(code)
+	}
+	g.DeliverUntil("the answer", func() bool { return len(api.all()) == 1 })
+	for e, err := range g.Store.Events(channeltest.Ctx(), "wa:16315551234", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := e.Data.(*session.RunStarted); ok {
+			if len(d.Media) != 1 || d.Media[0].Type != "image/jpeg" || d.Media[0].Size != 8 || d.Input != "what is this?" {
+				t.Errorf("run_started: %+v", d)
+			}
+			return
+		}
+	}
+	t.Error("no run_started")
 }
