@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,6 +88,7 @@ const (
 	buttonSecondary      = 2
 	buttonDanger         = 4
 	optionTypeString     = 3
+	optionTypeAttachment = 11
 	maxNonce             = 25
 	defaultCommandOption = "text"
 )
@@ -113,6 +116,14 @@ type Interaction struct {
 			Type  int    `json:"type"`
 			Value any    `json:"value"`
 		} `json:"options"`
+		Resolved *struct {
+			Attachments map[string]struct {
+				Filename    string `json:"filename"`
+				ContentType string `json:"content_type"`
+				Size        int64  `json:"size"`
+				URL         string `json:"url"`
+			} `json:"attachments"`
+		} `json:"resolved,omitempty"`
 	} `json:"data,omitempty"`
 	Message *struct {
 		ID string `json:"id"`
@@ -166,20 +177,27 @@ func (c *Channel) Receive(r *channel.Request, now time.Time) (*channel.Received,
 		got.Response = respond(map[string]int{"type": respPong})
 	case typeCommand:
 		var parts []string
+		var atts []channel.Attachment
 		if in.Data != nil {
 			for _, o := range in.Data.Options {
-				if s, ok := o.Value.(string); ok && o.Type == optionTypeString {
+				s, ok := o.Value.(string)
+				switch {
+				case ok && o.Type == optionTypeString:
 					parts = append(parts, s)
+				case ok && o.Type == optionTypeAttachment && in.Data.Resolved != nil:
+					if a, found := in.Data.Resolved.Attachments[s]; found {
+						atts = append(atts, channel.Attachment{Ref: a.URL, Name: a.Filename, Type: a.ContentType, Size: a.Size})
+					}
 				}
 			}
 		}
 		text := strings.Join(parts, "\n")
-		if text == "" {
+		if text == "" && len(atts) == 0 {
 			got.Response = respond(map[string]any{"type": respMessage, "data": map[string]any{"content": "Say something: /" + in.Data.Name + " text:…", "flags": flagEphemeral}})
 			got.Ignored++
 			break
 		}
-		got.Messages = append(got.Messages, channel.Inbound{ID: in.ID, Sender: u.ID, SenderName: name(u), Conversation: in.ChannelID, Text: text})
+		got.Messages = append(got.Messages, channel.Inbound{ID: in.ID, Sender: u.ID, SenderName: name(u), Conversation: in.ChannelID, Text: text, Attachments: atts})
 		got.Response = respond(map[string]any{"type": respMessage, "data": map[string]any{"content": quote(name(u), text)}})
 	case typeComponent:
 		cl := channel.Click{ID: in.ID, Sender: u.ID, Conversation: in.ChannelID, Reply: in.Token}
@@ -322,4 +340,39 @@ func (c *Channel) Check(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return "bot " + me.Username + " (" + me.ID + ")", nil
+}
+
+// cdnHosts are where Discord serves attachments; the API's own host is
+// trusted too (another base URL, a test's).
+var cdnHosts = []string{"cdn.discordapp.com", "media.discordapp.net"}
+
+// Download fetches a command's attachment from Discord's CDN (its URL is
+// signed; no token is sent), at most limit bytes. A URL of another host is
+// not fetched.
+func (c *Channel) Download(ctx context.Context, a channel.Attachment, limit int64) ([]byte, string, error) {
+	u, err := url.Parse(a.Ref)
+	api, _ := url.Parse(c.cfg.APIURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || !(slices.Contains(cdnHosts, u.Hostname()) || api != nil && u.Host == api.Host) {
+		return nil, "", fmt.Errorf("an attachment URL not of Discord's CDN: %q", a.Ref)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Ref, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := c.cfg.Client.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("the attachment: %d", res.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	if err != nil {
+		return nil, "", err
+	}
+	if int64(len(data)) > limit {
+		return nil, "", fmt.Errorf("more than the %d bytes taken", limit)
+	}
+	return data, res.Header.Get("Content-Type"), nil
 }

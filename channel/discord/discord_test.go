@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/discord"
 	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
 )
 
 // restAPI is a fake Discord REST API: create, edit and type in a
@@ -34,6 +35,12 @@ type restAPI struct {
 }
 
 func (a *restAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/attachments/") {
+		// Discord's CDN: a signed URL, no token.
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = io.WriteString(w, "\x89PNG-attached")
+		return
+	}
 	if r.Header.Get("Authorization") != "Bot bot-token" {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, `{"message": "401: Unauthorized", "code": 0}`)
@@ -90,6 +97,7 @@ type rig struct {
 	*channeltest.Rig
 	api  *restAPI
 	priv ed25519.PrivateKey
+	url  string // the fake API's
 }
 
 func newRig(t *testing.T, replies ...scripted.Reply) *rig {
@@ -105,7 +113,7 @@ func newRig(t *testing.T, replies ...scripted.Reply) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{channeltest.New(t, channel.Binding{Name: "dc", Channel: ch}, replies...), api, priv}
+	return &rig{channeltest.New(t, channel.Binding{Name: "dc", Channel: ch}, replies...), api, priv, srv.URL}
 }
 
 // post signs body as Discord does (Ed25519 of the timestamp and the body)
@@ -197,5 +205,42 @@ func TestButtons(t *testing.T) {
 	}
 	if p[1]["content"] != "deployed" {
 		t.Errorf("the answer: %v", p[1])
+	}
+}
+
+// A command's attachment (an option of type 11, resolved) is downloaded
+// from Discord's CDN and reaches the turn; an attachment URL of another
+// host is not fetched, and named in the text instead.
+func TestAttachment(t *testing.T) {
+	g := newRig(t, scripted.Reply{Text: "a screenshot"})
+	cmd := func(id, url string) string {
+		return `{"id":"` + id + `","type":2,"application_id":"775799577604522054","channel_id":"772908445358620702",` +
+			`"member":{"user":{"id":"53908232506183680","username":"mason"}},"token":"T","version":1,` +
+			`"data":{"id":"1","name":"ask","type":1,"options":[{"name":"text","type":3,"value":"what is this?"},{"name":"file","type":11,"value":"1100"}],` +
+			`"resolved":{"attachments":{"1100":{"id":"1100","filename":"shot.png","content_type":"image/png","size":13,"url":"` + url + `"}}}}}`
+	}
+	if code, _ := g.post(cmd("7001", g.url+"/attachments/1/1100/shot.png?ex=1&is=2&hm=3"), time.Now()); code != 200 {
+		t.Fatal(code)
+	}
+	g.DeliverUntil("the answer", func() bool { p, _ := g.api.snapshot(); return len(p) == 1 })
+	var started *session.RunStarted
+	for e, err := range g.Store.Events(channeltest.Ctx(), "dc:772908445358620702", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := e.Data.(*session.RunStarted); ok {
+			started = d
+		}
+	}
+	if started == nil || len(started.Media) != 1 || started.Media[0].Name != "shot.png" || started.Media[0].Size != 13 {
+		t.Fatalf("run_started: %+v", started)
+	}
+	// Another host: not fetched.
+	if code, _ := g.post(cmd("7002", "http://169.254.169.254/latest/meta-data"), time.Now()); code != 200 {
+		t.Fatal(code)
+	}
+	in := g.Inputs("dc:772908445358620702")
+	if len(in) != 2 || !strings.Contains(in[1].Parts[0].Text, "shot.png (could not be downloaded: an attachment URL not of Discord's CDN") {
+		t.Errorf("the second input: %+v", in)
 	}
 }
