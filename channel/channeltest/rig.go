@@ -163,3 +163,17 @@ func (g *Rig) Outbox(id string) []session.OutboxItem {
 	}
 	return items
 }
+
+// RunStarted is the first run_started of session id (nil if none).
+func (g *Rig) RunStarted(id string) *session.RunStarted {
+	g.T.Helper()
+	for ev, err := range g.Store.Events(Ctx(), id, 0) {
+		if err != nil {
+			g.T.Fatal(err)
+		}
+		if d, ok := ev.Data.(*session.RunStarted); ok {
+			return d
+		}
+	}
+	return nil
+}

@@ -17,7 +17,6 @@ import (
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/discord"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/session"
 )
 
 // restAPI is a fake Discord REST API: create, edit and type in a
@@ -223,15 +222,7 @@ func TestAttachment(t *testing.T) {
 		t.Fatal(code)
 	}
 	g.DeliverUntil("the answer", func() bool { p, _ := g.api.snapshot(); return len(p) == 1 })
-	var started *session.RunStarted
-	for e, err := range g.Store.Events(channeltest.Ctx(), "dc:772908445358620702", 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d, ok := e.Data.(*session.RunStarted); ok {
-			started = d
-		}
-	}
+	started := g.RunStarted("dc:772908445358620702")
 	if started == nil || len(started.Media) != 1 || started.Media[0].Name != "shot.png" || started.Media[0].Size != 13 {
 		t.Fatalf("run_started: %+v", started)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/slack"
 	"github.com/agentrt/agentrt/model/scripted"
-	"github.com/agentrt/agentrt/session"
 )
 
 const signingSecret = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -270,16 +269,7 @@ func TestSharedFile(t *testing.T) {
 		t.Fatal(code)
 	}
 	g.DeliverUntil("the answer", func() bool { return len(api.of("chat.postMessage")) == 1 })
-	for e, err := range g.Store.Events(channeltest.Ctx(), "sl:C2147483705:1700000100.000100", 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d, ok := e.Data.(*session.RunStarted); ok {
-			if len(d.Media) != 1 || d.Media[0].Name != "shot.png" || d.Media[0].Size != 17 || d.Input != "look" {
-				t.Errorf("run_started: %+v", d)
-			}
-			return
-		}
+	if d := g.RunStarted("sl:C2147483705:1700000100.000100"); d == nil || len(d.Media) != 1 || d.Media[0].Name != "shot.png" || d.Media[0].Size != 17 || d.Input != "look" {
+		t.Errorf("run_started: %+v", d)
 	}
-	t.Error("no run_started")
 }

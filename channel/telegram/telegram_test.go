@@ -228,15 +228,7 @@ func TestPhoto(t *testing.T) {
 		t.Fatal(code)
 	}
 	g.DeliverUntil("the answer", func() bool { return len(api.Of("sendMessage")) == 1 })
-	var started *session.RunStarted
-	for ev, err := range g.Store.Events(channeltest.Ctx(), "tg:111111111", 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d, ok := ev.Data.(*session.RunStarted); ok {
-			started = d
-		}
-	}
+	started := g.RunStarted("tg:111111111")
 	if started == nil || len(started.Media) != 1 || started.Media[0].Type != "image/jpeg" || started.Media[0].Size != int64(len(jpeg)) {
 		t.Fatalf("the turn's media: %+v", started)
 	}
