@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -55,10 +56,6 @@ func TestChannelProblems(t *testing.T) {
 			nil, `agentrt.yaml:6:13: channels.c.kind: unknown kind "telegrm"; did you mean telegram? (want discord, slack, telegram, webhook, whatsapp)`},
 		{"no kind", base + "channels:\n  c: {bot_token: x}\n",
 			nil, `agentrt.yaml:6:3: channels.c: kind is required (discord, slack, telegram, webhook, whatsapp)`},
-		{"a secret missing", base + "channels:\n  c: {kind: slack, bot_token: x}\n",
-			nil, `agentrt.yaml:6:3: channels.c: signing_secret is required (a slack channel needs it)`},
-		{"a secret from an unset variable", base + "channels:\n  c:\n    kind: telegram\n    bot_token: x\n    secret_token: ${TG_SECRET}\n",
-			nil, `agentrt.yaml:6:3: channels.c: secret_token is empty because ${TG_SECRET} is not set (a telegram channel needs it)`},
 		{"bad name", base + "channels:\n  a.b: {kind: webhook, secret: s, reply_url: http://x}\n",
 			nil, `agentrt.yaml:6:3: channels.a.b: bad channel name "a.b": it names the channel's URL and sources, so use letters, digits, _ and - (at most 32)`},
 		{"unknown agent", base + "channels:\n  c: {kind: webhook, agent: b, secret: s, reply_url: http://x}\n",
@@ -90,5 +87,38 @@ func TestModelMedia(t *testing.T) {
 	got := parseErr(t, "models:\n  v: {provider: openai, model: gpt-4o, api_key: k, media: [images]}\nagents:\n  a: {model: v}\n", nil)
 	if want := `agentrt.yaml:2:59: models.v.media: "images" is not a media type (image/png) or a kind of them (image/*)`; got != want {
 		t.Errorf("error:\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// A channel's credentials are checked by the commands that serve it
+// (CheckChannels): a config whose secrets are not set still loads, for
+// the commands that do not.
+func TestCheckChannels(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"a secret missing", base + "channels:\n  c: {kind: slack, bot_token: x}\n",
+			`agentrt.yaml:6:3: channels.c: signing_secret is required (a slack channel needs it)`},
+		{"a secret from an unset variable", base + "channels:\n  c:\n    kind: telegram\n    bot_token: x\n    secret_token: ${TG_SECRET}\n",
+			`agentrt.yaml:6:3: channels.c: secret_token is empty because ${TG_SECRET} is not set (a telegram channel needs it)`},
+		{"whatsapp's four", base + "channels:\n  w: {kind: whatsapp, access_token: a, app_secret: b}\n",
+			`agentrt.yaml:6:3: channels.w: verify_token is required (a whatsapp channel needs it)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse("agentrt.yaml", []byte(tt.src), func(string) (string, bool) { return "", false })
+			if err != nil {
+				t.Fatalf("the config does not load: %v", err)
+			}
+			err = c.CheckChannels()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("CheckChannels: %v, want %s", err, tt.want)
+			}
+		})
+	}
+	c, err := Parse("agentrt.yaml", []byte(base+"channels:\n  h: {kind: webhook, secret: s, reply_url: http://x}\n"), nil)
+	if err != nil || c.CheckChannels() != nil {
+		t.Errorf("a complete channel: %v %v", err, c.CheckChannels())
 	}
 }

@@ -176,6 +176,40 @@ func (d *decoder) validate(c *Config) {
 	}
 }
 
+// channelNeeds are the credentials each kind of channel needs.
+var channelNeeds = map[string][]string{
+	ChannelTelegram: {"bot_token", "secret_token"},
+	ChannelSlack:    {"bot_token", "signing_secret"},
+	ChannelDiscord:  {"public_key", "bot_token"},
+	ChannelWhatsApp: {"access_token", "app_secret", "verify_token", "phone_number_id"},
+	ChannelWebhook:  {"secret", "reply_url"},
+}
+
+// value is a channel's credential of key.
+func (ch Channel) value(key string) string {
+	return map[string]string{"bot_token": ch.BotToken, "secret_token": ch.SecretToken, "signing_secret": ch.SigningSecret,
+		"public_key": ch.PublicKey, "access_token": ch.AccessToken, "app_secret": ch.AppSecret, "verify_token": ch.VerifyToken,
+		"phone_number_id": ch.PhoneNumberID, "secret": ch.Secret, "reply_url": ch.ReplyURL}[key]
+}
+
+// CheckChannels reports the channels' missing credentials, with their
+// lines: what agentrt serve and agentrt channels check need, and the
+// commands that do not serve the platforms do not (a secret from an
+// unset variable does not stop agentrt sessions list).
+func (c *Config) CheckChannels() error {
+	var problems []Problem
+	for _, name := range c.ChannelNames() {
+		ch := c.Channels[name]
+		p := join("channels", name)
+		for _, key := range channelNeeds[ch.Kind] {
+			if ch.value(key) == "" {
+				problems = append(problems, c.Problemf(p, "%s (a %s channel needs it)", c.empty(p+"."+key, key), ch.Kind))
+			}
+		}
+	}
+	return errorOf(problems)
+}
+
 // channelName is what names a channel: the first part of its
 // conversations' sources and of its URL.
 var channelName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
@@ -195,29 +229,8 @@ func (d *decoder) validateChannel(c *Config, name string, ch Channel) {
 		}
 	}
 	d.checkGatewaySettings(c, p, ch.GatewaySettings)
-	need := func(key, value string) {
-		if value == "" && !d.failed[p+"."+key] {
-			d.at(c, p, "%s (a %s channel needs it)", c.empty(p+"."+key, key), ch.Kind)
-		}
-	}
 	switch ch.Kind {
-	case ChannelTelegram:
-		need("bot_token", ch.BotToken)
-		need("secret_token", ch.SecretToken)
-	case ChannelSlack:
-		need("bot_token", ch.BotToken)
-		need("signing_secret", ch.SigningSecret)
-	case ChannelDiscord:
-		need("public_key", ch.PublicKey)
-		need("bot_token", ch.BotToken)
-	case ChannelWhatsApp:
-		need("access_token", ch.AccessToken)
-		need("app_secret", ch.AppSecret)
-		need("verify_token", ch.VerifyToken)
-		need("phone_number_id", ch.PhoneNumberID)
 	case ChannelWebhook:
-		need("secret", ch.Secret)
-		need("reply_url", ch.ReplyURL)
 		if ch.ReplyURL != "" {
 			if err := checkHTTPURL(ch.ReplyURL); err != nil {
 				d.atValue(c, p+".reply_url", "%v", err)

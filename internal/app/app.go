@@ -115,9 +115,8 @@ type App struct {
 	// (agentrt send, agentrt run); nil when the store keeps no inbox.
 	// RunGateway runs its loop.
 	Gateway *gateway.Gateway
-	// Channels serves the configured chat channels (channels:); nil when
-	// there are none. agentrt serve mounts it and runs its delivery.
-	Channels *channel.Hub
+	// opts are what Build was given (BuildChannels builds with them).
+	opts Options
 
 	// built: Build is done; a model built later (configModels) says
 	// nothing (the notices are read by then, and not guarded).
@@ -402,11 +401,8 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 	if err := a.buildGateway(cfg, opts); err != nil {
 		return nil, err
 	}
-	if err := a.buildChannels(cfg, opts); err != nil {
-		return nil, err
-	}
 	a.followMCPTools(cfg, opts.OnMCPToolsChanged)
-	a.built = true
+	a.built, a.opts = true, opts
 	return a, nil
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -15,19 +16,29 @@ import (
 	"github.com/agentrt/agentrt/config"
 )
 
-// buildChannels builds the hub of the configured channels, when there are
-// any and the app has a gateway.
-func (a *App) buildChannels(cfg *config.Config, opts Options) error {
+// BuildChannels builds the hub of the configured channels, for agentrt
+// serve (nil when there are none): only a command that serves the
+// platforms needs their credentials, which it checks here. Its log is
+// log.
+func (a *App) BuildChannels(log *slog.Logger) (*channel.Hub, error) {
+	cfg := a.Config
 	names := cfg.ChannelNames()
-	if len(names) == 0 || a.Gateway == nil {
-		return nil
+	if len(names) == 0 {
+		return nil, nil
+	}
+	gw, err := a.NeedGateway()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckChannels(); err != nil {
+		return nil, err
 	}
 	var binds []channel.Binding
 	for _, name := range names {
 		cc := cfg.Channels[name]
-		ch, err := NewChannel(cc, opts.HTTPClient)
+		ch, err := NewChannel(cc, a.opts.HTTPClient)
 		if err != nil {
-			return fmt.Errorf("channel %q: %w", name, err)
+			return nil, fmt.Errorf("channel %q: %w", name, err)
 		}
 		binds = append(binds, channel.Binding{Name: name, Channel: ch, Agent: cc.Agent, Allow: cc.Allow, Refusal: cc.Refusal, Approvers: cc.Approvers})
 	}
@@ -37,13 +48,8 @@ func (a *App) buildChannels(cfg *config.Config, opts Options) error {
 	if claim <= 0 {
 		claim = agentrt.DefaultLeaseTTL
 	}
-	hub, err := channel.New(channel.Config{Runner: a.Runner, Gateway: a.Gateway, Channels: binds, Tenant: cfg.Tenant, Now: opts.Now,
-		ClaimFor: claim})
-	if err != nil {
-		return err
-	}
-	a.Channels = hub
-	return nil
+	return channel.New(channel.Config{Runner: a.Runner, Gateway: gw, Channels: binds, Tenant: cfg.Tenant, Now: a.opts.Now,
+		ClaimFor: claim, Log: log})
 }
 
 // NewChannel makes the channel an entry of channels configures; client

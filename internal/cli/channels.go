@@ -32,6 +32,9 @@ func newChannelsCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.s.Err, "no channels in the config")
 				return nil
 			}
+			if err := cfg.CheckChannels(); err != nil {
+				return err
+			}
 			failed := 0
 			for _, name := range names {
 				cc := cfg.Channels[name]

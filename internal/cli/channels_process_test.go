@@ -283,3 +283,18 @@ func TestChannelsCheck(t *testing.T) {
 		t.Errorf("stderr: %s", r.err)
 	}
 }
+
+// A channel whose secret's variable is not set stops agentrt serve and
+// agentrt channels check, which need it, with its line; the commands that
+// do not serve the platforms run.
+func TestChannelSecretsNeededByServeOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, demoConfig+"channels:\n  desk:\n    kind: webhook\n    secret: ${DESK_SECRET_NOT_SET}\n    reply_url: http://127.0.0.1:1/x\n", nil)
+	e.must(cli.ExitOK, "sessions", "list")
+	for _, args := range [][]string{{"channels", "check"}, {"serve", "--addr", "127.0.0.1:0"}} {
+		r := e.run(args...)
+		if r.code != cli.ExitUsage || !strings.Contains(r.err, "channels.desk: secret is empty because ${DESK_SECRET_NOT_SET} is not set (a webhook channel needs it)") {
+			t.Errorf("%v: %v", args, r)
+		}
+	}
+}

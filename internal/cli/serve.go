@@ -91,7 +91,11 @@ machine.`,
 			}
 			defer a.Close()
 			built.Store(a)
-			if err := storeGauges(reg, a); err != nil {
+			hub, err := a.BuildChannels(log)
+			if err != nil {
+				return err
+			}
+			if err := storeGauges(reg, a, hub); err != nil {
 				return err
 			}
 			obs := observability{metrics: telemetry.Handler(reg), streams: func(kind string) server.Gauge { return tel.OpenStreams(kind) },
@@ -109,7 +113,7 @@ machine.`,
 			if addr == "" {
 				addr = DefaultAddr
 			}
-			return serve(ctx, g, a, addr, log, obs)
+			return serve(ctx, g, a, hub, addr, log, obs)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "address to listen on (default server.addr, else "+DefaultAddr+")")
@@ -140,7 +144,7 @@ type observability struct {
 	headline func() ([]server.Figure, error)
 }
 
-func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.Logger, obs observability) error {
+func serve(ctx context.Context, g *globals, a *app.App, hub *channel.Hub, addr string, log *slog.Logger, obs observability) error {
 	gw, err := a.NeedGateway()
 	if err != nil {
 		return err
@@ -177,11 +181,11 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	if err := mountProtocols(srv, a, log); err != nil {
 		return err
 	}
-	if a.Channels != nil {
+	if hub != nil {
 		// The platforms' requests, verified by their channels.
-		srv.MountVerified("POST", "/v1/channels/{name}/{path...}", a.Channels.Handler())
+		srv.MountVerified("POST", "/v1/channels/{name}/{path...}", hub.Handler())
 		// WhatsApp's webhook verification is a GET.
-		srv.MountVerified("GET", "/v1/channels/{name}/{path...}", a.Channels.Handler())
+		srv.MountVerified("GET", "/v1/channels/{name}/{path...}", hub.Handler())
 		for _, name := range a.Config.ChannelNames() {
 			log.Info("channel", "name", name, "kind", a.Config.Channels[name].Kind, "url", "/v1/channels/"+name+"/events")
 		}
@@ -245,9 +249,9 @@ func serve(ctx context.Context, g *globals, a *app.App, addr string, log *slog.L
 	deliverDone := make(chan struct{})
 	go func() {
 		defer close(deliverDone)
-		if a.Channels != nil {
-			_ = a.Channels.Run(gctx) // the outbox, to the channels' platforms
-			a.Channels.Close()
+		if hub != nil {
+			_ = hub.Run(gctx) // the outbox, to the channels' platforms
+			hub.Close()
 		}
 	}()
 	httpDone := make(chan error, 1)
@@ -385,7 +389,7 @@ const (
 	channelDeliveriesHelp = "Messages sent to the channels' platforms from the outbox, by outcome: delivered, retried later, failed (given up)."
 )
 
-func storeGauges(reg prometheus.Registerer, a *app.App) error {
+func storeGauges(reg prometheus.Registerer, a *app.App, hub *channel.Hub) error {
 	if ri, ok := a.Store.(session.RequestIndex); ok {
 		err := telemetry.GaugeFunc(reg, "pending_requests", "Requests waiting for a person, every tenant's.", 0,
 			func(ctx context.Context) (float64, error) {
@@ -420,7 +424,7 @@ func storeGauges(reg prometheus.Registerer, a *app.App) error {
 			return err
 		}
 	}
-	if hub := a.Channels; hub != nil {
+	if hub != nil {
 		// What the channels' platforms sent, and what was delivered to them.
 		for _, c := range []struct {
 			name, help, outcome string
