@@ -330,6 +330,15 @@ func TestInterruptDuringModelCall(t *testing.T) {
 		}
 	}()
 	wait(t, started)
+	// In the call: the model took its first reply (an interrupt between
+	// model_started's commit and the call would leave it untaken, for the
+	// next turn to wait an hour on).
+	for deadline := time.Now().Add(30 * time.Second); m.Calls() < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the model was not called")
+		}
+		time.Sleep(time.Millisecond) // polls the model's count; orders nothing
+	}
 	h.Interrupt("newer input")
 	res, err := h.Wait(ctx)
 	if err != nil || res.Status != session.StatusInterrupted {
