@@ -953,6 +953,9 @@ func Pause(ctx context.Context, x *Exec, ins Instruction) error {
 // messages it shares, are not changed: the messages with media are
 // copied.
 func (x *Exec) withMedia(ctx context.Context, m model.Model, req *model.Request) (*model.Request, error) {
+	if _, ok := m.(model.MediaAcceptor); !ok {
+		return req, nil // it takes none: nothing to load, every call
+	}
 	var out *model.Request
 	for i := range req.Messages {
 		msg := &req.Messages[i]
