@@ -31,7 +31,7 @@ type Rig struct {
 	Server  *httptest.Server // the hub's handler
 	Runner  *agentrt.Runner
 	Gateway *gateway.Gateway
-	Store   *sqlite.Store
+	Store   Store
 	Name    string // the channel's
 	// Skew puts the hub's clock ahead (a time.Duration): to reach a
 	// Retry-After without waiting for it.
@@ -46,6 +46,15 @@ func New(t testing.TB, b channel.Binding, replies ...scripted.Reply) *Rig {
 	return NewWith(t, b, gateway.Config{}, replies...)
 }
 
+// Store is what the rig's store keeps: sessions, the inbox, the outbox
+// and blobs.
+type Store interface {
+	session.Store
+	session.Inbox
+	session.Outbox
+	session.Blobs
+}
+
 // NewWith is New with the gateway's configuration (its Runner is set).
 func NewWith(t testing.TB, b channel.Binding, gc gateway.Config, replies ...scripted.Reply) *Rig {
 	t.Helper()
@@ -53,6 +62,12 @@ func NewWith(t testing.TB, b channel.Binding, gc gateway.Config, replies ...scri
 	if err != nil {
 		t.Fatal(err)
 	}
+	return NewOn(t, store, b, gc, replies...)
+}
+
+// NewOn is NewWith on store (closed when the test ends).
+func NewOn(t testing.TB, store Store, b channel.Binding, gc gateway.Config, replies ...scripted.Reply) *Rig {
+	t.Helper()
 	deploy := tool.WithMeta(tool.Must(tool.New("deploy", "deploys", func(_ context.Context, in struct {
 		Env string `json:"env"`
 	}) (string, error) {

@@ -15,8 +15,11 @@ import (
 	"github.com/agentrt/agentrt/channel"
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/webhook"
+	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/storetest"
 )
 
 const secret = "s3cret"
@@ -274,5 +277,59 @@ func TestRetryAfter(t *testing.T) {
 	items, _ = g.Store.OutboxOf(channeltest.Ctx(), "hook:c1")
 	if last := items[len(items)-1]; last.State != session.OutboxFailed {
 		t.Errorf("after a 400: %+v", last)
+	}
+}
+
+// A store that fails to take a message: the platform gets 503, nothing is
+// acknowledged, and its retry is one input, answered once; a send the
+// store cannot settle is sent again when its claim lapses, never lost.
+func TestStoreFails(t *testing.T) {
+	rc := &receiver{t: t}
+	out := httptest.NewServer(rc)
+	t.Cleanup(out.Close)
+	ch, err := webhook.New(webhook.Config{Secret: secret, ReplyURL: out.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f storetest.Faults
+	store := storetest.Faulty(memstore.New(), &f).(channeltest.Store)
+	g := &rig{channeltest.NewOn(t, store, channel.Binding{Name: "hook", Channel: ch}, gateway.Config{}, scripted.Reply{Text: "hi back"}), rc}
+	f.FailInboxWrite(1, false)
+	if code := g.post(msg("m1", "ana", "hi"), time.Now()); code != http.StatusServiceUnavailable {
+		t.Fatalf("a message the store refused: %d, want 503", code)
+	}
+	if in := g.Inputs("hook:c1"); len(in) != 0 {
+		t.Fatalf("a refused message was stored: %+v", in)
+	}
+	if code := g.post(msg("m1", "ana", "hi"), time.Now()); code != 200 {
+		t.Fatalf("the platform's retry: %d", code)
+	}
+	// The first settle of the answer fails: it stays claimed, and is sent
+	// again once the claim lapses.
+	for deadline := time.Now().Add(20 * time.Second); len(g.Outbox("hook:c1")) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the answer was not committed")
+		}
+		time.Sleep(5 * time.Millisecond) // polls the store for the turn's commit; orders nothing
+	}
+	f.FailInboxWrite(2, false) // the claim passes, the settle fails
+	g.Hub.DeliverDue(channeltest.Ctx())
+	if n := len(g.rc.messages()); n != 1 {
+		t.Fatalf("%d answers after the first try", n)
+	}
+	if it := g.Outbox("hook:c1")[0]; it.State != session.OutboxPending {
+		t.Fatalf("an answer whose settle failed: %+v", it)
+	}
+	g.Skew.Store(int64(2 * time.Minute))
+	g.DeliverUntil("the answer again", func() bool { return len(g.rc.messages()) == 2 })
+	got := g.rc.messages()
+	if got[0].Key != got[1].Key {
+		t.Errorf("the two sends' keys: %q and %q, want the same (the receiver drops the second)", got[0].Key, got[1].Key)
+	}
+	if it := g.Outbox("hook:c1")[0]; it.State != session.OutboxSent {
+		t.Errorf("the answer: %+v", it)
+	}
+	if in := g.Inputs("hook:c1"); len(in) != 1 {
+		t.Errorf("%d inputs, want 1", len(in))
 	}
 }
