@@ -341,13 +341,17 @@ func TestLoadWaitingSessionsHoldNothing(t *testing.T) {
 	}
 	// Noise: the live heap moves by tens of KB (the store's statement
 	// caches, the runner's cache holding other sessions' states); the
-	// heap in use by up to about a MB more, spans that the churn of 9,000
-	// turns left partly used.
+	// heap in use by a MB or two more, spans that the churn of the turns
+	// (and, in make test, the package's other tests running beside it)
+	// left partly used — CI saw 2.2 MB once, with the live heap +27 B a
+	// session. The live heap is the measure; the heap in use is bounded
+	// only against a gross leak (a goroutine's stack a session would be
+	// over 14 MB for 1,800 sessions).
 	if d := int64(more.alloc) - int64(base.alloc); d > 512<<10 {
 		t.Errorf("the live heap grew by %d KB from %d to %d sessions waiting, want the same within 512 KB", d>>10, few, many)
 	}
-	if d := int64(more.inuse) - int64(base.inuse); d > 2<<20 {
-		t.Errorf("the heap in use grew by %d KB from %d to %d sessions waiting, want the same within 2 MB", d>>10, few, many)
+	if d := int64(more.inuse) - int64(base.inuse); d > 6<<20 {
+		t.Errorf("the heap in use grew by %d KB from %d to %d sessions waiting, want the same within 6 MB", d>>10, few, many)
 	}
 
 	// They are real waiting sessions: an approval over HTTP finishes one.
