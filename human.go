@@ -159,6 +159,11 @@ type Resolution struct {
 	Reason    string
 	// By names who decided; it is recorded in the event.
 	By string
+	// Inputs are the gateway inbox inputs this answer is (a person's
+	// chat message answering a prompt): recorded in the event and marked
+	// answered in its commit, so that an input answers at most once — a
+	// resolution naming one that is not pending any more writes nothing.
+	Inputs []string
 	// Always, on an approval of one call, makes the decision stand for
 	// later calls of the tool (or with the same arguments), in this
 	// session or every session of the agent, until revoked.
@@ -307,8 +312,9 @@ func (r *Runner) resolveIn(ctx context.Context, x *Exec, requestID string, res R
 				return nil, err
 			}
 		}
-		emit(x, session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: res.Decision, Reason: res.Reason, By: res.By})
+		emit(x, session.InputResolved{RequestID: q.ID, Kind: q.Kind, Decision: res.Decision, Reason: res.Reason, By: res.By, Inputs: res.Inputs})
 		resolved := x.pending[len(x.pending)-1]
+		x.answers = res.Inputs
 		if err := x.Commit(ctx); err != nil {
 			return nil, err
 		}
@@ -332,11 +338,13 @@ func (r *Runner) resolveIn(ctx context.Context, x *Exec, requestID string, res R
 		}
 		d.Rule = rule
 	}
+	d.Inputs = res.Inputs
 	emit(x, *d)
 	resolved := x.pending[len(x.pending)-1]
 	if result != nil {
 		emit(x, *result)
 	}
+	x.answers = res.Inputs
 	if err := x.Commit(ctx); err != nil {
 		return nil, err
 	}

@@ -271,8 +271,10 @@ func (b *Binding) allowed(sender, conversation string) bool {
 }
 
 // take stores a person's message as an input of its conversation's source
-// (the platform's message id its key), or answers the question its
-// session waits on with it; a sender not allowed is refused.
+// (the platform's message id its key); a sender not allowed is refused.
+// A message to a session that waits on a prompt answers it when the
+// gateway's Prompts says so for the channel's sources (agentrt serve's
+// default): the gateway owns what an input does to a session.
 func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
 	to := Address{Conversation: m.Conversation, Thread: m.Thread}
 	if !b.allowed(m.Sender, m.Conversation) {
@@ -292,16 +294,13 @@ func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
 	}
 	h.received.Add(1)
 	source := Source(b.Name, to)
-	if answered, err := h.answerPrompt(ctx, b, source, m); answered || err != nil {
-		return err
-	}
 	files, note := h.download(ctx, b, m.Attachments)
 	text := m.Text
 	if note != "" {
 		text = strings.TrimSpace(text + "\n\n" + note)
 	}
 	sub, err := h.cfg.Gateway.Submit(ctx, gateway.Input{Source: source, Agent: b.Agent, Text: text, Key: m.ID, Files: files,
-		Metadata: map[string]string{"channel": b.Name, "sender": m.Sender, "sender_name": m.SenderName}})
+		Metadata: map[string]string{"channel": b.Name, gateway.MetaSender: m.Sender, gateway.MetaSenderName: m.SenderName}})
 	if err != nil {
 		if e := agentrt.AsError(err); e.Kind == agentrt.FailInput {
 			// Refused for good (a full inbox, a reject policy): the
@@ -357,32 +356,6 @@ func (h *Hub) download(ctx context.Context, b *Binding, atts []Attachment) (file
 		note = "[The person also sent: " + strings.Join(missed, "; ") + ".]"
 	}
 	return files, note
-}
-
-// answerPrompt answers the prompt the conversation's session waits on,
-// if it waits on one, with the message: a person answers a question by
-// writing.
-func (h *Hub) answerPrompt(ctx context.Context, b *Binding, source string, m Inbound) (bool, error) {
-	sid, err := h.cfg.Gateway.SessionOf(source)
-	if err != nil {
-		return false, nil
-	}
-	reqs, err := h.cfg.Runner.PendingRequests(ctx, session.RequestListOptions{SessionID: sid, Limit: 20})
-	if err != nil {
-		return false, nil // no index of requests, or no session yet: a message as any
-	}
-	for _, p := range reqs {
-		if p.Request.Kind != session.RequestPrompt {
-			continue
-		}
-		_, err := h.cfg.Runner.ResolveAndContinue(ctx, sid, p.Request.RequestID,
-			agentrt.Resolution{Decision: "answer", Text: m.Text, By: b.Name + ":" + cmp.Or(m.SenderName, m.Sender)})
-		if agentrt.AsError(err).ErrorCode() == agentrt.CodeAlreadyResolved {
-			return true, nil
-		}
-		return err == nil, err
-	}
-	return false, nil
 }
 
 // click answers the question a button was for, when its presser may.

@@ -453,7 +453,18 @@ type GatewaySettings struct {
 	// the interrupt policy; past it, newer input waits for the next
 	// turn. Zero: 5.
 	MaxRestarts int `yaml:"max_restarts,omitempty"`
+	// Prompts is what input does to a session waiting on a prompt (a
+	// question answered in words): GatewayPromptsAnswer answers it with
+	// the input's text, GatewayPromptsPolicy leaves it to Policy. Empty:
+	// answer on a channel's conversations, policy elsewhere.
+	Prompts string `yaml:"prompts,omitempty"`
 }
+
+// What input does to a session that waits on a prompt (GatewaySettings.Prompts).
+const (
+	GatewayPromptsAnswer = "answer"
+	GatewayPromptsPolicy = "policy"
+)
 
 // Gateway configures the gateway: its settings for every source, the
 // bounds of its loop, and the sources' own settings.

@@ -542,6 +542,14 @@ func (d *decoder) gatewaySettings(s *GatewaySettings) []field {
 		{"max_pending", number(d, &s.MaxPending)},
 		{"max_pending_bytes", number(d, &s.MaxPendingBytes)},
 		{"max_restarts", number(d, &s.MaxRestarts)},
+		{"prompts", func(n *yaml.Node, path string) {
+			d.str(&s.Prompts)(n, path)
+			switch s.Prompts {
+			case "", GatewayPromptsAnswer, GatewayPromptsPolicy:
+			default:
+				d.errorf(n, path, "unknown prompts %q (want %s or %s)", s.Prompts, GatewayPromptsAnswer, GatewayPromptsPolicy)
+			}
+		}},
 	}
 }
 

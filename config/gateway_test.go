@@ -144,7 +144,7 @@ func TestGatewayProblems(t *testing.T) {
 		{
 			name: "a key of the gateway an agent does not take",
 			src:  "agents:\n  a: {model: auto, gateway: {workers: 2}}\n",
-			want: "agentrt.yaml:2:30: agents.a.gateway.workers: unknown key (known keys: debounce, max_wait, policy, max_pending, max_pending_bytes, max_restarts)",
+			want: "agentrt.yaml:2:30: agents.a.gateway.workers: unknown key (known keys: debounce, max_wait, policy, max_pending, max_pending_bytes, max_restarts, prompts)",
 		},
 		{
 			name: "negative max_pending",

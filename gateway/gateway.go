@@ -136,7 +136,30 @@ type SourceConfig struct {
 	MaxPending      int
 	MaxPendingBytes int
 	MaxRestarts     int
+	// Prompts is what a turn does when its session waits on a prompt (a
+	// question answered in words): PromptsAnswer answers it with the
+	// turn's text; "" (PromptsPolicy) leaves the waiting run to Policy.
+	Prompts Prompts
 }
+
+// Prompts says what a source's turn does to a session that waits on a
+// prompt.
+type Prompts string
+
+const (
+	// PromptsPolicy leaves a waiting session to the source's Policy, as
+	// for any busy session (interrupt: the question is dropped and the
+	// turn starts over with the input).
+	PromptsPolicy Prompts = "policy"
+	// PromptsAnswer answers the session's oldest pending prompt with the
+	// turn's text — a person on a chat answers a question by writing —
+	// and the run goes on from it. The inputs are marked answered in the
+	// resolution's commit, so a platform's retry of the message is the
+	// same input, and answers once. A turn that brings files, or a
+	// session that waits on no prompt (an approval, a selection), is left
+	// to Policy.
+	PromptsAnswer Prompts = "answer"
+)
 
 // Config configures a Gateway. Zero values mean defaults.
 type Config struct {
@@ -165,6 +188,9 @@ type Config struct {
 	// answered by the turn after (Turn.Queued says which). Zero:
 	// DefaultMaxRestarts.
 	MaxRestarts int
+	// Prompts is what a turn does to a session that waits on a prompt;
+	// "": PromptsPolicy.
+	Prompts Prompts
 	// Agents overrides Debounce, MaxWait, Policy and the bounds above for
 	// the sources whose session belongs to an agent (the input's Agent,
 	// else the runner's default agent); Sources, per source, over that (a
@@ -336,12 +362,12 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.MaxPending < 0, cfg.MaxPendingBytes < 0, cfg.MaxRestarts < 0:
 		return nil, errors.New("gateway: durations and bounds must not be negative")
 	}
-	if err := checkPolicy(cfg.Policy); err != nil {
+	if err := checkPolicy(cfg.Policy, cfg.Prompts); err != nil {
 		return nil, err
 	}
-	for what, m := range map[string]map[string]SourceConfig{"source": cfg.Sources, "agent": cfg.Agents} {
+	for what, m := range map[string]map[string]SourceConfig{"source": cfg.Sources, "agent": cfg.Agents, "prefix": cfg.Prefixes} {
 		for name, sc := range m {
-			if err := checkPolicy(sc.Policy); err != nil {
+			if err := checkPolicy(sc.Policy, sc.Prompts); err != nil {
 				return nil, fmt.Errorf("gateway: %s %q: %w", what, name, err)
 			}
 			if sc.Debounce < 0 || sc.MaxWait < 0 || sc.MaxPending < 0 || sc.MaxPendingBytes < 0 || sc.MaxRestarts < 0 {
@@ -404,7 +430,12 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-func checkPolicy(p Policy) error {
+func checkPolicy(p Policy, pr Prompts) error {
+	switch pr {
+	case "", PromptsPolicy, PromptsAnswer:
+	default:
+		return fmt.Errorf("gateway: prompts %q is not answer or policy", pr)
+	}
 	switch p {
 	case "", Interrupt, Queue, Reject, Steer:
 		return nil
@@ -419,10 +450,11 @@ func (g *Gateway) settings(source, agent string) SourceConfig {
 	over := func(s, sc SourceConfig) SourceConfig {
 		return SourceConfig{Debounce: cmp.Or(sc.Debounce, s.Debounce), MaxWait: cmp.Or(sc.MaxWait, s.MaxWait),
 			Policy: cmp.Or(sc.Policy, s.Policy), MaxPending: cmp.Or(sc.MaxPending, s.MaxPending),
-			MaxPendingBytes: cmp.Or(sc.MaxPendingBytes, s.MaxPendingBytes), MaxRestarts: cmp.Or(sc.MaxRestarts, s.MaxRestarts)}
+			MaxPendingBytes: cmp.Or(sc.MaxPendingBytes, s.MaxPendingBytes), MaxRestarts: cmp.Or(sc.MaxRestarts, s.MaxRestarts),
+			Prompts: cmp.Or(sc.Prompts, s.Prompts)}
 	}
 	s := SourceConfig{Debounce: g.cfg.Debounce, MaxWait: g.cfg.MaxWait, Policy: g.cfg.Policy,
-		MaxPending: g.cfg.MaxPending, MaxPendingBytes: g.cfg.MaxPendingBytes, MaxRestarts: g.cfg.MaxRestarts}
+		MaxPending: g.cfg.MaxPending, MaxPendingBytes: g.cfg.MaxPendingBytes, MaxRestarts: g.cfg.MaxRestarts, Prompts: g.cfg.Prompts}
 	if len(g.cfg.Agents) > 0 {
 		if agent == "" {
 			agent, _ = g.r.DefaultAgent()

@@ -644,6 +644,19 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 		if err == nil {
 			break
 		}
+		if agentrt.AsError(err).ErrorCode() == agentrt.CodeWaiting && g.settings(t.Source, t.Merged.Metadata[agentKey]).Prompts == PromptsAnswer {
+			run, answered, aerr := g.answerPrompt(ctx, t, in)
+			if aerr != nil {
+				return aerr
+			}
+			if answered && run == nil {
+				return nil // the session waits on more answers
+			}
+			if answered {
+				h = run
+				break
+			}
+		}
 		if err := g.notStarted(ctx, t, policy, err); err != nil {
 			return err
 		}
@@ -657,6 +670,55 @@ func (g *Gateway) runAgent(ctx context.Context, t *Turn) error {
 		return err
 	}
 	return nil
+}
+
+// Metadata keys an input may carry to say who sent it (a chat's
+// channels set them): an answer made of the input records them (By).
+const (
+	MetaSender     = "sender"
+	MetaSenderName = "sender_name"
+)
+
+// answerPrompt answers the oldest prompt t's session waits on with the
+// turn's input (Prompts: answer), the inputs marked answered in the
+// resolution's commit. It reports answered false when there is none to
+// answer this way (the turn brings files, or the session waits on no
+// prompt, or its prompt was answered meanwhile): the source's policy
+// decides then. run is the run that goes on when this was the last
+// answer the session waited for, nil while it waits on more.
+func (g *Gateway) answerPrompt(ctx context.Context, t *Turn, in agentrt.Input) (run *agentrt.Run, answered bool, err error) {
+	if len(in.Media) > 0 || strings.TrimSpace(in.Text) == "" {
+		return nil, false, nil
+	}
+	st, err := g.r.Load(ctx, t.Session)
+	if err != nil {
+		return nil, false, err
+	}
+	var rid string
+	for _, q := range st.Requests {
+		if q.Kind == session.RequestPrompt {
+			rid = q.ID
+			break
+		}
+	}
+	if rid == "" {
+		return nil, false, nil
+	}
+	by := cmp.Or(t.Merged.Metadata[MetaSenderName], t.Merged.Metadata[MetaSender])
+	if by == "" {
+		by = "source " + t.Source
+	} else {
+		by += " (" + t.Source + ")"
+	}
+	res, err := g.r.ResolveAndContinue(ctx, t.Session, rid, agentrt.Resolution{Decision: "answer", Text: in.Text, By: by, Inputs: in.Inputs})
+	if err != nil {
+		if c := agentrt.AsError(err).ErrorCode(); c == agentrt.CodeAlreadyResolved || c == agentrt.CodeUnknownRequest {
+			return nil, false, nil // answered meanwhile: the policy decides
+		}
+		return nil, false, err
+	}
+	t.delivered = len(t.Inputs)
+	return res.Run, true, nil
 }
 
 // notStarted deals with err, which kept the turn's agent run from
@@ -749,6 +811,31 @@ func (g *Gateway) runInline(ctx context.Context, t *Turn, in agentrt.Input, poli
 				return runErr
 			}
 			return nil
+		}
+		if agentrt.AsError(runErr).ErrorCode() == agentrt.CodeWaiting && g.settings(t.Source, t.Merged.Metadata[agentKey]).Prompts == PromptsAnswer {
+			run, answered, aerr := g.answerPrompt(ctx, t, in)
+			if aerr != nil {
+				return aerr
+			}
+			if answered && run == nil {
+				return nil
+			}
+			if answered {
+				g.track(t, run)
+				for e, err := range run.Events(ctx) {
+					if err != nil || !t.yield(e) {
+						break
+					}
+				}
+				r, err := run.Wait(ctx)
+				t.mu.Lock()
+				t.result = &agentResult{res: r}
+				t.mu.Unlock()
+				if err != nil && ctx.Err() == nil {
+					return err
+				}
+				return nil
+			}
 		}
 		if err := g.notStarted(ctx, t, policy, runErr); err != nil {
 			return err

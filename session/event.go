@@ -495,6 +495,9 @@ type InputResolved struct {
 	// Rule, when the person answered "always", is the standing decision
 	// made with this one.
 	Rule *Rule `json:"rule,omitempty"`
+	// Inputs are the gateway inbox inputs the answer came as (a chat
+	// message answering a prompt), marked answered in its commit.
+	Inputs []string `json:"inputs,omitempty"`
 }
 
 // Rule is a standing decision about tool calls: later calls it matches

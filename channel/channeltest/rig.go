@@ -4,8 +4,10 @@
 package channeltest
 
 import (
+	"cmp"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/sqlite"
 	"github.com/agentrt/agentrt/tool"
+	"github.com/agentrt/agentrt/tool/builtin"
 )
 
 // Rig is a hub serving one channel over a runner on SQLite.
@@ -40,7 +43,8 @@ type Rig struct {
 
 // New runs binding b (its Name the channel's) over a fresh runner whose
 // agent, "assistant", says replies in order, each conversation from the
-// first (scripted.Model.ByConversation).
+// first (scripted.Model.ByConversation), and has two tools: deploy, which
+// asks for approval, and ask_user.
 func New(t testing.TB, b channel.Binding, replies ...scripted.Reply) *Rig {
 	t.Helper()
 	return NewWith(t, b, gateway.Config{}, replies...)
@@ -73,7 +77,7 @@ func NewOn(t testing.TB, store Store, b channel.Binding, gc gateway.Config, repl
 	}) (string, error) {
 		return "deployed to " + in.Env, nil
 	})), tool.Meta{Approval: tool.ApprovalAsk})
-	tools, err := tool.NewRegistry(deploy)
+	tools, err := tool.NewRegistry(deploy, builtin.AskUser())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +87,15 @@ func NewOn(t testing.TB, store Store, b channel.Binding, gc gateway.Config, repl
 		t.Fatal(err)
 	}
 	gc.Runner = r
+	// As agentrt serve has it: a message answers the question in words
+	// its conversation's agent waits on.
+	pre := gc.Prefixes[b.Name+":"]
+	pre.Prompts = cmp.Or(pre.Prompts, gateway.PromptsAnswer)
+	gc.Prefixes = maps.Clone(gc.Prefixes)
+	if gc.Prefixes == nil {
+		gc.Prefixes = map[string]gateway.SourceConfig{}
+	}
+	gc.Prefixes[b.Name+":"] = pre
 	gw, err := gateway.New(gc)
 	if err != nil {
 		t.Fatal(err)

@@ -239,3 +239,57 @@ func TestPhoto(t *testing.T) {
 		t.Errorf("the photo's blob: %q %v", data, err)
 	}
 }
+
+// The agent's question in words (ask_user) is answered by the person's
+// next message: the run goes on with it as the call's result, and the
+// message is marked answered in the answer's commit — so Telegram's
+// delivery of the same update again (after a crash between the answer and
+// the 2xx, or any retry) is the same input, answering nothing twice and
+// starting no turn of its own.
+func TestPromptAnsweredByMessage(t *testing.T) {
+	g, api := newRig(t, nil,
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("ask_user", `{"question":"Which order?"}`)}},
+		scripted.Reply{Text: "Refunding order 43.", Expect: &scripted.Expect{LastToolResultContains: "sorry, 43"}})
+	g.Post("webhook", update(1, 10, "I need a refund"), telegram.SecretHeader, secret)
+	g.DeliverUntil("the question", func() bool { return len(api.Of("sendMessage")) == 1 })
+	if q := api.Of("sendMessage")[0]; !strings.Contains(q["text"].(string), "Which order?") {
+		t.Fatalf("the question: %v", q)
+	}
+	for range 3 {
+		if code, body := g.Post("webhook", update(2, 11, "sorry, 43"), telegram.SecretHeader, secret); code != 200 {
+			t.Fatalf("the answer: %d %s", code, body)
+		}
+	}
+	g.DeliverUntil("the run's answer", func() bool { return len(api.Of("sendMessage")) == 2 })
+	if a := api.Of("sendMessage")[1]; a["text"] != "Refunding order 43." {
+		t.Errorf("the answer: %v", a)
+	}
+	in := g.Inputs("tg:111111111")
+	if len(in) != 2 || in[1].Key != "111111111:11" || in[1].State != session.InputAnswered {
+		t.Fatalf("the inputs: %+v", in)
+	}
+	var resolved *session.InputResolved
+	starts := 0
+	for ev, err := range g.Store.Events(channeltest.Ctx(), "tg:111111111", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d := ev.Data.(type) {
+		case *session.InputResolved:
+			resolved = d
+		case *session.RunStarted:
+			starts++
+		}
+	}
+	if resolved == nil || resolved.Text != "sorry, 43" || len(resolved.Inputs) != 1 || resolved.Inputs[0] != in[1].ID || !strings.Contains(resolved.By, "ana_k") {
+		t.Errorf("the answer recorded: %+v", resolved)
+	}
+	if starts != 1 {
+		t.Errorf("%d runs started, want 1: the answer continued the first", starts)
+	}
+	// Delivered once more, after all that: still nothing new.
+	g.Post("webhook", update(2, 11, "sorry, 43"), telegram.SecretHeader, secret)
+	if in := g.Inputs("tg:111111111"); len(in) != 2 {
+		t.Errorf("a late retry stored an input: %+v", in)
+	}
+}

@@ -26,7 +26,8 @@ const DefaultChannelDebounce = 1500 * time.Millisecond
 func GatewayConfig(cfg *config.Config, r *agentrt.Runner, opts Options) gateway.Config {
 	settings := func(s config.GatewaySettings) gateway.SourceConfig {
 		return gateway.SourceConfig{Debounce: s.Debounce.Std(), MaxWait: s.MaxWait.Std(), Policy: gateway.Policy(s.Policy),
-			MaxPending: s.MaxPending, MaxPendingBytes: int(min(s.MaxPendingBytes, int64(^uint(0)>>1))), MaxRestarts: s.MaxRestarts}
+			MaxPending: s.MaxPending, MaxPendingBytes: int(min(s.MaxPendingBytes, int64(^uint(0)>>1))), MaxRestarts: s.MaxRestarts,
+			Prompts: gateway.Prompts(s.Prompts)}
 	}
 	top := settings(cfg.Gateway.GatewaySettings)
 	gc := gateway.Config{
@@ -37,6 +38,7 @@ func GatewayConfig(cfg *config.Config, r *agentrt.Runner, opts Options) gateway.
 		MaxPending:      top.MaxPending,
 		MaxPendingBytes: top.MaxPendingBytes,
 		MaxRestarts:     top.MaxRestarts,
+		Prompts:         top.Prompts,
 		Workers:         cfg.Gateway.Workers,
 		Poll:            cfg.Gateway.Poll.Std(),
 		MaxInputBytes:   int(min(cfg.InputLimit(), int64(^uint(0)>>1))),
@@ -61,6 +63,8 @@ func GatewayConfig(cfg *config.Config, r *agentrt.Runner, opts Options) gateway.
 		// A chat's conversation: a person writes in bursts.
 		s := settings(cfg.Channels[name].GatewaySettings)
 		s.Debounce = cmp.Or(s.Debounce, DefaultChannelDebounce)
+		// A person answers the agent's question by writing.
+		s.Prompts = cmp.Or(s.Prompts, gateway.PromptsAnswer)
 		if gc.Prefixes == nil {
 			gc.Prefixes = map[string]gateway.SourceConfig{}
 		}
