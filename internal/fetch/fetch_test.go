@@ -149,7 +149,7 @@ func TestFetchRefused(t *testing.T) {
 	// A host not listed, after a redirect too, and redirects without end.
 	listed := newFetcher(t, fetch.Config{Hosts: []string{"127.0.0.1"}, Allow: func(netip.Addr) bool { return true }})
 	for u, want := range map[string]string{
-		fmt.Sprintf("http://localhost:%d/shot.png", port):                                   "host localhost is not one this server fetches from",
+		fmt.Sprintf("http://localhost:%d/shot.png", port):                                "host localhost is not one this server fetches from",
 		srv.URL + "/to?u=" + url.QueryEscape(fmt.Sprintf("http://localhost:%d/x", port)): "host localhost is not one",
 		srv.URL + "/loop": "more than 5 redirects",
 	} {
