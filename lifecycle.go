@@ -185,8 +185,8 @@ func (r *Runner) background(ctx context.Context, x *Exec) *Run {
 // commit loses a turn nobody has seen begin). It returns the run's
 // context.
 func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bool) (*Exec, context.Context, error) {
-	if strings.TrimSpace(in.Text) == "" {
-		return nil, nil, &Error{Kind: FailInput, Code: CodeEmptyInput, Msg: "input is empty"}
+	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 {
+		return nil, nil, &Error{Kind: FailInput, Code: CodeEmptyInput, Msg: "input is empty: no text, no images or files"}
 	}
 	if hidden(id) {
 		return nil, nil, &Error{Kind: FailInput, Code: CodeProtected,

@@ -114,3 +114,41 @@ func TestMediaRefused(t *testing.T) {
 		}
 	}
 }
+
+// An image sent without a word (a photo with no caption) is a turn of its
+// own: the user message is the image alone. An input with neither text
+// nor media is still refused.
+func TestMediaWithoutText(t *testing.T) {
+	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 16)...)
+	srv := fakellm.Start(t)
+	llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k", Media: []string{"image/*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memstore.New()
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{{Name: "a", Model: llm}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	ctx := t.Context()
+	blob, err := store.PutBlob(ctx, png, "image/png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Send(ctx, "s", agentrt.Input{Agent: "a", Media: []model.Media{{Hash: blob.Hash, Type: blob.Type, Size: blob.Size}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Requests()
+	if len(got) == 0 {
+		t.Fatal("no request")
+	}
+	msgs := got[0]["messages"].([]any)
+	content, _ := msgs[len(msgs)-1].(map[string]any)["content"].([]any)
+	if len(content) != 1 || content[0].(map[string]any)["type"] != "image_url" {
+		t.Errorf("the user message's content: %v", msgs[len(msgs)-1])
+	}
+	if _, err := r.Send(ctx, "s", agentrt.Input{Agent: "a", Text: "  "}); agentrt.AsError(err).ErrorCode() != agentrt.CodeEmptyInput {
+		t.Errorf("an empty input: %v", err)
+	}
+}

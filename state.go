@@ -273,6 +273,9 @@ func (s *State) Apply(e *session.Event) error {
 		// than as the slice fills.
 		s.Messages = slices.Grow(s.Messages, runMessages)
 		msg := model.TextMessage(model.RoleUser, d.Input)
+		if d.Input == "" && len(d.Media) > 0 {
+			msg.Parts = nil // a photo without a word: the message is the photo
+		}
 		for i := range d.Media {
 			m := d.Media[i]
 			typ := model.PartFile

@@ -57,6 +57,18 @@ type Acknowledger interface {
 	Acknowledge(ctx context.Context, c Click, text string) error
 }
 
+// Hurried is the optional capability of a channel whose platform wants
+// its requests answered within a deadline (Slack and Discord: 3 s): the
+// hub downloads a message's attachments only for part of it, and the rest
+// after the answer (Binding.AckWithin overrides it).
+type Hurried interface {
+	AckWithin() time.Duration
+}
+
+// DefaultAckWithin is how long a platform is taken to wait for its
+// answer when its channel does not say (Hurried).
+const DefaultAckWithin = 10 * time.Second
+
 // Checker is the optional capability of a channel that can tell whether
 // its credentials and URLs work (agentrt channels check): it calls the
 // platform once and says what it found (the bot's name, the webhook set),

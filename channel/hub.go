@@ -39,6 +39,23 @@ type Binding struct {
 	// agent's questions (press an approval's buttons); empty: whoever may
 	// talk to it.
 	Approvers []string
+	// AckWithin is how long the platform waits for a request's answer;
+	// zero: the channel's (Hurried), else DefaultAckWithin. Attachments
+	// are downloaded for two thirds of it before the message is stored;
+	// those that take longer follow it, as an input of their own, after
+	// the answer.
+	AckWithin time.Duration
+}
+
+// ackWithin is how long b's platform waits for an answer.
+func (b *Binding) ackWithin() time.Duration {
+	if b.AckWithin > 0 {
+		return b.AckWithin
+	}
+	if h, ok := b.Channel.(Hurried); ok && h.AckWithin() > 0 {
+		return h.AckWithin()
+	}
+	return DefaultAckWithin
 }
 
 // Config configures a Hub.
@@ -213,6 +230,7 @@ func (h *Hub) Handler() http.Handler {
 // the gateway's inbox (durably, before answering), answers the button
 // presses, and answers the platform.
 func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now() // a deadline of this process's clock
 	b := h.byName[r.PathValue("name")]
 	if b == nil {
 		httpError(w, http.StatusNotFound, "no channel "+r.PathValue("name"))
@@ -242,8 +260,11 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.ignored.Add(int64(got.Ignored))
 	ctx := session.WithTenant(r.Context(), cmp.Or(h.cfg.Tenant, session.DefaultTenant))
+	// Attachments are downloaded until two thirds of the platform's
+	// patience are spent; the rest follow the answer.
+	hurry := start.Add(b.ackWithin() * 2 / 3)
 	for _, m := range got.Messages {
-		if err := h.take(ctx, b, m); err != nil {
+		if err := h.take(ctx, b, m, hurry); err != nil {
 			// The platform tries again; what was stored is one input.
 			h.log.Error("channel: a message could not be stored", "channel", b.Name, "message", m.ID, "error", err)
 			httpError(w, http.StatusServiceUnavailable, "the message could not be stored: try again")
@@ -275,7 +296,7 @@ func (b *Binding) allowed(sender, conversation string) bool {
 // A message to a session that waits on a prompt answers it when the
 // gateway's Prompts says so for the channel's sources (agentrt serve's
 // default): the gateway owns what an input does to a session.
-func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
+func (h *Hub) take(ctx context.Context, b *Binding, m Inbound, hurry time.Time) error {
 	to := Address{Conversation: m.Conversation, Thread: m.Thread}
 	if !b.allowed(m.Sender, m.Conversation) {
 		h.refused.Add(1)
@@ -294,14 +315,33 @@ func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
 	}
 	h.received.Add(1)
 	source := Source(b.Name, to)
-	files, note := h.download(ctx, b, m.Attachments)
+	dctx, cancel := context.WithDeadline(ctx, hurry)
+	files, note, late := h.download(dctx, b, m.Attachments)
+	cancel()
+	if len(late) > 0 {
+		names := make([]string, len(late))
+		for i, a := range late {
+			names[i] = cmp.Or(a.Name, a.Type, "a file")
+		}
+		note = strings.TrimSpace(note + "\n[" + strings.Join(names, ", ") + ": still downloading; it follows.]")
+	}
 	text := m.Text
 	if note != "" {
 		text = strings.TrimSpace(text + "\n\n" + note)
 	}
-	sub, err := h.cfg.Gateway.Submit(ctx, gateway.Input{Source: source, Agent: b.Agent, Text: text, Key: m.ID, Files: files,
-		Metadata: map[string]string{"channel": b.Name, gateway.MetaSender: m.Sender, gateway.MetaSenderName: m.SenderName}})
+	meta := map[string]string{"channel": b.Name, gateway.MetaSender: m.Sender, gateway.MetaSenderName: m.SenderName}
+	sub, err := h.cfg.Gateway.Submit(ctx, gateway.Input{Source: source, Agent: b.Agent, Text: text, Key: m.ID, Files: files, Metadata: meta})
+	if len(late) > 0 && (err == nil || agentrt.AsError(err).ErrorCode() == agentrt.CodeKeyConflict) {
+		h.follow(b, source, m.ID, meta, late)
+	}
 	if err != nil {
+		if e := agentrt.AsError(err); e.Code == agentrt.CodeKeyConflict {
+			// The platform's id names one message: its retry whose
+			// attachments came out otherwise (one downloaded now that was
+			// not then) is the message stored.
+			h.duplicates.Add(1)
+			return nil
+		}
 		if e := agentrt.AsError(err); e.Kind == agentrt.FailInput {
 			// Refused for good (a full inbox, a reject policy): the
 			// platform must not send it again; the person is told.
@@ -324,13 +364,38 @@ func (h *Hub) take(ctx context.Context, b *Binding, m Inbound) error {
 	return nil
 }
 
+// follow downloads, after the platform's answer, the attachments of
+// message id that took longer than it waits, and stores them as an input
+// of their own (key id#files: the platform's retry of the message stores
+// them once), which the conversation's debounce and policy merge with the
+// message's turn.
+func (h *Hub) follow(b *Binding, source, id string, meta map[string]string, late []Attachment) {
+	tenant := cmp.Or(h.cfg.Tenant, session.DefaultTenant)
+	h.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(session.WithTenant(context.Background(), tenant), followFor)
+		defer cancel()
+		files, note, _ := h.download(ctx, b, late)
+		if len(files) == 0 && note == "" {
+			return
+		}
+		_, err := h.cfg.Gateway.Submit(ctx, gateway.Input{Source: source, Agent: b.Agent, Text: note, Key: id + "#files", Files: files, Metadata: meta})
+		if err != nil && agentrt.AsError(err).ErrorCode() != agentrt.CodeKeyConflict {
+			h.log.Error("channel: a message's late attachments could not be stored", "channel", b.Name, "message", id, "error", err)
+		}
+	})
+}
+
+// followFor bounds the download of a message's late attachments.
+const followFor = 5 * time.Minute
+
 // download fetches a message's attachments with the platform's auth and
 // the hub's limit (MaxFileBytes each); one that cannot be had (too large,
 // not found, a channel that cannot download) is named in note, for the
-// turn to know it was sent, rather than refusing the message.
-func (h *Hub) download(ctx context.Context, b *Binding, atts []Attachment) (files []gateway.File, note string) {
+// turn to know it was sent, rather than refusing the message. Those not
+// fetched when ctx ended are late.
+func (h *Hub) download(ctx context.Context, b *Binding, atts []Attachment) (files []gateway.File, note string, late []Attachment) {
 	if len(atts) == 0 {
-		return nil, ""
+		return nil, "", nil
 	}
 	d, ok := b.Channel.(Downloader)
 	var missed []string
@@ -344,7 +409,15 @@ func (h *Hub) download(ctx context.Context, b *Binding, atts []Attachment) (file
 			missed = append(missed, fmt.Sprintf("%s (%d bytes: more than the %d taken)", name, a.Size, h.cfg.MaxFileBytes))
 			continue
 		}
+		if ctx.Err() != nil {
+			late = append(late, a)
+			continue
+		}
 		data, typ, err := d.Download(ctx, a, h.cfg.MaxFileBytes)
+		if err != nil && ctx.Err() != nil {
+			late = append(late, a)
+			continue
+		}
 		if err != nil {
 			h.log.Warn("channel: an attachment could not be downloaded", "channel", b.Name, "file", name, "error", err)
 			missed = append(missed, name+" (could not be downloaded: "+err.Error()+")")
@@ -355,7 +428,7 @@ func (h *Hub) download(ctx context.Context, b *Binding, atts []Attachment) (file
 	if len(missed) > 0 {
 		note = "[The person also sent: " + strings.Join(missed, "; ") + ".]"
 	}
-	return files, note
+	return files, note, late
 }
 
 // click answers the question a button was for, when its presser may.

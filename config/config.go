@@ -680,6 +680,10 @@ type Channel struct {
 	// Approvers, when set, are the senders who may answer the agent's
 	// questions (approve a call); empty: whoever may talk to it.
 	Approvers []string `yaml:"approvers,omitempty"`
+	// AckWithin is how long the platform waits for an answer to its
+	// requests; zero: the platform's (Slack and Discord 3s, else 10s).
+	// Attachments taking longer to download follow the answer.
+	AckWithin Duration `yaml:"ack_within,omitempty"`
 	// The gateway's settings for the channel's conversations (each its
 	// own source): a chat's default debounce is 1.5s.
 	GatewaySettings `yaml:",inline"`

@@ -510,6 +510,7 @@ func (d *decoder) channel(n *yaml.Node, path string, ch *Channel) {
 		field{"allow", d.list(&ch.Allow)},
 		field{"refusal", d.str(&ch.Refusal)},
 		field{"approvers", d.list(&ch.Approvers)},
+		field{"ack_within", d.duration(&ch.AckWithin)},
 		field{"api_url", d.str(&ch.APIURL)},
 		field{"bot_token", d.str(&ch.BotToken)},
 		field{"secret_token", d.str(&ch.SecretToken)},

@@ -289,6 +289,9 @@ func (c *Channel) Typing(ctx context.Context, to channel.Address) error {
 // TextLimit implements channel.Channel.
 func (c *Channel) TextLimit() int { return TextLimit }
 
+// AckWithin is how long Discord waits for a request's answer: https://discord.com/developers/docs/interactions/receiving-and-responding (3 seconds, else the interaction fails).
+func (c *Channel) AckWithin() time.Duration { return 3 * time.Second }
+
 func (c *Channel) call(ctx context.Context, method, path string, req, out any) error {
 	var body io.Reader
 	if req != nil {

@@ -216,6 +216,9 @@ func (c *Channel) Edit(ctx context.Context, to channel.Address, ref string, m ch
 // TextLimit implements channel.Channel.
 func (c *Channel) TextLimit() int { return TextLimit }
 
+// AckWithin is how long Slack waits for a request's answer: https://api.slack.com/apis/events-api#responding (3 seconds, else it retries).
+func (c *Channel) AckWithin() time.Duration { return 3 * time.Second }
+
 // sendError classifies a Web API failure: rate limits wait as Slack says;
 // a status the platform may get over is tried again; Slack's own errors
 // (channel_not_found, not_in_channel, invalid_auth, …) are not.

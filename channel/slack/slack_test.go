@@ -19,6 +19,7 @@ import (
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/slack"
 	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
 )
 
 const signingSecret = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -33,6 +34,8 @@ type webAPI struct {
 	next  int
 	fail  func(method string) (retryAfter string)
 	url   string // the server's
+	// hold, when set, holds each file download until it is closed.
+	hold chan struct{}
 }
 
 type call struct {
@@ -46,6 +49,13 @@ func (a *webAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer xoxb-test" {
 			w.WriteHeader(http.StatusForbidden)
 			return
+		}
+		if a.hold != nil {
+			select {
+			case <-a.hold:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = io.WriteString(w, "\x89PNG-a-screenshot")
@@ -272,4 +282,48 @@ func TestSharedFile(t *testing.T) {
 	if d := g.RunStarted("sl:C2147483705:1700000100.000100"); d == nil || len(d.Media) != 1 || d.Media[0].Name != "shot.png" || d.Media[0].Size != 17 || d.Input != "look" {
 		t.Errorf("run_started: %+v", d)
 	}
+}
+
+// A file that takes longer to download than Slack waits for an answer (3
+// s; here 300 ms) does not hold the answer: the message is stored, and
+// answered 200, saying the file follows; the file, downloaded after,
+// is an input of its own (the message's key and "#files": Slack's retry
+// of the event stores it once), which reaches a turn as media.
+func TestSlowFileFollows(t *testing.T) {
+	g, api := newRig(t, func(b *channel.Binding) { b.AckWithin = 300 * time.Millisecond },
+		scripted.Reply{Text: "I see a screenshot coming"}, scripted.Reply{Text: "nice screenshot"})
+	api.hold = make(chan struct{})
+	ev := `{"type":"event_callback","event_id":"EvF2","event":{"type":"message","subtype":"file_share","channel":"C2147483705",` +
+		`"user":"U2147483697","text":"look","ts":"1700000200.000100","channel_type":"channel",` +
+		`"files":[{"id":"F2","name":"shot.png","mimetype":"image/png","filetype":"png","size":17,` +
+		`"url_private_download":"` + api.url + `/files-pri/T1-F2/download/shot.png"}]}}`
+	if code, _ := g.Post("events", ev, sign(time.Now(), ev)...); code != 200 {
+		t.Fatal(code)
+	}
+	// Answered with the download still held: the message is stored.
+	const source = "sl:C2147483705:1700000200.000100"
+	in := g.Inputs(source)
+	if len(in) != 1 || !strings.Contains(in[0].Parts[0].Text, "shot.png: still downloading; it follows.") {
+		t.Fatalf("the message stored: %+v", in)
+	}
+	// Slack's retry, while the file is still held: the same message.
+	retry := sign(time.Now(), ev)
+	if code, _ := g.Post("events", ev, append(retry, "X-Slack-Retry-Num", "1", "X-Slack-Retry-Reason", "http_timeout")...); code != 200 {
+		t.Fatal(code)
+	}
+	close(api.hold)
+	g.DeliverUntil("the file's input", func() bool { return len(g.Inputs(source)) == 2 })
+	g.Hub.Close() // the downloads after the answers are done
+	in = g.Inputs(source)
+	if len(in) != 2 || in[1].Key != in[0].Key+"#files" || len(in[1].Parts) != 1 || in[1].Parts[0].Type != "media" {
+		t.Fatalf("the inputs: %+v", in)
+	}
+	g.DeliverUntil("the file reaching a turn", func() bool {
+		for ev, err := range g.Store.Events(channeltest.Ctx(), source, 0) {
+			if d, ok := ev.Data.(*session.RunStarted); err == nil && ok && len(d.Media) == 1 && d.Media[0].Name == "shot.png" {
+				return true
+			}
+		}
+		return false
+	})
 }
