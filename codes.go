@@ -49,8 +49,9 @@ const (
 	CodeNoLeases        = "no_leases"         // the store has no leases (Recover needs them)
 	CodeConflict        = "conflict"          // another writer advanced the session
 	CodeEmptyInput      = "empty_input"       // the input is empty
-	CodeBadPart         = "bad_part"          // an input part that is neither text nor JSON data
+	CodeBadPart         = "bad_part"          // an input part that is neither text, JSON data nor a file that can be read
 	CodeInputTooLarge   = "input_too_large"   // the input is over the size allowed
+	CodeURLRefused      = "url_refused"       // a URL an input names that the server does not fetch
 	CodeUnfinishedRun   = "unfinished_run"    // a crashed run must be resumed first
 	CodeWaiting         = "waiting"           // the session waits for a person
 	CodeNothingToResume = "nothing_to_resume" // the session has no run to continue
@@ -199,8 +200,9 @@ var codeTable = func() []CodeInfo {
 		in(CodeNoLeases, FailConfig, "the store has no leases, which recovery needs", http.StatusNotImplemented),
 		in(CodeConflict, FailStore, "another writer advanced the session; reload and try again", http.StatusConflict),
 		in(CodeEmptyInput, FailInput, "the input is empty", http.StatusBadRequest),
-		in(CodeBadPart, FailInput, "an input part is neither text nor JSON data (its type, or a field another type has)", http.StatusBadRequest),
+		in(CodeBadPart, FailInput, "an input part is neither text, JSON data nor a file the server can read (its type, its bytes, a URL it could not fetch, or a field another type has)", http.StatusBadRequest),
 		in(CodeInputTooLarge, FailInput, "the input is larger than allowed", http.StatusRequestEntityTooLarge),
+		in(CodeURLRefused, FailInput, "the input names a URL the server does not fetch: not http(s), a host not in server.fetch.allowed_hosts, or one that is or leads to a loopback, private or link-local address", http.StatusBadRequest),
 		in(CodeUnfinishedRun, FailState, "the session's last run stopped with its process: resume it first", http.StatusConflict),
 		in(CodeWaiting, FailState, "the session waits for a person to resolve its requests", http.StatusConflict),
 		in(CodeNothingToResume, FailState, "the session has no run to continue", http.StatusConflict),

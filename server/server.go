@@ -27,6 +27,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/internal/fetch"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -91,6 +92,9 @@ type Config struct {
 	// Headline, when set, gives the figures the inspector's runtime page
 	// shows of this process's metrics (telemetry.Headline).
 	Headline func() ([]Figure, error)
+	// Fetch says which URLs of images and files a client names the
+	// server fetches (ClientFile); none by default.
+	Fetch FetchConfig
 }
 
 // Figure is a headline figure of the metrics, for a person: what it
@@ -190,6 +194,9 @@ type Server struct {
 	ui        *uiSigner    // the inspector's cookies and CSRF tokens
 	uiT       *uiTemplates // the inspector's pages
 
+	// fetch gets the URLs clients name for their files (ClientFile).
+	fetch *fetch.Fetcher
+
 	clients atomic.Int64     // open streams (SSE and WebSocket)
 	gauges  map[string]Gauge // open streams by kind, for metrics
 	bufs    sync.Pool        // SSE streams' buffers (*[]byte)
@@ -252,6 +259,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, r: cfg.Runner, gw: cfg.Gateway, store: cfg.Runner.Store(), log: cfg.Log, now: cfg.Now,
 		keys: keys, policy: policy, mux: http.NewServeMux(), stop: make(chan struct{}), abandon: make(chan struct{})}
 	s.local.max = int64(cfg.MaxStreams)
+	if s.fetch, err = newFetcher(cfg.Fetch, cfg.Gateway.MaxFileBytes()); err != nil {
+		return nil, err
+	}
 	if s.ui, err = newUISigner(cfg.UISecret); err != nil {
 		return nil, err
 	}

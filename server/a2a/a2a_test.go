@@ -343,8 +343,9 @@ func TestTenantsAndBadInput(t *testing.T) {
 		t.Errorf("tenant b's ListTasks: %v %v; want none", l, err)
 	}
 	file := spec.NewMessage(spec.MessageRoleUser, spec.NewFileURLPart("https://example.com/x.pdf", "application/pdf"))
-	if _, err := a.SendMessage(t.Context(), &spec.SendMessageRequest{Message: file}); !errors.Is(err, spec.ErrUnsupportedContentType) {
-		t.Errorf("a file part: %v; want unsupported content type", err)
+	if _, err := a.SendMessage(t.Context(), &spec.SendMessageRequest{Message: file}); !errors.Is(err, spec.ErrInvalidParams) ||
+		!strings.Contains(err.Error(), "fetches no URLs") {
+		t.Errorf("a file part by a URL the server does not fetch: %v; want invalid params", err)
 	}
 	bad := text("hi")
 	bad.ContextID = "no spaces allowed"

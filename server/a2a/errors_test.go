@@ -101,7 +101,8 @@ func TestErrorMessages(t *testing.T) {
 		{"another context", msg(`{"messageId":"m4","role":"ROLE_USER","parts":[{"text":"x"}],"taskId":"` + id + `","contextId":"other"}`), -32602, "is of context " + done.ContextID + ", not other"},
 		{"message without parts on a task", msg(`{"messageId":"m5","role":"ROLE_USER","parts":[],"taskId":"` + id + `"}`), -32602, "the message has no parts"},
 		{"cancel of an ended task", `{"jsonrpc":"2.0","id":1,"method":"CancelTask","params":{"id":"` + id + `"}}`, -32002, "has ended (TASK_STATE_COMPLETED): only a task in progress can be canceled"},
-		{"a file part", msg(`{"messageId":"m6","role":"ROLE_USER","parts":[{"url":"https://example.com/x.pdf","mediaType":"application/pdf"}]}`), -32005, "a file part (url): this agent takes text and data parts"},
+		{"a file part", msg(`{"messageId":"m6","role":"ROLE_USER","parts":[{"url":"https://example.com/x.pdf","mediaType":"application/pdf"}]}`), -32602, "part 0: the URL is not fetched: this server fetches no URLs"},
+		{"a file part of no media type", msg(`{"messageId":"m7","role":"ROLE_USER","parts":[{"raw":"eA==","mediaType":"not a type;;"}]}`), -32005, `part 0: mediaType "not a type;;" is not a media type`},
 		{"a bad page token", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageToken":"zz"}}`, -32602, `pageToken "zz" is not a token a listing gave`},
 	}
 	for _, tt := range tests {

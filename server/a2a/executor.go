@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"mime"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,9 +101,13 @@ func (x *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 	if turn == nil {
 		// The same input again: the gateway stores nothing, and the turn
 		// follows the input's run from the start of the log.
-		text, parts, err := inputOf(ec.Message)
+		text, parts, media, err := inputOf(ec.Message)
+		var files []gateway.File
 		if err == nil {
-			turn, err = x.srv.SubmitTurn(ctx, x.input(ec.ContextID, ec.Message, text, parts, ref.after))
+			files, err = x.files(ctx, media)
+		}
+		if err == nil {
+			turn, err = x.srv.SubmitTurn(ctx, x.input(ec.ContextID, ec.Message, text, parts, files, ref.after))
 		}
 		if err != nil {
 			yield(nil, err)
@@ -119,8 +124,8 @@ func (x *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 
 // input is the gateway input of a message m that starts a task in
 // context (session) contextID, whose log had after events.
-func (x *executor) input(contextID string, m *spec.Message, text string, parts []session.InputPart, after int64) gateway.Input {
-	return gateway.Input{Source: contextID, Session: contextID, Agent: x.agent, Text: text, Parts: parts,
+func (x *executor) input(contextID string, m *spec.Message, text string, parts []session.InputPart, files []gateway.File, after int64) gateway.Input {
+	return gateway.Input{Source: contextID, Session: contextID, Agent: x.agent, Text: text, Parts: parts, Files: files,
 		Metadata: inputMeta(after), Key: keyPrefix + m.ID}
 }
 
@@ -319,27 +324,56 @@ func (x *executor) taskRun(ctx context.Context, id spec.TaskID) (string, error) 
 }
 
 // inputOf is a message's parts as a gateway input: its text parts joined
-// as the text, its data parts as data parts. A file part is refused.
-func inputOf(m *spec.Message) (string, []session.InputPart, error) {
+// as the text, its data parts as data parts, its files (raw bytes, or a
+// url the server fetches) as files, read by files.
+func inputOf(m *spec.Message) (string, []session.InputPart, []server.MediaRef, error) {
 	var texts []string
 	var parts []session.InputPart
-	for _, p := range m.Parts {
+	var media []server.MediaRef
+	for i, p := range m.Parts {
 		switch c := p.Content.(type) {
 		case spec.Text:
 			texts = append(texts, string(c))
 		case spec.Data:
 			b, err := json.Marshal(c.Value)
 			if err != nil {
-				return "", nil, rpcError(spec.ErrInvalidParams, "a data part of the message is not JSON: %v", err)
+				return "", nil, nil, rpcError(spec.ErrInvalidParams, "a data part of the message is not JSON: %v", err)
 			}
 			parts = append(parts, session.InputPart{Type: "data", Data: b})
+		case spec.Raw:
+			media = append(media, server.MediaRef{Where: fmt.Sprintf("part %d", i), Data: []byte(c), Type: p.MediaType, Name: p.Filename})
+			if c == nil {
+				media[len(media)-1].Data = []byte{}
+			}
+		case spec.URL:
+			media = append(media, server.MediaRef{Where: fmt.Sprintf("part %d", i), URL: string(c), Type: p.MediaType, Name: p.Filename})
 		default:
-			return "", nil, rpcError(spec.ErrUnsupportedContentType, "%s: this agent takes text and data parts", partKind(p))
+			return "", nil, nil, rpcError(spec.ErrUnsupportedContentType, "%s: this agent takes text, data and file parts", partKind(p))
 		}
 	}
 	text := strings.Join(texts, "\n")
-	if text == "" && len(parts) == 0 {
-		return "", nil, rpcError(spec.ErrInvalidParams, "the message has no text or data part")
+	if text == "" && len(parts) == 0 && len(media) == 0 {
+		return "", nil, nil, rpcError(spec.ErrInvalidParams, "the message has no text, data or file part")
 	}
-	return text, parts, nil
+	return text, parts, media, nil
+}
+
+// files reads a message's file parts (decoded, or fetched): a part that
+// cannot be read refuses the message (invalid params; a media type that
+// is none, content type not supported).
+func (x *executor) files(ctx context.Context, media []server.MediaRef) ([]gateway.File, error) {
+	var out []gateway.File
+	for _, ref := range media {
+		if ref.Type != "" {
+			if _, _, err := mime.ParseMediaType(ref.Type); err != nil {
+				return nil, rpcError(spec.ErrUnsupportedContentType, "%s: mediaType %q is not a media type", ref.Where, ref.Type)
+			}
+		}
+		f, err := x.srv.ClientFile(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
@@ -470,7 +471,12 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 	if err := session.CheckID(contextID); err != nil {
 		return nil, "", false, rpcError(spec.ErrInvalidParams, "contextId: %v", err)
 	}
-	text, parts, err := inputOf(m)
+	text, parts, media, err := inputOf(m)
+	if err != nil {
+		return nil, "", false, err
+	}
+	// The files before the session: a file refused leaves nothing behind.
+	files, err := h.x.files(ctx, media)
 	if err != nil {
 		return nil, "", false, err
 	}
@@ -478,7 +484,7 @@ func (h *handler) newTask(ctx context.Context, req *spec.SendMessageRequest) (_ 
 	if err != nil {
 		return nil, "", false, err
 	}
-	in := h.x.input(contextID, m, text, parts, sess.LastSeq)
+	in := h.x.input(contextID, m, text, parts, files, sess.LastSeq)
 	// The turn is followed by the task's execution, which outlives this
 	// request (ReturnImmediately, a client that goes away).
 	turn, err := h.srv.SubmitTurn(context.WithoutCancel(ctx), in)
@@ -522,6 +528,12 @@ func (h *handler) sentBefore(ctx context.Context, in gateway.Input) (spec.TaskID
 	want := in.Parts
 	if in.Text != "" {
 		want = append([]session.InputPart{{Type: "text", Text: in.Text}}, want...)
+	}
+	// The files as the gateway keeps them: parts naming their blobs.
+	for _, f := range in.Files {
+		if b, err := session.NewBlob(f.Data, f.Type); err == nil {
+			want = append(want, gateway.MediaPart(model.Media{Hash: b.Hash, Type: b.Type, Name: f.Name, Size: b.Size}))
+		}
 	}
 	for i := range ins {
 		if ins[i].Key != in.Key {

@@ -105,7 +105,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.srv.WriteError(w, r, err)
 		return
 	}
-	text, err := newInput(in.Messages)
+	text, media, err := newInput(in.Messages)
 	if err == nil {
 		err = in.check()
 	}
@@ -116,6 +116,12 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	var results map[string]toolAnswer
 	if err == nil && len(in.Resume) == 0 {
 		results, err = toolResults(in.Messages)
+	}
+	// The new input's files are read before the thread's session is
+	// made: a file refused leaves nothing behind.
+	var files []gateway.File
+	if err == nil && len(in.Resume) == 0 && results == nil {
+		files, err = h.files(ctx, media)
 	}
 	if err != nil {
 		h.srv.WriteError(w, r, err)
@@ -133,8 +139,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.resume(ctx, st, ss, in, r)
 	case results != nil:
 		h.answer(ctx, st, ss, results, r)
-	case text != "":
-		h.turn(ctx, st, ss, in, text, tools, r)
+	case text != "" || len(files) > 0:
+		h.turn(ctx, st, ss, in, text, files, tools, r)
 	default:
 		h.reconnect(ctx, st, ss, r)
 	}
@@ -183,51 +189,105 @@ func badRequest(format string, args ...any) error {
 
 // newInput is the turn's input: the text of the user messages that end
 // the conversation (after its last message of another role), joined by a
-// blank line; "" when it does not end with a user message.
-func newInput(msgs []InputMessage) (string, error) {
+// blank line, and their images, audio, video and documents; "" and none
+// when it does not end with a user message.
+func newInput(msgs []InputMessage) (string, []server.MediaRef, error) {
 	i := len(msgs)
 	for i > 0 && msgs[i-1].Role == "user" {
 		i--
 	}
 	var texts []string
+	var media []server.MediaRef
 	for _, m := range msgs[i:] {
-		s, err := messageText(m)
+		s, mm, err := messageContent(m)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if strings.TrimSpace(s) != "" {
 			texts = append(texts, s)
 		}
+		media = append(media, mm...)
 	}
-	return strings.Join(texts, "\n\n"), nil
+	return strings.Join(texts, "\n\n"), media, nil
 }
 
-// messageText is a user message's text: its content as a string, or its
-// text parts. Other parts (images, files) are refused: agentrt's input is
-// text.
-func messageText(m InputMessage) (string, error) {
+// contentPart is a part of a user message's content (AG-UI's
+// ContentPart): text, or an image, audio, video or document whose source
+// is its bytes (data: base64 value and mimeType), a URL the server
+// fetches (url), or a provider's file handle (file), which this server
+// cannot resolve.
+type contentPart struct {
+	Type   string `json:"type"`
+	Text   string `json:"text"`
+	Source *struct {
+		Type     string `json:"type"`
+		Value    string `json:"value"`
+		MimeType string `json:"mimeType"`
+	} `json:"source"`
+}
+
+// mediaKinds are the media parts, by type, with the kind of media type
+// each takes ("": any).
+var mediaKinds = map[string]string{"image": "image", "audio": "audio", "video": "video", "document": ""}
+
+// messageContent is a user message's text — its content as a string, or
+// its text parts — and its media parts, to be read by the server.
+func messageContent(m InputMessage) (string, []server.MediaRef, error) {
 	if len(m.Content) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(m.Content, &s); err == nil {
-		return s, nil
+		return s, nil, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(m.Content, &parts); err != nil {
-		return "", badRequest("message %s: content is neither a string nor a list of parts", m.ID)
+		return "", nil, badRequest("message %s: content is neither a string nor a list of parts", m.ID)
 	}
 	var b strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", badRequest("message %s: a %q part; this endpoint takes text parts only", m.ID, p.Type)
+	var media []server.MediaRef
+	for j, p := range parts {
+		where := fmt.Sprintf("message %s content[%d]", m.ID, j)
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+			continue
 		}
-		b.WriteString(p.Text)
+		kind, ok := mediaKinds[p.Type]
+		if !ok {
+			return "", nil, badRequest("%s: a %q part; this endpoint takes text, image, audio, video and document parts", where, p.Type)
+		}
+		ref := server.MediaRef{Where: where, Kind: kind}
+		switch src := p.Source; {
+		case src == nil:
+			return "", nil, badRequest("%s: a %s part needs a source", where, p.Type)
+		case src.Type == "data":
+			ref.Base64, ref.Type = src.Value, src.MimeType
+		case src.Type == "url":
+			ref.URL, ref.Type = src.Value, src.MimeType
+		case src.Type == "file":
+			return "", nil, badRequest("%s: a file source is a handle only its provider can resolve, and this server is none: send the bytes (a data source) or a url", where)
+		default:
+			return "", nil, badRequest("%s: source type %q; want data or url", where, src.Type)
+		}
+		if ref.Base64 == "" && ref.URL == "" {
+			return "", nil, badRequest("%s: the %s part's source has no value", where, p.Type)
+		}
+		media = append(media, ref)
 	}
-	return b.String(), nil
+	return b.String(), media, nil
+}
+
+// files reads the input's media parts (decoded, or fetched).
+func (h *handler) files(ctx context.Context, media []server.MediaRef) ([]gateway.File, error) {
+	var out []gateway.File
+	for _, ref := range media {
+		f, err := h.srv.ClientFile(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // thread is the session of threadID, created for agent when new. A thread
@@ -253,8 +313,8 @@ func (h *handler) thread(ctx context.Context, agent, id string) (*session.Sessio
 }
 
 // turn submits the new input and streams the turn that answers it.
-func (h *handler) turn(ctx context.Context, st *stream, ss *session.Session, in RunAgentInput, text string, tools []model.ToolSpec, r *http.Request) {
-	gin := gateway.Input{Source: ss.ID, Session: ss.ID, Agent: ss.Agent, Text: text, Parts: extraParts(in), ClientTools: tools}
+func (h *handler) turn(ctx context.Context, st *stream, ss *session.Session, in RunAgentInput, text string, files []gateway.File, tools []model.ToolSpec, r *http.Request) {
+	gin := gateway.Input{Source: ss.ID, Session: ss.ID, Agent: ss.Agent, Text: text, Parts: extraParts(in), Files: files, ClientTools: tools}
 	if n := len(in.Messages); n > 0 && in.Messages[n-1].ID != "" {
 		// The same message sent again (a retry after a dropped stream)
 		// is the same input, and its stream the same run.

@@ -83,9 +83,13 @@ func toolResults(msgs []InputMessage) (map[string]toolAnswer, error) {
 		if m.ToolCallID == "" {
 			return nil, badRequest("message %s is a tool message without toolCallId", m.ID)
 		}
-		text, err := messageText(m)
+		text, media, err := messageContent(m)
 		if err != nil {
 			return nil, err
+		}
+		if len(media) > 0 {
+			// A tool's result is text to the runtime.
+			return nil, badRequest("%s: a tool message's content is text: this endpoint takes text parts there", media[0].Where)
 		}
 		out[m.ToolCallID] = toolAnswer{text: text, failed: m.Error}
 	}

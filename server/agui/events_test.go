@@ -187,10 +187,16 @@ func TestNewInput(t *testing.T) {
 		{[]InputMessage{msg("user", `"a"`), msg("assistant", `"b"`)}, "", false},
 		{nil, "", false},
 		{[]InputMessage{msg("user", `[{"type":"image","source":{}}]`)}, "", true},
+		{[]InputMessage{msg("user", `[{"type":"image","source":{"type":"file","value":"file-abc"}}]`)}, "", true},
+		{[]InputMessage{msg("user", `[{"type":"binary","mimeType":"image/png","data":"eA=="}]`)}, "", true},
+		{[]InputMessage{msg("user", `[{"type":"text","text":"see"},{"type":"image","source":{"type":"data","value":"eA==","mimeType":"image/png"}}]`)}, "see", false},
 	} {
-		got, err := newInput(tc.msgs)
+		got, media, err := newInput(tc.msgs)
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("newInput: %q, %v; want %q (error %v)", got, err, tc.want, tc.err)
+		}
+		if tc.want == "see" && (len(media) != 1 || media[0].Kind != "image" || media[0].Base64 != "eA==" || media[0].Type != "image/png") {
+			t.Errorf("newInput's media: %+v, want the image's data source", media)
 		}
 	}
 }

@@ -21,7 +21,7 @@ func TestBadInput(t *testing.T) {
 		{"/v1/agui/assistant", `{"runId":"r1","messages":[]}`, 400, "malformed_request"},
 		{"/v1/agui/assistant", `not json`, 400, "malformed_request"},
 		{"/v1/agui/assistant", `{"threadId":"bad id/x","runId":"r1","messages":[]}`, 400, "bad_session_id"},
-		{"/v1/agui/assistant", `{"threadId":"t1","runId":"r1","messages":[{"id":"m","role":"user","content":[{"type":"image","source":{"type":"url","value":"http://x"}}]}]}`, 400, "malformed_request"},
+		{"/v1/agui/assistant", `{"threadId":"t1","runId":"r1","messages":[{"id":"m","role":"user","content":[{"type":"image","source":{"type":"url","value":"http://x"}}]}]}`, 400, "url_refused"},
 		{"/v1/agui/assistant", `{"threadId":"t1","runId":"r1","messages":[],"resume":[{"interruptId":"req_x","status":"resolved"}]}`, 404, "unknown_request"},
 		{"/v1/agui/assistant", `{"threadId":"t1","runId":"r1","messages":[],"resume":[{"interruptId":"req_x","status":"maybe"}]}`, 400, "malformed_request"},
 	} {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/agentrt/agentrt"
@@ -39,8 +41,8 @@ type StreamOptions struct {
 // ChatMessage is one message of a conversation.
 type ChatMessage struct {
 	Role string `json:"role"`
-	// Content is a string, an array of content parts (only text parts are
-	// taken), or null.
+	// Content is a string, an array of content parts (text, image_url,
+	// file and input_audio parts), or null.
 	Content    json.RawMessage `json:"content,omitempty"`
 	Name       string          `json:"name,omitempty"`
 	ToolCalls  []ChatToolCall  `json:"tool_calls,omitempty"`
@@ -59,36 +61,120 @@ type ChatToolCall struct {
 	} `json:"function"`
 }
 
-// text returns the message's text: its string content, or its text
-// parts joined.
-func (m *ChatMessage) text(i int) (string, error) {
+// chatPart is a content part of a message: text, an image (image_url:
+// a data: URL or an http(s) URL), a file (file: file_data, a data: URL
+// or base64, and filename; file_url, as the Responses API's input_file
+// has it) or audio (input_audio: base64 data and its format).
+type chatPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+	File *struct {
+		FileData string `json:"file_data"`
+		FileID   string `json:"file_id"`
+		FileURL  string `json:"file_url"`
+		Filename string `json:"filename"`
+	} `json:"file"`
+	InputAudio *struct {
+		Data   string `json:"data"`
+		Format string `json:"format"`
+	} `json:"input_audio"`
+}
+
+// mediaPart is an image or a file of a message: part j of message i,
+// read by the server (server.MediaRef) once the request is checked.
+type mediaPart struct {
+	msg, part int
+	ref       server.MediaRef
+}
+
+// where names the part as the request does.
+func (p *mediaPart) where() string { return fmt.Sprintf("messages[%d].content[%d]", p.msg, p.part) }
+
+// content returns the message's text — its string content, or its text
+// parts joined — and its images and files.
+func (m *ChatMessage) content(i int) (string, []mediaPart, error) {
 	c := bytes.TrimSpace(m.Content)
 	if len(c) == 0 || string(c) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	if c[0] == '"' {
 		var s string
 		if err := json.Unmarshal(c, &s); err != nil {
-			return "", badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
+			return "", nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
 		}
-		return s, nil
+		return s, nil, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []chatPart
 	if err := json.Unmarshal(c, &parts); err != nil {
-		return "", badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: want a string or an array of content parts", i)
+		return "", nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: want a string or an array of content parts", i)
 	}
 	var b strings.Builder
+	var media []mediaPart
 	for j, p := range parts {
-		if p.Type != "text" {
-			return "", badRequest(fmt.Sprintf("messages[%d].content[%d].type", i, j),
-				"messages[%d].content[%d] is a %q part: this server takes text parts only", i, j, p.Type)
+		where := fmt.Sprintf("messages[%d].content[%d]", i, j)
+		bad := func(field, format string, args ...any) error {
+			return badRequest(where+field, where+": "+format, args...)
 		}
-		b.WriteString(p.Text)
+		mp := mediaPart{msg: i, part: j}
+		switch p.Type {
+		case "text":
+			b.WriteString(p.Text)
+			continue
+		case "image_url":
+			if p.ImageURL == nil || p.ImageURL.URL == "" {
+				return "", nil, bad(".image_url.url", "an image_url part needs image_url.url: a data: URL or an http(s) URL")
+			}
+			mp.ref = server.MediaRef{Kind: "image", URL: p.ImageURL.URL}
+		case "file":
+			f := p.File
+			switch {
+			case f == nil:
+				return "", nil, bad(".file", "a file part needs file.file_data (a data: URL, or base64) and file.filename")
+			case f.FileData == "" && f.FileURL == "" && f.FileID != "":
+				return "", nil, bad(".file.file_id", "file_id names a file of OpenAI's Files API, which this server does not keep: send the file's bytes as file_data")
+			case f.FileData != "" && hasPrefixFold(f.FileData, "data:"):
+				mp.ref = server.MediaRef{URL: f.FileData, Name: f.Filename}
+			case f.FileData != "":
+				mp.ref = server.MediaRef{Base64: f.FileData, Name: f.Filename, Type: mime.TypeByExtension(path.Ext(f.Filename))}
+			case f.FileURL != "":
+				mp.ref = server.MediaRef{URL: f.FileURL, Name: f.Filename}
+			default:
+				return "", nil, bad(".file", "a file part needs file.file_data (a data: URL, or base64) and file.filename")
+			}
+		case "input_audio":
+			a := p.InputAudio
+			if a == nil || a.Data == "" {
+				return "", nil, bad(".input_audio.data", "an input_audio part needs input_audio.data (base64) and its format")
+			}
+			typ := map[string]string{"wav": "audio/wav", "mp3": "audio/mpeg"}[a.Format]
+			if typ == "" {
+				return "", nil, bad(".input_audio.format", "input_audio.format %q: want wav or mp3", a.Format)
+			}
+			mp.ref = server.MediaRef{Kind: "audio", Base64: a.Data, Type: typ}
+		default:
+			return "", nil, bad(".type", "a %q part: this server takes text, image_url, file and input_audio parts", p.Type)
+		}
+		media = append(media, mp)
 	}
-	return b.String(), nil
+	return b.String(), media, nil
+}
+
+// text is the message's text, for a message whose images and files have
+// nowhere to go (a tool's result).
+func (m *ChatMessage) text(i int) (string, error) {
+	t, media, err := m.content(i)
+	if err == nil && len(media) > 0 {
+		p := media[0]
+		err = badRequest(p.where()+".type", "%s: a %s message's content is text: this server takes text parts there", p.where(), m.Role)
+	}
+	return t, err
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // decodeChat reads and checks a chat completion request.
@@ -142,14 +228,21 @@ func decodeJSON(r *http.Request, v any) error {
 type conversation struct {
 	history []model.Message
 	input   string
+	// media are the new input's images and files, read (fetched) by
+	// begin before anything is stored.
+	media []mediaPart
 	// metadata goes with the input (the Responses API keeps a
 	// response's previous_response_id there).
 	metadata map[string]string
+	// at[i] is the request's input item of message i, for a Responses
+	// API request (its errors name input items).
+	at []int
 }
 
 // splitConversation finds the new input of msgs: the user messages after
-// the last message of another role, joined by blank lines; what comes
-// before is the history, as the runtime's messages.
+// the last message of another role, joined by blank lines, with their
+// images and files; what comes before is the history, as the runtime's
+// messages.
 func splitConversation(msgs []ChatMessage) (*conversation, error) {
 	start := len(msgs)
 	for start > 0 && msgs[start-1].Role == "user" {
@@ -163,14 +256,15 @@ func splitConversation(msgs []ChatMessage) (*conversation, error) {
 	c := &conversation{}
 	var in []string
 	for i := start; i < len(msgs); i++ {
-		t, err := msgs[i].text(i)
+		t, media, err := msgs[i].content(i)
 		if err != nil {
 			return nil, err
 		}
 		in = append(in, t)
+		c.media = append(c.media, media...)
 	}
 	c.input = strings.Join(in, "\n\n")
-	if strings.TrimSpace(c.input) == "" {
+	if strings.TrimSpace(c.input) == "" && len(c.media) == 0 {
 		return nil, badRequest(fmt.Sprintf("messages[%d].content", len(msgs)-1), "the user's new input is empty")
 	}
 	for i, m := range msgs[:start] {
@@ -185,9 +279,19 @@ func splitConversation(msgs []ChatMessage) (*conversation, error) {
 
 // toModel is message i of a conversation as the runtime's message.
 func toModel(m *ChatMessage, i int) (model.Message, error) {
-	t, err := m.text(i)
+	t, media, err := m.content(i)
 	if err != nil {
 		return model.Message{}, err
+	}
+	// The history's images and files are not kept: only the new input
+	// brings files (a session continued by its header never reads its
+	// history). The model is told one was there.
+	for _, p := range media {
+		what := map[string]string{"image": "an image", "audio": "audio"}[p.ref.Kind]
+		if what == "" {
+			what = "a file"
+		}
+		t += fmt.Sprintf("\n[%s the client sent here, not kept: only a conversation's new input brings files]", what)
 	}
 	var out model.Message
 	switch m.Role {

@@ -185,6 +185,7 @@ func decodeResponseRequest(r *http.Request) (*ResponseRequest, *responseInput, e
 	if in.conv, err = splitConversation(msgs); err != nil {
 		return nil, nil, inputParam(err, at)
 	}
+	in.conv.at = at
 	if req.PreviousResponseID != "" && len(in.conv.history) > 0 {
 		return nil, nil, badRequest("input", "the input continues response %s: send only the new user input, the session keeps the history", req.PreviousResponseID)
 	}
@@ -265,16 +266,44 @@ func inputMessage(i int, it *inputItem) (ChatMessage, error) {
 		if err := json.Unmarshal(c, &parts); err != nil {
 			return ChatMessage{}, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d].content: want a string or an array of content parts", i)
 		}
-		// The chat messages' text parts are "text" parts.
+		// As the chat messages' parts: text parts are "text" parts, an
+		// input_image an image_url part, an input_file a file part.
 		for j, p := range parts {
 			var typ string
 			_ = json.Unmarshal(p["type"], &typ)
+			where := fmt.Sprintf("input[%d].content[%d]", i, j)
+			str := func(k string) string {
+				var v string
+				_ = json.Unmarshal(p[k], &v)
+				return v
+			}
+			fileID := func() error {
+				return badRequest(where+".file_id", "%s: file_id names a file of OpenAI's Files API, which this server does not keep: send the bytes (a data: URL) or a URL", where)
+			}
 			switch typ {
 			case "input_text", "output_text", "text":
-				p["type"] = json.RawMessage(`"text"`)
+				parts[j] = map[string]json.RawMessage{"type": json.RawMessage(`"text"`), "text": p["text"]}
+			case "input_image":
+				if str("image_url") == "" && str("file_id") != "" {
+					return ChatMessage{}, fileID()
+				}
+				if str("image_url") == "" {
+					return ChatMessage{}, badRequest(where+".image_url", "%s: an input_image needs image_url: a data: URL or an http(s) URL", where)
+				}
+				img, _ := json.Marshal(map[string]string{"url": str("image_url")})
+				parts[j] = map[string]json.RawMessage{"type": json.RawMessage(`"image_url"`), "image_url": img}
+			case "input_file":
+				if str("file_data") == "" && str("file_url") == "" && str("file_id") != "" {
+					return ChatMessage{}, fileID()
+				}
+				if str("file_data") == "" && str("file_url") == "" {
+					return ChatMessage{}, badRequest(where+".file_data", "%s: an input_file needs file_data (a data: URL) and filename, or file_url", where)
+				}
+				f, _ := json.Marshal(map[string]string{"file_data": str("file_data"), "file_url": str("file_url"), "filename": str("filename")})
+				parts[j] = map[string]json.RawMessage{"type": json.RawMessage(`"file"`), "file": f}
 			default:
-				return ChatMessage{}, badRequest(fmt.Sprintf("input[%d].content[%d].type", i, j),
-					"input[%d].content[%d] is a %q part: this server takes text parts only", i, j, typ)
+				return ChatMessage{}, badRequest(where+".type",
+					"%s is a %q part: this server takes input_text, input_image and input_file parts", where, typ)
 			}
 		}
 		c, _ = json.Marshal(parts)

@@ -116,7 +116,7 @@ func (a *Adapter) beginResponse(ctx context.Context, ss *session.Session, req *R
 	}
 	x, err := a.begin(ctx, id, req.Model, in.conv, tools)
 	if err != nil {
-		return nil, inputParam(err, nil)
+		return nil, inputParam(err, in.conv.at)
 	}
 	return x, nil
 }

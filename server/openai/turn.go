@@ -36,8 +36,13 @@ type exchange struct {
 // answers it. The input to a session that waits for a person answers its
 // request (answerPending).
 func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversation, tools []model.ToolSpec) (*exchange, error) {
+	// The input's files first: one that cannot be read (or fetched)
+	// refuses the request before a session is made.
+	files, err := a.files(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
 	var ss *session.Session
-	var err error
 	switch {
 	case id != "":
 		if ss, err = a.r.Store().GetSession(ctx, id); err != nil {
@@ -47,6 +52,10 @@ func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversatio
 			return nil, badRequest("model", "session %s is of agent %q, not %q: name its agent as the model", id, ss.Agent, agent)
 		}
 		if ss.Status == session.StatusWaiting {
+			if len(files) > 0 {
+				return nil, apiError(http.StatusConflict, agentrt.CodeWaiting, conv.media[0].where(),
+					"session %s waits for an answer, which is text: answer it first, then send the files", id)
+			}
 			x, err := a.answerPending(ctx, ss, conv.input)
 			if x != nil || err != nil {
 				return x, err
@@ -66,12 +75,30 @@ func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversatio
 			return nil, err
 		}
 	}
-	t, err := a.srv.SubmitTurn(ctx, gateway.Input{Source: ss.ID, Session: ss.ID, Agent: agent, Text: conv.input, ClientTools: tools,
-		Metadata: conv.metadata})
+	t, err := a.srv.SubmitTurn(ctx, gateway.Input{Source: ss.ID, Session: ss.ID, Agent: agent, Text: conv.input, Files: files,
+		ClientTools: tools, Metadata: conv.metadata})
 	if err != nil {
 		return nil, err
 	}
 	return &exchange{session: ss.ID, after: t.After, input: t.Submitted.ID, inbox: t.Submitted.Seq, events: t.Events(), close: t.Close}, nil
+}
+
+// files reads the new input's images and files (decoded, or fetched):
+// an error names the part at fault.
+func (a *Adapter) files(ctx context.Context, conv *conversation) ([]gateway.File, error) {
+	var out []gateway.File
+	for _, p := range conv.media {
+		ref := p.ref
+		ref.Where = p.where()
+		f, err := a.srv.ClientFile(ctx, ref)
+		if err != nil {
+			e := toAPIError(err)
+			e.Param = ptr(ref.Where)
+			return nil, e
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 func ptr[T any](v T) *T { return &v }
