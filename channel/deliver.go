@@ -35,6 +35,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-h.kick:
 		}
 	}
 }
@@ -138,6 +139,9 @@ func (h *Hub) send(ctx context.Context, b *Binding, to Address, it session.Outbo
 	key := strconv.FormatInt(it.ID, 10)
 	switch d := ev.Data.(type) {
 	case *session.Final:
+		if dr := h.draftOf(it.SessionID, ev.RunID); dr != nil {
+			return h.editDraft(ctx, b, to, it.SessionID, dr, d.Text, key)
+		}
 		return h.sendText(ctx, b, to, d.Text, key)
 	case *session.InputRequired:
 		return b.Channel.Send(ctx, to, Message{Text: questionText(d), Buttons: buttons(d), Key: key})
@@ -169,6 +173,40 @@ func (h *Hub) sendText(ctx context.Context, b *Binding, to Address, text, key st
 		}
 	}
 	return first, nil
+}
+
+// editDraft edits the message a streamed answer was written into to be
+// the answer (its first part, the rest sent after it); a draft that
+// cannot be edited any more (deleted) leaves the answer to be sent anew.
+func (h *Hub) editDraft(ctx context.Context, b *Binding, to Address, sid string, dr *draft, text, key string) (string, error) {
+	dr.mu.Lock()
+	dr.closed = true // the follow's edits are over
+	ref := dr.ref
+	dr.mu.Unlock()
+	parts := Split(text, b.Channel.TextLimit())
+	if ref == "" || len(parts) == 0 {
+		h.dropDraft(sid, dr)
+		return h.sendText(ctx, b, to, text, key)
+	}
+	err := b.Channel.(Editor).Edit(ctx, to, ref, Message{Text: parts[0]})
+	if err == nil {
+		h.dropDraft(sid, dr)
+	}
+	var se *SendError
+	if err != nil && errors.As(err, &se) && se.Permanent {
+		h.log.Warn("channel: a streamed answer's message could not be edited; it is sent anew", "channel", b.Name, "error", err)
+		h.dropDraft(sid, dr)
+		return h.sendText(ctx, b, to, text, key)
+	}
+	if err != nil {
+		return "", err
+	}
+	for i, part := range parts[1:] {
+		if _, err := b.Channel.Send(ctx, to, Message{Text: part, Key: key + "." + strconv.Itoa(i+1)}); err != nil {
+			return ref, err
+		}
+	}
+	return ref, nil
 }
 
 // sendResolved edits the question's message to say who answered and how,

@@ -45,6 +45,12 @@ type Binding struct {
 	// those that take longer follow it, as an input of their own, after
 	// the answer.
 	AckWithin time.Duration
+	// Stream, for a channel that can edit its messages (Editor), shows
+	// an answer as it is written: posted once text comes, edited at most
+	// every StreamEvery (zero: DefaultStreamEvery), and edited into the
+	// answer when it is delivered.
+	Stream      bool
+	StreamEvery time.Duration
 }
 
 // ackWithin is how long b's platform waits for an answer.
@@ -87,6 +93,9 @@ type Config struct {
 	// MaxFileBytes bounds an attachment downloaded; zero:
 	// gateway.DefaultMaxFileBytes.
 	MaxFileBytes int64
+	// TypingEvery is how often "typing" is shown again while a turn
+	// runs; zero: 4 s (Telegram's lasts 5).
+	TypingEvery time.Duration
 }
 
 // Hub serves channels: their platforms' requests, and the delivery of
@@ -98,7 +107,14 @@ type Hub struct {
 	byName map[string]*Binding
 	log    *slog.Logger
 
-	wg sync.WaitGroup // the background sends (refusals, typing, acknowledgements)
+	wg   sync.WaitGroup // the background sends (refusals, acknowledgements), late downloads, follows
+	life context.Context
+	end  context.CancelFunc // ends life: Close
+	kick chan struct{}      // a streamed final is due: deliver now
+
+	mu        sync.Mutex
+	following map[string]bool   // the sessions this hub follows the turn of (stream.go); guarded by mu
+	drafts    map[string]*draft // by session: the message its run's answer streams into; guarded by mu
 
 	// Counts, for tests and metrics.
 	received, refused, ignored, duplicates, delivered, retried, failed atomic.Int64
@@ -116,7 +132,8 @@ func New(cfg Config) (*Hub, error) {
 		return nil, fmt.Errorf("channel: the store (%T) keeps no outbox", cfg.Runner.Store())
 	}
 	h := &Hub{cfg: cfg, store: cfg.Runner.Store(), outbox: ob, byName: map[string]*Binding{},
-		log: cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))}
+		log: cmp.Or(cfg.Log, slog.New(slog.DiscardHandler)), kick: make(chan struct{}, 1),
+		following: map[string]bool{}, drafts: map[string]*draft{}}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
 	}
@@ -138,10 +155,18 @@ func New(cfg Config) (*Hub, error) {
 		if _, dup := h.byName[b.Name]; dup {
 			return nil, fmt.Errorf("channel %q: configured twice", b.Name)
 		}
+		if _, ok := b.Channel.(Editor); b.Stream && !ok {
+			return nil, fmt.Errorf("channel %q: stream: the platform's messages cannot be edited (%T)", b.Name, b.Channel)
+		}
 		h.byName[b.Name] = b
 	}
+	h.life, h.end = context.WithCancel(context.Background())
 	return h, nil
 }
+
+func (h *Hub) tenant() string { return cmp.Or(h.cfg.Tenant, session.DefaultTenant) }
+
+func (h *Hub) typingEvery() time.Duration { return cmp.Or(h.cfg.TypingEvery, typingEvery) }
 
 // CheckName reports whether name can name a channel: 1 to 32 letters,
 // digits, '_' or '-'.
@@ -259,7 +284,7 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.ignored.Add(int64(got.Ignored))
-	ctx := session.WithTenant(r.Context(), cmp.Or(h.cfg.Tenant, session.DefaultTenant))
+	ctx := session.WithTenant(r.Context(), h.tenant())
 	// Attachments are downloaded until two thirds of the platform's
 	// patience are spent; the rest follow the answer.
 	hurry := start.Add(b.ackWithin() * 2 / 3)
@@ -330,9 +355,18 @@ func (h *Hub) take(ctx context.Context, b *Binding, m Inbound, hurry time.Time) 
 		text = strings.TrimSpace(text + "\n\n" + note)
 	}
 	meta := map[string]string{"channel": b.Name, gateway.MetaSender: m.Sender, gateway.MetaSenderName: m.SenderName}
+	follow := int64(-1) // where the follow of the message's turn starts; -1: none
+	if b.follows() {
+		if sid, err := h.cfg.Gateway.SessionOf(source); err == nil {
+			if follow, err = h.followFrom(ctx, sid, b.Agent); err != nil {
+				h.log.Warn("channel: a conversation's turn cannot be followed", "channel", b.Name, "session", sid, "error", err)
+				follow = -1
+			}
+		}
+	}
 	sub, err := h.cfg.Gateway.Submit(ctx, gateway.Input{Source: source, Agent: b.Agent, Text: text, Key: m.ID, Files: files, Metadata: meta})
 	if len(late) > 0 && (err == nil || agentrt.AsError(err).ErrorCode() == agentrt.CodeKeyConflict) {
-		h.follow(b, source, m.ID, meta, late)
+		h.fetchLate(b, source, m.ID, meta, late)
 	}
 	if err != nil {
 		if e := agentrt.AsError(err); e.Code == agentrt.CodeKeyConflict {
@@ -358,21 +392,21 @@ func (h *Hub) take(ctx context.Context, b *Binding, m Inbound, hurry time.Time) 
 		h.duplicates.Add(1)
 		return nil
 	}
-	if t, ok := b.Channel.(Typist); ok {
-		h.background(func(ctx context.Context) error { return t.Typing(ctx, to) })
+	if follow >= 0 {
+		h.follow(b, to, sub.Session, follow)
 	}
 	return nil
 }
 
-// follow downloads, after the platform's answer, the attachments of
+// fetchLate downloads, after the platform's answer, the attachments of
 // message id that took longer than it waits, and stores them as an input
 // of their own (key id#files: the platform's retry of the message stores
 // them once), which the conversation's debounce and policy merge with the
 // message's turn.
-func (h *Hub) follow(b *Binding, source, id string, meta map[string]string, late []Attachment) {
-	tenant := cmp.Or(h.cfg.Tenant, session.DefaultTenant)
+func (h *Hub) fetchLate(b *Binding, source, id string, meta map[string]string, late []Attachment) {
+	tenant := h.tenant()
 	h.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(session.WithTenant(context.Background(), tenant), followFor)
+		ctx, cancel := context.WithTimeout(session.WithTenant(h.life, tenant), lateFor)
 		defer cancel()
 		files, note, _ := h.download(ctx, b, late)
 		if len(files) == 0 && note == "" {
@@ -385,8 +419,8 @@ func (h *Hub) follow(b *Binding, source, id string, meta map[string]string, late
 	})
 }
 
-// followFor bounds the download of a message's late attachments.
-const followFor = 5 * time.Minute
+// lateFor bounds the download of a message's late attachments.
+const lateFor = 5 * time.Minute
 
 // download fetches a message's attachments with the platform's auth and
 // the hub's limit (MaxFileBytes each); one that cannot be had (too large,
@@ -511,8 +545,12 @@ func (h *Hub) background(fn func(ctx context.Context) error) {
 	})
 }
 
-// Close waits for the sends the hub made beside requests' answers.
-func (h *Hub) Close() { h.wg.Wait() }
+// Close stops following turns and waits for the sends the hub made
+// beside requests' answers and for the downloads after them.
+func (h *Hub) Close() {
+	h.end()
+	h.wg.Wait()
+}
 
 // Counts are the hub's counts since it started.
 type Counts struct {

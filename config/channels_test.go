@@ -21,6 +21,10 @@ func TestChannels(t *testing.T) {
     approvers: ["42"]
     refusal: Sorry, staff only.
     debounce: 1.5s
+    prompts: answer
+    ack_within: 5s
+    stream: true
+    stream_every: 2s
     api_url: http://127.0.0.1:9999
   hooks:
     kind: webhook
@@ -36,7 +40,9 @@ func TestChannels(t *testing.T) {
 	}
 	want := Channel{Kind: "telegram", Agent: "a", BotToken: "123:abc", SecretToken: "sek", Allow: []string{"42", "-1001"},
 		Approvers: []string{"42"}, Refusal: "Sorry, staff only.", APIURL: "http://127.0.0.1:9999"}
-	want.Debounce = Duration(1500_000_000)
+	want.Debounce, want.Prompts = Duration(1500_000_000), "answer"
+	want.AckWithin, want.StreamEvery, want.Stream = Duration(5_000_000_000), Duration(2_000_000_000), new(bool)
+	*want.Stream = true
 	if diff := cmp.Diff(want, c.Channels["support"]); diff != "" {
 		t.Errorf("support (-want +got):\n%s", diff)
 	}
@@ -64,6 +70,10 @@ func TestChannelProblems(t *testing.T) {
 			nil, `agentrt.yaml:6:44: channels.c.reply_url: bad URL "ftp://x": want an absolute http:// or https:// URL`},
 		{"bad policy", base + "channels:\n  c: {kind: webhook, secret: s, reply_url: http://x, policy: quene}\n",
 			nil, `agentrt.yaml:6:62: channels.c.policy: unknown policy "quene"; did you mean queue? (want interrupt, queue, steer, reject)`},
+		{"bad prompts", base + "channels:\n  c: {kind: webhook, secret: s, reply_url: http://x, prompts: always}\n",
+			nil, `agentrt.yaml:6:63: channels.c.prompts: unknown prompts "always" (want answer or policy)`},
+		{"stream on whatsapp", base + "channels:\n  c: {kind: whatsapp, stream: true}\n",
+			nil, `agentrt.yaml:6:23: channels.c.stream: a WhatsApp message cannot be edited: an answer cannot be streamed into one`},
 		{"unknown key", base + "channels:\n  c: {kind: slack, bot_token: x, signing_secret: y, channel_id: z}\n",
 			nil, `agentrt.yaml:6:53: channels.c.channel_id: unknown key`},
 	} {

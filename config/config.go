@@ -684,6 +684,11 @@ type Channel struct {
 	// requests; zero: the platform's (Slack and Discord 3s, else 10s).
 	// Attachments taking longer to download follow the answer.
 	AckWithin Duration `yaml:"ack_within,omitempty"`
+	// Stream shows an answer as it is written (a message posted, then
+	// edited at most every StreamEvery, default 1s): Telegram, Slack,
+	// Discord and the webhook; WhatsApp cannot edit a message.
+	Stream      *bool    `yaml:"stream,omitempty"`
+	StreamEvery Duration `yaml:"stream_every,omitempty"`
 	// The gateway's settings for the channel's conversations (each its
 	// own source): a chat's default debounce is 1.5s.
 	GatewaySettings `yaml:",inline"`

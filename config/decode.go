@@ -511,6 +511,8 @@ func (d *decoder) channel(n *yaml.Node, path string, ch *Channel) {
 		field{"refusal", d.str(&ch.Refusal)},
 		field{"approvers", d.list(&ch.Approvers)},
 		field{"ack_within", d.duration(&ch.AckWithin)},
+		field{"stream", d.boolean(&ch.Stream)},
+		field{"stream_every", d.duration(&ch.StreamEvery)},
 		field{"api_url", d.str(&ch.APIURL)},
 		field{"bot_token", d.str(&ch.BotToken)},
 		field{"secret_token", d.str(&ch.SecretToken)},

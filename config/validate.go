@@ -229,6 +229,9 @@ func (d *decoder) validateChannel(c *Config, name string, ch Channel) {
 		}
 	}
 	d.checkGatewaySettings(c, p, ch.GatewaySettings)
+	if ch.Stream != nil && *ch.Stream && ch.Kind == ChannelWhatsApp {
+		d.at(c, p+".stream", "a WhatsApp message cannot be edited: an answer cannot be streamed into one")
+	}
 	switch ch.Kind {
 	case ChannelWebhook:
 		if ch.ReplyURL != "" {

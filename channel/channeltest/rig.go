@@ -20,6 +20,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/channel"
 	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/sqlite"
@@ -72,6 +73,20 @@ func NewWith(t testing.TB, b channel.Binding, gc gateway.Config, replies ...scri
 // NewOn is NewWith on store (closed when the test ends).
 func NewOn(t testing.TB, store Store, b channel.Binding, gc gateway.Config, replies ...scripted.Reply) *Rig {
 	t.Helper()
+	return NewModel(t, store, b, gc, scripted.New("m", replies...).ByConversation())
+}
+
+// NewModel is NewOn with the agent's model m (nil store: a fresh SQLite
+// store); hub, when given, changes the hub's configuration.
+func NewModel(t testing.TB, store Store, b channel.Binding, gc gateway.Config, m model.Model, hub ...func(*channel.Config)) *Rig {
+	t.Helper()
+	if store == nil {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = s
+	}
 	deploy := tool.WithMeta(tool.Must(tool.New("deploy", "deploys", func(_ context.Context, in struct {
 		Env string `json:"env"`
 	}) (string, error) {
@@ -82,7 +97,7 @@ func NewOn(t testing.TB, store Store, b channel.Binding, gc gateway.Config, repl
 		t.Fatal(err)
 	}
 	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Deliver: channel.Owns(b.Name),
-		Agents: []*agentrt.Agent{{Name: "assistant", SystemPrompt: "You help.", Model: scripted.New("m", replies...).ByConversation(), Tools: tools}}})
+		Agents: []*agentrt.Agent{{Name: "assistant", SystemPrompt: "You help.", Model: m, Tools: tools}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +116,12 @@ func NewOn(t testing.TB, store Store, b channel.Binding, gc gateway.Config, repl
 		t.Fatal(err)
 	}
 	g := &Rig{T: t, Runner: r, Gateway: gw, Store: store, Name: b.Name}
-	g.Hub, err = channel.New(channel.Config{Runner: r, Gateway: gw, Channels: []channel.Binding{b},
-		Now: func() time.Time { return time.Now().Add(time.Duration(g.Skew.Load())) }})
+	hc := channel.Config{Runner: r, Gateway: gw, Channels: []channel.Binding{b},
+		Now: func() time.Time { return time.Now().Add(time.Duration(g.Skew.Load())) }}
+	for _, f := range hub {
+		f(&hc)
+	}
+	g.Hub, err = channel.New(hc)
 	if err != nil {
 		t.Fatal(err)
 	}

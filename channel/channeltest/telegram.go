@@ -29,6 +29,7 @@ type TelegramAPI struct {
 	Hold  func(method string, n int) chan struct{}
 	// Files are the files getFile knows, by file_id: their bytes.
 	Files map[string][]byte
+	texts map[float64]string // what each message sent says now, by id
 }
 
 // TelegramCall is a call of the Bot API: its method and its JSON body.
@@ -39,7 +40,7 @@ type TelegramCall struct {
 
 // NewTelegramAPI starts a fake Bot API for the bot of token.
 func NewTelegramAPI(t testing.TB, token string) *TelegramAPI {
-	a := &TelegramAPI{t: t, Token: token}
+	a := &TelegramAPI{t: t, Token: token, texts: map[float64]string{}}
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	a.URL = srv.URL
@@ -78,9 +79,22 @@ func (a *TelegramAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if method == "editMessageText" {
+		// https://core.telegram.org/bots/api#editmessagetext: an edit
+		// that changes nothing is an error of its own.
+		mid, _ := req["message_id"].(float64)
+		if a.texts[mid] == req["text"] && req["reply_markup"] == nil {
+			a.mu.Unlock()
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"ok":false,"error_code":400,"description":"Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"}`)
+			return
+		}
+		a.texts[mid], _ = req["text"].(string)
+	}
 	a.calls = append(a.calls, TelegramCall{method, req})
 	if method == "sendMessage" {
 		a.next++ // message ids count the messages sent
+		a.texts[float64(a.next)], _ = req["text"].(string)
 	}
 	id := a.next
 	var hold chan struct{}

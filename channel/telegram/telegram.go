@@ -232,7 +232,14 @@ func (c *Channel) Edit(ctx context.Context, to channel.Address, ref string, m ch
 	if kb := keyboard(m.Buttons); kb != nil {
 		req["reply_markup"] = kb
 	}
-	return c.call(ctx, "editMessageText", req, nil)
+	err = c.call(ctx, "editMessageText", req, nil)
+	var se *channel.SendError
+	if errors.As(err, &se) && se.Status == http.StatusBadRequest && strings.Contains(se.Error(), "message is not modified") {
+		// An edit sent again (after a crash, or a retry of a delivery
+		// that edited first): the message says it already.
+		return nil
+	}
+	return err
 }
 
 // Typing shows "typing…" with sendChatAction.

@@ -1,7 +1,9 @@
 package telegram_test
 
 import (
+	"context"
 	"encoding/json"
+	"iter"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/channel/channeltest"
 	"github.com/agentrt/agentrt/channel/telegram"
 	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 )
@@ -291,5 +294,93 @@ func TestPromptAnsweredByMessage(t *testing.T) {
 	g.Post("webhook", update(2, 11, "sorry, 43"), telegram.SecretHeader, secret)
 	if in := g.Inputs("tg:111111111"); len(in) != 2 {
 		t.Errorf("a late retry stored an input: %+v", in)
+	}
+}
+
+// gated is a model that streams its answer in pieces, each when the test
+// lets it (next).
+type gated struct {
+	pieces []string
+	next   chan struct{}
+}
+
+func (m *gated) Name() string { return "gated" }
+
+func (m *gated) Stream(ctx context.Context, _ *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) {
+		for i, p := range m.pieces {
+			select {
+			case <-m.next:
+			case <-ctx.Done():
+				yield(model.Chunk{}, ctx.Err())
+				return
+			}
+			c := model.Chunk{Text: p}
+			if i == len(m.pieces)-1 {
+				c.FinishReason = model.FinishStop
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// With stream on, the answer appears as it is written: posted once text
+// comes, edited as more does, and its delivery edits that message into
+// the answer rather than posting another; "typing" shows until then, again
+// and again while the model is slow.
+func TestStreamedAnswer(t *testing.T) {
+	api := channeltest.NewTelegramAPI(t, token)
+	ch, err := telegram.New(telegram.Config{BotToken: token, SecretToken: secret, APIURL: api.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &gated{pieces: []string{"Your order", " 43 is on", " its way."}, next: make(chan struct{})}
+	g := channeltest.NewModel(t, nil, channel.Binding{Name: "tg", Channel: ch, Stream: true, StreamEvery: time.Nanosecond},
+		gateway.Config{}, m, func(c *channel.Config) { c.TypingEvery = 5 * time.Millisecond })
+	if code, _ := g.Post("webhook", update(1, 10, "where is my order?"), telegram.SecretHeader, secret); code != 200 {
+		t.Fatal(code)
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not happen", what)
+			}
+			time.Sleep(2 * time.Millisecond) // polls the fake platform's calls
+		}
+	}
+	wait("typing shown again while the model says nothing", func() bool { return len(api.Of("sendChatAction")) >= 3 })
+	m.next <- struct{}{}
+	wait("the draft", func() bool { return len(api.Of("sendMessage")) == 1 })
+	if d := api.Of("sendMessage")[0]; d["text"] != "Your order …" {
+		t.Errorf("the draft: %v", d)
+	}
+	typing := len(api.Of("sendChatAction"))
+	m.next <- struct{}{}
+	wait("the draft edited", func() bool { return len(api.Of("editMessageText")) == 1 })
+	if e := api.Of("editMessageText")[0]; e["text"] != "Your order 43 is on …" || e["message_id"] != 1.0 {
+		t.Errorf("the edit: %v", e)
+	}
+	m.next <- struct{}{}
+	g.DeliverUntil("the answer", func() bool {
+		items := g.Outbox("tg:111111111")
+		return len(items) == 1 && items[0].State == session.OutboxSent
+	})
+	edits := api.Of("editMessageText")
+	if e := edits[len(edits)-1]; e["text"] != "Your order 43 is on its way." || e["message_id"] != 1.0 {
+		t.Errorf("the answer's edit: %v", e)
+	}
+	if n := len(api.Of("sendMessage")); n != 1 {
+		t.Errorf("%d messages sent, want the draft alone", n)
+	}
+	if items := g.Outbox("tg:111111111"); len(items) != 1 || items[0].State != session.OutboxSent || items[0].Ref != "1" {
+		t.Errorf("the outbox: %+v", items)
+	}
+	g.Hub.Close()
+	if n := len(api.Of("sendChatAction")); n > typing+1 { // one may have been on its way
+		t.Errorf("typing shown %d times after the draft was posted", n-typing)
 	}
 }

@@ -40,7 +40,8 @@ func (a *App) BuildChannels(log *slog.Logger) (*channel.Hub, error) {
 		if err != nil {
 			return nil, fmt.Errorf("channel %q: %w", name, err)
 		}
-		binds = append(binds, channel.Binding{Name: name, Channel: ch, Agent: cc.Agent, Allow: cc.Allow, Refusal: cc.Refusal, Approvers: cc.Approvers, AckWithin: cc.AckWithin.Std()})
+		binds = append(binds, channel.Binding{Name: name, Channel: ch, Agent: cc.Agent, Allow: cc.Allow, Refusal: cc.Refusal, Approvers: cc.Approvers, AckWithin: cc.AckWithin.Std(),
+			Stream: cc.Stream != nil && *cc.Stream, StreamEvery: cc.StreamEvery.Std()})
 	}
 	// A claim on a message lasts as a session's lease does: as long as
 	// another process waits before it takes over a dead one's work.
