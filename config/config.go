@@ -385,6 +385,10 @@ type Server struct {
 	// died and requests that expired (default: the lease TTL), with
 	// jitter.
 	SweepEvery Duration `yaml:"sweep_every,omitempty"`
+	// Fetch says which URLs of images and files a client names (an
+	// OpenAI image_url or file_url, an AG-UI url source, an A2A part's
+	// url) the server fetches; none by default.
+	Fetch ServerFetch `yaml:"fetch,omitempty"`
 	// A2A configures the A2A endpoints of the agents (/v1/a2a/NAME).
 	A2A ServerA2A `yaml:"a2a,omitempty"`
 	// UI configures the inspector, the pages at /ui/ (docs/inspector.md).
@@ -409,6 +413,20 @@ type ServerCORS struct {
 	// any, only with API keys); none by default. server.cors_origins, its
 	// old name, is read into it.
 	AllowedOrigins []string `yaml:"allowed_origins,omitempty"`
+}
+
+// ServerFetch configures the fetching of the URLs clients name for their
+// images and files (server.FetchConfig).
+type ServerFetch struct {
+	// AllowedHosts are the hosts fetched from: a name, *.example.com (the
+	// names under it), an address, or "*" (any). None: no URL is fetched.
+	AllowedHosts []string `yaml:"allowed_hosts,omitempty"`
+	// AllowedNetworks are networks that are not public (10.1.2.0/24, or
+	// an address) a fetch may reach anyway; none by default: only public
+	// addresses, checked on the address dialed.
+	AllowedNetworks []string `yaml:"allowed_networks,omitempty"`
+	// Timeout bounds a fetch (default 10s).
+	Timeout Duration `yaml:"timeout,omitempty"`
 }
 
 // ServerA2A configures the server's A2A endpoints.

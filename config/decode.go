@@ -828,6 +828,13 @@ func (d *decoder) server(n *yaml.Node, path string, s *Server) {
 			)
 			s.UI.Disabled = off != nil && *off
 		}},
+		field{"fetch", func(n *yaml.Node, path string) {
+			d.mapping(n, path,
+				field{"allowed_hosts", d.list(&s.Fetch.AllowedHosts)},
+				field{"allowed_networks", d.list(&s.Fetch.AllowedNetworks)},
+				field{"timeout", d.duration(&s.Fetch.Timeout)},
+			)
+		}},
 		field{"a2a", func(n *yaml.Node, path string) {
 			d.mapping(n, path,
 				field{"public_url", d.str(&s.A2A.PublicURL)},

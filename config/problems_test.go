@@ -302,6 +302,21 @@ func TestProblems(t *testing.T) {
 			want: `agentrt.yaml:2:31: server.allowed_hosts[1]: bad host "https://agents.example.com": want a host name or address, optionally with a port, e.g. agents.example.com or agents.example.com:8443`,
 		},
 		{
+			name: "fetch host with a scheme",
+			src:  "server:\n  fetch: {allowed_hosts: [\"*\", \"https://x.example\"]}\n",
+			want: `agentrt.yaml:2:32: server.fetch.allowed_hosts[1]: bad host "https://x.example": want a name (images.example.com), *.example.com, an address, or *`,
+		},
+		{
+			name: "fetch network that is none",
+			src:  "server:\n  fetch: {allowed_networks: [10.0.0.0/33]}\n",
+			want: `agentrt.yaml:2:30: server.fetch.allowed_networks[0]: bad network "10.0.0.0/33": want an address or one in CIDR form, e.g. 10.1.2.0/24`,
+		},
+		{
+			name: "fetch key unknown",
+			src:  "server:\n  fetch: {allow_hosts: [x.example]}\n",
+			want: `agentrt.yaml:2:11: server.fetch.allow_hosts: unknown key; did you mean allowed_hosts?`,
+		},
+		{
 			name: "cors origin with a path",
 			src:  "server:\n  cors: {allowed_origins: [\"https://app.example.com/ui\"]}\n",
 			want: `agentrt.yaml:2:28: server.cors.allowed_origins[0]: bad origin "https://app.example.com/ui": an origin has no path, query or fragment: https://app.example.com (or "*" for any, with API keys)`,

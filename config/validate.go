@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/agentrt/agentrt/internal/fetch"
 	"github.com/agentrt/agentrt/internal/weborigin"
 	"github.com/agentrt/agentrt/session"
 )
@@ -483,6 +485,16 @@ func (d *decoder) validateServer(c *Config) {
 			d.at(c, fmt.Sprintf("server.allowed_hosts[%d]", i), "bad host %q: %v", h, err)
 		}
 	}
+	for i, h := range c.Server.Fetch.AllowedHosts {
+		if _, err := fetch.CheckHost(h); err != nil && !strings.Contains(h, "$") {
+			d.at(c, fmt.Sprintf("server.fetch.allowed_hosts[%d]", i), "%v", err)
+		}
+	}
+	for i, n := range c.Server.Fetch.AllowedNetworks {
+		if _, err := FetchNetwork(n); err != nil && !strings.Contains(n, "$") {
+			d.at(c, fmt.Sprintf("server.fetch.allowed_networks[%d]", i), "%v", err)
+		}
+	}
 	if sec := c.Server.UI.Secret; sec != "" && len(sec) < 32 && !strings.Contains(sec, "$") {
 		d.atValue(c, "server.ui.secret", "the secret is %d bytes: give at least 32 (e.g. openssl rand -hex 32), or none for a random one each start", len(sec))
 	}
@@ -513,6 +525,19 @@ func (d *decoder) validateServer(c *Config) {
 			d.atValue(c, p+".hash", "bad hash %q: want \"sha256:\" and 64 hex digits (agentrt keys hash KEY prints it)", h)
 		}
 	}
+}
+
+// FetchNetwork reads an entry of server.fetch.allowed_networks: a
+// network (10.1.2.0/24, fd00::/8) or one address.
+func FetchNetwork(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("bad network %q: want an address or one in CIDR form, e.g. 10.1.2.0/24", s)
+	}
+	return p.Masked(), nil
 }
 
 // CheckTools reports each tool name or pattern of an agent's tools,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/channel"
+	"github.com/agentrt/agentrt/config"
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
@@ -166,6 +167,14 @@ func serve(ctx context.Context, g *globals, a *app.App, hub *channel.Hub, addr s
 	// The browser policy's config (server/origin.go).
 	cfg.AllowedHosts, cfg.TrustedProxy = sc.AllowedHosts, sc.TrustedProxy != nil && *sc.TrustedProxy
 	cfg.NoUI, cfg.UISecret = sc.UI.Disabled, []byte(sc.UI.Secret)
+	cfg.Fetch = server.FetchConfig{AllowedHosts: sc.Fetch.AllowedHosts, Timeout: sc.Fetch.Timeout.Std()}
+	for _, n := range sc.Fetch.AllowedNetworks {
+		p, err := config.FetchNetwork(n)
+		if err != nil {
+			return fmt.Errorf("server.fetch.allowed_networks: %w", err)
+		}
+		cfg.Fetch.AllowedNetworks = append(cfg.Fetch.AllowedNetworks, p)
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
