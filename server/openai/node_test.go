@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/internal/testenv"
+	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/session"
 )
 
 // nodeScript returns node's path and the path of a script of
@@ -68,9 +70,27 @@ func TestOpenAINodeClient(t *testing.T) {
 		"clientTool": map[string]any{"finish": "tool_calls", "name": "local_time", "args": `{"tz":"UTC"}`,
 			"answer": `echo: "12:00 UTC"`, "answerFinish": "stop"},
 		"unknown": map[string]any{"isAPIError": true, "status": 404.0, "code": "model_not_found", "param": "model"},
+		"image": map[string]any{"answer": "echo: what is this?",
+			"fileId": map[string]any{"isAPIError": true, "status": 400.0, "code": "malformed_request", "param": "messages[0].content[0].file.file_id"}},
 	}
+	// The image the client sent is its turn's media.
+	img, _ := got["image"].(map[string]any)
+	id, _ := img["session"].(string)
+	delete(img, "session")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the openai npm client saw (-want +got):\n%s", diff)
+	}
+	var media []model.Media
+	for ev, err := range f.r.Store().Events(session.WithTenant(t.Context(), session.DefaultTenant), id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := ev.Data.(*session.RunStarted); ok {
+			media = d.Media
+		}
+	}
+	if len(media) != 1 || media[0].Type != "image/png" || media[0].Size != 72 {
+		t.Errorf("session %q's run_started.media: %+v, want the client's 72-byte PNG", id, media)
 	}
 }
 

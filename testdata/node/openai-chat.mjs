@@ -66,6 +66,21 @@ const toolAnswer = await client.chat.completions.create({ model: 'assistant', me
 out.clientTool = { finish: called.choices[0].finish_reason, name: toolCall.function.name, args: toolCall.function.arguments,
   answer: toolAnswer.choices[0].message.content, answerFinish: toolAnswer.choices[0].finish_reason };
 
+// An image, as the client types a content part: a data: URL; a file_id
+// (OpenAI's Files API, which this server does not keep) is an APIError.
+const png = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.alloc(64)]).toString('base64');
+const { data: seen, response: r3 } = await client.chat.completions.create({ model: 'assistant', messages: [{ role: 'user', content: [
+  { type: 'text', text: 'what is this?' },
+  { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }] }] }).withResponse();
+out.image = { answer: seen.choices[0].message.content, session: r3.headers.get('agentrt-session') };
+try {
+  await client.chat.completions.create({ model: 'assistant', messages: [{ role: 'user', content: [
+    { type: 'file', file: { file_id: 'file-abc' } }] }] });
+  out.image.fileId = 'no error';
+} catch (e) {
+  out.image.fileId = { isAPIError: e instanceof OpenAI.APIError, status: e.status, code: e.code, param: e.param };
+}
+
 // An unknown model is an APIError in OpenAI's shape.
 try {
   await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] });
