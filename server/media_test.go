@@ -424,3 +424,35 @@ func TestAdaptersRefuseFileHandles(t *testing.T) {
 		t.Errorf("%d sessions after refusals only", n)
 	}
 }
+
+// An A2A message with a file sent again (the same messageId) is the same
+// input, answered by the same task: the gateway keeps its file once, and
+// the message's parts, the file's included, are what it stored.
+func TestA2AFileSentAgain(t *testing.T) {
+	t.Parallel()
+	rig := newMediaRig(t, server.FetchConfig{})
+	png := bytesSrc("image/png", testPNG)
+	var a2aProto mediaProtocol
+	for _, p := range mediaProtocols {
+		if p.name == "a2a" {
+			a2aProto = p
+		}
+	}
+	var tasks []string
+	for range 2 {
+		code, body, _ := a2aProto.send(t, rig, "again", "see", &png, nil)
+		var out struct {
+			Result struct{ Task struct{ ID string } }
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &out) != nil || out.Result.Task.ID == "" {
+			t.Fatalf("SendMessage: %d %s", code, body)
+		}
+		tasks = append(tasks, out.Result.Task.ID)
+	}
+	if tasks[0] != tasks[1] {
+		t.Errorf("the message sent again is task %s, the first %s", tasks[1], tasks[0])
+	}
+	if n := len(rig.llm.Requests()); n != 1 {
+		t.Errorf("the model was called %d times, want once", n)
+	}
+}
