@@ -145,6 +145,27 @@ func (s *Server) ClientFile(ctx context.Context, ref MediaRef) (gateway.File, er
 	return gateway.File{Name: name, Type: mt, Data: data}, nil
 }
 
+// ClientFiles reads refs with ClientFile, in order, and stops at the
+// first that fails — or once they hold more than the gateway takes for
+// one input (input_too_large), so that a request naming many URLs does
+// not make the server fetch far more than it could keep. i is the index
+// of the ref an error is about.
+func (s *Server) ClientFiles(ctx context.Context, refs []MediaRef) (files []gateway.File, i int, err error) {
+	var total int64
+	for i, ref := range refs {
+		f, err := s.ClientFile(ctx, ref)
+		if err != nil {
+			return nil, i, err
+		}
+		if total += int64(len(f.Data)); total > s.gw.MaxInputFileBytes() {
+			return nil, i, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeInputTooLarge,
+				Msg: fmt.Sprintf("%s: the input's files hold more than %d bytes", ref.Where, s.gw.MaxInputFileBytes())}
+		}
+		files = append(files, f)
+	}
+	return files, 0, nil
+}
+
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

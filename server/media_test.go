@@ -91,6 +91,8 @@ func newMediaRig(t *testing.T, fetch server.FetchConfig) *mediaRig {
 			_, _ = w.Write(testPDF)
 		case "/big.png":
 			_, _ = w.Write(bigPNG)
+		case "/most.png":
+			_, _ = w.Write(bigPNG[:rigMaxFile])
 		case "/to":
 			http.Redirect(w, r, r.URL.Query().Get("u"), http.StatusFound)
 		default:
@@ -100,7 +102,7 @@ func newMediaRig(t *testing.T, fetch server.FetchConfig) *mediaRig {
 	t.Cleanup(rig.files.Close)
 	rig.f = newFixture(t, options{
 		agents:  []*agentrt.Agent{{Name: "seer", Model: llm}},
-		gateway: func(c *gateway.Config) { c.MaxFileBytes = rigMaxFile },
+		gateway: func(c *gateway.Config) { c.MaxFileBytes, c.MaxInputFileBytes = rigMaxFile, 3*rigMaxFile/2 },
 		config:  func(c *server.Config) { c.Fetch = fetch },
 	})
 	if _, err := oai.Mount(rig.f.srv, oai.Config{}); err != nil {
@@ -454,5 +456,27 @@ func TestA2AFileSentAgain(t *testing.T) {
 	}
 	if n := len(rig.llm.Requests()); n != 1 {
 		t.Errorf("the model was called %d times, want once", n)
+	}
+}
+
+// The files of one message are bounded together, as they are read: a
+// message naming more than an input may hold is refused once the bytes
+// read pass the bound, without reading the rest.
+func TestAdaptersBoundAMessagesFiles(t *testing.T) {
+	t.Parallel()
+	rig := newMediaRig(t, server.FetchConfig{AllowedHosts: []string{"127.0.0.1"}, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	for i, p := range mediaProtocols {
+		most := src{url: rig.files.URL + "/most.png"}
+		code, body, _ := p.send(t, rig, fmt.Sprintf("bound-%d", i), "see", &most, &most)
+		want := http.StatusRequestEntityTooLarge
+		if p.name == "a2a" {
+			want = http.StatusOK
+		}
+		if code != want || p.code(body) != "input_too_large" || !strings.Contains(string(body), "the input's files hold more than") {
+			t.Errorf("%s: %d %s; want input_too_large", p.name, code, body)
+		}
+	}
+	if n := rig.sessions(t); n != 0 {
+		t.Errorf("%d sessions after refusals only", n)
 	}
 }

@@ -362,18 +362,13 @@ func inputOf(m *spec.Message) (string, []session.InputPart, []server.MediaRef, e
 // cannot be read refuses the message (invalid params; a media type that
 // is none, content type not supported).
 func (x *executor) files(ctx context.Context, media []server.MediaRef) ([]gateway.File, error) {
-	var out []gateway.File
 	for _, ref := range media {
 		if ref.Type != "" {
 			if _, _, err := mime.ParseMediaType(ref.Type); err != nil {
 				return nil, rpcError(spec.ErrUnsupportedContentType, "%s: mediaType %q is not a media type", ref.Where, ref.Type)
 			}
 		}
-		f, err := x.srv.ClientFile(ctx, ref)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
 	}
-	return out, nil
+	files, _, err := x.srv.ClientFiles(ctx, media)
+	return files, err
 }

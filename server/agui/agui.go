@@ -279,15 +279,8 @@ func messageContent(m InputMessage) (string, []server.MediaRef, error) {
 
 // files reads the input's media parts (decoded, or fetched).
 func (h *handler) files(ctx context.Context, media []server.MediaRef) ([]gateway.File, error) {
-	var out []gateway.File
-	for _, ref := range media {
-		f, err := h.srv.ClientFile(ctx, ref)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, nil
+	files, _, err := h.srv.ClientFiles(ctx, media)
+	return files, err
 }
 
 // thread is the session of threadID, created for agent when new. A thread

@@ -11,6 +11,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/gateway"
 	"github.com/agentrt/agentrt/model"
+	"github.com/agentrt/agentrt/server"
 	"github.com/agentrt/agentrt/session"
 )
 
@@ -86,19 +87,18 @@ func (a *Adapter) begin(ctx context.Context, id, agent string, conv *conversatio
 // files reads the new input's images and files (decoded, or fetched):
 // an error names the part at fault.
 func (a *Adapter) files(ctx context.Context, conv *conversation) ([]gateway.File, error) {
-	var out []gateway.File
-	for _, p := range conv.media {
-		ref := p.ref
-		ref.Where = p.where()
-		f, err := a.srv.ClientFile(ctx, ref)
-		if err != nil {
-			e := toAPIError(err)
-			e.Param = ptr(ref.Where)
-			return nil, e
-		}
-		out = append(out, f)
+	refs := make([]server.MediaRef, len(conv.media))
+	for i, p := range conv.media {
+		refs[i] = p.ref
+		refs[i].Where = p.where()
 	}
-	return out, nil
+	files, i, err := a.srv.ClientFiles(ctx, refs)
+	if err != nil {
+		e := toAPIError(err)
+		e.Param = ptr(refs[i].Where)
+		return nil, e
+	}
+	return files, nil
 }
 
 func ptr[T any](v T) *T { return &v }
