@@ -105,6 +105,7 @@ const (
 	CodeUnknownSource     = "unknown_source"      // an input names no source, or one that maps to no session
 	CodeBadSessionID      = "bad_session_id"      // an input's session is not a usable session id
 	CodeKeyConflict       = "key_conflict"        // an idempotency key given to other content
+	CodeEngine            = "engine"              // the engine (Config.Engine) did not take a run
 	CodeBadIdempotencyKey = "bad_idempotency_key" // an idempotency key longer than the gateway takes
 	CodeInputRejected     = "input_rejected"      // the source's turn runs, and its policy rejects input meanwhile
 	CodeSourceFull        = "source_full"         // the source has as many inputs, or bytes, waiting as it may
@@ -248,6 +249,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeUnknownSource, FailInput, "the input names no source, or its source maps to no session", http.StatusBadRequest),
 		in(CodeBadSessionID, FailInput, "the input's session (given, or its source's) is not a usable id: 1 to 128 letters, digits, '_', '.', '-', ':' or '@', not a hidden session's", http.StatusBadRequest),
 		in(CodeKeyConflict, FailInput, "the idempotency key was given to another input of the source", http.StatusConflict),
+		in(CodeEngine, FailState, "the engine that runs the runs (engine: temporal) did not take the run: it stays running in the store, and is handed over again", http.StatusServiceUnavailable),
 		in(CodeBadIdempotencyKey, FailInput, "the idempotency key is longer than 256 bytes (gateway.MaxKeyBytes)", http.StatusBadRequest),
 		in(CodeInputRejected, FailState, "the source's turn is running and its policy rejects input meanwhile; the input is kept, refused", http.StatusConflict),
 		in(CodeSourceFull, FailState, "the source has as many inputs, or as many bytes, waiting for its turn as it may (gateway max_pending, max_pending_bytes); the input was not stored: send it again once its turn has answered them", http.StatusTooManyRequests),

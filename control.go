@@ -532,9 +532,11 @@ func (r *Runner) Close(ctx context.Context) error {
 		return &Error{Kind: FailState, Code: CodeClosed, Msg: "runs that ignored their cancellation were left behind at shutdown"}
 	}
 	r.stepping.closeAll()
+	r.remote.stop() // the runs handed to the engine go on there
 	done := make(chan struct{})
 	go func() {
 		r.reg.uses.Wait()
+		r.remote.wg.Wait()
 		r.control.close()
 		r.hub.relay.close()
 		close(done)

@@ -46,6 +46,10 @@ type Run struct {
 	// it is canceled or interrupted between its steps (set by keep, while
 	// the handle may already be found by others).
 	onControl atomic.Pointer[func()]
+	// remote: the run was handed to the runner's engine (engine.go), and
+	// the handle follows it; remoteControl: a control request was made
+	// for it.
+	remote, remoteControl atomic.Bool
 
 	mu sync.Mutex
 	// id and after are the run's id and the session's last seq before

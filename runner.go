@@ -2,6 +2,7 @@ package agentrt
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -96,6 +97,10 @@ type Config struct {
 	// nor shows theirs to its own, whose watchers see only committed
 	// events of runs elsewhere.
 	NoRelay bool
+	// Engine, when set, runs the runs elsewhere (see Engine): this runner
+	// starts and continues them, and its handles follow them; nil runs
+	// them in this process.
+	Engine Engine
 }
 
 // DefaultSnapshotEvery is the snapshot cadence when Config.SnapshotEvery
@@ -149,6 +154,8 @@ type Runner struct {
 	revive   *reviver     // runs the store's refusal of a write stopped, resumed here
 	stepping stepping     // sessions driven step by step, between steps
 	control  controlPlane // control requests from other processes
+	engine   Engine       // Config.Engine
+	remote   remotes      // runs handed to the engine, followed here
 }
 
 // NewRunner returns a Runner.
@@ -167,6 +174,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 		observer:  cfg.Observer,
 	}
 	r.reg.active = make(map[skey]*Run)
+	r.engine = cfg.Engine
+	r.remote.ctx, r.remote.stop = context.WithCancel(context.Background())
 	r.revive = newReviver(r)
 	r.leaser, _ = cfg.Store.(session.Leaser)
 	r.follower, _ = cfg.Store.(session.Follower)

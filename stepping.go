@@ -93,6 +93,48 @@ func (r *Runner) StepSession(ctx context.Context, id string) ([]*session.Event, 
 	return r.stepHeld(ctx, hd)
 }
 
+// LetGo lets go of session id (of ctx's tenant) if this runner holds it
+// between steps (Begin, BeginResume, Step, StepSession): its lease
+// released now rather than after a lease TTL without steps, and its run
+// left running in the store for the next step, from any process. An
+// engine's worker steps a session, then lets go of it: the next step may
+// run anywhere.
+func (r *Runner) LetGo(ctx context.Context, id string) {
+	k := keyOf(ctx, id)
+	r.stepping.mu.Lock()
+	hd := r.stepping.holds[k]
+	r.stepping.mu.Unlock()
+	if hd != nil {
+		r.stepping.letGo(r, hd, false)
+	}
+}
+
+// BeginResume commits the resumption of session id's stopped run
+// (run_resumed; the default decisions of its requests that expired) and
+// returns the state without running it, as Begin does for a turn, for
+// callers that drive the run with Step or StepSession: an engine whose
+// timer says a request's deadline passed. A session that still waits for
+// a person is an error of code waiting; one with nothing to resume,
+// nothing_to_resume.
+func (r *Runner) BeginResume(ctx context.Context, id string) (*State, error) {
+	x, rctx, err := r.startResume(ctx, id, true, resumeOf{})
+	if err != nil {
+		return nil, err
+	}
+	if err := x.Commit(ctx); err != nil {
+		r.finish(x)
+		return nil, err
+	}
+	if x.st.Status != session.StatusRunning {
+		st := x.st // ended as it resumed (a crash loop)
+		r.finish(x)
+		return st, nil
+	}
+	st := x.st
+	r.keep(x, rctx)
+	return st, nil
+}
+
 // holdFor returns the hold of session id, taken for a step (busy): the
 // one kept since its last step, else a new one — the session claimed,
 // leased and loaded (st, when not nil, is the caller's state of it, which

@@ -25,6 +25,24 @@ func (r *Runner) recoverSession(ctx context.Context, s *session.Session, runs []
 	if !r.recoverable(sctx, s) {
 		return runs, nil
 	}
+	if r.engine != nil && s.Status == session.StatusRunning {
+		// The engine steps it, and retries a step whose process
+		// stopped: it is handed the run again in case it never got it
+		// (its process stopped between the commit and the hand-over),
+		// once the session has been still for a lease TTL — not between
+		// two of its steps.
+		if r.now().Sub(s.UpdatedAt) < r.leaseTTL || s.Lease != nil && s.Lease.Expires.After(r.now()) {
+			return runs, nil
+		}
+		d := Drive{Tenant: s.Tenant, SessionID: s.ID, Agent: s.Agent, Seq: s.LastSeq, Why: ResumeRecovered}
+		if id, err := r.currentRun(sctx, s); err == nil {
+			d.RunID = id
+		}
+		if err := r.engine.Drive(sctx, d); err != nil {
+			return runs, &Error{Kind: FailState, Code: CodeEngine, Msg: "hand session " + s.ID + " to the engine", Err: err}
+		}
+		return runs, nil
+	}
 	h, err := r.startResumeBackground(sctx, s.ID, true)
 	var re *Error
 	switch {

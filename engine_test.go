@@ -1,0 +1,197 @@
+package agentrt_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/tool"
+)
+
+// stepEngine is an engine whose "worker" is another runner on the same
+// store: each run it is handed is stepped there, one StepSession and one
+// LetGo at a time, as a workflow's activities would, until it stops.
+type stepEngine struct {
+	worker *agentrt.Runner
+	mu     sync.Mutex
+	drives []agentrt.Drive
+	wg     sync.WaitGroup
+	hold   chan struct{} // when set, each step waits for it
+	fail   error         // when set, Drive fails
+}
+
+func (e *stepEngine) Drive(_ context.Context, d agentrt.Drive) error {
+	e.mu.Lock()
+	e.drives = append(e.drives, d)
+	fail := e.fail
+	e.mu.Unlock()
+	if fail != nil {
+		return fail
+	}
+	e.wg.Go(func() {
+		ctx := session.WithTenant(context.Background(), d.Tenant)
+		for {
+			if e.hold != nil {
+				<-e.hold
+			}
+			_, err := e.worker.StepSession(ctx, d.SessionID)
+			e.worker.LetGo(ctx, d.SessionID)
+			if err != nil {
+				return // not running any more (stopped, or stopped elsewhere)
+			}
+			s, err := e.worker.Store().GetSession(ctx, d.SessionID)
+			if err != nil || s.Status != session.StatusRunning {
+				return
+			}
+		}
+	})
+	return nil
+}
+
+func (e *stepEngine) driven() []agentrt.Drive {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]agentrt.Drive(nil), e.drives...)
+}
+
+// engineEnv is a runner handing its runs to a stepEngine over store, the
+// worker a runner of the same agents.
+func engineEnv(t *testing.T, replies ...scripted.Reply) (*agentrt.Runner, *stepEngine, *memstore.Store) {
+	t.Helper()
+	store := memstore.New()
+	deploy := tool.WithMeta(tool.Must(tool.New("deploy", "deploys", func(_ context.Context, in struct {
+		Env string `json:"env"`
+	}) (string, error) {
+		return "deployed to " + in.Env, nil
+	})), tool.Meta{Approval: tool.ApprovalAsk})
+	reg, err := tool.NewRegistry(deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := []*agentrt.Agent{{Name: "assistant", Model: scripted.New("m", replies...), Tools: reg}}
+	worker, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &stepEngine{worker: worker}
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.Close(context.Background())
+		eng.wg.Wait()
+		_ = worker.Close(context.Background())
+	})
+	return r, eng, store
+}
+
+// A runner with an engine commits a turn's start and hands the run over:
+// the engine's worker steps it, and the handle follows it through the
+// store — Wait, Events and Runner.Run see what the worker did.
+func TestEngineRunsTheTurn(t *testing.T) {
+	ctx := context.Background()
+	r, eng, store := engineEnv(t, scripted.Reply{Text: "hello from the worker"}, scripted.Reply{Text: "and again"})
+	h, err := r.Start(ctx, "s", agentrt.Input{Agent: "assistant", Text: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Wait(ctx)
+	if err != nil || res.Status != session.StatusDone || res.Text != "hello from the worker" || res.RunID == "" {
+		t.Fatalf("the run: %+v %v", res, err)
+	}
+	d := eng.driven()
+	if len(d) != 1 || d[0].SessionID != "s" || d[0].RunID != res.RunID || d[0].Why != "start" || d[0].Seq != 1 {
+		t.Fatalf("the engine was handed %+v", d)
+	}
+	// The worker made the model call: its events follow run_started.
+	var types []session.Type
+	for ev, err := range store.Events(session.WithTenant(ctx, session.DefaultTenant), "s", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+	}
+	if len(types) < 4 || types[0] != session.TypeRunStarted || types[len(types)-1] != session.TypeRunFinished {
+		t.Errorf("the log: %v", types)
+	}
+	// Runner.Run yields the run's events as the worker commits them.
+	got, err := agentrt.Collect(r.Run(ctx, "s", agentrt.Input{Agent: "assistant", Text: "again"}))
+	if err != nil || got.Text != "and again" || got.Events[0].Type != session.TypeRunStarted || got.Events[len(got.Events)-1].Type != session.TypeRunFinished {
+		t.Fatalf("Run: %+v %v", got, err)
+	}
+}
+
+// An approval answered through the runner with an engine continues the
+// run in the engine (Drive, why approval), once.
+func TestEngineContinuesAfterAnApproval(t *testing.T) {
+	ctx := context.Background()
+	r, eng, _ := engineEnv(t,
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+		scripted.Reply{Text: "deployed", Expect: &scripted.Expect{LastToolResultContains: "deployed to prod"}})
+	h, err := r.Start(ctx, "s", agentrt.Input{Agent: "assistant", Text: "deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Wait(ctx)
+	if err != nil || res.Status != session.StatusWaiting {
+		t.Fatalf("the run: %+v %v", res, err)
+	}
+	st, err := r.Load(ctx, "s")
+	if err != nil || len(st.Requests) != 1 {
+		t.Fatalf("the requests: %v", err)
+	}
+	out, err := r.ResolveAndContinue(ctx, "s", st.Requests[0].ID, agentrt.Resolution{Decision: "approve", By: "ana"})
+	if err != nil || out.Run == nil {
+		t.Fatalf("resolve: %+v %v", out, err)
+	}
+	res, err = out.Run.Wait(ctx)
+	if err != nil || res.Status != session.StatusDone || res.Text != "deployed" {
+		t.Fatalf("the run after the answer: %+v %v", res, err)
+	}
+	if d := eng.driven(); len(d) != 2 || d[1].Why != agentrt.ResumeApproval {
+		t.Errorf("drives: %+v", d)
+	}
+}
+
+// Interrupting or canceling a run handed to the engine stops it through
+// the store's control requests; an engine that does not take a run is an
+// error of code engine, the run left running in the store.
+func TestEngineControlsAndRefusal(t *testing.T) {
+	ctx := context.Background()
+	t.Run("interrupt", func(t *testing.T) {
+		r, eng, _ := engineEnv(t, scripted.Reply{Text: "never said"})
+		eng.hold = make(chan struct{})
+		h, err := r.Start(ctx, "s", agentrt.Input{Agent: "assistant", Text: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Interrupt("newer input")
+		res, err := h.Wait(ctx)
+		close(eng.hold)
+		if err != nil || res.Status != session.StatusInterrupted {
+			t.Fatalf("the run: %+v %v", res, err)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		r, eng, store := engineEnv(t, scripted.Reply{Text: "never said"})
+		eng.fail = errors.New("no workflow service")
+		h, err := r.Start(ctx, "s", agentrt.Input{Agent: "assistant", Text: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Wait(ctx); agentrt.AsError(err).ErrorCode() != agentrt.CodeEngine {
+			t.Fatalf("wait: %v", err)
+		}
+		s, err := store.GetSession(session.WithTenant(ctx, session.DefaultTenant), "s")
+		if err != nil || s.Status != session.StatusRunning || s.Lease != nil && s.Lease.Expires.After(time.Now()) && s.Lease.Owner == "serve" {
+			t.Errorf("the session after the refusal: %+v %v", s, err)
+		}
+	})
+}
