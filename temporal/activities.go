@@ -1,0 +1,151 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/session"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// errPermanent is the type of an activity error not worth trying again
+// (the session is gone).
+const errPermanent = "agentrt.permanent"
+
+// Activities step sessions through a runner whose store is the one every
+// process of the deployment shares. The runner has no engine: its steps
+// run here.
+type Activities struct {
+	Runner  *agentrt.Runner
+	Options Options
+}
+
+// Step steps the session once (a model call, or a batch of tool calls,
+// with any sub-agent's run inside it), fenced by the session's lease,
+// then lets go of the session: the next step may run on any worker. It
+// heartbeats while the step runs; a step whose worker dies is tried again
+// elsewhere, which takes the session over once the dead worker's lease
+// lapses, and goes on from the log (a tool call that finished is not run
+// again; one in flight follows the tool's idempotency: see the agentrt
+// docs). A session whose run does not run any more (stopped by a person,
+// or waiting for one) is no error: its status says so.
+func (a *Activities) Step(ctx context.Context, in StepInput) (StepResult, error) {
+	ctx = session.WithTenant(ctx, in.Tenant)
+	stop := a.heartbeat(ctx)
+	events, err := a.Runner.StepSession(ctx, in.SessionID)
+	a.Runner.LetGo(ctx, in.SessionID)
+	stop()
+	if err != nil {
+		return a.stepError(ctx, in, err)
+	}
+	return a.result(ctx, in, events)
+}
+
+// Resume continues a run whose requests' deadline passed (their default
+// decisions recorded), for the next steps; a run still waiting (answered
+// meanwhile, or not yet expired) says so.
+func (a *Activities) Resume(ctx context.Context, in StepInput) (StepResult, error) {
+	ctx = session.WithTenant(ctx, in.Tenant)
+	_, err := a.Runner.BeginResume(ctx, in.SessionID)
+	a.Runner.LetGo(ctx, in.SessionID)
+	if err != nil {
+		return a.stepError(ctx, in, err)
+	}
+	return a.result(ctx, in, nil)
+}
+
+// stepError is the activity's answer to a step the runner did not take.
+func (a *Activities) stepError(ctx context.Context, in StepInput, err error) (StepResult, error) {
+	switch agentrt.AsError(err).ErrorCode() {
+	case agentrt.CodeNotRunning, agentrt.CodeWaiting, agentrt.CodeNothingToResume:
+		return a.result(ctx, in, nil) // where the session stands now
+	case agentrt.CodeNotFound:
+		return StepResult{}, temporal.NewApplicationErrorWithOptions(err.Error(), errPermanent, temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
+	// Leased by another worker (a dead one's lease lapses), busy, the
+	// store unreachable: tried again.
+	return StepResult{}, err
+}
+
+// result says where session in stands: from the events a step committed
+// when they tell (its status, what comes next), else from the session.
+func (a *Activities) result(ctx context.Context, in StepInput, events []*session.Event) (StepResult, error) {
+	res := StepResult{Status: session.StatusRunning, RunID: in.RunID, Next: "model call"}
+	ended := false
+	for _, e := range events {
+		res.Seq, res.RunID = e.Seq, e.RunID
+		switch d := e.Data.(type) {
+		case *session.RunFinished:
+			res.Status, ended = d.Status, true
+		case *session.ModelFinished:
+			res.Next = "model call"
+			if len(d.ToolCalls) > 0 {
+				names := make([]string, len(d.ToolCalls))
+				for i, c := range d.ToolCalls {
+					names[i] = c.Name
+				}
+				res.Next = "tools: " + strings.Join(names, ", ")
+			}
+		case *session.ToolResult:
+			res.Next = "model call"
+		}
+	}
+	if len(events) > 0 && !ended {
+		return res, nil
+	}
+	st, err := a.Runner.Load(ctx, in.SessionID)
+	if err != nil {
+		if agentrt.AsError(err).ErrorCode() == agentrt.CodeNotFound {
+			return StepResult{}, temporal.NewApplicationErrorWithOptions(err.Error(), errPermanent, temporal.ApplicationErrorOptions{NonRetryable: true})
+		}
+		return StepResult{}, err
+	}
+	res.Status, res.Seq, res.RunID = st.Status, st.Seq, st.RunID
+	for _, q := range st.Requests {
+		if q.Expires != nil && (res.Deadline == nil || q.Expires.Before(*res.Deadline)) {
+			t := *q.Expires
+			res.Deadline = &t
+		}
+	}
+	return res, nil
+}
+
+// heartbeat tells Temporal the step's worker lives, every
+// Options.Heartbeat, until stop.
+func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	every := a.Options.Heartbeat
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// errNoRunner is a worker made without a runner.
+var errNoRunner = errors.New("temporal: the worker needs a runner")

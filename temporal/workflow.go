@@ -1,0 +1,173 @@
+package temporal
+
+import (
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/session"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// StepInput is what a step activity is given: the session, and the run
+// the workflow steps (a step of another run — one that began since — is
+// not taken: see StepResult.Status).
+type StepInput struct {
+	Tenant    string `json:"tenant"`
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id,omitempty"`
+}
+
+// StepResult is what a step activity says: where the session stands after
+// it. Small, whatever the step did: the events are in the agentrt store.
+type StepResult struct {
+	Status session.Status `json:"status"`
+	RunID  string         `json:"run_id,omitempty"`
+	// Seq is the session's last event after the step.
+	Seq int64 `json:"seq"`
+	// Deadline, while the run waits for people, is when the first of its
+	// requests expires (nil: never).
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// Next says what the next step will do ("model call", "tools:
+	// deploy"), for the UI.
+	Next string `json:"next,omitempty"`
+}
+
+// Options are the activities' timeouts and retries, which a worker and
+// the workflow agree on.
+type Options struct {
+	// StepTimeout bounds one step (a model call, a batch of tool calls,
+	// a sub-agent's run); zero: an hour.
+	StepTimeout time.Duration
+	// Heartbeat is how often a step reports that its worker lives; a step
+	// not heard from for HeartbeatTimeout is tried again elsewhere. Zero:
+	// 2 s and 10 s.
+	Heartbeat, HeartbeatTimeout time.Duration
+}
+
+func (o Options) stepTimeout() time.Duration {
+	if o.StepTimeout > 0 {
+		return o.StepTimeout
+	}
+	return time.Hour
+}
+
+func (o Options) heartbeatTimeout() time.Duration {
+	if o.HeartbeatTimeout > 0 {
+		return o.HeartbeatTimeout
+	}
+	return 10 * time.Second
+}
+
+// maxTurnSteps bounds the steps of one workflow run: a run whose agent
+// goes on longer (an agent without a round limit) continues as new
+// mid-turn, so that its history stays bounded too.
+const maxTurnSteps = 500
+
+// SessionWorkflow is a session's workflow: it steps each run it is
+// handed (SignalDrive) until the run stops, waits while the run waits for
+// people — for their answer (handed again by whoever recorded it) or the
+// first request's deadline (a timer, then ActivityResume) — and continues
+// as new when the turn ends, carrying only the session's id.
+func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
+	return sessionWorkflow(ctx, in, Options{})
+}
+
+// sessionWorkflow is SessionWorkflow with the activities' options.
+func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
+	drives := workflow.GetSignalChannel(ctx, SignalDrive)
+	var d agentrt.Drive
+	if in.Next != nil {
+		d = *in.Next
+	} else {
+		drives.Receive(ctx, &d)
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: o.stepTimeout(),
+		HeartbeatTimeout:    o.heartbeatTimeout(),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    500 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			// A step whose worker died, or whose session's lease its dead
+			// worker still holds, is tried until it goes through; a step
+			// the runtime refuses for good is not.
+			NonRetryableErrorTypes: []string{errPermanent},
+		},
+	})
+	step := StepInput{Tenant: in.Tenant, SessionID: in.SessionID, RunID: d.RunID}
+	next := "model call"
+	for steps := 0; ; steps++ {
+		if steps == maxTurnSteps {
+			return workflow.NewContinueAsNewError(ctx, WorkflowName, SessionInput{Tenant: in.Tenant, SessionID: in.SessionID,
+				Agent: in.Agent, Next: &d, Turns: in.Turns})
+		}
+		var res StepResult
+		sctx := workflow.WithActivityOptions(actx, withSummary(workflow.GetActivityOptions(actx), label(next)))
+		if err := workflow.ExecuteActivity(sctx, ActivityStep, step).Get(ctx, &res); err != nil {
+			// The runtime refused the step for good (its store says
+			// why): the turn is over for the workflow; the session's
+			// log says what happened.
+			workflow.GetLogger(ctx).Error("agentrt: a step failed for good", "session", in.SessionID, "error", err)
+			break
+		}
+		next = res.Next
+		if res.Status == session.StatusRunning {
+			continue
+		}
+		if res.Status != session.StatusWaiting {
+			break // done, failed, paused, interrupted, canceled: the turn is over
+		}
+		// Waiting for people: their answer is handed over by whoever
+		// recorded it (a drive), or the first deadline passes.
+		answered, expired := false, false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(drives, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, &d)
+			answered = true
+		})
+		var cancelTimer workflow.CancelFunc
+		if res.Deadline != nil {
+			tctx, cancel := workflow.WithCancel(ctx)
+			cancelTimer = cancel
+			sel.AddFuture(workflow.NewTimer(tctx, max(res.Deadline.Sub(workflow.Now(ctx)), time.Millisecond)), func(workflow.Future) {
+				expired = true
+			})
+		}
+		sel.Select(ctx)
+		if cancelTimer != nil && !expired {
+			cancelTimer()
+		}
+		if answered {
+			step.RunID = d.RunID
+			next = "model call"
+			continue
+		}
+		if expired {
+			rctx := workflow.WithActivityOptions(actx, withSummary(workflow.GetActivityOptions(actx), "requests expired"))
+			if err := workflow.ExecuteActivity(rctx, ActivityResume, step).Get(ctx, &res); err != nil {
+				workflow.GetLogger(ctx).Error("agentrt: an expiry failed for good", "session", in.SessionID, "error", err)
+				break
+			}
+			// Still waiting (answered meanwhile, or not yet expired by
+			// the store's clock): the next step says so, and the wait
+			// begins again.
+			next = res.Next
+			continue
+		}
+	}
+	// The turn is over: the next one begins a workflow run of its own —
+	// with a run already handed over, if one came meanwhile.
+	var waiting *agentrt.Drive
+	var nd agentrt.Drive
+	if drives.ReceiveAsync(&nd) {
+		waiting = &nd
+	}
+	return workflow.NewContinueAsNewError(ctx, WorkflowName, SessionInput{Tenant: in.Tenant, SessionID: in.SessionID,
+		Agent: in.Agent, Next: waiting, Turns: in.Turns + 1})
+}
+
+func withSummary(o workflow.ActivityOptions, s string) workflow.ActivityOptions {
+	o.Summary = s
+	return o
+}

@@ -1,0 +1,278 @@
+package temporal_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/model/scripted"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/temporal"
+	"github.com/agentrt/agentrt/tool"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// drives is an agentrt.Engine that keeps the runs it is handed, for the
+// test to signal its workflow with.
+type drives chan agentrt.Drive
+
+func (d drives) Drive(_ context.Context, dr agentrt.Drive) error {
+	d <- dr
+	return nil
+}
+
+// next is the next run handed over (10 s at most: the runner hands it
+// over from a goroutine of its own).
+func (d drives) next(t *testing.T) agentrt.Drive {
+	t.Helper()
+	select {
+	case dr := <-d:
+		return dr
+	case <-time.After(10 * time.Second):
+		t.Fatal("no run was handed to the engine")
+		return agentrt.Drive{}
+	}
+}
+
+// rig is a "serve" runner handing its runs to a test workflow
+// environment, whose activities step them through a "worker" runner of
+// the same store and agents.
+type rig struct {
+	serve, worker *agentrt.Runner
+	store         *memstore.Store
+	env           *testsuite.TestWorkflowEnvironment
+	drives        drives
+	deploys       atomic.Int32
+	steps         atomic.Int32
+}
+
+func newRig(t *testing.T, expires time.Duration, replies ...scripted.Reply) *rig {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	g := &rig{store: memstore.New(), env: s.NewTestWorkflowEnvironment(), drives: make(drives, 8)}
+	deploy := tool.WithMeta(tool.Must(tool.New("deploy", "deploys", func(_ context.Context, in struct {
+		Env string `json:"env"`
+	}) (string, error) {
+		g.deploys.Add(1)
+		return "deployed to " + in.Env, nil
+	})), tool.Meta{Approval: tool.ApprovalAsk})
+	lookup := tool.Must(tool.New("lookup", "looks an order up", func(_ context.Context, in struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		return "order " + in.Order + " ships today", nil
+	}))
+	reg, err := tool.NewRegistry(deploy, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agentrt.Agent{Name: "assistant", Model: scripted.New("m", replies...), Tools: reg}
+	if expires > 0 {
+		a.Approval = agentrt.ApprovalPolicy{Expires: expires}
+	}
+	// Both runners read the workflow's clock: the expiry the timer waits
+	// for is the one the runtime checks.
+	now := func() time.Time { return g.env.Now() }
+	g.worker, err = agentrt.NewRunner(agentrt.Config{Store: g.store, Agents: []*agentrt.Agent{a}, Owner: "worker", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.serve, err = agentrt.NewRunner(agentrt.Config{Store: g.store, Agents: []*agentrt.Agent{a}, Owner: "serve", Engine: g.drives, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = g.serve.Close(context.Background())
+		_ = g.worker.Close(context.Background())
+	})
+	temporal.Register(g.env, g.worker, temporal.Options{})
+	return g
+}
+
+// events are the types of session id's log.
+func (g *rig) events(t *testing.T, id string) []session.Type {
+	t.Helper()
+	var out []session.Type
+	for e, err := range g.store.Events(session.WithTenant(context.Background(), session.DefaultTenant), id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// continuedAsNew checks that the workflow run ended by continuing as
+// new (the turn over), and returns the next run's input.
+func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) temporal.SessionInput {
+	t.Helper()
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow run did not end")
+	}
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the workflow run ended with %v, want to continue as new", err)
+	}
+	var in temporal.SessionInput
+	if err := json.Unmarshal(can.Input.Payloads[0].Data, &in); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// A turn with tool calls: the workflow steps it, one activity a step (a
+// model call, the tool, the model again, the answer), and continues as new when it
+// ends; the handle of the runner that started it sees it done; what the
+// activities carry is small whatever the conversation.
+func TestTurnWithTools(t *testing.T) {
+	g := newRig(t, 0,
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("lookup", `{"order":"42"}`)}},
+		scripted.Reply{Text: "Order 42 ships today.", Expect: &scripted.Expect{LastToolResultContains: "ships today"}})
+	h, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "where is order 42?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := g.drives.next(t)
+	var sizes []int
+	var summaries []string
+	g.env.SetOnActivityCompletedListener(func(info *activity.Info, result converter.EncodedValue, err error) {
+		var r temporal.StepResult
+		_ = result.Get(&r)
+		b, _ := json.Marshal(r)
+		sizes = append(sizes, len(b))
+	})
+	g.env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
+		summaries = append(summaries, info.ActivityType.Name)
+	})
+	g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	in := continuedAsNew(t, g.env)
+	if in.Next != nil || in.Turns != 1 || in.SessionID != "s1" {
+		t.Errorf("the next workflow run: %+v", in)
+	}
+	res, err := h.Wait(context.Background())
+	if err != nil || res.Status != session.StatusDone || res.Text != "Order 42 ships today." {
+		t.Fatalf("the run: %+v %v", res, err)
+	}
+	if len(summaries) != 4 {
+		t.Errorf("%d steps (%v), want 4: the model, the tool, the model, the answer", len(summaries), summaries)
+	}
+	if got := g.events(t, "s1"); got[len(got)-1] != session.TypeRunFinished {
+		t.Errorf("the log: %v", got)
+	}
+	for _, n := range sizes {
+		if n > 512 {
+			t.Errorf("an activity's result of %d bytes", n)
+		}
+	}
+}
+
+// An approval answered three days later (skipped time) continues the run
+// once, in the same workflow run: the answer's runner hands the run over
+// again, and the workflow steps it.
+func TestApprovalDaysLater(t *testing.T) {
+	g := newRig(t, 0,
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+		scripted.Reply{Text: "deployed", Expect: &scripted.Expect{LastToolResultContains: "deployed to prod"}})
+	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "deploy"}); err != nil {
+		t.Fatal(err)
+	}
+	d := g.drives.next(t)
+	var out *agentrt.Resolved
+	g.env.RegisterDelayedCallback(func() {
+		st, err := g.serve.Load(context.Background(), "s1")
+		if err != nil || st.Status != session.StatusWaiting || len(st.Requests) != 1 {
+			t.Errorf("three days later: %v %v", st, err)
+			return
+		}
+		if out, err = g.serve.ResolveAndContinue(context.Background(), "s1", st.Requests[0].ID, agentrt.Resolution{Decision: "approve", By: "ana"}); err != nil {
+			t.Error(err)
+			return
+		}
+		g.env.SignalWorkflow(temporal.SignalDrive, g.drives.next(t))
+	}, 72*time.Hour)
+	g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	continuedAsNew(t, g.env)
+	if out == nil || out.Run == nil {
+		t.Fatal("the answer did not continue the run")
+	}
+	res, err := out.Run.Wait(context.Background())
+	if err != nil || res.Status != session.StatusDone || res.Text != "deployed" || g.deploys.Load() != 1 {
+		t.Fatalf("after the answer: %+v %v (deployed %d times)", res, err, g.deploys.Load())
+	}
+}
+
+// A request's deadline is a workflow timer: once it passes, the request
+// gets its default decision (reject) and the run goes on, once.
+func TestApprovalExpires(t *testing.T) {
+	g := newRig(t, time.Hour,
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+		scripted.Reply{Text: "not deployed", Expect: &scripted.Expect{LastToolResultContains: "expired"}})
+	h, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := g.drives.next(t)
+	g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	continuedAsNew(t, g.env)
+	if res, err := h.Wait(context.Background()); err != nil || res.Status != session.StatusWaiting {
+		t.Fatalf("the first run: %+v %v", res, err)
+	}
+	st, err := g.worker.Load(context.Background(), "s1")
+	if err != nil || st.Status != session.StatusDone || st.Final != "not deployed" || g.deploys.Load() != 0 {
+		t.Fatalf("after the deadline: %+v %v (deployed %d times)", st, err, g.deploys.Load())
+	}
+}
+
+// A run interrupted or canceled by a person (through any runner's
+// control request) between two of its steps ends the turn: the next step
+// finds the run stopped, and the workflow continues as new.
+func TestStoppedBetweenSteps(t *testing.T) {
+	for _, how := range []string{"interrupt", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			g := newRig(t, 0,
+				scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("lookup", `{"order":"42"}`)}},
+				scripted.Reply{Text: "never said"})
+			h, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "where is 42?"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := g.drives.next(t)
+			var once sync.Once
+			g.env.SetOnActivityCompletedListener(func(*activity.Info, converter.EncodedValue, error) {
+				once.Do(func() { // after the first step, before the second
+					ctx := context.Background()
+					var err error
+					if how == "interrupt" {
+						_, err = g.serve.Interrupt(ctx, "s1", "newer input")
+					} else {
+						_, err = g.serve.Cancel(ctx, "s1", "the person left")
+					}
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			})
+			g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+			continuedAsNew(t, g.env)
+			res, err := h.Wait(context.Background())
+			want := session.StatusInterrupted
+			if how == "cancel" {
+				want = session.StatusCanceled
+			}
+			if err != nil || res.Status != want {
+				t.Fatalf("the run: %+v %v", res, err)
+			}
+		})
+	}
+}
