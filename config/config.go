@@ -101,6 +101,11 @@ type Config struct {
 	// Channels put agents on chat platforms (docs/channels.md): each is
 	// served by agentrt serve at /v1/channels/NAME/.
 	Channels map[string]Channel `yaml:"channels,omitempty"`
+	// Engine is where runs run: EngineLocal (empty), in the processes
+	// that start them; EngineTemporal, on a Temporal cluster's workers
+	// (agentrt worker; docs/temporal.md), configured by Temporal.
+	Engine   string   `yaml:"engine,omitempty"`
+	Temporal Temporal `yaml:"temporal,omitempty"`
 
 	file  string              // name given to Parse; "" for Default
 	pos   map[string]Position // key path -> where it is written
@@ -736,3 +741,31 @@ type Channel struct {
 
 // ChannelNames returns the names of the configured channels, sorted.
 func (c *Config) ChannelNames() []string { return sortedKeys(c.Channels) }
+
+// Engines.
+const (
+	EngineLocal    = "local"
+	EngineTemporal = "temporal"
+)
+
+// Temporal is how agentrt reaches a Temporal cluster (engine: temporal).
+type Temporal struct {
+	// Address is the frontend's host:port; empty: 127.0.0.1:7233.
+	Address string `yaml:"address,omitempty"`
+	// Namespace is the Temporal namespace; empty: default.
+	Namespace string `yaml:"namespace,omitempty"`
+	// TaskQueue is the queue of the sessions' workflows and their
+	// activities; empty: agentrt.
+	TaskQueue string `yaml:"task_queue,omitempty"`
+	// TLS, when set, connects with TLS (mutual, with a client certificate
+	// and key; CA, when set, is the server's authority).
+	TLS *TemporalTLS `yaml:"tls,omitempty"`
+}
+
+// TemporalTLS are the files of a TLS connection to Temporal.
+type TemporalTLS struct {
+	Cert       string `yaml:"cert,omitempty"`
+	Key        string `yaml:"key,omitempty"`
+	CA         string `yaml:"ca,omitempty"`
+	ServerName string `yaml:"server_name,omitempty"`
+}

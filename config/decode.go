@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -495,6 +496,40 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		field{"server", func(n *yaml.Node, path string) { d.server(n, path, &c.Server) }},
 		field{"gateway", func(n *yaml.Node, path string) { d.gateway(n, path, &c.Gateway) }},
 		field{"channels", func(n *yaml.Node, path string) { c.Channels = named(d, n, path, d.channel) }},
+		field{"engine", func(n *yaml.Node, path string) {
+			d.str(&c.Engine)(n, path)
+			switch c.Engine {
+			case "", EngineLocal, EngineTemporal:
+			default:
+				engines := []string{EngineLocal, EngineTemporal}
+				d.errorf(n, path, "unknown engine %q%s (want %s)", c.Engine, suggest(c.Engine, engines), strings.Join(engines, " or "))
+			}
+		}},
+		field{"temporal", func(n *yaml.Node, path string) {
+			t := &c.Temporal
+			d.mapping(n, path,
+				field{"address", d.str(&t.Address)},
+				field{"namespace", d.str(&t.Namespace)},
+				field{"task_queue", d.str(&t.TaskQueue)},
+				field{"tls", func(n *yaml.Node, path string) {
+					t.TLS = &TemporalTLS{}
+					d.mapping(n, path,
+						field{"cert", d.str(&t.TLS.Cert)},
+						field{"key", d.str(&t.TLS.Key)},
+						field{"ca", d.str(&t.TLS.CA)},
+						field{"server_name", d.str(&t.TLS.ServerName)},
+					)
+					if (t.TLS.Cert == "") != (t.TLS.Key == "") {
+						d.errorf(n, path, "cert and key go together (a client certificate and its key)")
+					}
+				}},
+			)
+			if t.Address != "" {
+				if _, _, err := net.SplitHostPort(t.Address); err != nil {
+					d.errorf(n, path+".address", "address %q: want host:port (127.0.0.1:7233)", t.Address)
+				}
+			}
+		}},
 	)
 }
 

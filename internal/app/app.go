@@ -78,6 +78,17 @@ type Options struct {
 	// read-only, and the agents' memory is not opened, rather than
 	// refusing to start.
 	ReadOnly bool
+	// Engine builds the engine of engine: temporal (the temporal
+	// module's agentrt binary sets it): the runner hands its runs to it.
+	// Its close ends what it opened (a client's connection).
+	Engine func(ctx context.Context, cfg *config.Config) (eng agentrt.Engine, close func() error, err error)
+	// Worker, when set, says the app is an engine's worker (agentrt
+	// worker): its runner steps the runs itself, with no engine, and no
+	// gateway is built.
+	Worker bool
+	// RunWorker runs the engine's worker over the app until ctx ends
+	// (agentrt worker; the temporal module's binary sets it).
+	RunWorker func(ctx context.Context, a *App) error
 }
 
 // App is a configured runtime, built to run for as long as its owner
@@ -386,6 +397,17 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		// The channels' conversations are owed their answers (the outbox).
 		rc.Deliver = channel.Owns(names...)
 	}
+	if cfg.Engine == config.EngineTemporal && !opts.Worker && !readOnly {
+		if opts.Engine == nil {
+			return nil, errors.New(cfg.Problemf("engine", "engine: temporal needs the agentrt built with Temporal (the temporal module's: github.com/agentrt/agentrt/temporal/cmd/agentrt); this one runs runs in its own processes only").String())
+		}
+		eng, closeEng, err := opts.Engine(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("engine temporal: %w", err)
+		}
+		a.onClose(closeEng)
+		rc.Engine = eng
+	}
 	r, err := agentrt.NewRunner(rc)
 	if err != nil {
 		return nil, err
@@ -398,8 +420,10 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		return r.Close(ctx)
 	})
 	a.Store, a.Runner = st, r
-	if err := a.buildGateway(cfg, opts); err != nil {
-		return nil, err
+	if !opts.Worker {
+		if err := a.buildGateway(cfg, opts); err != nil {
+			return nil, err
+		}
 	}
 	a.followMCPTools(cfg, opts.OnMCPToolsChanged)
 	a.built, a.opts = true, opts

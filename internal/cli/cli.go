@@ -224,7 +224,7 @@ func newRoot(g *globals) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.tenant, "tenant", "", "the tenant whose sessions to use (default: the config's tenant, else default)")
 	root.AddCommand(
 		newRunCmd(g), newResumeCmd(g), newCancelCmd(g), newApproveCmd(g), newRespondCmd(g), newRecoverCmd(g), newRulesCmd(g), newMemoryCmd(g), newMCPCmd(g), newChannelsCmd(g), newSessionsCmd(g), newReplayCmd(g),
-		newToolsCmd(g), newConfigCmd(g), newVersionCmd(g), newSendCmd(g), newGatewayCmd(g), newInboxCmd(g), newServeCmd(g), newKeysCmd(g),
+		newToolsCmd(g), newConfigCmd(g), newVersionCmd(g), newSendCmd(g), newGatewayCmd(g), newInboxCmd(g), newServeCmd(g), newKeysCmd(g), newWorkerCmd(g),
 	)
 	g.addCompletions(root)
 	return root
