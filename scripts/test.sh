@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the test tools (pinned), starts a throwaway PostgreSQL on
 # 127.0.0.1 (installing it with apt when missing) unless
-# AGENTRT_TEST_POSTGRES names one, and runs every check: gofmt, go vet,
-# staticcheck, go mod tidy -diff, the build of every package and example,
-# and the race-enabled, shuffled test suite.
+# AGENTRT_TEST_POSTGRES names one, builds the Temporal CLI (its dev server
+# is started by the temporal module's tests), and runs every check:
+# gofmt, go vet, staticcheck, go mod tidy -diff, the build of every
+# package and example, and the race-enabled, shuffled test suite, of the
+# main module and of the temporal module.
 #
 # It ends with one verdict line, whatever happened: "make test: ok: N
 # passed, 0 failed, K skipped, in P packages (0 failed)", or "make test:
@@ -116,6 +118,19 @@ echo "AGENTRT_TEST_POSTGRES=$AGENTRT_TEST_POSTGRES"
 # Tests that need Postgres fail rather than skip when it is missing.
 export CI=${CI:-1}
 
+step "the Temporal CLI (its dev server, for the temporal module's tests)"
+# Built with go install, pinned, and kept outside the clone: the first
+# build takes minutes, later ones none.
+TEMPORAL_CLI_VERSION=v1.5.1
+TEMPORAL_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/agentrt/temporal-cli-$TEMPORAL_CLI_VERSION"
+if [ ! -x "$TEMPORAL_DIR/temporal" ]; then
+  echo "building the Temporal CLI $TEMPORAL_CLI_VERSION (go install; several minutes the first time)"
+  mkdir -p "$TEMPORAL_DIR"
+  GOBIN="$TEMPORAL_DIR" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
+fi
+export AGENTRT_TEMPORAL_CLI="$TEMPORAL_DIR/temporal"
+echo "AGENTRT_TEMPORAL_CLI=$AGENTRT_TEMPORAL_CLI"
+
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*'))
 if [ -n "$unformatted" ]; then
@@ -146,6 +161,10 @@ go test -race -shuffle=on -count=1 -timeout 30m -json ./... | "$BIN/testreport" 
 # and larger); here they run at full size, 1,000 streams at once, without it.
 step "the server's load tests at full size, without -race"
 go test -count=1 -timeout 15m -run '^TestLoad' -json ./server/ | "$BIN/testreport" -state "$REPORT_STATE"
+
+step "the temporal module (temporal/: go mod tidy -diff, vet, staticcheck, build, tests on the dev server)"
+(cd temporal && go mod tidy -diff && go vet ./... && "$BIN/staticcheck" ./... && go build ./...)
+(cd temporal && go test -race -shuffle=on -count=1 -timeout 15m -json ./...) | "$BIN/testreport" -state "$REPORT_STATE"
 
 step "the patched MCP SDK (third_party/go-sdk/PATCH.md)"
 (cd third_party/go-sdk && go vet ./internal/json/ && go test -race -count=1 -timeout 5m -json ./internal/json/) | "$BIN/testreport" -state "$REPORT_STATE"

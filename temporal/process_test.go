@@ -25,7 +25,10 @@ import (
 	"github.com/agentrt/agentrt/temporal"
 	"github.com/agentrt/agentrt/temporal/internal/glue"
 	"github.com/agentrt/agentrt/tool"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestMain runs the CLI when this test binary is a child process (agentrt
@@ -262,6 +265,12 @@ func deploy(t *testing.T) *deployment {
 	}
 	write("talker.yaml", "replies:\n  - text: \"Hello from a worker of Temporal, word by word.\"\n    chunks: 8\n    delay: 200ms\n")
 	write("deployer.yaml", "replies:\n  - tool_calls: [{name: slow, arguments: {}}]\n  - text: deployed, once\n    expect: {last_tool_result_contains: deployed}\n")
+	var counter strings.Builder
+	counter.WriteString("replies:\n")
+	for i := range 100 {
+		fmt.Fprintf(&counter, "  - text: \"answer %d\"\n", i+1)
+	}
+	write("counter.yaml", counter.String())
 	write("approver.yaml", "replies:\n  - tool_calls: [{name: slow, arguments: {}}]\n  - text: approved and deployed\n")
 	write("agentrt.yaml", fmt.Sprintf(`store: %q
 lease_ttl: 2s
@@ -273,10 +282,12 @@ models:
   talker: {provider: scripted, script: talker.yaml}
   deployer: {provider: scripted, script: deployer.yaml}
   approver: {provider: scripted, script: approver.yaml}
+  counter: {provider: scripted, script: counter.yaml}
 agents:
   talker: {model: talker}
   deployer: {model: deployer, tools: [slow]}
   approver: {model: approver, tools: [slow], approval: {ask: [slow]}}
+  counter: {model: counter}
 `, dsn, addr, d.queue))
 	env := []string{"AGENTRT_JOURNAL=" + d.journal, "AGENTRT_RELEASE=" + d.release}
 	ready := regexp.MustCompile(`agentrt worker: stepping`)
@@ -491,13 +502,61 @@ func TestOnTemporal(t *testing.T) {
 		}
 	})
 
-	// Each turn is a workflow run of its own (continued as new): what the
-	// session's workflow shows in Temporal.
-	desc, err := d.tc.DescribeWorkflowExecution(context.Background(), temporal.WorkflowID("default", "s1"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := desc.WorkflowExecutionInfo.Type.Name; got != temporal.WorkflowName {
-		t.Errorf("the workflow's type: %s", got)
-	}
+	t.Run("the histories of a 100-turn session", func(t *testing.T) {
+		d.t = t
+		const turns = 100
+		d.post("/v1/sessions", `{"id":"s4","agent":"counter"}`, nil)
+		var after int64
+		for i := range turns {
+			if code := d.post("/v1/sessions/s4/messages", fmt.Sprintf(`{"text":"turn %d: %s"}`, i+1, strings.Repeat("words ", 200)), nil); code != 202 {
+				t.Fatalf("turn %d: %d", i+1, code)
+			}
+			evs := d.watch("s4", after, finished)
+			after = evs[len(evs)-1].Seq
+		}
+		// Each turn is a workflow run of its own, continued as new: its
+		// history holds the turn's steps, and nothing of the conversation.
+		ctx := context.Background()
+		wid := temporal.WorkflowID("default", "s4")
+		var runs []string
+		var next []byte
+		for {
+			page, err := d.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query: fmt.Sprintf("WorkflowId = %q", wid), NextPageToken: next})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range page.Executions {
+				if e.Type.Name != temporal.WorkflowName {
+					t.Errorf("a run of type %s", e.Type.Name)
+				}
+				runs = append(runs, e.Execution.RunId)
+			}
+			if next = page.NextPageToken; len(next) == 0 {
+				break
+			}
+		}
+		if len(runs) < turns {
+			t.Fatalf("%d workflow runs for %d turns", len(runs), turns)
+		}
+		maxEvents, maxBytes, total := 0, 0, 0
+		for _, run := range runs {
+			events, bytes := 0, 0
+			it := d.tc.GetWorkflowHistory(ctx, wid, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				e, err := it.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				events++
+				bytes += proto.Size(e)
+			}
+			maxEvents, maxBytes, total = max(maxEvents, events), max(maxBytes, bytes), total+bytes
+		}
+		t.Logf("%d turns, %d workflow runs: at most %d events and %d bytes a run (%d bytes in all)", turns, len(runs), maxEvents, maxBytes, total)
+		// The bound docs/temporal.md states: a text turn is two steps.
+		if maxEvents > 40 || maxBytes > 16<<10 {
+			t.Errorf("a workflow run of %d events, %d bytes: more than the 40 events and 16 KiB a turn of two steps takes", maxEvents, maxBytes)
+		}
+	})
 }

@@ -54,7 +54,6 @@ type rig struct {
 	env           *testsuite.TestWorkflowEnvironment
 	drives        drives
 	deploys       atomic.Int32
-	steps         atomic.Int32
 }
 
 func newRig(t *testing.T, expires time.Duration, replies ...scripted.Reply) *rig {
