@@ -480,3 +480,45 @@ func TestAdaptersBoundAMessagesFiles(t *testing.T) {
 		t.Errorf("%d sessions after refusals only", n)
 	}
 }
+
+// The native API's files take a URL as the adapters' parts do: a data:
+// URL, or an http(s) URL of a host server.fetch allows — fetched, kept,
+// the turn's media; refused (url_refused, nothing stored) otherwise, and
+// a file with both data and url, or neither, is bad_part.
+func TestMessageFileURL(t *testing.T) {
+	t.Parallel()
+	rig := newMediaRig(t, server.FetchConfig{AllowedHosts: []string{"127.0.0.1"}, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	png := bytesSrc("image/png", testPNG)
+	if code, body, _ := rig.f.do(t, "POST", "/v1/sessions", "", map[string]any{"id": "native", "agent": "seer"}); code/100 != 2 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	code, body, _ := rig.f.do(t, "POST", "/v1/sessions/native/messages", "", map[string]any{"text": "what is this?",
+		"files": []any{map[string]any{"url": rig.files.URL + "/shot.png"}, map[string]any{"url": png.dataURL, "name": "inline.png"}}},
+		"Accept", "text/event-stream")
+	if code != http.StatusOK || !strings.Contains(string(body), "run_finished") {
+		t.Fatalf("the message: %d %s", code, body)
+	}
+	got := rig.startedMedia(t, "native")
+	if len(got) != 2 || got[0].Name != "shot.png" || got[0].Type != "image/png" || got[1].Name != "inline.png" || got[1].Size != int64(len(testPNG)) {
+		t.Errorf("run_started.media: %+v", got)
+	}
+	for _, tc := range []struct {
+		file map[string]any
+		code string
+	}{
+		{map[string]any{"url": "http://169.254.169.254/latest/meta-data"}, agentrt.CodeURLRefused},
+		{map[string]any{"url": "http://localhost:1/x.png"}, agentrt.CodeURLRefused},
+		{map[string]any{"url": png.dataURL, "data": png.b64}, agentrt.CodeBadPart},
+		{map[string]any{"name": "nothing.png"}, agentrt.CodeBadPart},
+		{map[string]any{"url": "data:image/png;base64,%%%"}, agentrt.CodeBadPart},
+	} {
+		code, body, _ := rig.f.do(t, "POST", "/v1/sessions/native/messages", "", map[string]any{"text": "see", "files": []any{tc.file}})
+		if code != http.StatusBadRequest || !strings.Contains(string(body), `"code":"`+tc.code+`"`) {
+			t.Errorf("%v: %d %s, want 400 %s", tc.file, code, body, tc.code)
+		}
+	}
+	ins, err := rig.f.store.(session.Inbox).Inputs(session.WithTenant(t.Context(), session.DefaultTenant), "native", 0, 0)
+	if err != nil || len(ins) != 1 {
+		t.Errorf("%d inputs (%v): the refused messages stored some", len(ins), err)
+	}
+}

@@ -332,23 +332,36 @@ type MessageRequest struct {
 	Metadata map[string]string   `json:"metadata"`
 }
 
-// FileUpload is an image or a file of a message: its bytes, base64.
+// FileUpload is an image or a file of a message: its bytes, base64, or
+// a URL the server fetches (a data: URL, or an http(s) URL of a host
+// server.fetch allows).
 type FileUpload struct {
 	Name      string `json:"name"`
 	MediaType string `json:"media_type"`
 	Data      []byte `json:"data"`
+	URL       string `json:"url"`
 }
 
-// files are the request's files as the gateway takes them.
-func (req *MessageRequest) files() []gateway.File {
+// files are the request's files as the gateway takes them: their bytes,
+// or what their URLs hold (fetched here, bounded as the gateway bounds an
+// input's files).
+func (s *Server) files(ctx context.Context, req *MessageRequest) ([]gateway.File, error) {
 	if len(req.Files) == 0 {
-		return nil
+		return nil, nil
 	}
-	out := make([]gateway.File, len(req.Files))
+	refs := make([]MediaRef, len(req.Files))
 	for i, f := range req.Files {
-		out[i] = gateway.File{Name: f.Name, Type: f.MediaType, Data: f.Data}
+		if f.URL != "" && f.Data != nil {
+			return nil, &agentrt.Error{Kind: agentrt.FailInput, Code: agentrt.CodeBadPart,
+				Msg: fmt.Sprintf("files[%d]: both data and url: give one", i)}
+		}
+		refs[i] = MediaRef{Where: fmt.Sprintf("files[%d]", i), URL: f.URL, Data: f.Data, Type: f.MediaType, Name: f.Name}
+		if f.URL == "" && f.Data == nil {
+			refs[i].Data = []byte{} // "the file is empty"
+		}
 	}
-	return out
+	files, _, err := s.ClientFiles(ctx, refs)
+	return files, err
 }
 
 // Accepted is the answer to an input: it is stored, and a turn of the
@@ -373,7 +386,12 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if source == "" {
 		source = id
 	}
-	in := gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: req.Text, Parts: req.Parts, Files: req.files(),
+	files, err := s.files(ctx, &req)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	in := gateway.Input{Source: source, Session: id, Agent: ss.Agent, Text: req.Text, Parts: req.Parts, Files: files,
 		Metadata: req.Metadata, Key: r.Header.Get("Idempotency-Key")}
 	if !wantsSSE(r) {
 		sub, err := s.gw.Submit(ctx, in)
