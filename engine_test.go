@@ -195,3 +195,80 @@ func TestEngineControlsAndRefusal(t *testing.T) {
 		}
 	})
 }
+
+// idleEngine takes runs and does nothing with them.
+type idleEngine struct {
+	mu     sync.Mutex
+	drives []agentrt.Drive
+	got    chan struct{}
+}
+
+func (e *idleEngine) Name() string { return "test-engine" }
+
+func (e *idleEngine) Drive(_ context.Context, d agentrt.Drive) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drives = append(e.drives, d)
+	e.got <- struct{}{}
+	return nil
+}
+
+// A run left unfinished by one engine is not continued by another behind
+// anyone's back: Recover leaves it alone (a runner with an engine does
+// not hand a local run over; one without does not run an engine's run),
+// and Resume continues it where asked, recording the engine
+// (run_resumed.engine).
+func TestRecoverKeepsToItsEngine(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	agents := []*agentrt.Agent{{Name: "assistant", Model: scripted.New("m", scripted.Reply{Text: "hi"}, scripted.Reply{Text: "hi again"})}}
+	local, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close(ctx)
+	eng := &idleEngine{got: make(chan struct{}, 4)}
+	onEngine, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onEngine.Close(ctx)
+	// A local run that stopped with its process: begun, never stepped.
+	if _, err := local.Begin(ctx, "local-run", agentrt.Input{Agent: "assistant", Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	local.LetGo(ctx, "local-run")
+	// A run handed to the engine, which never stepped it.
+	h, err := onEngine.Start(ctx, "engine-run", agentrt.Input{Agent: "assistant", Text: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h
+	<-eng.got // handed over from the run's goroutine
+	recoverNone := func(r *agentrt.Runner) {
+		t.Helper()
+		runs, err := r.Recover(ctx)
+		if err != nil || len(runs) != 0 {
+			t.Fatalf("recover: %d runs, %v", len(runs), err)
+		}
+	}
+	recoverNone(onEngine) // the local run is not handed over
+	if len(eng.drives) != 1 {
+		t.Errorf("the engine was handed %+v, want the run it started alone", eng.drives)
+	}
+	// Resumed on the engine where asked: handed over, and said so.
+	if _, err := onEngine.StartResume(ctx, "local-run"); err != nil {
+		t.Fatal(err)
+	}
+	<-eng.got
+	for _, id := range []string{"local-run", "engine-run"} {
+		st, err := local.Load(ctx, id)
+		if err != nil || st.Engine != "test-engine" || st.Status != session.StatusRunning {
+			t.Fatalf("%s: %+v %v", id, st, err)
+		}
+	}
+	if d := eng.drives[len(eng.drives)-1]; len(eng.drives) != 2 || d.SessionID != "local-run" || d.Why != agentrt.ResumeRecovered {
+		t.Errorf("the hand-over: %+v", eng.drives)
+	}
+	recoverNone(local) // the engine's runs are not run here
+}

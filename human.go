@@ -233,7 +233,7 @@ func (r *Runner) ResolveAndContinue(ctx context.Context, sessionID, requestID st
 		_, _, err = r.abandon(x, err)
 		return out, err
 	}
-	emit(x, session.RunResumed{Reason: ResumeApproval, From: session.StatusWaiting})
+	emit(x, session.RunResumed{Reason: ResumeApproval, From: session.StatusWaiting, Engine: r.engineName})
 	x.lease.watch(h.cancel)
 	if err := x.Commit(rctx); err != nil {
 		r.finish(x)

@@ -232,7 +232,7 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 	if err := r.checkMedia(rctx, in.Media); err != nil {
 		return r.abandon(x, err)
 	}
-	started := session.RunStarted{Input: in.Text, Media: in.Media, Source: in.Source, Parent: in.Parent, Inputs: in.Inputs, TurnID: cmp.Or(in.TurnID, runID)}
+	started := session.RunStarted{Input: in.Text, Media: in.Media, Source: in.Source, Parent: in.Parent, Inputs: in.Inputs, TurnID: cmp.Or(in.TurnID, runID), Engine: r.engineName}
 	x.answers = in.Inputs
 	if o := in.Overrides; o != nil {
 		if o.MaxSteps < 0 {
@@ -325,7 +325,7 @@ func (r *Runner) startResume(ctx context.Context, id string, detached bool, how 
 		x.End(session.StatusFailed, CodeCrashLoop)
 		return x, rctx, nil
 	}
-	emit(x, session.RunResumed{Reason: reason, From: st.Status})
+	emit(x, session.RunResumed{Reason: reason, From: st.Status, Engine: r.engineName})
 	if how.stalled != nil {
 		x.recordHeld(how.stalled.results)
 	}

@@ -101,6 +101,13 @@ type Config struct {
 	// starts and continues them, and its handles follow them; nil runs
 	// them in this process.
 	Engine Engine
+	// EngineName names the engine of this runner's runs in their
+	// run_started and run_resumed events, and so in the sessions' state
+	// (State.Engine): Recover continues only the runs of its own engine.
+	// Empty: the Engine's name when it has one (a Name method), else
+	// none. An engine's worker, which steps the runs itself, names the
+	// engine it works for.
+	EngineName string
 }
 
 // DefaultSnapshotEvery is the snapshot cadence when Config.SnapshotEvery
@@ -155,7 +162,9 @@ type Runner struct {
 	stepping stepping     // sessions driven step by step, between steps
 	control  controlPlane // control requests from other processes
 	engine   Engine       // Config.Engine
-	remote   remotes      // runs handed to the engine, followed here
+	// engineName is Config.EngineName: the engine recorded in the runs.
+	engineName string
+	remote     remotes // runs handed to the engine, followed here
 }
 
 // NewRunner returns a Runner.
@@ -175,6 +184,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	r.reg.active = make(map[skey]*Run)
 	r.engine = cfg.Engine
+	r.engineName = cfg.EngineName
+	if n, ok := cfg.Engine.(interface{ Name() string }); ok && r.engineName == "" {
+		r.engineName = n.Name()
+	}
 	r.remote.ctx, r.remote.stop = context.WithCancel(context.Background())
 	r.revive = newReviver(r)
 	r.leaser, _ = cfg.Store.(session.Leaser)

@@ -34,6 +34,9 @@ type State struct {
 	Status    session.Status `json:"status"`
 	Turn      int            `json:"turn"`
 	RunID     string         `json:"run_id,omitempty"`
+	// Engine is the engine the run runs on (run_started's, or its last
+	// run_resumed's): "" for the process that started it.
+	Engine string `json:"engine,omitempty"`
 	// TurnID is the turn the current run belongs to (its run_started's;
 	// see session.RunStarted.TurnID).
 	TurnID string `json:"turn_id,omitempty"`
@@ -255,6 +258,7 @@ func (s *State) Apply(e *session.Event) error {
 	case *session.RunStarted:
 		s.Turn = e.Turn
 		s.RunID = e.RunID
+		s.Engine = d.Engine
 		s.TurnID = cmp.Or(d.TurnID, e.RunID)
 		s.Parent = d.Parent
 		s.Input, s.Source = d.Input, d.Source
@@ -291,6 +295,7 @@ func (s *State) Apply(e *session.Event) error {
 			s.StepBase, s.UsageBase = s.Steps, s.RunUsage
 		}
 		s.RunSince = e.Time
+		s.Engine = d.Engine
 		switch d.Reason {
 		case ResumeRecovered:
 			s.Recoveries++

@@ -25,6 +25,12 @@ func (r *Runner) recoverSession(ctx context.Context, s *session.Session, runs []
 	if !r.recoverable(sctx, s) {
 		return runs, nil
 	}
+	if st, err := r.Load(sctx, s.ID); err == nil && st.Engine != r.engineName {
+		// A run of another engine (one started before the deployment's
+		// engine changed) is not continued here behind anyone's back:
+		// Resume continues it here, and records so (run_resumed.engine).
+		return runs, nil
+	}
 	if r.engine != nil && s.Status == session.StatusRunning {
 		// The engine steps it, and retries a step whose process
 		// stopped: it is handed the run again in case it never got it

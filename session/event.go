@@ -138,6 +138,9 @@ type RunStarted struct {
 	// Unlike the envelope's Turn, which counts the session's runs, a turn
 	// restarted twice is three runs and one TurnID.
 	TurnID string `json:"turn_id,omitempty"`
+	// Engine names the engine that runs the run ("temporal"), when it
+	// does not run in the process that started it (agentrt.Engine).
+	Engine string `json:"engine,omitempty"`
 }
 
 // Overrides change an agent for one run: its plan's step cap, and fields
@@ -306,6 +309,9 @@ type RunFinished struct {
 type RunResumed struct {
 	Reason string `json:"reason"`
 	From   Status `json:"from"`
+	// Engine names the engine that runs the run from here, as
+	// RunStarted's does ("": the process that resumed it).
+	Engine string `json:"engine,omitempty"`
 }
 
 // RoundStarted begins one think-act round.

@@ -57,6 +57,13 @@ type Engine struct {
 
 var _ agentrt.Engine = (*Engine)(nil)
 
+// Name is the engine's name in the runs' events (run_started.engine).
+func (e *Engine) Name() string { return EngineName }
+
+// EngineName names the Temporal engine in the runs' events; a worker's
+// runner records it too (agentrt.Config.EngineName).
+const EngineName = "temporal"
+
 // Drive signals the workflow of d's session to step d's run, starting it
 // when it does not run (SignalWithStart): the workflow id is the
 // session's, so a session has one workflow at a time.

@@ -397,6 +397,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		// The channels' conversations are owed their answers (the outbox).
 		rc.Deliver = channel.Owns(names...)
 	}
+	if cfg.Engine == config.EngineTemporal && opts.Worker {
+		rc.EngineName = config.EngineTemporal // the runs it steps are Temporal's
+	}
 	if cfg.Engine == config.EngineTemporal && !opts.Worker && !readOnly {
 		if opts.Engine == nil {
 			return nil, errors.New(cfg.Problemf("engine", "engine: temporal needs the agentrt built with Temporal (the temporal module's: github.com/agentrt/agentrt/temporal/cmd/agentrt); this one runs runs in its own processes only").String())
