@@ -3,11 +3,14 @@ package agentrt_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
@@ -20,6 +23,7 @@ import (
 type stepEngine struct {
 	worker *agentrt.Runner
 	mu     sync.Mutex
+	handed chan agentrt.Drive // each drive, as it comes
 	drives []agentrt.Drive
 	wg     sync.WaitGroup
 	hold   chan struct{} // when set, each step waits for it
@@ -31,6 +35,10 @@ func (e *stepEngine) Drive(_ context.Context, d agentrt.Drive) error {
 	e.drives = append(e.drives, d)
 	fail := e.fail
 	e.mu.Unlock()
+	select {
+	case e.handed <- d:
+	default:
+	}
 	if fail != nil {
 		return fail
 	}
@@ -52,6 +60,18 @@ func (e *stepEngine) Drive(_ context.Context, d agentrt.Drive) error {
 		}
 	})
 	return nil
+}
+
+// next is the next run handed over (10 s at most).
+func (e *stepEngine) next(t *testing.T) agentrt.Drive {
+	t.Helper()
+	select {
+	case d := <-e.handed:
+		return d
+	case <-time.After(10 * time.Second):
+		t.Fatal("no run was handed to the engine")
+		return agentrt.Drive{}
+	}
 }
 
 func (e *stepEngine) driven() []agentrt.Drive {
@@ -79,7 +99,7 @@ func engineEnv(t *testing.T, replies ...scripted.Reply) (*agentrt.Runner, *stepE
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := &stepEngine{worker: worker}
+	eng := &stepEngine{worker: worker, handed: make(chan agentrt.Drive, 16)}
 	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: eng})
 	if err != nil {
 		t.Fatal(err)
@@ -271,4 +291,77 @@ func TestRecoverKeepsToItsEngine(t *testing.T) {
 		t.Errorf("the hand-over: %+v", eng.drives)
 	}
 	recoverNone(local) // the engine's runs are not run here
+}
+
+// The gateway's interrupt policy works on a run handed to an engine: newer
+// input interrupts it (a control request through the store), and the turn
+// starts again — its history holding the interrupted input, its run the
+// newer one — handed over as a run of its own.
+func TestEngineInterruptAndRestart(t *testing.T) {
+	ctx := context.Background()
+	r, eng, store := engineEnv(t, scripted.Reply{Text: "about both", Expect: &scripted.Expect{LastUserContains: "sorry, 43"}})
+	eng.hold = make(chan struct{})
+	g, err := gateway.New(gateway.Config{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = g.Run(gctx) })
+	defer func() { cancel(); wg.Wait() }()
+	if _, err := g.Submit(ctx, gateway.Input{Source: "chat", Agent: "assistant", Text: "order 42"}); err != nil {
+		t.Fatal(err)
+	}
+	first := eng.next(t) // handed over; its first step held
+	if _, err := g.Submit(ctx, gateway.Input{Source: "chat", Agent: "assistant", Text: "sorry, 43"}); err != nil {
+		t.Fatal(err)
+	}
+	second := eng.next(t) // the restart, after the interruption
+	close(eng.hold)
+	if second.RunID == first.RunID {
+		t.Fatalf("the restart is the same run: %+v", second)
+	}
+	tctx := session.WithTenant(ctx, session.DefaultTenant)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := store.GetSession(tctx, "chat")
+		if err == nil && s.Status == session.StatusDone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted turn did not end: %+v %v", s, err)
+		}
+		time.Sleep(5 * time.Millisecond) // the engine's worker steps the run on its goroutine
+	}
+	var statuses []session.Status
+	var input string
+	for ev, err := range store.Events(tctx, "chat", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d := ev.Data.(type) {
+		case *session.RunFinished:
+			statuses = append(statuses, d.Status)
+		case *session.RunStarted:
+			input = d.Input
+		}
+	}
+	if len(statuses) != 2 || statuses[0] != session.StatusInterrupted || statuses[1] != session.StatusDone || input != "sorry, 43" {
+		t.Errorf("the runs ended %v; the last began with %q", statuses, input)
+	}
+	// The restart's model call read both messages: the interrupted run's,
+	// kept in the history, then the newer one.
+	st, err := r.Load(ctx, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, m := range st.Messages {
+		if m.Role == model.RoleUser {
+			users = append(users, m.Text())
+		}
+	}
+	if !slices.Equal(users, []string{"order 42", "sorry, 43"}) || st.Final != "about both" {
+		t.Errorf("the history's user messages %q, the answer %q", users, st.Final)
+	}
 }
