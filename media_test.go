@@ -32,22 +32,8 @@ func TestMediaReachesTheModel(t *testing.T) {
 		{"takes none", nil, map[string]any{"type": "text", "text": "[an image: shot.png, image/png, 72 bytes, not shown to this model]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := fakellm.Start(t)
-			llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k", Media: tc.media})
-			if err != nil {
-				t.Fatal(err)
-			}
-			store := memstore.New()
-			r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{{Name: "a", Model: llm}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close(context.Background())
+			srv, store, r, blob := mediaRunner(t, tc.media, png)
 			ctx := t.Context()
-			blob, err := store.PutBlob(ctx, png, "image/png")
-			if err != nil {
-				t.Fatal(err)
-			}
 			media := []model.Media{{Hash: blob.Hash, Type: blob.Type, Name: "shot.png", Size: blob.Size}}
 			for _, err := range r.Run(ctx, "s", agentrt.Input{Text: "what is this?", Media: media, Agent: "a"}) {
 				if err != nil {
@@ -119,23 +105,8 @@ func TestMediaRefused(t *testing.T) {
 // own: the user message is the image alone. An input with neither text
 // nor media is still refused.
 func TestMediaWithoutText(t *testing.T) {
-	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 16)...)
-	srv := fakellm.Start(t)
-	llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k", Media: []string{"image/*"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := memstore.New()
-	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{{Name: "a", Model: llm}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(context.Background())
+	srv, _, r, blob := mediaRunner(t, []string{"image/*"}, append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 16)...))
 	ctx := t.Context()
-	blob, err := store.PutBlob(ctx, png, "image/png")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := r.Send(ctx, "s", agentrt.Input{Agent: "a", Media: []model.Media{{Hash: blob.Hash, Type: blob.Type, Size: blob.Size}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,4 +122,26 @@ func TestMediaWithoutText(t *testing.T) {
 	if _, err := r.Send(ctx, "s", agentrt.Input{Agent: "a", Text: "  "}); agentrt.AsError(err).ErrorCode() != agentrt.CodeEmptyInput {
 		t.Errorf("an empty input: %v", err)
 	}
+}
+
+// mediaRunner is a runner whose agent "a" calls a recording OpenAI server
+// with a model taking media, and a blob of image (a PNG) in its store.
+func mediaRunner(t *testing.T, media []string, image []byte) (*fakellm.Server, *memstore.Store, *agentrt.Runner, session.Blob) {
+	t.Helper()
+	srv := fakellm.Start(t)
+	llm, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: srv.URL + "/v1", APIKey: "k", Media: media})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memstore.New()
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{{Name: "a", Model: llm}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	blob, err := store.PutBlob(t.Context(), image, "image/png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, store, r, blob
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentrt/agentrt/internal/fetch"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -100,8 +101,8 @@ func checkWebhook(ctx context.Context, res Resolver, raw string, private bool) e
 	host := u.Hostname()
 	const how = " (server.a2a.allow_private_webhooks lets pushes go there, for a mesh inside one network)"
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if why := blocked(ip); why != "" {
-			return bad("%s is %s%s", host, why, how)
+		if err := fetch.Check(ip); err != nil {
+			return bad("%v%s", err, how)
 		}
 		return nil
 	}
@@ -119,30 +120,11 @@ func checkWebhook(ctx context.Context, res Resolver, raw string, private bool) e
 		if !ok {
 			continue
 		}
-		if why := blocked(ip); why != "" {
-			return bad("%s resolves to %s, %s%s", host, ip.Unmap(), why, how)
+		if err := fetch.Check(ip); err != nil {
+			return bad("%s resolves to %v%s", host, err, how)
 		}
 	}
 	return nil
-}
-
-// blocked says what kind of address ip is, if pushes must not go there
-// ("" if they may).
-func blocked(ip netip.Addr) string {
-	ip = ip.Unmap()
-	switch {
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsPrivate():
-		return "a private address"
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return "a link-local address"
-	case ip.IsUnspecified():
-		return "the unspecified address"
-	case ip.IsMulticast():
-		return "a multicast address"
-	}
-	return ""
 }
 
 // pusher keeps the push configs of the tasks of every agent of a mux and

@@ -108,11 +108,12 @@ func TestPushConfigURLChecked(t *testing.T) {
 		{"http://[::ffff:127.0.0.1]/hook", "is a loopback address"},
 		{"http://10.1.2.3/hook", "10.1.2.3 is a private address"},
 		{"http://192.168.1.1/hook", "is a private address"},
+		{"http://100.64.0.1/hook", "100.64.0.1 is a shared (carrier-grade NAT) address"},
 		{"http://169.254.169.254/latest/meta-data", "is a link-local address"},
 		{"http://0.0.0.0/hook", "is the unspecified address"},
 		{"http://localhost:8080/hook", "localhost is a loopback name"},
-		{"http://rebind.example/hook", "rebind.example resolves to 10.0.0.7, a private address"},
-		{"http://meta.example/hook", "resolves to 169.254.169.254, a link-local address"},
+		{"http://rebind.example/hook", "rebind.example resolves to 10.0.0.7 is a private address"},
+		{"http://meta.example/hook", "resolves to 169.254.169.254 is a link-local address"},
 		{"http://nowhere.example/hook", "does not resolve"},
 	}
 	for _, tt := range tests {
