@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -87,7 +89,7 @@ const procTimeout = 3 * time.Minute
 
 // temporalCLI is the Temporal CLI the test command built (AGENTRT_TEMPORAL_CLI),
 // or one on PATH; without it the test skips, except under CI, where it fails.
-func temporalCLI(t *testing.T) string {
+func temporalCLI(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("AGENTRT_TEMPORAL_CLI"); p != "" {
 		return p
@@ -103,7 +105,7 @@ func temporalCLI(t *testing.T) string {
 }
 
 // freePort is a port of 127.0.0.1 free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -115,7 +117,7 @@ func freePort(t *testing.T) int {
 
 // devServer starts `temporal server start-dev` on 127.0.0.1 (in memory,
 // no UI) and returns its frontend's address and a client of it.
-func devServer(t *testing.T) (string, client.Client) {
+func devServer(t testing.TB) (string, client.Client) {
 	t.Helper()
 	bin := temporalCLI(t)
 	port := freePort(t)
@@ -135,7 +137,7 @@ func devServer(t *testing.T) (string, client.Client) {
 	deadline := time.Now().Add(procTimeout)
 	for {
 		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c, err := client.DialContext(dctx, client.Options{HostPort: addr})
+		c, err := client.DialContext(dctx, client.Options{HostPort: addr, Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 		if err == nil {
 			_, err = c.CheckHealth(dctx, &client.CheckHealthRequest{})
 		}
