@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
+	"github.com/agentrt/agentrt/session/storetest"
 	"github.com/agentrt/agentrt/temporal"
 	"github.com/agentrt/agentrt/tool"
 	"go.temporal.io/sdk/activity"
@@ -273,5 +274,78 @@ func TestStoppedBetweenSteps(t *testing.T) {
 				t.Fatalf("the run: %+v %v", res, err)
 			}
 		})
+	}
+}
+
+// A step whose activity fails — here the store refuses the commit of the
+// tool's result, as a worker that dies after the tool ran would leave it —
+// is tried again, and the tool runs again with the same idempotency key:
+// the retry goes on from the log, where the call started and has no
+// result.
+func TestStepRetriedWithTheSameKey(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	store := memstore.New()
+	faults := &storetest.Faults{}
+	var mu sync.Mutex
+	var keys []string
+	charge := tool.Must(tool.New("charge", "charges a card", func(ctx context.Context, _ struct{}) (string, error) {
+		info, _ := tool.CallInfoFrom(ctx)
+		mu.Lock()
+		keys = append(keys, info.IdempotencyKey)
+		first := len(keys) == 1
+		mu.Unlock()
+		if first {
+			faults.FailCommit(1, false) // the commit of this call's result
+		}
+		return "charged", nil
+	}))
+	reg, err := tool.NewRegistry(charge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agentrt.Agent{Name: "assistant", Tools: reg, Model: scripted.New("m",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("charge", `{}`)}},
+		scripted.Reply{Text: "charged once", Expect: &scripted.Expect{LastToolResultContains: "charged"}})}
+	now := func() time.Time { return env.Now() }
+	worker, err := agentrt.NewRunner(agentrt.Config{Store: storetest.Faulty(store, faults), Agents: []*agentrt.Agent{a}, Owner: "worker", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr := make(drives, 4)
+	serve, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{a}, Owner: "serve", Engine: dr, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = serve.Close(context.Background())
+		_ = worker.Close(context.Background())
+	})
+	temporal.Register(env, worker, temporal.Options{})
+	var attempts []int32
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		attempts = append(attempts, info.Attempt)
+	})
+	h, err := serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "charge me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dr.next(t)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	continuedAsNew(t, env)
+	res, err := h.Wait(context.Background())
+	if err != nil || res.Status != session.StatusDone || res.Text != "charged once" {
+		t.Fatalf("the run: %+v %v", res, err)
+	}
+	if len(keys) != 2 || keys[0] != keys[1] || keys[0] == "" {
+		t.Errorf("the tool ran with keys %q, want twice with one key", keys)
+	}
+	retried := false
+	for _, n := range attempts {
+		retried = retried || n > 1
+	}
+	if !retried {
+		t.Errorf("no step was tried again: attempts %v", attempts)
 	}
 }
