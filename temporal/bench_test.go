@@ -135,6 +135,7 @@ func BenchmarkTurn(b *testing.B) {
 				}
 			}
 			lat := make([]time.Duration, b.N)
+			ended := make([]time.Time, b.N)
 			b.ResetTimer()
 			for i := range b.N {
 				t0 := time.Now()
@@ -142,10 +143,39 @@ func BenchmarkTurn(b *testing.B) {
 				if err != nil || res.Status != session.StatusDone {
 					b.Fatalf("turn %d: %+v %v", i, res, err)
 				}
-				lat[i] = time.Since(t0)
+				ended[i] = time.Now()
+				lat[i] = ended[i].Sub(t0)
 			}
 			b.StopTimer()
 			report(b, lat, "turn")
+			// Where the time goes, from the log's times: from run_started
+			// (committed by the runner that starts the turn) to the first
+			// step's events (the worker's), between the steps, and from
+			// run_finished to the handle's Wait.
+			var first, between, follow []time.Duration
+			tctx := session.WithTenant(ctx, session.DefaultTenant)
+			for i := range b.N {
+				var started, last time.Time
+				for ev, err := range d.serve.Store().Events(tctx, fmt.Sprintf("s%d", i), 0) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					switch ev.Type {
+					case session.TypeRunStarted:
+						started = ev.Time
+					case session.TypeRoundStarted:
+						first = append(first, ev.Time.Sub(started))
+						last = ev.Time
+					case session.TypeFinal:
+						between = append(between, ev.Time.Sub(last))
+					case session.TypeRunFinished:
+						follow = append(follow, ended[i].Sub(ev.Time))
+					}
+				}
+			}
+			report(b, first, "to-first-step")
+			report(b, between, "to-second-step")
+			report(b, follow, "finished-to-wait")
 			if d.eng != nil {
 				d.eng.mu.Lock()
 				report(b, d.eng.times, "handover")
@@ -155,63 +185,70 @@ func BenchmarkTurn(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrentSessions starts 1,000 sessions' turns at once on
-// Temporal, across two workers, and waits for all: the wall time, the
-// turns that failed (errors), and the largest workflow run's history.
+// BenchmarkConcurrentSessions starts 1,000 sessions' turns at once, on
+// Temporal across two workers and, for the floor, on the local engine:
+// the wall time, the turns that failed (errors), and on Temporal the
+// largest workflow run's history among a tenth of the sessions.
 //
 //	cd temporal && go test -run '^$' -bench BenchmarkConcurrentSessions -benchtime 1x -count 2 .
 func BenchmarkConcurrentSessions(b *testing.B) {
 	const sessions = 1000
-	d := newBenchDeployment(b, true)
-	ctx := context.Background()
-	for n := range b.N {
-		for i := range sessions {
-			if _, err := d.serve.CreateSession(ctx, "assistant", fmt.Sprintf("c%d-%d", n, i), nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	var failed atomic.Int64
-	b.ResetTimer()
-	for n := range b.N {
-		var wg sync.WaitGroup
-		for i := range sessions {
-			wg.Go(func() {
-				res, err := d.turn(ctx, fmt.Sprintf("c%d-%d", n, i))
-				if err != nil || res.Status != session.StatusDone {
-					failed.Add(1)
+	for _, engine := range []string{"local", "temporal"} {
+		b.Run("engine="+engine, func(b *testing.B) {
+			d := newBenchDeployment(b, engine == "temporal")
+			ctx := context.Background()
+			for n := range b.N {
+				for i := range sessions {
+					if _, err := d.serve.CreateSession(ctx, "assistant", fmt.Sprintf("c%d-%d", n, i), nil); err != nil {
+						b.Fatal(err)
+					}
 				}
-			})
-		}
-		wg.Wait()
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(failed.Load()), "errors")
-	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "wall-s")
-	// The history of a few of the sessions' workflow runs (one turn each).
-	maxEvents, maxBytes := 0, 0
-	for i := 0; i < sessions; i += sessions / 10 {
-		wid := temporal.WorkflowID(session.DefaultTenant, fmt.Sprintf("c0-%d", i))
-		page, err := d.tc.ListWorkflow(ctx, listRuns(wid))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, e := range page.Executions {
-			events, bytes := 0, 0
-			it := d.tc.GetWorkflowHistory(ctx, wid, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-			for it.HasNext() {
-				ev, err := it.Next()
+			}
+			var failed atomic.Int64
+			b.ResetTimer()
+			for n := range b.N {
+				var wg sync.WaitGroup
+				for i := range sessions {
+					wg.Go(func() {
+						res, err := d.turn(ctx, fmt.Sprintf("c%d-%d", n, i))
+						if err != nil || res.Status != session.StatusDone {
+							failed.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(failed.Load()), "errors")
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "wall-s")
+			if d.tc == nil {
+				return
+			}
+			maxEvents, maxBytes := 0, 0
+			for i := 0; i < sessions; i += sessions / 100 {
+				wid := temporal.WorkflowID(session.DefaultTenant, fmt.Sprintf("c0-%d", i))
+				page, err := d.tc.ListWorkflow(ctx, listRuns(wid))
 				if err != nil {
 					b.Fatal(err)
 				}
-				events++
-				bytes += proto.Size(ev)
+				for _, e := range page.Executions {
+					events, bytes := 0, 0
+					it := d.tc.GetWorkflowHistory(ctx, wid, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+					for it.HasNext() {
+						ev, err := it.Next()
+						if err != nil {
+							b.Fatal(err)
+						}
+						events++
+						bytes += proto.Size(ev)
+					}
+					maxEvents, maxBytes = max(maxEvents, events), max(maxBytes, bytes)
+				}
 			}
-			maxEvents, maxBytes = max(maxEvents, events), max(maxBytes, bytes)
-		}
+			b.ReportMetric(float64(maxEvents), "history-events")
+			b.ReportMetric(float64(maxBytes), "history-bytes")
+		})
 	}
-	b.ReportMetric(float64(maxEvents), "history-events")
-	b.ReportMetric(float64(maxBytes), "history-bytes")
 }
 
 // report adds the p50 and p99 of ds, in milliseconds, named what.
