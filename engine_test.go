@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -363,5 +364,46 @@ func TestEngineInterruptAndRestart(t *testing.T) {
 	}
 	if !slices.Equal(users, []string{"order 42", "sorry, 43"}) || st.Final != "about both" {
 		t.Errorf("the history's user messages %q, the answer %q", users, st.Final)
+	}
+}
+
+// A worker's runner that has the engine too hands it the run of a
+// sub-agent that a step delegates to: the sub-agent's session is driven
+// as a session of its own (on Temporal, its own workflow), and the
+// parent's step takes its answer.
+func TestEngineSubagentHandedOver(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	boss, calc := delegation(t, scripted.New("boss", delegate("compute 6*7"), scripted.Reply{Text: "It is 42.", Expect: &scripted.Expect{LastToolResultContains: "42"}}),
+		scripted.New("calc-model", scripted.Reply{Text: "42"}))
+	eng := &stepEngine{handed: make(chan agentrt.Drive, 16)}
+	worker, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "worker", Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.worker = worker
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "serve", Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = r.Close(ctx)
+		eng.wg.Wait()
+		_ = worker.Close(ctx)
+	}()
+	h, err := r.Start(ctx, "p1", agentrt.Input{Agent: "boss", Text: "what is 6*7?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Wait(ctx)
+	if err != nil || res.Status != session.StatusDone || res.Text != "It is 42." {
+		t.Fatalf("the run: %+v %v", res, err)
+	}
+	var sessions []string
+	for _, d := range eng.driven() {
+		sessions = append(sessions, d.SessionID)
+	}
+	if len(sessions) != 2 || sessions[0] != "p1" || !strings.HasPrefix(sessions[1], "p1.") {
+		t.Errorf("the engine was handed %v, want the parent's run, then the sub-agent's", sessions)
 	}
 }

@@ -464,9 +464,9 @@ func (r *Runner) take(ctx context.Context, k skey, h *Run, waitLease bool, agent
 
 // drive runs x's run until it stops, then ends it.
 func (r *Runner) drive(ctx context.Context, x *Exec) {
-	if r.engine != nil && x.st.Status == session.StatusRunning && x.handle.parent == nil {
-		// The engine's workers step it (a sub-agent's run goes on in its
-		// parent's step, where it was delegated).
+	if r.engine != nil && x.st.Status == session.StatusRunning {
+		// The engine's workers step it — a sub-agent's run too: its
+		// session's own, while the parent's step waits for its answer.
 		r.handOff(ctx, x)
 		return
 	}

@@ -273,6 +273,8 @@ func deploy(t *testing.T) *deployment {
 		fmt.Fprintf(&counter, "  - text: \"answer %d\"\n", i+1)
 	}
 	write("counter.yaml", counter.String())
+	write("manager.yaml", "replies:\n  - tool_calls: [{name: helper, arguments: {task: \"compute 6*7\"}}]\n  - text: The helper says 42.\n    expect: {last_tool_result_contains: \"42\"}\n")
+	write("helper.yaml", "replies:\n  - text: \"42\"\n")
 	write("approver.yaml", "replies:\n  - tool_calls: [{name: slow, arguments: {}}]\n  - text: approved and deployed\n")
 	write("agentrt.yaml", fmt.Sprintf(`store: %q
 lease_ttl: 2s
@@ -285,11 +287,15 @@ models:
   deployer: {provider: scripted, script: deployer.yaml}
   approver: {provider: scripted, script: approver.yaml}
   counter: {provider: scripted, script: counter.yaml}
+  manager: {provider: scripted, script: manager.yaml}
+  helper: {provider: scripted, script: helper.yaml}
 agents:
   talker: {model: talker}
   deployer: {model: deployer, tools: [slow]}
   approver: {model: approver, tools: [slow], approval: {ask: [slow]}}
   counter: {model: counter}
+  manager: {model: manager, tools: [helper]}
+  helper: {model: helper}
 `, dsn, addr, d.queue))
 	env := []string{"AGENTRT_JOURNAL=" + d.journal, "AGENTRT_RELEASE=" + d.release}
 	ready := regexp.MustCompile(`agentrt worker: stepping`)
@@ -501,6 +507,39 @@ func TestOnTemporal(t *testing.T) {
 		evs = d.watch("s3", evs[len(evs)-1].Seq, finished)
 		if last := evs[len(evs)-1]; !strings.Contains(string(last.Data), `"status":"done"`) {
 			t.Fatalf("after the approval the run ended %s", last.Data)
+		}
+	})
+
+	t.Run("a sub-agent's own workflow", func(t *testing.T) {
+		d.t = t
+		d.post("/v1/sessions", `{"id":"s5","agent":"manager"}`, nil)
+		if code := d.post("/v1/sessions/s5/messages", `{"text":"what is 6*7?"}`, nil); code != 202 {
+			t.Fatalf("message: %d", code)
+		}
+		evs := d.watch("s5", 0, finished)
+		var child struct {
+			ChildSession string `json:"child_session"`
+		}
+		final := ""
+		for _, e := range evs {
+			switch e.Type {
+			case "subagent_started":
+				_ = json.Unmarshal(e.Data, &child)
+			case "final":
+				final = string(e.Data)
+			}
+		}
+		if child.ChildSession == "" || !strings.Contains(final, "The helper says 42.") {
+			t.Fatalf("the delegation: child %q, final %s", child.ChildSession, final)
+		}
+		// The sub-agent's session was stepped by a workflow of its own.
+		page, err := d.tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId = %q", temporal.WorkflowID("default", child.ChildSession))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Executions) == 0 {
+			t.Errorf("no workflow for the sub-agent's session %s", child.ChildSession)
 		}
 	})
 

@@ -400,7 +400,9 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 	if cfg.Engine == config.EngineTemporal && opts.Worker {
 		rc.EngineName = config.EngineTemporal // the runs it steps are Temporal's
 	}
-	if cfg.Engine == config.EngineTemporal && !opts.Worker && !readOnly {
+	if cfg.Engine == config.EngineTemporal && !readOnly {
+		// agentrt serve hands its runs to the engine; a worker, which
+		// steps them, hands it the sub-agents' runs that start in a step.
 		if opts.Engine == nil {
 			return nil, errors.New(cfg.Problemf("engine", "engine: temporal needs the agentrt built with Temporal (the temporal module's: github.com/agentrt/agentrt/temporal/cmd/agentrt); this one runs runs in its own processes only").String())
 		}
