@@ -243,8 +243,8 @@ func (h *Run) interruptRun(reason string) {
 func (h *Run) Steer(text string, inputs []string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.finished {
-		return false
+	if h.finished || h.remote.Load() {
+		return false // a run handed to an engine takes no steering: the next turn answers it
 	}
 	h.steer = append(h.steer, session.InputSteered{Text: text, Inputs: inputs})
 	return true

@@ -760,6 +760,12 @@ type Temporal struct {
 	// TLS, when set, connects with TLS (mutual, with a client certificate
 	// and key; CA, when set, is the server's authority).
 	TLS *TemporalTLS `yaml:"tls,omitempty"`
+	// StepTimeout bounds one step (a model call, a batch of tool calls, a
+	// sub-agent's run): zero, an hour. HeartbeatTimeout is how long a
+	// step's worker may go unheard before the step is tried elsewhere:
+	// zero, 10s.
+	StepTimeout      Duration `yaml:"step_timeout,omitempty"`
+	HeartbeatTimeout Duration `yaml:"heartbeat_timeout,omitempty"`
 }
 
 // TemporalTLS are the files of a TLS connection to Temporal.

@@ -511,6 +511,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				field{"address", d.str(&t.Address)},
 				field{"namespace", d.str(&t.Namespace)},
 				field{"task_queue", d.str(&t.TaskQueue)},
+				field{"step_timeout", d.duration(&t.StepTimeout)},
+				field{"heartbeat_timeout", d.duration(&t.HeartbeatTimeout)},
 				field{"tls", func(n *yaml.Node, path string) {
 					t.TLS = &TemporalTLS{}
 					d.mapping(n, path,

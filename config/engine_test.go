@@ -17,12 +17,14 @@ temporal:
   address: temporal:7233
   namespace: agents
   task_queue: q
+  step_timeout: 30m
+  heartbeat_timeout: 5s
   tls: {cert: c.pem, key: k.pem, ca: ca.pem, server_name: temporal.internal}
 `), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Temporal{Address: "temporal:7233", Namespace: "agents", TaskQueue: "q",
+	want := Temporal{Address: "temporal:7233", Namespace: "agents", TaskQueue: "q", StepTimeout: Duration(30 * 60e9), HeartbeatTimeout: Duration(5e9),
 		TLS: &TemporalTLS{Cert: "c.pem", Key: "k.pem", CA: "ca.pem", ServerName: "temporal.internal"}}
 	if c.Engine != EngineTemporal || !cmp.Equal(c.Temporal, want) {
 		t.Errorf("engine %q, temporal %+v", c.Engine, c.Temporal)

@@ -280,7 +280,7 @@ func deploy(t *testing.T) *deployment {
 lease_ttl: 2s
 control_poll: 100ms
 engine: temporal
-temporal: {address: %q, task_queue: %q}
+temporal: {address: %q, task_queue: %q, heartbeat_timeout: 3s}
 server: {shutdown_grace: 1s}
 models:
   talker: {provider: scripted, script: talker.yaml}

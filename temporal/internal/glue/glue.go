@@ -37,7 +37,9 @@ func RunWorker(ctx context.Context, a *app.App) error {
 		return err
 	}
 	defer c.Close()
-	w, err := temporal.NewWorker(c, a.Config.Temporal.TaskQueue, a.Runner, temporal.Options{})
+	t := a.Config.Temporal
+	w, err := temporal.NewWorker(c, t.TaskQueue, a.Runner, temporal.Options{StepTimeout: t.StepTimeout.Std(), HeartbeatTimeout: t.HeartbeatTimeout.Std(),
+		Heartbeat: t.HeartbeatTimeout.Std() / 5})
 	if err != nil {
 		return err
 	}
