@@ -404,7 +404,7 @@ func Build(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err e
 		// agentrt serve hands its runs to the engine; a worker, which
 		// steps them, hands it the sub-agents' runs that start in a step.
 		if opts.Engine == nil {
-			return nil, errors.New(cfg.Problemf("engine", "engine: temporal needs the agentrt built with Temporal (the temporal module's: github.com/agentrt/agentrt/temporal/cmd/agentrt); this one runs runs in its own processes only").String())
+			return nil, errors.New(cfg.Problemf("engine", "temporal needs the agentrt built with Temporal (the temporal module's: github.com/agentrt/agentrt/temporal/cmd/agentrt); this agentrt runs every run in its own process").String())
 		}
 		eng, closeEng, err := opts.Engine(ctx, cfg)
 		if err != nil {
