@@ -532,7 +532,7 @@ func (r *Runner) Close(ctx context.Context) error {
 		return &Error{Kind: FailState, Code: CodeClosed, Msg: "runs that ignored their cancellation were left behind at shutdown"}
 	}
 	r.stepping.closeAll()
-	r.remote.stop() // the runs handed to the engine go on there
+	r.remote.close() // the runs handed to the engine go on there
 	done := make(chan struct{})
 	go func() {
 		r.reg.uses.Wait()

@@ -42,9 +42,20 @@ type Drive struct {
 // remotes are the runs of this runner handed to its engine, which their
 // handles follow through the store until they end.
 type remotes struct {
-	ctx  context.Context // ended by Close: the follows stop, the runs go on
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	ctx    context.Context // ended by Close: the follows stop, the runs go on
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool // guarded by mu: no goroutine starts once Close waits for them
+	wg     sync.WaitGroup
+}
+
+// close stops the follows and refuses new ones; wg.Wait then waits for
+// those in progress.
+func (rm *remotes) close() {
+	rm.mu.Lock()
+	rm.closed = true
+	rm.mu.Unlock()
+	rm.cancel()
 }
 
 // handOff hands x's run to the engine: its pending events (run_started,
@@ -105,8 +116,11 @@ func (r *Runner) handOff(ctx context.Context, x *Exec) {
 	}()
 }
 
+// enter counts a goroutine of the follows, unless they are closed.
 func (rm *remotes) enter() bool {
-	if rm.ctx.Err() != nil {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	if rm.closed {
 		return false
 	}
 	rm.wg.Add(1)
@@ -183,8 +197,12 @@ func (r *Runner) controlRemote(h *Run) {
 	if h.remoteControl.Swap(true) {
 		return
 	}
-	ctx := session.WithTenant(context.WithoutCancel(r.remote.ctx), h.tenant)
-	r.remote.wg.Add(1)
+	// Close ends the wait for the run to stop (the request, once made,
+	// stays recorded and takes effect all the same).
+	ctx := session.WithTenant(r.remote.ctx, h.tenant)
+	if !r.remote.enter() {
+		return // closing: the request is not made
+	}
 	go func() {
 		defer r.remote.wg.Done()
 		var err error

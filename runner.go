@@ -188,7 +188,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if n, ok := cfg.Engine.(interface{ Name() string }); ok && r.engineName == "" {
 		r.engineName = n.Name()
 	}
-	r.remote.ctx, r.remote.stop = context.WithCancel(context.Background())
+	r.remote.ctx, r.remote.cancel = context.WithCancel(context.Background())
 	r.revive = newReviver(r)
 	r.leaser, _ = cfg.Store.(session.Leaser)
 	r.follower, _ = cfg.Store.(session.Follower)
