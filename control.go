@@ -117,8 +117,8 @@ func (r *Runner) currentRun(ctx context.Context, sess *session.Session) (string,
 	return "", nil
 }
 
-func (r *Runner) requestControl(ctx context.Context, id, runID string, kind session.ControlKind, reason string) (*ControlOutcome, error) {
-	c := session.Control{ID: "ctl_" + r.newID(), Kind: kind, Reason: reason, By: ActorOf(ctx), At: r.now().UTC(), RunID: runID}
+func (r *Runner) requestControl(ctx context.Context, id, runID string, kind session.ControlKind, reason string, inputs ...string) (*ControlOutcome, error) {
+	c := session.Control{ID: "ctl_" + r.newID(), Kind: kind, Reason: reason, By: ActorOf(ctx), At: r.now().UTC(), RunID: runID, Inputs: inputs}
 	k := keyOf(ctx, id)
 	var (
 		asked bool  // c was handed to a run, here or elsewhere
@@ -334,7 +334,7 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 		why += ": " + c.Reason
 	}
 	if c.Kind == session.ControlInterrupt {
-		x.endInterrupted(cmpOr(c.Reason, "interrupted"))
+		x.endInterruptedBy(cmpOr(c.Reason, "interrupted"), c.Inputs)
 	} else {
 		x.withdrawRequests("the run was canceled (" + why + ")")
 		e := &Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the run was canceled (" + why + ")"}
@@ -366,7 +366,7 @@ func (h *Run) applyControl(c session.Control) {
 		}
 	}
 	if c.Kind == session.ControlInterrupt {
-		h.Interrupt(cmpOr(c.Reason, "interrupted")) // a held session stops too
+		h.InterruptFor(cmpOr(c.Reason, "interrupted"), c.Inputs) // a held session stops too
 		return
 	}
 	msg := "the run was canceled"
@@ -404,7 +404,11 @@ func (x *Exec) withdrawRequests(why string) {
 // pending requests are withdrawn, the calls of the batch without a result
 // are answered (not run, or, for one its stopped process was running, of
 // unknown outcome), then an interrupted event and run_finished.
-func (x *Exec) endInterrupted(reason string) {
+func (x *Exec) endInterrupted(reason string) { x.endInterruptedBy(reason, nil) }
+
+// endInterruptedBy is endInterrupted by newer input: inputs, besides those
+// the run's handle was given (Run.InterruptFor).
+func (x *Exec) endInterruptedBy(reason string, inputs []string) {
 	x.withdrawRequests("the turn was interrupted (" + reason + ")")
 	for i := range x.st.Calls {
 		c := x.st.Calls[i]
@@ -417,10 +421,14 @@ func (x *Exec) endInterrupted(reason string) {
 		}
 		emit(x, session.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Error: msg})
 	}
-	var by []string
+	by := slices.Clone(inputs)
 	if h := x.handle; h != nil {
 		h.mu.Lock()
-		by = slices.Clone(h.interruptBy)
+		for _, in := range h.interruptBy {
+			if !slices.Contains(by, in) {
+				by = append(by, in)
+			}
+		}
 		h.mu.Unlock()
 	}
 	ev := session.Interrupted{Reason: reason, Inputs: by, MergedInputs: len(by)}

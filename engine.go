@@ -2,6 +2,8 @@ package agentrt
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 
 	"github.com/agentrt/agentrt/session"
@@ -77,11 +79,16 @@ func (r *Runner) handOff(ctx context.Context, x *Exec) {
 		}
 	}
 	d := Drive{Tenant: x.key.tenant, SessionID: x.st.SessionID, Agent: x.st.Agent, RunID: x.st.RunID, Why: why}
-	h.mu.Lock()
-	after := h.after
-	h.mu.Unlock()
-	err := x.Commit(ctx)
+	err := x.Commit(ctx) // which yields its events to a caller that reads them
+	if err == nil && x.stopped && x.st.Status == session.StatusRunning {
+		// The caller stopped reading at the first events: the run ends
+		// here, canceled, as leaving Runner.Run's loop ends a run here.
+		x.fail(ctx, &Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the caller stopped reading events"})
+		r.finish(x)
+		return
+	}
 	d.Seq = x.st.Seq
+	after := d.Seq
 	r.letGoOf(x)
 	if err == nil {
 		err = r.engine.Drive(context.WithoutCancel(ctx), d)
@@ -99,8 +106,8 @@ func (r *Runner) handOff(ctx context.Context, x *Exec) {
 	stop := func() { r.controlRemote(h) }
 	h.onControl.Store(&stop)
 	h.remote.Store(true)
-	if h.interrupted() != "" || ctx.Err() != nil {
-		r.controlRemote(h) // asked before the hand-over
+	if h.interrupted() != "" || ctx.Err() != nil && !errors.Is(context.Cause(ctx), errHandedOver) {
+		r.controlRemote(h) // asked before the hand-over (not Shutdown's: the run goes on in the engine)
 	}
 	if yield != nil {
 		r.followRemote(ctx, h, d, after, yield)
@@ -160,7 +167,11 @@ func (r *Runner) followRemote(ctx context.Context, h *Run, d Drive, after int64,
 		}
 		mine := e.RunID == d.RunID
 		if yield != nil && (mine || e.Seq == 0) && !yield(e, nil) {
-			yield = nil // the caller stopped reading; the run goes on
+			// The caller stopped reading: the run is canceled, as
+			// leaving Runner.Run's loop cancels a run here.
+			h.CancelCause(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the caller stopped reading events"})
+			h.giveUp(&Error{Kind: FailCanceled, Code: CodeCanceled, Msg: "the caller stopped reading events"})
+			return
 		}
 		if !mine {
 			continue
@@ -191,10 +202,22 @@ func (r *Runner) followRemote(ctx context.Context, h *Run, d Drive, after int64,
 }
 
 // controlRemote acts on a Cancel or an Interrupt of h, a run handed to
-// the engine: as a control request through the store, which the process
-// stepping it acts on (or this one, between its steps).
+// the engine: as a control request for h's run through the store, which
+// the process stepping it acts on (or this one, between its steps). One
+// interruption and one cancellation at most (a cancellation after an
+// interruption is the request that wins, as for a run here); none once h
+// has ended — a late one must not stop the session's next run.
 func (r *Runner) controlRemote(h *Run) {
-	if h.remoteControl.Swap(true) {
+	h.mu.Lock()
+	done := h.finished
+	inputs := slices.Clone(h.interruptBy)
+	h.mu.Unlock()
+	reason := h.interrupted()
+	kind, flag := session.ControlCancel, &h.remoteCancel
+	if reason != "" && !h.remoteControl.Load() {
+		kind, flag = session.ControlInterrupt, &h.remoteControl
+	}
+	if done || flag.Swap(true) {
 		return
 	}
 	// Close ends the wait for the run to stop (the request, once made,
@@ -205,13 +228,12 @@ func (r *Runner) controlRemote(h *Run) {
 	}
 	go func() {
 		defer r.remote.wg.Done()
-		var err error
-		if reason := h.interrupted(); reason != "" {
-			_, err = r.Interrupt(ctx, h.sessionID, reason)
-		} else {
-			_, err = r.CancelRun(ctx, h.sessionID, h.ID(), "the run was canceled")
+		if kind == session.ControlCancel {
+			reason = "the run was canceled"
+			inputs = nil
 		}
-		if err != nil && AsError(err).ErrorCode() != CodeNotRunning {
+		_, err := r.requestControl(ctx, h.sessionID, h.ID(), kind, reason, inputs...)
+		if err != nil && AsError(err).ErrorCode() != CodeNotRunning && ctx.Err() == nil {
 			h.setErr(err)
 		}
 	}()

@@ -263,6 +263,7 @@ func (r *Runner) startTurn(ctx context.Context, id string, in Input, detached bo
 type resumeOf struct {
 	recovering bool
 	stalled    *stalledRun
+	waiting    bool // only a waiting run (BeginResume: an engine's expiry)
 }
 
 // startResume begins a resumption: run_resumed emitted, or, for a session
@@ -278,6 +279,10 @@ func (r *Runner) startResume(ctx context.Context, id string, detached bool, how 
 	}
 	h := x.handle
 	st := x.st
+	if how.waiting && st.Status != session.StatusWaiting {
+		return r.abandon(x, &Error{Kind: FailState, Code: CodeNothingToResume,
+			Msg: fmt.Sprintf("session %q is %s, not waiting: nothing of its requests to expire", id, st.Status)})
+	}
 	var reason string
 	switch st.Status {
 	case session.StatusRunning:

@@ -49,7 +49,7 @@ type Run struct {
 	// remote: the run was handed to the runner's engine (engine.go), and
 	// the handle follows it; remoteControl: a control request was made
 	// for it.
-	remote, remoteControl atomic.Bool
+	remote, remoteControl, remoteCancel atomic.Bool
 
 	mu sync.Mutex
 	// id and after are the run's id and the session's last seq before

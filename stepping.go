@@ -113,11 +113,12 @@ func (r *Runner) LetGo(ctx context.Context, id string) {
 // (run_resumed; the default decisions of its requests that expired) and
 // returns the state without running it, as Begin does for a turn, for
 // callers that drive the run with Step or StepSession: an engine whose
-// timer says a request's deadline passed. A session that still waits for
-// a person is an error of code waiting; one with nothing to resume,
-// nothing_to_resume.
+// timer says a request's deadline passed. Only a waiting run is resumed:
+// one that still waits for a person (a request not expired) is an error
+// of code waiting; any other — running, or stopped by a person meanwhile
+// — is nothing_to_resume, and is left as it is.
 func (r *Runner) BeginResume(ctx context.Context, id string) (*State, error) {
-	x, rctx, err := r.startResume(ctx, id, true, resumeOf{})
+	x, rctx, err := r.startResume(ctx, id, true, resumeOf{waiting: true})
 	if err != nil {
 		return nil, err
 	}

@@ -625,6 +625,9 @@ type Control struct {
 	// RunID, when set, names the run the request is for: a run of
 	// another id (the session's next) does not act on it.
 	RunID string `json:"run_id,omitempty"`
+	// Inputs, for an interruption by newer input, are those inputs (the
+	// gateway's inbox inputs), which the run's interrupted event records.
+	Inputs []string `json:"inputs,omitempty"`
 }
 
 func (*RunStarted) EventType() Type    { return TypeRunStarted }

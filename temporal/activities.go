@@ -34,23 +34,31 @@ type Activities struct {
 // again; one in flight follows the tool's idempotency: see the agentrt
 // docs). A session whose run does not run any more (stopped by a person,
 // or waiting for one) is no error: its status says so.
+//
+// The step does not end with the activity's context: a worker that stops
+// (its Stop, a rolling restart) or a heartbeat Temporal missed cancels
+// the activity, not the run — the step finishes here and commits, fenced
+// by its lease, and a retry elsewhere goes on from the log once the lease
+// is free. People stop a run with a control request (Runner.Cancel,
+// Runner.Interrupt), which reaches the step through the store.
 func (a *Activities) Step(ctx context.Context, in StepInput) (StepResult, error) {
 	ctx = session.WithTenant(ctx, in.Tenant)
+	sctx := context.WithoutCancel(ctx)
 	stop := a.heartbeat(ctx)
-	events, err := a.Runner.StepSession(ctx, in.SessionID)
-	a.Runner.LetGo(ctx, in.SessionID)
+	events, err := a.Runner.StepSession(sctx, in.SessionID)
+	a.Runner.LetGo(sctx, in.SessionID)
 	stop()
 	if err != nil {
-		return a.stepError(ctx, in, err)
+		return a.stepError(sctx, in, err)
 	}
-	return a.result(ctx, in, events)
+	return a.result(sctx, in, events)
 }
 
 // Resume continues a run whose requests' deadline passed (their default
 // decisions recorded), for the next steps; a run still waiting (answered
 // meanwhile, or not yet expired) says so.
 func (a *Activities) Resume(ctx context.Context, in StepInput) (StepResult, error) {
-	ctx = session.WithTenant(ctx, in.Tenant)
+	ctx = session.WithTenant(context.WithoutCancel(ctx), in.Tenant)
 	_, err := a.Runner.BeginResume(ctx, in.SessionID)
 	a.Runner.LetGo(ctx, in.SessionID)
 	if err != nil {
@@ -106,6 +114,20 @@ func (a *Activities) result(ctx context.Context, in StepInput, events []*session
 		return StepResult{}, err
 	}
 	res.Status, res.Seq, res.RunID = st.Status, st.Seq, st.RunID
+	if st.Status == session.StatusWaiting && len(st.Requests) == 0 {
+		// Its requests expired as the step loaded it (their default
+		// decisions recorded): the run goes on.
+		if _, err := a.Runner.BeginResume(ctx, in.SessionID); err != nil {
+			a.Runner.LetGo(ctx, in.SessionID)
+			if c := agentrt.AsError(err).ErrorCode(); c != agentrt.CodeNothingToResume && c != agentrt.CodeWaiting {
+				return StepResult{}, err
+			}
+			return a.result(ctx, in, nil)
+		}
+		a.Runner.LetGo(ctx, in.SessionID)
+		res.Status, res.Next = session.StatusRunning, "model call"
+		return res, nil
+	}
 	for _, q := range st.Requests {
 		if q.Expires != nil && (res.Deadline == nil || q.Expires.Before(*res.Deadline)) {
 			t := *q.Expires

@@ -1,6 +1,8 @@
 package temporal
 
 import (
+	"time"
+
 	"github.com/agentrt/agentrt"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -19,10 +21,15 @@ func NewWorker(c client.Client, queue string, r *agentrt.Runner, o Options) (wor
 	if queue == "" {
 		queue = DefaultTaskQueue
 	}
-	w := worker.New(c, queue, worker.Options{})
+	// A worker that stops lets the steps in flight finish (they are not
+	// canceled: see Activities.Step) for this long before it goes.
+	w := worker.New(c, queue, worker.Options{WorkerStopTimeout: stopGrace})
 	Register(w, r, o)
 	return w, nil
 }
+
+// stopGrace is how long a stopping worker waits for its steps in flight.
+const stopGrace = time.Minute
 
 // Register registers the session workflow and its activities, stepping
 // through r, with w (a worker, or a test's environment).

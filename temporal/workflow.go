@@ -10,8 +10,8 @@ import (
 )
 
 // StepInput is what a step activity is given: the session, and the run
-// the workflow steps (a step of another run — one that began since — is
-// not taken: see StepResult.Status).
+// the workflow steps (for the UI and the logs: a session's one workflow
+// steps whatever run the session has).
 type StepInput struct {
 	Tenant    string `json:"tenant"`
 	SessionID string `json:"session_id"`
@@ -58,6 +58,11 @@ func (o Options) heartbeatTimeout() time.Duration {
 	}
 	return 10 * time.Second
 }
+
+// expiryRetry is the least a workflow waits for a deadline: one that
+// passed by Temporal's clock and not yet by the store's is asked about
+// again after it, not in a loop.
+const expiryRetry = 2 * time.Second
 
 // maxTurnSteps bounds the steps of one workflow run: a run whose agent
 // goes on longer (an agent without a round limit) continues as new
@@ -130,7 +135,10 @@ func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
 		if res.Deadline != nil {
 			tctx, cancel := workflow.WithCancel(ctx)
 			cancelTimer = cancel
-			sel.AddFuture(workflow.NewTimer(tctx, max(res.Deadline.Sub(workflow.Now(ctx)), time.Millisecond)), func(workflow.Future) {
+			// A deadline passed already by this clock waits a moment all
+			// the same: the store's clock (the workers') may lag, and a
+			// request it does not see expired yet is asked about again.
+			sel.AddFuture(workflow.NewTimer(tctx, max(res.Deadline.Sub(workflow.Now(ctx)), expiryRetry)), func(workflow.Future) {
 				expired = true
 			})
 		}

@@ -82,7 +82,7 @@ func testControlForOwner(t *testing.T, s session.Store, l session.Leaser, ctl se
 	if err := ctl.RequestControl(t.Context(), "s1", a, later); err != nil {
 		t.Fatalf("RequestControl again: %v", err)
 	}
-	if got := controls(t, ctl, "a"); len(got) != 1 || got[0].Control != later {
+	if got := controls(t, ctl, "a"); len(got) != 1 || !cmp.Equal(got[0].Control, later) {
 		t.Errorf("Controls after a second request = %+v, want only it", got)
 	}
 	// The request leaves the session's lease and log alone.
