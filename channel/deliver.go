@@ -91,8 +91,8 @@ func (h *Hub) deliver(ctx context.Context, it session.OutboxItem) bool {
 	ref, err := h.send(tctx, b, to, it)
 	cancel()
 	if err == nil {
-		h.delivered.Add(1)
 		h.settle(ctx, it, session.OutboxSettle{Sent: true, Ref: ref})
+		h.delivered.Add(1) // counted once marked sent
 		return true
 	}
 	var se *SendError
