@@ -56,6 +56,7 @@ const (
 	CodeWaiting         = "waiting"           // the session waits for a person
 	CodeNothingToResume = "nothing_to_resume" // the session has no run to continue
 	CodeNotRunning      = "not_running"       // the session has no run in progress
+	CodeNotHeld         = "not_held"          // a tool call not waiting to run in this process (RunCall)
 	CodeSignalInterrupt = "sigint"            // the run was stopped by Ctrl-C (ErrSignalInterrupt)
 	CodeEndNotStored    = "end_not_stored"    // the run stopped without storing how it ended
 	CodeCrashLoop       = "crash_loop"        // resumed too often without progress

@@ -77,6 +77,10 @@ type execRun struct {
 	// background: the run goes on in the background (Runner.background),
 	// and this process resumes it if the store refuses its write.
 	background bool
+	// deferCalls: CallTools leaves its runnable calls to RunCall
+	// (StepSessionCalls), in deferred.
+	deferCalls bool
+	deferred   *callBatch
 	// ran are the attempts of the calls whose results are pending, not
 	// yet committed; inHand the results a failed commit could not
 	// store, which a revival of the run records (revive.go).

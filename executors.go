@@ -604,6 +604,9 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	for _, q := range asks {
 		emit(x, q)
 	}
+	if x.deferCalls && x.deferJobsOf(ctx, info, jobs) {
+		return nil
+	}
 	for i := range jobs {
 		j := &jobs[i]
 		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule, Blocked: j.block}
@@ -659,6 +662,44 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 		return nil
 	}
 	return x.runJobs(ctx, info, slices.Clone(jobs))
+}
+
+// deferJobsOf leaves the runnable calls of jobs to RunCall (see
+// StepSessionCalls), answering the blocked ones now, and reports whether
+// it did: not when none would run, nor for a batch that delegates.
+func (x *Exec) deferJobsOf(ctx context.Context, info HookInfo, jobs []toolJob) bool {
+	runnable := 0
+	for _, j := range jobs {
+		if x.isSubagentJob(j) {
+			return false
+		}
+		if j.block == "" {
+			runnable++
+		}
+	}
+	if runnable == 0 {
+		return false
+	}
+	run := make([]toolJob, 0, runnable)
+	for _, j := range jobs {
+		if j.block == "" {
+			run = append(run, j)
+			continue
+		}
+		emit(x, session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule, Blocked: j.block, Attempt: attemptOf(j)})
+		o := x.runTool(ctx, info, j)
+		emit(x, o.res)
+	}
+	x.deferJobs(info, run)
+	return true
+}
+
+// attemptOf is the attempt a tool_call records: none for the first.
+func attemptOf(j toolJob) int {
+	if j.attempt > 1 {
+		return j.attempt
+	}
+	return 0
 }
 
 // isSubagentJob reports whether j delegates to a sub-agent, or to an

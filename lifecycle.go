@@ -530,7 +530,7 @@ func (r *Runner) stepChecked(ctx context.Context, x *Exec) error {
 	if err != nil {
 		return err
 	}
-	if x.st.Status == session.StatusRunning && x.st.Seq == before {
+	if x.st.Status == session.StatusRunning && x.st.Seq == before && x.deferred == nil {
 		return &Error{Kind: FailPolicy, Code: CodeNoProgress,
 			Msg: fmt.Sprintf("the policy chose %s, which changed nothing; it would choose it again forever", ins.Kind)}
 	}

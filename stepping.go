@@ -38,6 +38,11 @@ type hold struct {
 	st    *State
 	busy  bool        // a step is in progress; guarded by stepping.mu
 	idle  *time.Timer // lets go of the session when no step comes; guarded by stepping.mu
+	// deferCalls: the step under way leaves its tool calls to RunCall
+	// (StepSessionCalls); batch, the calls it left (guarded by
+	// stepping.mu), while they run — the hold busy meanwhile.
+	deferCalls bool
+	batch      *callBatch
 }
 
 // Begin commits the start of a turn (run_started) and returns the state
@@ -297,6 +302,7 @@ func (r *Runner) execOf(hd *hold) *Exec {
 // step, or ends it if it stopped.
 func (r *Runner) stepHeld(ctx context.Context, hd *hold) ([]*session.Event, error) {
 	x := r.execOf(hd)
+	x.deferCalls, hd.deferCalls = hd.deferCalls, false
 	var out []*session.Event
 	x.yield = func(e *session.Event, err error) bool {
 		if e != nil && e.Seq != 0 {
@@ -315,6 +321,23 @@ func (r *Runner) stepHeld(ctx context.Context, hd *hold) ([]*session.Event, erro
 	stop()
 	cancel(nil)
 	hd.h.mu.Lock()
+	failed := hd.h.err != nil
+	hd.h.mu.Unlock()
+	if b := x.deferred; b != nil && x.st.Status == session.StatusRunning && !x.dirty && !failed {
+		// Its tool calls are left to RunCall: the session stays busy
+		// until they end (callBatch.end ends the step).
+		x.deferred, x.yield = nil, nil
+		r.holdBatch(hd, x, b)
+		return out, nil
+	}
+	x.deferred = nil
+	return out, r.endStep(hd, x)
+}
+
+// endStep ends a step of the held run hd: it keeps the run for the next
+// step, or ends it if it stopped (or its step failed, which it returns).
+func (r *Runner) endStep(hd *hold, x *Exec) error {
+	hd.h.mu.Lock()
 	err := hd.h.err
 	hd.h.mu.Unlock()
 	if re := AsError(err); err != nil && re.Kind != FailStore && re.Code != CodeLeaseLost {
@@ -323,13 +346,13 @@ func (r *Runner) stepHeld(ctx context.Context, hd *hold) ([]*session.Event, erro
 	if x.st.Status != session.StatusRunning || x.dirty || err != nil {
 		r.stepping.drop(hd)
 		r.finish(x)
-		return out, err
+		return err
 	}
 	hd.st = x.st
 	x.handle, x.lease, x.topic = nil, nil, nil
 	r.putExec(x)
 	r.stepping.put(r, hd)
-	return out, nil
+	return nil
 }
 
 // drop forgets hd, whose run ends.
@@ -339,4 +362,27 @@ func (s *stepping) drop(hd *hold) {
 		delete(s.holds, hd.key)
 	}
 	s.mu.Unlock()
+}
+
+// LetGoAll lets go of every session this runner holds between steps, as
+// LetGo does, the tool calls of a batch that no RunCall claimed given up
+// first: a worker that stops taking work (its engine's worker stopped)
+// leaves its sessions to the next step, anywhere, at once. A session
+// whose step or tool call is in progress is left to it.
+func (r *Runner) LetGoAll() {
+	r.stepping.mu.Lock()
+	hs := make([]*hold, 0, len(r.stepping.holds))
+	for _, hd := range r.stepping.holds {
+		hs = append(hs, hd)
+	}
+	r.stepping.mu.Unlock()
+	for _, hd := range hs {
+		r.stepping.mu.Lock()
+		b := hd.batch
+		r.stepping.mu.Unlock()
+		if b != nil {
+			b.giveUp()
+		}
+		r.stepping.letGo(r, hd, false)
+	}
 }

@@ -1,0 +1,281 @@
+package agentrt
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/session"
+)
+
+// Running a batch's tool calls one by one (StepSessionCalls, RunCall):
+// for an engine that gives each tool call a unit of work of its own (an
+// activity) — its own timeout, heartbeats, retries and line in the
+// engine's UI — instead of a step that runs the whole batch.
+//
+// The step that comes to a batch of tool calls decides them as CallTools
+// does (approvals, standing decisions, hooks; the blocked ones get their
+// failed result at once) and leaves the calls to run held in this
+// process: the session stays leased here, busy, as during a step. Each
+// RunCall then announces its call (tool_call, committed before the tool
+// runs, as CallTools does), runs it — concurrently with the others, in
+// the run's context, so that a cancellation reaches it — and commits its
+// result. Once every call has an outcome the batch is over, and the
+// session is held for its next step as after any step; a run canceled or
+// interrupted meanwhile stops there, as it would after CallTools.
+//
+// A call that no RunCall claims within a lease TTL (its engine gave it to
+// a process that died, or chose to step the session elsewhere) is given
+// up: it was never announced, so the session's next step runs it by the
+// usual rules. Sub-agents and tools that delegate run in the step, as
+// ever: they report to the run while they go.
+
+// DeferredCall is a tool call a step left for RunCall.
+type DeferredCall struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Attempt int    `json:"attempt,omitempty"`
+}
+
+// CallOutcome is what a call RunCall ran came to, in short (the result
+// is in the session's log).
+type CallOutcome struct {
+	// Ran: the tool ran and its result is stored. False for a call the
+	// run stopped before it began, or whose tool was canceled with the
+	// run before it had an outcome.
+	Ran   bool   `json:"ran"`
+	OK    bool   `json:"ok,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// callBatch is the tool calls of a step left for RunCall, held with their
+// session's hold (hold.batch).
+type callBatch struct {
+	hd   *hold
+	info HookInfo
+	ctx  context.Context // the run's (the hold's), canceled also by a failed commit
+	stop context.CancelCauseFunc
+	give func() bool // stops the AfterFunc that gives up unclaimed calls when ctx ends
+
+	mu      sync.Mutex
+	x       *Exec // the run's; used under mu only
+	jobs    []toolJob
+	state   []callState
+	running int
+	err     error // a commit failed: the step fails with it once the calls end
+	timer   *time.Timer
+	over    bool
+}
+
+type callState uint8
+
+const (
+	callWaiting callState = iota
+	callRunning
+	callDone
+	callGivenUp
+)
+
+// StepSessionCalls is StepSession, except that a step whose instruction
+// is a batch of tool calls leaves the calls to run (those that are not
+// blocked, rejected or denied: they are answered in the step) for
+// RunCall, which runs each one, and returns them. A batch that delegates
+// to a sub-agent or to a tool of tool.Meta.Delegates runs in the step.
+func (r *Runner) StepSessionCalls(ctx context.Context, id string) ([]*session.Event, []DeferredCall, error) {
+	hd, err := r.holdFor(ctx, id, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	hd.deferCalls = true
+	events, err := r.stepHeld(ctx, hd)
+	if err != nil {
+		return events, nil, err
+	}
+	r.stepping.mu.Lock()
+	b := hd.batch
+	r.stepping.mu.Unlock()
+	if b == nil {
+		return events, nil, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	calls := make([]DeferredCall, 0, len(b.jobs))
+	for i, j := range b.jobs {
+		if b.state[i] == callWaiting {
+			calls = append(calls, DeferredCall{ID: j.call.ID, Name: j.call.Name, Attempt: j.attempt})
+		}
+	}
+	return events, calls, nil
+}
+
+// RunCall runs the tool call callID of session id (of ctx's tenant), left
+// by this runner's StepSessionCalls: it announces the call, runs the tool
+// and commits its result. The tool's context ends with ctx or with the
+// run (a cancellation). A call this runner does not hold — its step ran
+// elsewhere, another RunCall took it, or it was given up — is an error
+// of code not_held: the session's next step, anywhere, runs it if it has
+// to.
+func (r *Runner) RunCall(ctx context.Context, id, callID string) (CallOutcome, error) {
+	k := keyOf(ctx, id)
+	r.stepping.mu.Lock()
+	var b *callBatch
+	if hd := r.stepping.holds[k]; hd != nil {
+		b = hd.batch
+	}
+	r.stepping.mu.Unlock()
+	notHeld := &Error{Kind: FailState, Code: CodeNotHeld,
+		Msg: fmt.Sprintf("tool call %s of session %s is not waiting to run in this process (its step ran elsewhere, or the call was run or given up)", callID, id)}
+	if b == nil {
+		return CallOutcome{}, notHeld
+	}
+	b.mu.Lock()
+	i := -1
+	for n, j := range b.jobs {
+		if j.call.ID == callID && b.state[n] == callWaiting {
+			i = n
+		}
+	}
+	if i < 0 {
+		b.mu.Unlock()
+		return CallOutcome{}, notHeld
+	}
+	if b.err != nil || b.ctx.Err() != nil {
+		// The run stops (or its store failed): the call is not begun.
+		b.state[i] = callGivenUp
+		b.end()
+		b.mu.Unlock()
+		return CallOutcome{}, nil
+	}
+	j := b.jobs[i]
+	b.state[i], b.running = callRunning, b.running+1
+	x := b.x
+	tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule}
+	if j.attempt > 1 {
+		tc.Attempt = j.attempt
+	}
+	emit(x, tc)
+	err := x.Commit(ctx)
+	if err == nil {
+		// The calls are side effects: only the session's owner may make them.
+		err = x.lease.check(ctx)
+	}
+	if err != nil {
+		b.fail(err)
+		b.state[i], b.running = callGivenUp, b.running-1
+		b.end()
+		b.mu.Unlock()
+		return CallOutcome{}, err
+	}
+	b.mu.Unlock()
+
+	tctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(b.ctx, func() { cancel(context.Cause(b.ctx)) })
+	o := x.runTool(tctx, b.info, j)
+	stop()
+	cancel(nil)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := CallOutcome{}
+	switch {
+	case o.canceled:
+		// Canceled with the run before it had an outcome: nothing to
+		// store; the run stops.
+	case b.err != nil:
+		if storeRefusal(b.err) {
+			x.holdResult(o.res, o.attempt) // for a revival here (revive.go)
+		}
+		err = b.err
+	default:
+		emit(x, o.res)
+		x.ranCall(o.res.CallID, o.attempt)
+		cctx, ccancel := afterEnd(ctx)
+		if err = x.Commit(cctx); err != nil {
+			b.fail(err)
+		} else {
+			out = CallOutcome{Ran: true, OK: o.res.OK, Error: preview(o.res.Error)}
+		}
+		ccancel()
+	}
+	b.state[i], b.running = callDone, b.running-1
+	b.end()
+	return out, err
+}
+
+// deferCalls leaves jobs, runnable calls CallTools decided, to RunCall:
+// the step ends with them held (see stepHeld).
+func (x *Exec) deferJobs(info HookInfo, jobs []toolJob) {
+	x.deferred = &callBatch{info: info, jobs: jobs, state: make([]callState, len(jobs))}
+}
+
+// holdBatch keeps b, the calls x's step left, with hd: the session stays
+// busy until every call has an outcome or is given up.
+func (r *Runner) holdBatch(hd *hold, x *Exec, b *callBatch) {
+	b.hd, b.x = hd, x
+	b.ctx, b.stop = context.WithCancelCause(hd.ctx)
+	r.stepping.mu.Lock()
+	hd.batch = b
+	r.stepping.mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Calls nobody claims are given up after a lease TTL, or at once when
+	// the run stops (a cancellation, Close).
+	b.timer = time.AfterFunc(r.leaseTTL, b.giveUp)
+	b.give = context.AfterFunc(b.ctx, b.giveUp)
+}
+
+// giveUp gives up the calls not claimed yet.
+func (b *callBatch) giveUp() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.state {
+		if b.state[i] == callWaiting {
+			b.state[i] = callGivenUp
+		}
+	}
+	b.end()
+}
+
+// fail records a failed commit: the calls still running are canceled.
+// The caller holds mu.
+func (b *callBatch) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+	b.stop(err)
+}
+
+// end ends the batch once every call has an outcome or was given up: the
+// step it belongs to ends as stepHeld ends a step. The caller holds mu.
+func (b *callBatch) end() {
+	if b.over || b.running > 0 {
+		return
+	}
+	for _, s := range b.state {
+		if s == callWaiting {
+			return
+		}
+	}
+	b.over = true
+	b.timer.Stop()
+	b.give()
+	x, hd, r := b.x, b.hd, b.x.r
+	r.stepping.mu.Lock()
+	hd.batch = nil
+	r.stepping.mu.Unlock()
+	ctx, cancel := afterEnd(hd.ctx)
+	defer cancel()
+	err := b.err
+	if err == nil && x.st.Status == session.StatusRunning && len(x.st.Calls) == 0 {
+		err = x.checkLoops() // the batch is done
+	}
+	if err == nil {
+		err = x.Commit(ctx)
+	}
+	if err != nil {
+		r.stepFailed(ctx, x, err)
+	}
+	b.stop(nil)
+	r.endStep(hd, x)
+}
