@@ -209,6 +209,7 @@ var codeTable = func() []CodeInfo {
 		in(CodeWaiting, FailState, "the session waits for a person to resolve its requests", http.StatusConflict),
 		in(CodeNothingToResume, FailState, "the session has no run to continue", http.StatusConflict),
 		in(CodeNotRunning, FailState, "the session has no run in progress", http.StatusConflict),
+		in(CodeNotHeld, FailState, "a tool call that is not waiting to run in this process (Runner.RunCall: its step ran elsewhere, or the call was run or given up); an engine's worker says so, and the session's next step runs the call if it has to", http.StatusConflict),
 		in(CodeEndNotStored, FailStore, "the run stopped without storing how it ended: the store still says running, and a resume goes on", http.StatusServiceUnavailable),
 		in(CodeStoreUnavailable, FailStore, "the store refuses writes (a full disk, a database that is down or read-only); the runs it stopped are resumed in this process once it accepts them again", http.StatusServiceUnavailable),
 		in(CodeCrashLoop, FailState, "the run crashed its process too often without progress; resume tries again", http.StatusConflict),

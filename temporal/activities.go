@@ -17,23 +17,30 @@ import (
 // (the session is gone).
 const errPermanent = "agentrt.permanent"
 
+// errNotHeld is the type of a tool activity's error for a call its
+// worker does not hold (given up, or run already).
+const errNotHeld = "agentrt.not_held"
+
 // Activities step sessions through a runner whose store is the one every
 // process of the deployment shares. The runner has no engine: its steps
 // run here.
 type Activities struct {
 	Runner  *agentrt.Runner
-	Options Options
+	Options Options // Options.Queue: see there
 }
 
-// Step steps the session once (a model call, or a batch of tool calls,
-// with any sub-agent's run inside it), fenced by the session's lease,
-// then lets go of the session: the next step may run on any worker. It
-// heartbeats while the step runs; a step whose worker dies is tried again
-// elsewhere, which takes the session over once the dead worker's lease
-// lapses, and goes on from the log (a tool call that finished is not run
-// again; one in flight follows the tool's idempotency: see the agentrt
-// docs). A session whose run does not run any more (stopped by a person,
-// or waiting for one) is no error: its status says so.
+// Step steps the session once (a model call; a batch of tool calls,
+// decided here and left to run one ActivityTool each when the workflow
+// asks so; a batch with a sub-agent's run inside it), fenced by the
+// session's lease. The session is then held here for its next step —
+// its lease and state kept, StepResult.Queue naming this worker's queue —
+// or let go of: the next step may run on any worker. It heartbeats while
+// the step runs; a step whose worker dies is tried again elsewhere, which
+// takes the session over once the dead worker's lease lapses, and goes on
+// from the log (a tool call that finished is not run again; one in flight
+// follows the tool's idempotency: see the agentrt docs). A session whose
+// run does not run any more (stopped by a person, or waiting for one) is
+// no error: its status says so.
 //
 // The step does not end with the activity's context: a worker that stops
 // (its Stop, a rolling restart) or a heartbeat Temporal missed cancels
@@ -45,13 +52,47 @@ func (a *Activities) Step(ctx context.Context, in StepInput) (StepResult, error)
 	ctx = session.WithTenant(ctx, in.Tenant)
 	sctx := context.WithoutCancel(ctx)
 	stop := a.heartbeat(ctx)
-	events, err := a.Runner.StepSession(sctx, in.SessionID)
-	a.Runner.LetGo(sctx, in.SessionID)
+	var (
+		events []*session.Event
+		calls  []agentrt.DeferredCall
+		err    error
+	)
+	own := in.Calls && a.Options.Queue != ""
+	if own {
+		events, calls, err = a.Runner.StepSessionCalls(sctx, in.SessionID)
+	} else {
+		events, err = a.Runner.StepSession(sctx, in.SessionID)
+	}
+	if !own {
+		a.Runner.LetGo(sctx, in.SessionID)
+	}
 	stop()
 	if err != nil {
 		return a.stepError(sctx, in, err)
 	}
-	return a.result(sctx, in, events)
+	res, err := a.result(sctx, in, events)
+	if err == nil && own && res.Status == session.StatusRunning {
+		res.Calls, res.Queue = calls, a.Options.Queue
+	}
+	return res, err
+}
+
+// Tool runs one tool call a step of this worker left (see
+// agentrt.Runner.RunCall): announced, run with the call's idempotency
+// key, its result committed. It heartbeats while the tool runs; the tool
+// is canceled with the run (a person's cancellation), not with the
+// activity — a stopping worker lets it finish. A call this worker does
+// not hold is an error of type agentrt.not_held, not tried again: the
+// session's next step runs it if it has to.
+func (a *Activities) Tool(ctx context.Context, in CallInput) (agentrt.CallOutcome, error) {
+	ctx = session.WithTenant(ctx, in.Tenant)
+	stop := a.heartbeat(ctx)
+	out, err := a.Runner.RunCall(context.WithoutCancel(ctx), in.SessionID, in.CallID)
+	stop()
+	if err != nil && agentrt.AsError(err).ErrorCode() == agentrt.CodeNotHeld {
+		return out, temporal.NewApplicationErrorWithOptions(err.Error(), errNotHeld, temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
+	return out, err
 }
 
 // Resume continues a run whose requests' deadline passed (their default

@@ -37,6 +37,8 @@ const (
 	// whose requests' deadline passed (their default decisions).
 	ActivityStep   = "agentrt.Step"
 	ActivityResume = "agentrt.Resume"
+	// ActivityTool runs one tool call a step left (agentrt.Runner.RunCall).
+	ActivityTool = "agentrt.Tool"
 	// DefaultTaskQueue is the task queue of the workflows and their
 	// activities when the configuration names none.
 	DefaultTaskQueue = "agentrt"
@@ -98,6 +100,9 @@ type SessionInput struct {
 	// Turns counts the workflow's turns before this run (continued as
 	// new), for the UI.
 	Turns int `json:"turns,omitempty"`
+	// Queue is the task queue of the worker holding the session, when
+	// the run continued as new mid-turn (see StepResult.Queue).
+	Queue string `json:"queue,omitempty"`
 }
 
 // label is a short readable line for a step: what it will do.

@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"errors"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -16,6 +17,20 @@ type StepInput struct {
 	Tenant    string `json:"tenant"`
 	SessionID string `json:"session_id"`
 	RunID     string `json:"run_id,omitempty"`
+	// Calls: the workflow runs a batch's tool calls one activity each
+	// (ActivityTool, on StepResult.Queue) and steps the session on the
+	// worker that holds it. Unset by the workflows of an earlier version
+	// still in flight: their steps run whole batches and let go.
+	Calls bool `json:"calls,omitempty"`
+}
+
+// CallInput is what a tool activity is given: a call a step left.
+type CallInput struct {
+	Tenant    string `json:"tenant"`
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id,omitempty"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
 }
 
 // StepResult is what a step activity says: where the session stands after
@@ -31,6 +46,15 @@ type StepResult struct {
 	// Next says what the next step will do ("model call", "tools:
 	// deploy"), for the UI.
 	Next string `json:"next,omitempty"`
+	// Calls are the tool calls the step left to run, one ActivityTool
+	// each, on Queue.
+	Calls []agentrt.DeferredCall `json:"calls,omitempty"`
+	// Queue is the task queue of the worker that holds the session after
+	// the step (its lease and state kept for the next step, and the calls
+	// left): the next activities go there, and to the workflow's queue if
+	// that worker does not take them in time. Empty: the session was let
+	// go of; any worker steps it.
+	Queue string `json:"queue,omitempty"`
 }
 
 // Options are the activities' timeouts and retries, which a worker and
@@ -43,6 +67,12 @@ type Options struct {
 	// not heard from for HeartbeatTimeout is tried again elsewhere. Zero:
 	// 2 s and 10 s.
 	Heartbeat, HeartbeatTimeout time.Duration
+	// Queue is the worker's own task queue (NewWorker's), polled by it
+	// alone: a session stays held by the worker that stepped it (its
+	// lease and state kept), its next steps and its batches' tool calls —
+	// one activity each — sent there. Empty (Register's): each step lets
+	// go of its session, and runs a batch of tool calls whole.
+	Queue string
 }
 
 func (o Options) stepTimeout() time.Duration {
@@ -58,6 +88,11 @@ func (o Options) heartbeatTimeout() time.Duration {
 	}
 	return 10 * time.Second
 }
+
+// stickyWait is how long an activity for the worker holding a session
+// may wait for that worker to take it (ScheduleToStartTimeout) before the
+// workflow gives the step to any worker: that worker died, or stopped.
+const stickyWait = 5 * time.Second
 
 // expiryRetry is the least a workflow waits for a deadline: one that
 // passed by Temporal's clock and not yet by the store's is asked about
@@ -100,21 +135,38 @@ func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
 			NonRetryableErrorTypes: []string{errPermanent},
 		},
 	})
-	step := StepInput{Tenant: in.Tenant, SessionID: in.SessionID, RunID: d.RunID}
+	// Workflows begun before tool calls ran one activity each (version
+	// DefaultVersion) go on as they began: whole batches in a step.
+	perCall := workflow.GetVersion(ctx, "agentrt.calls", workflow.DefaultVersion, 1) == 1
+	step := StepInput{Tenant: in.Tenant, SessionID: in.SessionID, RunID: d.RunID, Calls: perCall}
 	next := "model call"
+	queue := in.Queue // the worker holding the session, if one does
 	for steps := 0; ; steps++ {
 		if steps == maxTurnSteps {
 			return workflow.NewContinueAsNewError(ctx, WorkflowName, SessionInput{Tenant: in.Tenant, SessionID: in.SessionID,
-				Agent: in.Agent, Next: &d, Turns: in.Turns})
+				Agent: in.Agent, Next: &d, Turns: in.Turns, Queue: queue})
 		}
 		var res StepResult
-		sctx := workflow.WithActivityOptions(actx, withSummary(workflow.GetActivityOptions(actx), label(next)))
-		if err := workflow.ExecuteActivity(sctx, ActivityStep, step).Get(ctx, &res); err != nil {
+		err := workflow.ExecuteActivity(onQueue(actx, queue, label(next)), ActivityStep, step).Get(ctx, &res)
+		if err != nil && queue != "" {
+			// The worker holding the session did not take the step (it
+			// died, or stops): any worker takes it, once the session's
+			// lease is free.
+			queue = ""
+			err = workflow.ExecuteActivity(onQueue(actx, "", label(next)), ActivityStep, step).Get(ctx, &res)
+		}
+		if err != nil {
 			// The runtime refused the step for good (its store says
 			// why): the turn is over for the workflow; the session's
 			// log says what happened.
 			workflow.GetLogger(ctx).Error("agentrt: a step failed for good", "session", in.SessionID, "error", err)
 			break
+		}
+		queue = res.Queue
+		if len(res.Calls) > 0 {
+			queue = runCalls(ctx, actx, step, res)
+			next = "model call"
+			continue
 		}
 		next = res.Next
 		if res.Status == session.StatusRunning {
@@ -161,6 +213,7 @@ func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
 			// the store's clock): the next step says so, and the wait
 			// begins again.
 			next = res.Next
+			queue = res.Queue
 			continue
 		}
 	}
@@ -178,4 +231,54 @@ func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
 func withSummary(o workflow.ActivityOptions, s string) workflow.ActivityOptions {
 	o.Summary = s
 	return o
+}
+
+// onQueue is actx for an activity labelled summary on queue, a worker's
+// own (tried once, and only if that worker takes it within stickyWait),
+// or the workflow's ("").
+func onQueue(actx workflow.Context, queue, summary string) workflow.Context {
+	o := withSummary(workflow.GetActivityOptions(actx), summary)
+	if queue != "" {
+		o.TaskQueue = queue
+		o.ScheduleToStartTimeout = stickyWait
+		rp := *o.RetryPolicy
+		rp.MaximumAttempts = 1
+		o.RetryPolicy = &rp
+	}
+	return workflow.WithActivityOptions(actx, o)
+}
+
+// runCalls runs the tool calls a step left, an activity each, at once, on
+// the worker holding them, and returns the queue of the session's next
+// step. A call's activity is tried once: a call whose worker died is the
+// next step's, by agentrt's rules (a tool that may run again runs again
+// with the same idempotency key; an at-most-once tool's call in doubt is
+// a person's to confirm).
+func runCalls(ctx, actx workflow.Context, step StepInput, res StepResult) (queue string) {
+	futures := make([]workflow.Future, len(res.Calls))
+	for i, c := range res.Calls {
+		cctx := onQueue(actx, res.Queue, "tool "+c.Name)
+		if res.Queue == "" {
+			o := workflow.GetActivityOptions(cctx)
+			rp := *o.RetryPolicy
+			rp.MaximumAttempts = 1
+			o.RetryPolicy = &rp
+			cctx = workflow.WithActivityOptions(cctx, o)
+		}
+		futures[i] = workflow.ExecuteActivity(cctx, ActivityTool, CallInput{Tenant: step.Tenant, SessionID: step.SessionID,
+			RunID: res.RunID, CallID: c.ID, Name: c.Name})
+	}
+	queue = res.Queue
+	for i, f := range futures {
+		var out agentrt.CallOutcome
+		if err := f.Get(ctx, &out); err != nil {
+			var ae *temporal.ApplicationError
+			if errors.As(err, &ae) && ae.Type() == errNotHeld {
+				continue // given up, or run already: its worker goes on
+			}
+			workflow.GetLogger(ctx).Warn("agentrt: a tool call's activity failed", "session", step.SessionID, "call", res.Calls[i].ID, "error", err)
+			queue = "" // its worker died or stopped: any worker steps next
+		}
+	}
+	return queue
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
@@ -59,6 +61,13 @@ type rig struct {
 
 func newRig(t *testing.T, expires time.Duration, replies ...scripted.Reply) *rig {
 	t.Helper()
+	return newRigOn(t, "worker-1", expires, replies...)
+}
+
+// newRigOn is newRig with the worker's own queue ("": none, so that each
+// step lets go of its session and runs a batch whole).
+func newRigOn(t *testing.T, queue string, expires time.Duration, replies ...scripted.Reply) *rig {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	g := &rig{store: memstore.New(), env: s.NewTestWorkflowEnvironment(), drives: make(drives, 8)}
@@ -96,7 +105,7 @@ func newRig(t *testing.T, expires time.Duration, replies ...scripted.Reply) *rig
 		_ = g.serve.Close(context.Background())
 		_ = g.worker.Close(context.Background())
 	})
-	temporal.Register(g.env, g.worker, temporal.Options{})
+	temporal.Register(g.env, g.worker, temporal.Options{Queue: queue})
 	return g
 }
 
@@ -132,48 +141,64 @@ func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) tempor
 }
 
 // A turn with tool calls: the workflow steps it, one activity a step (a
-// model call, the tool, the model again, the answer), and continues as new when it
-// ends; the handle of the runner that started it sees it done; what the
-// activities carry is small whatever the conversation.
+// model call, the tools, the model again, the answer) — the tool call an
+// activity of its own on the worker holding the session — and continues
+// as new when it ends; the handle of the runner that started it sees it
+// done; what the activities carry is small whatever the conversation.
+// Without a queue of the worker's own, the batch runs in its step.
 func TestTurnWithTools(t *testing.T) {
-	g := newRig(t, 0,
-		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("lookup", `{"order":"42"}`)}},
-		scripted.Reply{Text: "Order 42 ships today.", Expect: &scripted.Expect{LastToolResultContains: "ships today"}})
-	h, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "where is order 42?"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := g.drives.next(t)
-	var sizes []int
-	var summaries []string
-	g.env.SetOnActivityCompletedListener(func(info *activity.Info, result converter.EncodedValue, err error) {
-		var r temporal.StepResult
-		_ = result.Get(&r)
-		b, _ := json.Marshal(r)
-		sizes = append(sizes, len(b))
-	})
-	g.env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
-		summaries = append(summaries, info.ActivityType.Name)
-	})
-	g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
-	in := continuedAsNew(t, g.env)
-	if in.Next != nil || in.Turns != 1 || in.SessionID != "s1" {
-		t.Errorf("the next workflow run: %+v", in)
-	}
-	res, err := h.Wait(context.Background())
-	if err != nil || res.Status != session.StatusDone || res.Text != "Order 42 ships today." {
-		t.Fatalf("the run: %+v %v", res, err)
-	}
-	if len(summaries) != 4 {
-		t.Errorf("%d steps (%v), want 4: the model, the tool, the model, the answer", len(summaries), summaries)
-	}
-	if got := g.events(t, "s1"); got[len(got)-1] != session.TypeRunFinished {
-		t.Errorf("the log: %v", got)
-	}
-	for _, n := range sizes {
-		if n > 512 {
-			t.Errorf("an activity's result of %d bytes", n)
-		}
+	for _, tc := range []struct {
+		queue string
+		want  []string
+	}{
+		{"worker-1", []string{"agentrt.Step", "agentrt.Step", "agentrt.Tool", "agentrt.Step", "agentrt.Step"}},
+		{"", []string{"agentrt.Step", "agentrt.Step", "agentrt.Step", "agentrt.Step"}},
+	} {
+		t.Run("queue="+tc.queue, func(t *testing.T) {
+			g := newRigOn(t, tc.queue, 0,
+				scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("lookup", `{"order":"42"}`)}},
+				scripted.Reply{Text: "Order 42 ships today.", Expect: &scripted.Expect{LastToolResultContains: "ships today"}})
+			h, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "where is order 42?"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := g.drives.next(t)
+			var sizes []int
+			var started []string
+			var mu sync.Mutex
+			g.env.SetOnActivityCompletedListener(func(info *activity.Info, result converter.EncodedValue, err error) {
+				var r json.RawMessage
+				_ = result.Get(&r)
+				mu.Lock()
+				sizes = append(sizes, len(r))
+				mu.Unlock()
+			})
+			g.env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
+				mu.Lock()
+				started = append(started, info.ActivityType.Name)
+				mu.Unlock()
+			})
+			g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+			in := continuedAsNew(t, g.env)
+			if in.Next != nil || in.Turns != 1 || in.SessionID != "s1" {
+				t.Errorf("the next workflow run: %+v", in)
+			}
+			res, err := h.Wait(context.Background())
+			if err != nil || res.Status != session.StatusDone || res.Text != "Order 42 ships today." {
+				t.Fatalf("the run: %+v %v", res, err)
+			}
+			if diff := cmp.Diff(tc.want, started); diff != "" {
+				t.Errorf("the activities (-want +got):\n%s", diff)
+			}
+			if got := g.events(t, "s1"); got[len(got)-1] != session.TypeRunFinished {
+				t.Errorf("the log: %v", got)
+			}
+			for _, n := range sizes {
+				if n > 512 {
+					t.Errorf("an activity's result of %d bytes", n)
+				}
+			}
+		})
 	}
 }
 
