@@ -144,7 +144,10 @@ func (a *Activities) result(ctx context.Context, in StepInput, events []*session
 			res.Next = "model call"
 		}
 	}
-	if len(events) > 0 && !ended {
+	if len(events) > 0 && (!ended || res.Status != session.StatusWaiting) {
+		// Running on, or ended (not to wait for people): as the step
+		// says — not as the session stands by now, which may be its
+		// next turn's, begun the moment this run ended.
 		return res, nil
 	}
 	st, err := a.Runner.Load(ctx, in.SessionID)

@@ -548,12 +548,18 @@ func TestOnTemporal(t *testing.T) {
 		const turns = 100
 		d.post("/v1/sessions", `{"id":"s4","agent":"counter"}`, nil)
 		var after int64
+		var seen []string
 		for i := range turns {
 			if code := d.post("/v1/sessions/s4/messages", fmt.Sprintf(`{"text":"turn %d: %s"}`, i+1, strings.Repeat("words ", 200)), nil); code != 202 {
 				t.Fatalf("turn %d: %d", i+1, code)
 			}
 			evs := d.watch("s4", after, finished)
 			after = evs[len(evs)-1].Seq
+			for _, e := range evs {
+				if e.Seq != 0 {
+					seen = append(seen, fmt.Sprintf("%d %s %s", e.Seq, e.Type, e.RunID))
+				}
+			}
 		}
 		// Each turn is a workflow run of its own, continued as new: its
 		// history holds the turn's steps, and nothing of the conversation.
@@ -577,12 +583,11 @@ func TestOnTemporal(t *testing.T) {
 				break
 			}
 		}
-		if len(runs) < turns {
-			t.Fatalf("%d workflow runs for %d turns", len(runs), turns)
-		}
 		maxEvents, maxBytes, total := 0, 0, 0
+		var shapes []string
 		for _, run := range runs {
 			events, bytes := 0, 0
+			var shape []string
 			it := d.tc.GetWorkflowHistory(ctx, wid, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 			for it.HasNext() {
 				e, err := it.Next()
@@ -591,8 +596,20 @@ func TestOnTemporal(t *testing.T) {
 				}
 				events++
 				bytes += proto.Size(e)
+				sh := strings.TrimPrefix(e.EventType.String(), "EVENT_TYPE_")
+				if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+					sh += "(" + a.ActivityType.Name + "@" + a.TaskQueue.Name + ")"
+				}
+				if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && a.Result != nil && len(a.Result.Payloads) > 0 {
+					sh += "(" + string(a.Result.Payloads[0].Data) + ")"
+				}
+				shape = append(shape, sh)
 			}
+			shapes = append(shapes, strings.Join(shape, " "))
 			maxEvents, maxBytes, total = max(maxEvents, events), max(maxBytes, bytes), total+bytes
+		}
+		if len(runs) < turns {
+			t.Fatalf("%d workflow runs for %d turns:\n%s\n%s", len(runs), turns, strings.Join(shapes, "\n"), strings.Join(seen, "\n"))
 		}
 		t.Logf("%d turns, %d workflow runs: at most %d events and %d bytes a run (%d bytes in all)", turns, len(runs), maxEvents, maxBytes, total)
 		// The bound docs/temporal.md states: a text turn is two steps.
