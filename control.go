@@ -356,6 +356,10 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 // after an interruption, which waits for the tool calls in flight: the
 // cancellation stops them, and is the request the log records.
 func (h *Run) applyControl(c session.Control) {
+	if c.Kind == session.ControlSteer {
+		h.steerFrom(c)
+		return
+	}
 	for {
 		cur := h.control.Load()
 		if cur != nil && (cur.Kind == session.ControlCancel || c.Kind != session.ControlCancel) {

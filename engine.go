@@ -105,7 +105,7 @@ func (r *Runner) handOff(ctx context.Context, x *Exec) {
 	}
 	stop := func() { r.controlRemote(h) }
 	h.onControl.Store(&stop)
-	h.remote.Store(true)
+	h.goRemote()
 	if h.interrupted() != "" || ctx.Err() != nil && !errors.Is(context.Cause(ctx), errHandedOver) {
 		r.controlRemote(h) // asked before the hand-over (not Shutdown's: the run goes on in the engine)
 	}

@@ -29,6 +29,7 @@ type stepEngine struct {
 	wg     sync.WaitGroup
 	hold   chan struct{} // when set, each step waits for it
 	fail   error         // when set, Drive fails
+	keep   bool          // the worker keeps the session between steps (no LetGo), as a Temporal worker does
 }
 
 func (e *stepEngine) Drive(_ context.Context, d agentrt.Drive) error {
@@ -50,7 +51,9 @@ func (e *stepEngine) Drive(_ context.Context, d agentrt.Drive) error {
 				<-e.hold
 			}
 			_, err := e.worker.StepSession(ctx, d.SessionID)
-			e.worker.LetGo(ctx, d.SessionID)
+			if !e.keep {
+				e.worker.LetGo(ctx, d.SessionID)
+			}
 			if err != nil {
 				return // not running any more (stopped, or stopped elsewhere)
 			}
@@ -405,5 +408,237 @@ func TestEngineSubagentHandedOver(t *testing.T) {
 	}
 	if len(sessions) != 2 || sessions[0] != "p1" || !strings.HasPrefix(sessions[1], "p1.") {
 		t.Errorf("the engine was handed %v, want the parent's run, then the sub-agent's", sessions)
+	}
+}
+
+// steerEnv is engineEnv with a tool that waits for gate, and a worker
+// that looks for control requests every 5 ms.
+func steerEnv(t *testing.T, keep bool, gate chan struct{}, replies ...scripted.Reply) (*agentrt.Runner, *stepEngine, *memstore.Store) {
+	t.Helper()
+	store := memstore.New()
+	wait := tool.Must(tool.New("wait", "waits", func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case <-gate:
+			return "waited", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	reg, err := tool.NewRegistry(wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := []*agentrt.Agent{{Name: "assistant", Model: scripted.New("m", replies...), Tools: reg}}
+	worker, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "worker", ControlPoll: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &stepEngine{worker: worker, handed: make(chan agentrt.Drive, 16), keep: keep}
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.Close(context.Background())
+		eng.wg.Wait()
+		_ = worker.Close(context.Background())
+	})
+	return r, eng, store
+}
+
+// steered are the input_steered events of session s.
+func steered(t *testing.T, store *memstore.Store, s string) []*session.InputSteered {
+	t.Helper()
+	var out []*session.InputSteered
+	for e, err := range store.Events(session.WithTenant(context.Background(), session.DefaultTenant), s, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := e.Data.(*session.InputSteered); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Input steered into a run handed to the engine reaches its next model
+// call, as for a run here: through the worker that holds the session (a
+// steering control request) while a tool runs there, or recorded by the
+// steering runner itself while nobody holds the session between steps.
+// Input the run takes no more is not recorded.
+func TestEngineSteer(t *testing.T) {
+	replies := func() []scripted.Reply {
+		return []scripted.Reply{
+			{ToolCalls: []scripted.Call{scripted.ToolCall("wait", `{}`)}},
+			{Text: "the blue one too", Expect: &scripted.Expect{LastUserContains: "also the blue one"}},
+		}
+	}
+	t.Run("through the worker holding it", func(t *testing.T) {
+		ctx := context.Background()
+		gate := make(chan struct{})
+		r, _, store := steerEnv(t, true, gate, replies()...)
+		h, err := r.Start(ctx, "s", agentrt.Input{Agent: "assistant", Text: "paint it"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, r, "s", session.TypeToolCall)
+		if !h.Steer("also the blue one", nil) {
+			t.Fatal("the remote run refused the steering")
+		}
+		// The worker takes it from its control request while the tool runs.
+		awaitSteerRequest(t, store, "s")
+		close(gate)
+		res, err := h.Wait(ctx)
+		if err != nil || res.Status != session.StatusDone || res.Text != "the blue one too" {
+			t.Fatalf("the run: %+v %v", res, err)
+		}
+		got := steered(t, store, "s")
+		if len(got) != 1 || got[0].Text != "also the blue one" || got[0].Steer == "" {
+			t.Fatalf("input_steered: %+v", got)
+		}
+	})
+	t.Run("recorded here between steps", func(t *testing.T) {
+		ctx := context.Background()
+		gate := make(chan struct{})
+		close(gate)
+		r, eng, store := steerEnv(t, false, gate, replies()...)
+		eng.hold = make(chan struct{})
+		h, err := r.Start(ctx, "s", agentrt.Input{Agent: "assistant", Text: "paint it"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.hold <- struct{}{} // the model call
+		eng.hold <- struct{}{} // the tool
+		waitFor(t, r, "s", session.TypeToolResult)
+		if !h.Steer("also the blue one", nil) {
+			t.Fatal("the remote run refused the steering")
+		}
+		waitFor(t, r, "s", session.TypeInputSteered)
+		go func() {
+			for range 2 { // the model call, the answer
+				eng.hold <- struct{}{}
+			}
+		}()
+		res, err := h.Wait(ctx)
+		if err != nil || res.Status != session.StatusDone || res.Text != "the blue one too" {
+			t.Fatalf("the run: %+v %v", res, err)
+		}
+		if got := steered(t, store, "s"); len(got) != 1 || got[0].Steer == "" {
+			t.Fatalf("input_steered: %+v", got)
+		}
+	})
+	t.Run("too late", func(t *testing.T) {
+		ctx := context.Background()
+		gate := make(chan struct{})
+		close(gate)
+		r, eng, store := steerEnv(t, true, gate, scripted.Reply{Text: "done"})
+		eng.hold = make(chan struct{})
+		h, err := r.Start(ctx, "s", agentrt.Input{Agent: "assistant", Text: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.hold <- struct{}{} // the model call: its answer is all
+		waitFor(t, r, "s", session.TypeModelFinished)
+		h.Steer("one more thing", nil)
+		awaitSteerRequest(t, store, "s")
+		eng.hold <- struct{}{}
+		if res, err := h.Wait(ctx); err != nil || res.Status != session.StatusDone || res.Text != "done" {
+			t.Fatalf("the run: %+v %v", res, err)
+		}
+		if err := r.Close(ctx); err != nil { // the steering's goroutine ends
+			t.Fatal(err)
+		}
+		if got := steered(t, store, "s"); len(got) != 0 {
+			t.Fatalf("input steered into a run that made no more model calls: %+v", got)
+		}
+	})
+}
+
+// awaitSteerRequest waits until session s keeps a steering request for
+// its lease's owner.
+func awaitSteerRequest(t *testing.T, store *memstore.Store, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st, _ := store.GetSession(session.WithTenant(context.Background(), session.DefaultTenant), s); st.Control != nil && st.Control.Kind == session.ControlSteer {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no steering request for the worker")
+		}
+		time.Sleep(time.Millisecond) // polled: the store has no notification of it
+	}
+}
+
+// waitFor waits until session s's log has an event of type ty.
+func waitFor(t *testing.T, r *agentrt.Runner, s string, ty session.Type) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		for e, err := range r.Watch(ctx, s, 0) {
+			if agentrt.AsError(err).ErrorCode() == agentrt.CodeNotFound {
+				time.Sleep(time.Millisecond) // not created yet (the gateway's turn begins)
+				break
+			}
+			if err != nil {
+				t.Fatalf("waiting for %s: %v", ty, err)
+			}
+			if e.Type == ty {
+				return
+			}
+		}
+	}
+	t.Fatalf("no %s in session %s", ty, s)
+}
+
+// The gateway's steer policy over an engine: input from the source while
+// its turn runs on the engine's worker goes to the turn's next model call
+// there, answered by that turn (no second run).
+func TestEngineGatewaySteer(t *testing.T) {
+	ctx := context.Background()
+	gate := make(chan struct{})
+	r, _, store := steerEnv(t, true, gate,
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("wait", `{}`)}},
+		scripted.Reply{Text: "red and blue", Expect: &scripted.Expect{LastUserContains: "and the blue one"}})
+	g, err := gateway.New(gateway.Config{Runner: r, Policy: gateway.Steer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = g.Run(gctx) })
+	defer func() { cancel(); wg.Wait() }()
+	if _, err := g.Submit(ctx, gateway.Input{Source: "chat", Agent: "assistant", Text: "paint it red"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, r, "chat", session.TypeToolCall)
+	in, err := g.Submit(ctx, gateway.Input{Source: "chat", Agent: "assistant", Text: "and the blue one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitSteerRequest(t, store, "chat")
+	close(gate)
+	waitFor(t, r, "chat", session.TypeRunFinished)
+	tctx := session.WithTenant(ctx, session.DefaultTenant)
+	runs := 0
+	var steers []*session.InputSteered
+	for ev, err := range store.Events(tctx, "chat", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d := ev.Data.(type) {
+		case *session.RunStarted:
+			runs++
+		case *session.InputSteered:
+			steers = append(steers, d)
+		case *session.RunFinished:
+			if d.Status != session.StatusDone {
+				t.Errorf("the turn ended %s", d.Status)
+			}
+		}
+	}
+	if runs != 1 || len(steers) != 1 || !slices.Equal(steers[0].Inputs, []string{in.ID}) || steers[0].TurnID == "" {
+		t.Fatalf("%d runs, input_steered %+v (input %s)", runs, steers, in.ID)
 	}
 }

@@ -81,6 +81,9 @@ type execRun struct {
 	// (StepSessionCalls), in deferred.
 	deferCalls bool
 	deferred   *callBatch
+	// held: a step of a session driven step by step (stepping.go), which
+	// other processes may steer (steer.go).
+	held bool
 	// ran are the attempts of the calls whose results are pending, not
 	// yet committed; inHand the results a failed commit could not
 	// store, which a revival of the run records (revive.go).

@@ -49,6 +49,9 @@ func builtinExecutor(k Kind) Executor {
 // says so; a request the provider refuses as too long is compacted and
 // made once more.
 func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
+	if x.held {
+		x.steerAsked(ctx)
+	}
 	for _, s := range x.handle.takeSteer() {
 		// Input that came while the turn ran: the model's next message,
 		// answered by this run's turn.

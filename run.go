@@ -60,6 +60,15 @@ type Run struct {
 	turn     string                 // the turn the run belongs to (RunStarted.TurnID), once known; guarded by mu
 	children []*Run                 // sub-agents' runs in progress; guarded by mu
 	steer    []session.InputSteered // input for the model's next call; guarded by mu
+	// A run handed to the engine (remote): remoteSteer is the input
+	// steered into it not yet sent to its owner, steering says a
+	// goroutine sends it (steer.go), steerUntil ends that goroutine's
+	// wait when input comes. steered are the ids of the steering
+	// requests' input this run took (Control.Steer). All guarded by mu.
+	remoteSteer []session.Steered
+	steering    bool
+	steerUntil  chan struct{}
+	steered     []string
 	// interruptBy are the inbox inputs that interrupted the run (see
 	// InterruptFor); guarded by mu.
 	interruptBy []string
@@ -240,14 +249,50 @@ func (h *Run) interruptRun(reason string) {
 // makes no more model calls is not delivered: Steer reports whether the
 // run could still take it, and the caller keeps what was not taken
 // (the gateway leaves it pending for the next turn).
+//
+// A run handed to the runner's engine is steered through the process
+// that steps it (see steer.go), at its next model call there.
 func (h *Run) Steer(text string, inputs []string) bool {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.finished || h.remote.Load() {
-		return false // a run handed to an engine takes no steering: the next turn answers it
+	if h.finished {
+		h.mu.Unlock()
+		return false
 	}
-	h.steer = append(h.steer, session.InputSteered{Text: text, Inputs: inputs})
+	if !h.remote.Load() {
+		h.steer = append(h.steer, session.InputSteered{Text: text, Inputs: inputs})
+		h.mu.Unlock()
+		return true
+	}
+	h.remoteSteer = append(h.remoteSteer, session.Steered{Text: text, Inputs: inputs})
+	start := !h.steering
+	h.steering = true
+	if h.steerUntil != nil {
+		close(h.steerUntil)
+		h.steerUntil = nil
+	}
+	h.mu.Unlock()
+	if start {
+		h.r.steerRemote(h)
+	}
 	return true
+}
+
+// goRemote marks h handed to the engine: input steered into it from now
+// on goes to the process that steps it, and so does what was steered
+// before.
+func (h *Run) goRemote() {
+	h.mu.Lock()
+	h.remote.Store(true)
+	for _, s := range h.steer {
+		h.remoteSteer = append(h.remoteSteer, session.Steered{Text: s.Text, Inputs: s.Inputs})
+	}
+	h.steer = nil
+	start := len(h.remoteSteer) > 0 && !h.steering
+	h.steering = h.steering || start
+	h.mu.Unlock()
+	if start {
+		h.r.steerRemote(h)
+	}
 }
 
 // takeSteer returns the input steered since the last call, and forgets it.

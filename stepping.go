@@ -295,6 +295,7 @@ func (r *Runner) execOf(hd *hold) *Exec {
 	x.lease, x.handle, x.topic, x.key = hd.lease, hd.h, hd.topic, hd.key
 	x.fence = hd.lease.token()
 	x.stored = session.StatusRunning
+	x.held = true
 	return x
 }
 

@@ -598,6 +598,9 @@ type InputSteered struct {
 	Inputs []string `json:"inputs,omitempty"`
 	// TurnID is the turn that answers them: the run's (RunStarted.TurnID).
 	TurnID string `json:"turn_id,omitempty"`
+	// Steer is the id of the steering it delivers, when it came from
+	// another process (Control.Steer): that process watches for it.
+	Steer string `json:"steer,omitempty"`
 }
 
 // ControlKind is what a control request asks of a run.
@@ -611,7 +614,21 @@ const (
 	// ControlInterrupt stops the run at its next safe point and ends the
 	// turn interrupted, its history coherent for the next turn.
 	ControlInterrupt ControlKind = "interrupt"
+	// ControlSteer gives the run text for its next model call
+	// (Control.Steer), without stopping it: the owner of a run another
+	// process steers (a run handed to an engine) is asked so. It never
+	// replaces a cancellation or an interruption kept for the owner.
+	ControlSteer ControlKind = "steer"
 )
+
+// Steered is input steered into a run from another process: the model's
+// next message, recorded as input_steered (with Steer set to ID) when the
+// run makes its next model call.
+type Steered struct {
+	ID     string   `json:"id"`
+	Text   string   `json:"text"`
+	Inputs []string `json:"inputs,omitempty"`
+}
 
 // Control is a request to stop a session's run, made from any process:
 // the payload of the control event with which the run that acts on it
@@ -628,6 +645,9 @@ type Control struct {
 	// Inputs, for an interruption by newer input, are those inputs (the
 	// gateway's inbox inputs), which the run's interrupted event records.
 	Inputs []string `json:"inputs,omitempty"`
+	// Steer, for a steering, is the input not yet delivered, in order
+	// (every request carries all of it: a request replaces the last).
+	Steer []Steered `json:"steer,omitempty"`
 }
 
 func (*RunStarted) EventType() Type    { return TypeRunStarted }

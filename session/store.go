@@ -360,9 +360,11 @@ type Controller interface {
 	// ErrFenced, recording nothing, when l is no longer the session's
 	// lease (its owner released it, or another took it over), and with
 	// ErrNotFound for an unknown session. A request replaces an earlier
-	// one. The store forgets it when the lease is released (by Release,
-	// or by a Commit that releases); a takeover keeps it, for the new
-	// owner.
+	// one, except that a steering (ControlSteer) replaces only a
+	// steering: made while a cancellation or an interruption is kept, it
+	// records nothing (and is no error: the run stops). The store
+	// forgets it when the lease is released (by Release, or by a Commit
+	// that releases); a takeover keeps it, for the new owner.
 	RequestControl(ctx context.Context, id string, l Lease, c Control) error
 	// Controls returns the control requests kept for sessions whose lease
 	// owner holds, of every tenant.

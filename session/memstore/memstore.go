@@ -667,6 +667,9 @@ func (st *Store) RequestControl(ctx context.Context, id string, l session.Lease,
 	if e.lease.Owner == "" || e.lease.Owner != l.Owner || e.lease.Token != l.Token {
 		return fmt.Errorf("memstore: request control of %q: its lease is no longer %s's (token %d): %w", id, l.Owner, l.Token, session.ErrFenced)
 	}
+	if c.Kind == session.ControlSteer && e.control != nil && e.control.Kind != session.ControlSteer {
+		return nil // a stop is kept: it stays
+	}
 	st.setControl(e, &c)
 	return nil
 }

@@ -858,13 +858,17 @@ func (st *Store) RequestControl(ctx context.Context, id string, l session.Lease,
 	tenant := session.TenantOf(ctx)
 	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET control = $1
-			WHERE tenant = $2 AND id = $3 AND lease_owner = $4 AND lease_token = $5`, string(b), tenant, id, l.Owner, l.Token)
+			WHERE tenant = $2 AND id = $3 AND lease_owner = $4 AND lease_token = $5
+			AND ($6 OR control IS NULL OR control::jsonb->>'kind' = 'steer')`, string(b), tenant, id, l.Owner, l.Token, c.Kind != session.ControlSteer)
 		if err != nil || tag.RowsAffected() == 1 {
 			return err
 		}
 		cur, _, err := st.leaseOf(ctx, tx, tenant, id, false)
 		if err != nil {
 			return err
+		}
+		if cur.Owner == l.Owner && cur.Token == l.Token {
+			return nil // a steering, with a stop kept: the stop stays
 		}
 		owner := cur.Owner
 		if owner == "" {

@@ -556,13 +556,16 @@ func (st *Store) RequestControl(ctx context.Context, id string, l session.Lease,
 	}
 	tenant := session.TenantOf(ctx)
 	err = st.write(ctx, func(ctx context.Context, tx *wtx) error {
-		n, err := tx.exec(sRequestControl, string(b), tenant, id, l.Owner, l.Token)
+		n, err := tx.exec(sRequestControl, string(b), tenant, id, l.Owner, l.Token, c.Kind != session.ControlSteer)
 		if err != nil || n == 1 {
 			return err
 		}
 		cur, err := st.lease(tx, tenant, id)
 		if err != nil {
 			return refuseKnown(err)
+		}
+		if cur.Owner == l.Owner && cur.Token == l.Token {
+			return nil // a steering, with a stop kept: the stop stays
 		}
 		return refuse(fmt.Errorf("its lease is %s's (token %d), not %s's (token %d): %w", cmpOr(cur.Owner, "nobody"), cur.Token, l.Owner, l.Token, session.ErrFenced))
 	})

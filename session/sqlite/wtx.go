@@ -117,7 +117,8 @@ var writeSQL = [numStmts]string{
 	// owner are (session.Dropper).
 	sDropSession: `DELETE FROM sessions WHERE tenant = ? AND id = ? AND lease_token = ? AND lease_owner = ? AND last_seq = 0`,
 	sRequestControl: `UPDATE sessions SET control = ?
-		WHERE tenant = ? AND id = ? AND lease_owner = ? AND lease_token = ?`,
+		WHERE tenant = ? AND id = ? AND lease_owner = ? AND lease_token = ?
+		AND (? OR control IS NULL OR json_extract(control, '$.kind') = 'steer')`,
 	// An input, unless its id or its key is taken (then no row).
 	sInsertInput: `INSERT INTO inbox (tenant, id, source, session_id, parts, metadata, key, digest, at, size, state)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING RETURNING seq`,

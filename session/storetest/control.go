@@ -22,6 +22,7 @@ func runController(t *testing.T, newStore Factory) {
 		fn   controlCase
 	}{
 		{"RequestForOwner", testControlForOwner},
+		{"SteerKeepsStops", testControlSteerKeepsStops},
 		{"RequestFenced", testControlFenced},
 		{"RequestNotFound", testControlNotFound},
 		{"ReleaseForgets", testControlReleaseForgets},
@@ -90,6 +91,43 @@ func testControlForOwner(t *testing.T, s session.Store, l session.Leaser, ctl se
 		t.Errorf("lease after requests: %+v, want a's token %d", got, a.Token)
 	}
 	commit(t, s, &session.Commit{SessionID: "s1", Events: events("s1", 0, 1), Status: session.StatusRunning, Fence: a.Token, Time: at(time.Second)})
+}
+
+// A steering replaces a steering, and never a cancellation or an
+// interruption kept for the owner (nor is it an error then); a stop
+// replaces a steering.
+func testControlSteerKeepsStops(t *testing.T, s session.Store, l session.Leaser, ctl session.Controller, c *Clock) {
+	a := acquire(t, l, "s1", "a")
+	steer := session.Control{ID: "ctl_s1", Kind: session.ControlSteer, At: at(time.Minute),
+		Steer: []session.Steered{{ID: "st_1", Text: "also the blue one", Inputs: []string{"in_1"}}}}
+	if err := ctl.RequestControl(t.Context(), "s1", a, steer); err != nil {
+		t.Fatalf("RequestControl(steer): %v", err)
+	}
+	more := steer
+	more.ID = "ctl_s2"
+	more.Steer = append(more.Steer, session.Steered{ID: "st_2", Text: "and fast"})
+	if err := ctl.RequestControl(t.Context(), "s1", a, more); err != nil {
+		t.Fatalf("RequestControl(steer again): %v", err)
+	}
+	if diff := cmp.Diff(&more, get(t, s, "s1").Control); diff != "" {
+		t.Errorf("a steering after a steering (-want +got):\n%s", diff)
+	}
+	if err := ctl.RequestControl(t.Context(), "s1", a, aControl); err != nil {
+		t.Fatalf("RequestControl(cancel): %v", err)
+	}
+	if err := ctl.RequestControl(t.Context(), "s1", a, steer); err != nil {
+		t.Fatalf("a steering after a cancellation: %v, want no error", err)
+	}
+	if diff := cmp.Diff(&aControl, get(t, s, "s1").Control); diff != "" {
+		t.Errorf("a steering replaced a cancellation (-want +got):\n%s", diff)
+	}
+	// Fenced as any request.
+	if err := l.Release(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.RequestControl(t.Context(), "s1", a, steer); !errors.Is(err, session.ErrFenced) {
+		t.Fatalf("a steering for a released lease: %v, want ErrFenced", err)
+	}
 }
 
 // A request for a lease that is no longer the session's is refused with
