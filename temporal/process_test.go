@@ -23,6 +23,8 @@ import (
 	"github.com/agentrt/agentrt/internal/app"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/session"
+	"github.com/agentrt/agentrt/session/postgres"
 	"github.com/agentrt/agentrt/temporal"
 	"github.com/agentrt/agentrt/temporal/internal/glue"
 	"github.com/agentrt/agentrt/tool"
@@ -81,7 +83,23 @@ func childTools() []tool.Tool {
 		}
 		return "deployed", nil
 	}))
-	return []tool.Tool{slow}
+	// hold waits until the file AGENTRT_HOLD exists (a turn that runs
+	// while the test sends more input).
+	hold := tool.Must(tool.New("hold", "paints, slowly", func(ctx context.Context, _ struct{}) (string, error) {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if _, err := os.Stat(os.Getenv("AGENTRT_HOLD")); err == nil {
+				return "painted", nil
+			}
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-t.C: // polls the file: the test writes it
+			}
+		}
+	}))
+	return []tool.Tool{slow, hold}
 }
 
 // procTimeout bounds each child process and each wait of these tests.
@@ -250,7 +268,9 @@ type deployment struct {
 	tc      client.Client
 	journal string
 	release string
+	hold    string
 	queue   string
+	dsn     string
 }
 
 func deploy(t *testing.T) *deployment {
@@ -259,7 +279,7 @@ func deploy(t *testing.T) *deployment {
 	dsn, _ := pgtest.Schema(t)
 	dir := t.TempDir()
 	d := &deployment{t: t, dir: dir, tc: tc, journal: filepath.Join(dir, "journal"), release: filepath.Join(dir, "release"),
-		queue: "agentrt-" + filepath.Base(dir)}
+		hold: filepath.Join(dir, "hold"), queue: "agentrt-" + filepath.Base(dir), dsn: dsn}
 	write := func(name, body string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -275,6 +295,7 @@ func deploy(t *testing.T) *deployment {
 	write("counter.yaml", counter.String())
 	write("manager.yaml", "replies:\n  - tool_calls: [{name: helper, arguments: {task: \"compute 6*7\"}}]\n  - text: The helper says 42.\n    expect: {last_tool_result_contains: \"42\"}\n")
 	write("helper.yaml", "replies:\n  - text: \"42\"\n")
+	write("painter.yaml", "replies:\n  - tool_calls: [{name: hold, arguments: {}}]\n  - text: red and blue\n    expect: {last_user_contains: \"and the blue one\"}\n")
 	write("approver.yaml", "replies:\n  - tool_calls: [{name: slow, arguments: {}}]\n  - text: approved and deployed\n")
 	write("agentrt.yaml", fmt.Sprintf(`store: %q
 lease_ttl: 2s
@@ -289,6 +310,7 @@ models:
   counter: {provider: scripted, script: counter.yaml}
   manager: {provider: scripted, script: manager.yaml}
   helper: {provider: scripted, script: helper.yaml}
+  painter: {provider: scripted, script: painter.yaml}
 agents:
   talker: {model: talker}
   deployer: {model: deployer, tools: [slow]}
@@ -296,8 +318,9 @@ agents:
   counter: {model: counter}
   manager: {model: manager, tools: [helper]}
   helper: {model: helper}
+  painter: {model: painter, tools: [hold], gateway: {policy: steer}}
 `, dsn, addr, d.queue))
-	env := []string{"AGENTRT_JOURNAL=" + d.journal, "AGENTRT_RELEASE=" + d.release}
+	env := []string{"AGENTRT_JOURNAL=" + d.journal, "AGENTRT_RELEASE=" + d.release, "AGENTRT_HOLD=" + d.hold}
 	ready := regexp.MustCompile(`agentrt worker: stepping`)
 	for _, name := range []string{"worker-a", "worker-b"} {
 		w := startChild(t, dir, append(env, "AGENTRT_OWNER="+name), "--config", "agentrt.yaml", "worker")
@@ -381,6 +404,39 @@ func (d *deployment) watch(id string, after int64, stop func(sessionEvent) bool)
 }
 
 func finished(e sessionEvent) bool { return e.Type == "run_finished" }
+
+// scheduled is an activity a session's workflow scheduled.
+type scheduled struct{ name, queue, summary string }
+
+// activities are the activities of every run of session id's workflow, in
+// the order of its runs (newest first) and of their histories.
+func (d *deployment) activities(id string) []scheduled {
+	d.t.Helper()
+	ctx := context.Background()
+	wid := temporal.WorkflowID("default", id)
+	page, err := d.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", wid)})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var out []scheduled
+	for _, run := range page.Executions {
+		it := d.tc.GetWorkflowHistory(ctx, wid, run.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				d.t.Fatal(err)
+			}
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+				var summary string
+				if p := e.GetUserMetadata().GetSummary(); p != nil {
+					_ = json.Unmarshal(p.Data, &summary)
+				}
+				out = append(out, scheduled{a.ActivityType.Name, a.TaskQueue.Name, summary})
+			}
+		}
+	}
+	return out
+}
 
 // A deployment on Temporal: a turn streamed over SSE with the worker's
 // live tokens; kill -9 of the worker running a tool → the other worker
@@ -474,8 +530,22 @@ func TestOnTemporal(t *testing.T) {
 		if len(dones) != 1 || len(starts) != 2 || starts[0] != starts[1] || dones[0] != starts[0] {
 			t.Fatalf("the tool's journal: starts %v, dones %v (want two starts of one key, one completion)", starts, dones)
 		}
+		// The tool call was an activity of its own, on the queue of the
+		// worker holding the session: the killed one's, then the other's.
+		var tools []string
+		for _, a := range d.activities("s2") {
+			if a.name == temporal.ActivityTool {
+				if a.summary != "tool slow" || !strings.HasPrefix(a.queue, d.queue+"@") {
+					t.Errorf("a tool activity %+v", a)
+				}
+				tools = append(tools, a.queue)
+			}
+		}
+		if len(tools) != 2 || tools[0] == tools[1] {
+			t.Errorf("the tool's activities ran on %v: want two, on two workers' own queues", tools)
+		}
 		// The killed worker's place is taken: a new one for what follows.
-		w := startChild(t, d.dir, []string{"AGENTRT_JOURNAL=" + d.journal, "AGENTRT_RELEASE=" + d.release, "AGENTRT_OWNER=worker-c"},
+		w := startChild(t, d.dir, []string{"AGENTRT_JOURNAL=" + d.journal, "AGENTRT_RELEASE=" + d.release, "AGENTRT_HOLD=" + d.hold, "AGENTRT_OWNER=worker-c"},
 			"--config", "agentrt.yaml", "worker")
 		if _, ok := w.wait(regexp.MustCompile(`agentrt worker: stepping`), procTimeout); !ok {
 			t.Fatal("worker-c did not start")
@@ -540,6 +610,65 @@ func TestOnTemporal(t *testing.T) {
 		}
 		if len(page.Executions) == 0 {
 			t.Errorf("no workflow for the sub-agent's session %s", child.ChildSession)
+		}
+	})
+
+	t.Run("the steer policy", func(t *testing.T) {
+		d.t = t
+		d.post("/v1/sessions", `{"id":"s5","agent":"painter"}`, nil)
+		if code := d.post("/v1/sessions/s5/messages", `{"text":"paint it red"}`, nil); code != 202 {
+			t.Fatalf("the first message: %d", code)
+		}
+		d.watch("s5", 0, func(e sessionEvent) bool { return e.Type == "tool_call" })
+		var in struct {
+			ID string `json:"input_id"`
+		}
+		if code := d.post("/v1/sessions/s5/messages", `{"text":"and the blue one"}`, &in); code != 202 {
+			t.Fatalf("the second message: %d", code)
+		}
+		// The input goes to the worker holding the session, for the
+		// turn's next model call; then the tool ends.
+		store, err := postgres.Open(context.Background(), d.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		deadline := time.Now().Add(procTimeout)
+		for {
+			s, err := store.GetSession(context.Background(), "s5")
+			if err == nil && s.Control != nil && s.Control.Kind == session.ControlSteer {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no steering request reached the worker: %+v %v", s, err)
+			}
+			time.Sleep(10 * time.Millisecond) // the store has no notification of it
+		}
+		if err := os.WriteFile(d.hold, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		evs := d.watch("s5", 0, finished)
+		runs, steered := 0, 0
+		for _, e := range evs {
+			switch e.Type {
+			case "run_started":
+				runs++
+			case "input_steered":
+				var st struct {
+					Inputs []string `json:"inputs"`
+				}
+				_ = json.Unmarshal(e.Data, &st)
+				if len(st.Inputs) == 1 && st.Inputs[0] == in.ID {
+					steered++
+				}
+			case "run_finished":
+				if !strings.Contains(string(e.Data), `"done"`) {
+					t.Errorf("the turn ended: %s", e.Data)
+				}
+			}
+		}
+		if runs != 1 || steered != 1 {
+			t.Fatalf("%d runs, %d input_steered answering %s: %+v", runs, steered, in.ID, evs)
 		}
 	})
 
