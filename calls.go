@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -36,6 +37,17 @@ type DeferredCall struct {
 	ID      string `json:"id"`
 	Name    string `json:"name"`
 	Attempt int    `json:"attempt,omitempty"`
+	// Child, for a delegation to a sub-agent, is the child's turn the
+	// step began: the engine runs it (a child workflow), then RunCall
+	// records its end as the call's result.
+	Child *ChildRun `json:"child,omitempty"`
+}
+
+// ChildRun is a sub-agent's turn a step began for a delegation.
+type ChildRun struct {
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+	Agent     string `json:"agent"`
 }
 
 // CallOutcome is what a call RunCall ran came to, in short (the result
@@ -58,10 +70,17 @@ type callBatch struct {
 	stop context.CancelCauseFunc
 	give func() bool // stops the AfterFunc that gives up unclaimed calls when ctx ends
 
-	mu      sync.Mutex
-	x       *Exec // the run's; used under mu only
-	jobs    []toolJob
-	state   []callState
+	mu    sync.Mutex
+	x     *Exec // the run's; used under mu only
+	jobs  []toolJob
+	state []callState
+	// dels and child, beside jobs: a delegation to a sub-agent, and the
+	// id of the child's run begun for it ("": it could not begin).
+	dels    []*delegation
+	child   []string
+	ended   []bool        // the child's turn was over at the last tick
+	ttl     time.Duration // between ticks
+	stopped bool          // the children were asked to stop
 	running int
 	err     error // a commit failed: the step fails with it once the calls end
 	timer   *time.Timer
@@ -102,9 +121,14 @@ func (r *Runner) StepSessionCalls(ctx context.Context, id string) ([]*session.Ev
 	defer b.mu.Unlock()
 	calls := make([]DeferredCall, 0, len(b.jobs))
 	for i, j := range b.jobs {
-		if b.state[i] == callWaiting {
-			calls = append(calls, DeferredCall{ID: j.call.ID, Name: j.call.Name, Attempt: j.attempt})
+		if b.state[i] != callWaiting {
+			continue
 		}
+		c := DeferredCall{ID: j.call.ID, Name: j.call.Name, Attempt: j.attempt}
+		if d := b.dels[i]; d != nil {
+			c.Child = &ChildRun{SessionID: d.childID, RunID: b.child[i], Agent: d.target}
+		}
+		calls = append(calls, c)
 	}
 	return events, calls, nil
 }
@@ -150,6 +174,9 @@ func (r *Runner) RunCall(ctx context.Context, id, callID string) (CallOutcome, e
 	j := b.jobs[i]
 	b.state[i], b.running = callRunning, b.running+1
 	x := b.x
+	if d := b.dels[i]; d != nil {
+		return r.collectChild(ctx, b, i, d)
+	}
 	tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule}
 	if j.attempt > 1 {
 		tc.Attempt = j.attempt
@@ -203,10 +230,117 @@ func (r *Runner) RunCall(ctx context.Context, id, callID string) (CallOutcome, e
 	return out, err
 }
 
-// deferCalls leaves jobs, runnable calls CallTools decided, to RunCall:
-// the step ends with them held (see stepHeld).
-func (x *Exec) deferJobs(info HookInfo, jobs []toolJob) {
-	x.deferred = &callBatch{info: info, jobs: jobs, state: make([]callState, len(jobs))}
+// add adds job j to the batch: a tool call, or a delegation d.
+func (b *callBatch) add(j toolJob, d *delegation) {
+	b.jobs = append(b.jobs, j)
+	b.state = append(b.state, callWaiting)
+	b.dels = append(b.dels, d)
+	b.child = append(b.child, "")
+	b.ended = append(b.ended, false)
+}
+
+// beginChild begins the turn of delegation d's child (run_started,
+// committed) and lets go of its session, for the engine to run; it
+// returns the run's id, or "" when the turn could not begin (the call is
+// then answered with the failure).
+func (x *Exec) beginChild(ctx context.Context, d *delegation) string {
+	parent := &session.ParentRef{SessionID: x.st.SessionID, CallID: d.job.call.ID}
+	cctx := x.childContext(ctx)
+	st, err := x.r.Begin(cctx, d.childID, Input{Text: d.task, Agent: d.target, Parent: parent})
+	x.r.LetGo(cctx, d.childID)
+	if err != nil {
+		emit(x, session.SubagentError{CallID: d.job.call.ID, ChildSession: d.childID, Code: AsError(err).ErrorCode(), Message: err.Error()})
+		emit(x, session.ToolResult{CallID: d.job.call.ID, Name: d.job.call.Name, Error: fmt.Sprintf("the sub-agent %s could not run: %v", d.target, err)})
+		return ""
+	}
+	return st.RunID
+}
+
+// collectChild records the end of the child's turn of delegation d, job
+// i of b, as the call's outcome (a sub-agent waiting for a person makes
+// its requests the parent's). The caller holds b.mu, and has marked the
+// job running. A child whose turn has not ended — the engine could not
+// run it to its end — is given up: the parent's next step follows it.
+func (r *Runner) collectChild(ctx context.Context, b *callBatch, i int, d *delegation) (CallOutcome, error) {
+	x, runID := b.x, b.child[i]
+	b.mu.Unlock()
+	st, err := r.Load(ctx, d.childID)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := CallOutcome{}
+	switch {
+	case runID == "":
+		// It could not begin: the step answered the call.
+	case err != nil:
+		b.state[i], b.running = callGivenUp, b.running-1
+		b.end()
+		return out, err
+	case st.RunID != runID || st.Status == session.StatusRunning || st.Status == session.StatusIdle:
+		b.state[i], b.running = callGivenUp, b.running-1
+		b.end()
+		return out, nil
+	default:
+		reason := ""
+		if st.LastError != nil {
+			reason = st.LastError.Code
+		}
+		o, waiting, derr := x.delegationOutcome(ctx, d, childEnd{status: st.Status, reason: cmp.Or(reason, string(st.Status)),
+			final: st.Final, usage: st.RunUsage, lastErr: st.LastError})
+		switch {
+		case derr != nil:
+			b.fail(derr)
+			err = derr
+		case b.err != nil:
+			err = b.err
+		default:
+			if !waiting && o != nil && !o.canceled {
+				emit(x, o.res)
+				out = CallOutcome{Ran: true, OK: o.res.OK, Error: preview(o.res.Error)}
+			}
+			cctx, cancel := afterEnd(ctx)
+			if err = x.Commit(cctx); err != nil {
+				b.fail(err)
+				out = CallOutcome{}
+			}
+			cancel()
+		}
+	}
+	b.state[i], b.running = callDone, b.running-1
+	b.end()
+	return out, err
+}
+
+// stopChildren asks the children's runs of b's delegations still under
+// way to stop as the parent's run does (its handle says how): the engine
+// runs them, not this process. Once.
+func (b *callBatch) stopChildren(r *Runner) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	h := b.hd.h
+	kind, reason := session.ControlCancel, "the parent's run was canceled"
+	if why := h.interruptedFor(b.hd.ctx); why != "" {
+		kind, reason = session.ControlInterrupt, why
+	} else if b.hd.ctx.Err() == nil {
+		return // neither: nothing to pass on
+	}
+	b.stopped = true
+	for i, d := range b.dels {
+		if d == nil || b.child[i] == "" || b.state[i] == callDone || b.state[i] == callGivenUp {
+			continue
+		}
+		if !r.remote.enter() {
+			return
+		}
+		ctx := session.WithTenant(r.remote.ctx, h.tenant)
+		child, run := d.childID, b.child[i]
+		go func() {
+			defer r.remote.wg.Done()
+			_, _ = r.requestControl(ctx, child, run, kind, reason) // not_running: it ended first
+		}()
+	}
 }
 
 // holdBatch keeps b, the calls x's step left, with hd: the session stays
@@ -221,8 +355,55 @@ func (r *Runner) holdBatch(hd *hold, x *Exec, b *callBatch) {
 	defer b.mu.Unlock()
 	// Calls nobody claims are given up after a lease TTL, or at once when
 	// the run stops (a cancellation, Close).
-	b.timer = time.AfterFunc(r.leaseTTL, b.giveUp)
+	b.ttl = r.leaseTTL
+	b.timer = time.AfterFunc(b.ttl, b.tick)
 	b.give = context.AfterFunc(b.ctx, b.giveUp)
+	b.end() // nothing left to run (the children that could not begin)
+}
+
+// tick gives up, a lease TTL after the step, the calls nobody claimed —
+// and a delegation's once its child's turn was over at two ticks in a
+// row without being collected (the engine's workflow stopped): while the
+// child's turn goes on, the parent's batch waits for it.
+func (b *callBatch) tick() {
+	b.mu.Lock()
+	var kids []int
+	for i := range b.state {
+		switch {
+		case b.state[i] != callWaiting:
+		case b.dels[i] == nil || b.child[i] == "":
+			b.state[i] = callGivenUp
+		default:
+			kids = append(kids, i)
+		}
+	}
+	b.end()
+	if len(kids) == 0 || b.over {
+		b.mu.Unlock()
+		return
+	}
+	x := b.x
+	b.mu.Unlock()
+	over := make([]bool, len(kids))
+	for n, i := range kids {
+		sess, err := x.r.store.GetSession(b.ctx, b.dels[i].childID)
+		over[n] = err != nil || sess.Status != session.StatusRunning
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for n, i := range kids {
+		switch {
+		case b.state[i] != callWaiting:
+		case over[n] && b.ended[i]:
+			b.state[i] = callGivenUp
+		default:
+			b.ended[i] = over[n]
+		}
+	}
+	b.end()
+	if !b.over {
+		b.timer.Reset(b.ttl)
+	}
 }
 
 // giveUp gives up the calls not claimed yet.

@@ -325,3 +325,96 @@ func (g *callsRig) checkRanInOneStep(t *testing.T) {
 		t.Errorf("the calls were announced %d times: %v", n, types)
 	}
 }
+
+// A fresh delegation to a sub-agent in a step that leaves its calls: the
+// call is announced and the child's turn begun (and let go of) in the
+// step, for an engine to run; RunCall, once that turn ended, records its
+// answer as the call's result. A child that waits for a person makes its
+// requests the parent's.
+func TestRunCallCollectsChild(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		calc   []scripted.Reply
+		parent session.Status
+	}{
+		{"answered", []scripted.Reply{{Text: "42"}}, session.StatusDone},
+		{"waiting", []scripted.Reply{{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{}`)}}}, session.StatusWaiting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := memstore.New()
+			deploy := tool.WithMeta(tool.Must(tool.New("deploy", "deploys", func(context.Context, struct{}) (string, error) { return "ok", nil })),
+				tool.Meta{Approval: tool.ApprovalAsk})
+			boss, calc := delegation(t, scripted.New("boss", delegate("compute 6*7"),
+				scripted.Reply{Text: "It is 42.", Expect: &scripted.Expect{LastToolResultContains: "42"}}),
+				scripted.New("calc-model", tc.calc...), deploy)
+			r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "worker"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Close(ctx) })
+			if _, err := r.Begin(ctx, "p", agentrt.Input{Agent: "boss", Text: "6*7?"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := r.StepSessionCalls(ctx, "p"); err != nil {
+				t.Fatal(err)
+			}
+			_, calls, err := r.StepSessionCalls(ctx, "p")
+			if err != nil || len(calls) != 1 || calls[0].Child == nil || calls[0].Child.Agent != "calc" || calls[0].Child.RunID == "" {
+				t.Fatalf("the calls left: %+v %v", calls, err)
+			}
+			child := calls[0].Child.SessionID
+			// The child's turn is begun and let go of: any process steps it.
+			cs, err := store.GetSession(session.WithTenant(ctx, session.DefaultTenant), child)
+			if err != nil || cs.Status != session.StatusRunning || cs.Lease != nil && cs.Lease.Owner != "" {
+				t.Fatalf("the child's session: %+v %v", cs, err)
+			}
+			// An engine runs the child's turn elsewhere.
+			other, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "engine"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = other.Close(ctx) })
+			for {
+				if _, err := other.StepSession(ctx, child); err != nil {
+					break // its turn is over
+				}
+			}
+			other.LetGo(ctx, child)
+			out, err := r.RunCall(ctx, "p", calls[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := r.Load(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.parent == session.StatusWaiting {
+				if _, err := r.StepSession(ctx, "p"); err != nil { // the policy: wait
+					t.Fatal(err)
+				}
+				if st, err = r.Load(ctx, "p"); err != nil {
+					t.Fatal(err)
+				}
+				if out.Ran || st.Status != session.StatusWaiting || len(st.Requests) != 1 || st.Requests[0].Child == nil {
+					t.Fatalf("the parent: %s, requests %+v, outcome %+v", st.Status, st.Requests, out)
+				}
+				return
+			}
+			if !out.Ran || !out.OK {
+				t.Fatalf("the collected call: %+v", out)
+			}
+			for st.Status == session.StatusRunning {
+				if _, err := r.StepSession(ctx, "p"); err != nil {
+					t.Fatal(err)
+				}
+				if st, err = r.Load(ctx, "p"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st.Status != session.StatusDone || st.Final != "It is 42." {
+				t.Fatalf("the parent: %s %q", st.Status, st.Final)
+			}
+		})
+	}
+}

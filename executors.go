@@ -607,8 +607,10 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 	for _, q := range asks {
 		emit(x, q)
 	}
-	if x.deferCalls && x.deferJobsOf(ctx, info, jobs) {
-		return nil
+	if x.deferCalls {
+		if deferred, err := x.deferJobsOf(ctx, info, jobs); err != nil || deferred {
+			return err
+		}
 	}
 	for i := range jobs {
 		j := &jobs[i]
@@ -669,32 +671,86 @@ func CallTools(ctx context.Context, x *Exec, ins Instruction) error {
 
 // deferJobsOf leaves the runnable calls of jobs to RunCall (see
 // StepSessionCalls), answering the blocked ones now, and reports whether
-// it did: not when none would run, nor for a batch that delegates.
-func (x *Exec) deferJobsOf(ctx context.Context, info HookInfo, jobs []toolJob) bool {
+// it did: not when none would run, nor for a batch that delegates to a
+// tool of tool.Meta.Delegates or to a sub-agent's session that exists
+// already (continued, or begun before a crash). A fresh delegation to a
+// sub-agent is announced here, its child's turn begun (and let go of, for
+// the engine to run), and left to RunCall to collect once that turn ends.
+func (x *Exec) deferJobsOf(ctx context.Context, info HookInfo, jobs []toolJob) (bool, error) {
 	runnable := 0
 	for _, j := range jobs {
-		if x.isSubagentJob(j) {
-			return false
-		}
-		if j.block == "" {
-			runnable++
-		}
-	}
-	if runnable == 0 {
-		return false
-	}
-	run := make([]toolJob, 0, runnable)
-	for _, j := range jobs {
-		if j.block == "" {
-			run = append(run, j)
+		if j.block != "" {
 			continue
 		}
-		emit(x, session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule, Blocked: j.block, Attempt: attemptOf(j)})
-		o := x.runTool(ctx, info, j)
-		emit(x, o.res)
+		if x.isSubagentJob(j) && !x.freshDelegation(ctx, j) {
+			return false, nil
+		}
+		runnable++
 	}
-	x.deferJobs(info, run)
-	return true
+	if runnable == 0 {
+		return false, nil
+	}
+	b := &callBatch{info: info}
+	for _, j := range jobs {
+		tc := session.ToolCall{CallID: j.call.ID, Name: j.call.Name, Arguments: j.call.Arguments, Rule: j.rule, Blocked: j.block, Attempt: attemptOf(j)}
+		switch {
+		case j.block != "":
+			emit(x, tc)
+			o := x.runTool(ctx, info, j)
+			emit(x, o.res)
+		case x.isSubagentJob(j):
+			target, _ := x.agent.subagentOf(j.call.Name)
+			emit(x, tc)
+			d, o, waiting, err := x.prepareDelegation(ctx, j, target)
+			switch {
+			case err != nil:
+				return true, err
+			case o != nil:
+				emit(x, o.res)
+			case !waiting:
+				emit(x, d.started)
+				b.add(j, d)
+			}
+		default:
+			b.add(j, nil)
+		}
+	}
+	if len(b.jobs) == 0 {
+		return true, nil
+	}
+	if slices.ContainsFunc(b.dels, func(d *delegation) bool { return d != nil }) {
+		// The children's turns begin once the parent has recorded their
+		// start (as a run here begins them after subagent_started).
+		if err := x.Commit(ctx); err != nil {
+			return true, err
+		}
+		for i, d := range b.dels {
+			if d == nil {
+				continue
+			}
+			if b.child[i] = x.beginChild(ctx, d); b.child[i] == "" {
+				b.state[i] = callDone // answered: it could not begin
+			}
+		}
+	}
+	x.deferred = b
+	return true, nil
+}
+
+// freshDelegation reports whether j, a call of a sub-agent, delegates to
+// a session of its own that does not exist yet: a new task.
+func (x *Exec) freshDelegation(ctx context.Context, j toolJob) bool {
+	if _, ok := x.agent.subagentOf(j.call.Name); !ok {
+		return false // a tool that delegates
+	}
+	var in struct {
+		Continue string `json:"continue_session"`
+	}
+	if json.Unmarshal(j.call.Arguments, &in) == nil && in.Continue != "" {
+		return false
+	}
+	_, err := x.r.store.GetSession(ctx, x.st.SessionID+"."+shortRun(x.st.RunID)+"."+j.call.ID)
+	return errors.Is(err, session.ErrNotFound)
 }
 
 // attemptOf is the attempt a tool_call records: none for the first.

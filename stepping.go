@@ -247,6 +247,12 @@ func (s *stepping) put(r *Runner, hd *hold) {
 // stopIdle ends the run of hd now, if no step is in progress: a control
 // request came (or the runner closes) between steps.
 func (s *stepping) stopIdle(r *Runner, hd *hold) {
+	s.mu.Lock()
+	b := hd.batch
+	s.mu.Unlock()
+	if b != nil {
+		b.stopChildren(r) // the engine runs its sub-agents' turns
+	}
 	s.letGo(r, hd, true)
 }
 

@@ -580,7 +580,7 @@ func TestOnTemporal(t *testing.T) {
 		}
 	})
 
-	t.Run("a sub-agent's own workflow", func(t *testing.T) {
+	t.Run("a sub-agent's child workflow", func(t *testing.T) {
 		d.t = t
 		d.post("/v1/sessions", `{"id":"s5","agent":"manager"}`, nil)
 		if code := d.post("/v1/sessions/s5/messages", `{"text":"what is 6*7?"}`, nil); code != 202 {
@@ -608,22 +608,26 @@ func TestOnTemporal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Executions) == 0 {
-			t.Errorf("no workflow for the sub-agent's session %s", child.ChildSession)
+		if len(page.Executions) != 1 {
+			t.Fatalf("%d workflows for the sub-agent's session %s, want one", len(page.Executions), child.ChildSession)
+		}
+		// A child workflow of the parent's session's.
+		if p := page.Executions[0].ParentExecution; p == nil || p.WorkflowId != temporal.WorkflowID("default", "s5") {
+			t.Errorf("the sub-agent's workflow's parent: %+v", p)
 		}
 	})
 
 	t.Run("the steer policy", func(t *testing.T) {
 		d.t = t
-		d.post("/v1/sessions", `{"id":"s5","agent":"painter"}`, nil)
-		if code := d.post("/v1/sessions/s5/messages", `{"text":"paint it red"}`, nil); code != 202 {
+		d.post("/v1/sessions", `{"id":"s6","agent":"painter"}`, nil)
+		if code := d.post("/v1/sessions/s6/messages", `{"text":"paint it red"}`, nil); code != 202 {
 			t.Fatalf("the first message: %d", code)
 		}
-		d.watch("s5", 0, func(e sessionEvent) bool { return e.Type == "tool_call" })
+		d.watch("s6", 0, func(e sessionEvent) bool { return e.Type == "tool_call" })
 		var in struct {
 			ID string `json:"input_id"`
 		}
-		if code := d.post("/v1/sessions/s5/messages", `{"text":"and the blue one"}`, &in); code != 202 {
+		if code := d.post("/v1/sessions/s6/messages", `{"text":"and the blue one"}`, &in); code != 202 {
 			t.Fatalf("the second message: %d", code)
 		}
 		// The input goes to the worker holding the session, for the
@@ -635,7 +639,7 @@ func TestOnTemporal(t *testing.T) {
 		defer store.Close()
 		deadline := time.Now().Add(procTimeout)
 		for {
-			s, err := store.GetSession(context.Background(), "s5")
+			s, err := store.GetSession(context.Background(), "s6")
 			if err == nil && s.Control != nil && s.Control.Kind == session.ControlSteer {
 				break
 			}
@@ -647,7 +651,7 @@ func TestOnTemporal(t *testing.T) {
 		if err := os.WriteFile(d.hold, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		evs := d.watch("s5", 0, finished)
+		evs := d.watch("s6", 0, finished)
 		runs, steered := 0, 0
 		for _, e := range evs {
 			switch e.Type {

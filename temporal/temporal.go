@@ -103,6 +103,11 @@ type SessionInput struct {
 	// Queue is the task queue of the worker holding the session, when
 	// the run continued as new mid-turn (see StepResult.Queue).
 	Queue string `json:"queue,omitempty"`
+	// Child: the workflow is a child workflow, a sub-agent's turn its
+	// parent's step began: it ends (rather than continue as new) when the
+	// turn ends, or waits for a person — whose requests are then the
+	// parent's.
+	Child bool `json:"child,omitempty"`
 }
 
 // label is a short readable line for a step: what it will do.

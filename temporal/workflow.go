@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -144,7 +145,7 @@ func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
 	for steps := 0; ; steps++ {
 		if steps == maxTurnSteps {
 			return workflow.NewContinueAsNewError(ctx, WorkflowName, SessionInput{Tenant: in.Tenant, SessionID: in.SessionID,
-				Agent: in.Agent, Next: &d, Turns: in.Turns, Queue: queue})
+				Agent: in.Agent, Next: &d, Turns: in.Turns, Queue: queue, Child: in.Child})
 		}
 		var res StepResult
 		err := workflow.ExecuteActivity(onQueue(actx, queue, label(next)), ActivityStep, step).Get(ctx, &res)
@@ -174,6 +175,12 @@ func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
 		}
 		if res.Status != session.StatusWaiting {
 			break // done, failed, paused, interrupted, canceled: the turn is over
+		}
+		if in.Child {
+			// A sub-agent waiting for a person: its requests are its
+			// parent's now, whose run waits; the answer goes on in the
+			// parent's turn.
+			return nil
 		}
 		// Waiting for people: their answer is handed over by whoever
 		// recorded it (a drive), or the first deadline passes.
@@ -217,6 +224,9 @@ func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
 			continue
 		}
 	}
+	if in.Child {
+		return nil // the sub-agent's turn is over: its parent collects it
+	}
 	// The turn is over: the next one begins a workflow run of its own —
 	// with a run already handed over, if one came meanwhile.
 	var waiting *agentrt.Drive
@@ -253,32 +263,62 @@ func onQueue(actx workflow.Context, queue, summary string) workflow.Context {
 // step. A call's activity is tried once: a call whose worker died is the
 // next step's, by agentrt's rules (a tool that may run again runs again
 // with the same idempotency key; an at-most-once tool's call in doubt is
-// a person's to confirm).
+// a person's to confirm). A delegation to a sub-agent runs as a child
+// workflow of the sub-agent's session (its turn begun by the step), whose
+// end an activity then records as the call's result.
 func runCalls(ctx, actx workflow.Context, step StepInput, res StepResult) (queue string) {
-	futures := make([]workflow.Future, len(res.Calls))
-	for i, c := range res.Calls {
-		cctx := onQueue(actx, res.Queue, "tool "+c.Name)
-		if res.Queue == "" {
-			o := workflow.GetActivityOptions(cctx)
-			rp := *o.RetryPolicy
-			rp.MaximumAttempts = 1
-			o.RetryPolicy = &rp
-			cctx = workflow.WithActivityOptions(cctx, o)
-		}
-		futures[i] = workflow.ExecuteActivity(cctx, ActivityTool, CallInput{Tenant: step.Tenant, SessionID: step.SessionID,
-			RunID: res.RunID, CallID: c.ID, Name: c.Name})
-	}
 	queue = res.Queue
-	for i, f := range futures {
-		var out agentrt.CallOutcome
-		if err := f.Get(ctx, &out); err != nil {
+	wg := workflow.NewWaitGroup(ctx)
+	for _, c := range res.Calls {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			summary := "tool " + c.Name
+			if c.Child != nil {
+				runChild(ctx, step, c)
+				summary = "sub-agent " + c.Child.Agent + " answered"
+			}
+			cctx := onQueue(actx, res.Queue, summary)
+			if res.Queue == "" {
+				o := workflow.GetActivityOptions(cctx)
+				rp := *o.RetryPolicy
+				rp.MaximumAttempts = 1
+				o.RetryPolicy = &rp
+				cctx = workflow.WithActivityOptions(cctx, o)
+			}
+			var out agentrt.CallOutcome
+			err := workflow.ExecuteActivity(cctx, ActivityTool, CallInput{Tenant: step.Tenant, SessionID: step.SessionID,
+				RunID: res.RunID, CallID: c.ID, Name: c.Name}).Get(ctx, &out)
+			if err == nil {
+				return
+			}
 			var ae *temporal.ApplicationError
 			if errors.As(err, &ae) && ae.Type() == errNotHeld {
-				continue // given up, or run already: its worker goes on
+				return // given up, or run already: its worker goes on
 			}
-			workflow.GetLogger(ctx).Warn("agentrt: a tool call's activity failed", "session", step.SessionID, "call", res.Calls[i].ID, "error", err)
+			workflow.GetLogger(ctx).Warn("agentrt: a tool call's activity failed", "session", step.SessionID, "call", c.ID, "error", err)
 			queue = "" // its worker died or stopped: any worker steps next
-		}
+		})
 	}
+	wg.Wait(ctx)
 	return queue
+}
+
+// runChild runs the sub-agent's turn of delegation c as a child workflow
+// of its session, until the turn ends or waits for a person. A child
+// workflow that could not run is no error here: the activity that
+// records the call's result finds the turn unfinished, and the parent's
+// next step follows it.
+func runChild(ctx workflow.Context, step StepInput, c agentrt.DeferredCall) {
+	id := WorkflowID(step.Tenant, c.Child.SessionID)
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:    id,
+		StaticSummary: fmt.Sprintf("agentrt sub-agent %s of session %s (session %s)", c.Child.Agent, step.SessionID, c.Child.SessionID),
+	})
+	d := agentrt.Drive{Tenant: step.Tenant, SessionID: c.Child.SessionID, Agent: c.Child.Agent, RunID: c.Child.RunID, Why: "start"}
+	err := workflow.ExecuteChildWorkflow(cctx, WorkflowName, SessionInput{Tenant: step.Tenant, SessionID: c.Child.SessionID,
+		Agent: c.Child.Agent, Next: &d, Child: true}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("agentrt: a sub-agent's child workflow failed", "session", step.SessionID, "child", c.Child.SessionID, "error", err)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -308,6 +310,15 @@ func TestStoppedBetweenSteps(t *testing.T) {
 // the retry goes on from the log, where the call started and has no
 // result.
 func TestStepRetriedWithTheSameKey(t *testing.T) {
+	for _, queue := range []string{"", "worker-1"} {
+		t.Run("queue="+queue, func(t *testing.T) { stepRetried(t, queue) })
+	}
+}
+
+// stepRetried is TestStepRetriedWithTheSameKey with the worker's own
+// queue: with one, the tool call's activity fails (tried once) and the
+// next step runs the call again; without, the step is tried again.
+func stepRetried(t *testing.T, queue string) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
@@ -347,7 +358,7 @@ func TestStepRetriedWithTheSameKey(t *testing.T) {
 		_ = serve.Close(context.Background())
 		_ = worker.Close(context.Background())
 	})
-	temporal.Register(env, worker, temporal.Options{})
+	temporal.Register(env, worker, temporal.Options{Queue: queue})
 	var attempts []int32
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
 		attempts = append(attempts, info.Attempt)
@@ -370,7 +381,66 @@ func TestStepRetriedWithTheSameKey(t *testing.T) {
 	for _, n := range attempts {
 		retried = retried || n > 1
 	}
-	if !retried {
+	if !retried && queue == "" {
 		t.Errorf("no step was tried again: attempts %v", attempts)
+	}
+}
+
+// A delegation to a sub-agent runs as a child workflow of the sub-agent's
+// session (a workflow id of its own), which ends with the child's turn;
+// an activity then records its answer as the parent's call's result.
+func TestSubagentChildWorkflow(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	store := memstore.New()
+	reg, err := tool.NewRegistry(agentrt.SubAgent("calc", "computes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boss := &agentrt.Agent{Name: "boss", Tools: reg, Model: scripted.New("boss",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calc", `{"task":"compute 6*7"}`)}},
+		scripted.Reply{Text: "It is 42.", Expect: &scripted.Expect{LastToolResultContains: "42"}})}
+	calc := &agentrt.Agent{Name: "calc", Model: scripted.New("calc", scripted.Reply{Text: "42"})}
+	agents := []*agentrt.Agent{boss, calc}
+	now := func() time.Time { return env.Now() }
+	dr := make(drives, 4)
+	worker, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "worker", Engine: dr, EngineName: temporal.EngineName, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: dr, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = serve.Close(context.Background())
+		_ = worker.Close(context.Background())
+	})
+	temporal.Register(env, worker, temporal.Options{Queue: "worker-1"})
+	var children []string
+	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+		var in temporal.SessionInput
+		_ = args.Get(&in)
+		children = append(children, info.WorkflowExecution.ID+" "+fmt.Sprint(in.Child))
+	})
+	h, err := serve.Start(context.Background(), "p1", agentrt.Input{Agent: "boss", Text: "what is 6*7?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dr.next(t)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	continuedAsNew(t, env)
+	res, err := h.Wait(context.Background())
+	if err != nil || res.Status != session.StatusDone || res.Text != "It is 42." {
+		t.Fatalf("the run: %+v %v", res, err)
+	}
+	if len(children) != 1 || !strings.HasPrefix(children[0], temporal.WorkflowID(session.DefaultTenant, "p1.")) || !strings.HasSuffix(children[0], " true") {
+		t.Errorf("the child workflows: %v", children)
+	}
+	select {
+	case extra := <-dr:
+		t.Errorf("the sub-agent's run was handed to the engine as a workflow of its own: %+v", extra)
+	default:
 	}
 }
