@@ -29,8 +29,17 @@ import (
 // A call that no RunCall claims within a lease TTL (its engine gave it to
 // a process that died, or chose to step the session elsewhere) is given
 // up: it was never announced, so the session's next step runs it by the
-// usual rules. Sub-agents and tools that delegate run in the step, as
-// ever: they report to the run while they go.
+// usual rules.
+//
+// A fresh delegation to a sub-agent is announced in the step, which
+// begins the child's turn (run_started in the child's session, let go of)
+// for the engine to run — as a child workflow, say; RunCall then records
+// the turn's end as the call's result (a child waiting for a person makes
+// its requests the parent's). A parent canceled or interrupted meanwhile
+// asks its children's runs to stop the same way. A delegation that
+// continues a sub-agent's session, or finds it begun already (a crash),
+// and a tool that delegates (tool.Meta.Delegates) run in the step, as
+// ever, reporting to the run while they go.
 
 // DeferredCall is a tool call a step left for RunCall.
 type DeferredCall struct {
@@ -357,7 +366,10 @@ func (r *Runner) holdBatch(hd *hold, x *Exec, b *callBatch) {
 	// the run stops (a cancellation, Close).
 	b.ttl = r.leaseTTL
 	b.timer = time.AfterFunc(b.ttl, b.tick)
-	b.give = context.AfterFunc(b.ctx, b.giveUp)
+	b.give = context.AfterFunc(b.ctx, func() {
+		b.stopChildren(r) // a cancellation: passed on to the children first
+		b.giveUp()
+	})
 	b.end() // nothing left to run (the children that could not begin)
 }
 

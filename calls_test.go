@@ -418,3 +418,42 @@ func TestRunCallCollectsChild(t *testing.T) {
 		})
 	}
 }
+
+// A parent canceled while its sub-agent's turn runs elsewhere (begun by
+// the step, for an engine) passes the cancellation on to the child's run.
+func TestRunCallChildCanceledWithParent(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	boss, calc := delegation(t, scripted.New("boss", delegate("compute 6*7")), scripted.New("calc-model", scripted.Reply{Text: "42"}))
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	if _, err := r.Begin(ctx, "p", agentrt.Input{Agent: "boss", Text: "6*7?"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.StepSessionCalls(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	_, calls, err := r.StepSessionCalls(ctx, "p")
+	if err != nil || len(calls) != 1 || calls[0].Child == nil {
+		t.Fatalf("the calls left: %+v %v", calls, err)
+	}
+	out, err := r.Cancel(ctx, "p", "never mind")
+	if err != nil || !out.Acted || out.Status != session.StatusCanceled {
+		t.Fatalf("Cancel: %+v %v", out, err)
+	}
+	tctx := session.WithTenant(ctx, session.DefaultTenant)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cs, err := store.GetSession(tctx, calls[0].Child.SessionID)
+		if err == nil && cs.Status == session.StatusCanceled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's run: %+v %v", cs, err)
+		}
+		time.Sleep(time.Millisecond) // passed on by a goroutine of the parent's runner
+	}
+}
