@@ -760,10 +760,10 @@ type Temporal struct {
 	// TLS, when set, connects with TLS (mutual, with a client certificate
 	// and key; CA, when set, is the server's authority).
 	TLS *TemporalTLS `yaml:"tls,omitempty"`
-	// StepTimeout bounds one step (a model call, a batch of tool calls, a
-	// sub-agent's run): zero, an hour. HeartbeatTimeout is how long a
-	// step's worker may go unheard before the step is tried elsewhere:
-	// zero, 10s.
+	// StepTimeout bounds one step or one tool call (a model call, a
+	// tool's run, a batch run whole): zero, an hour. HeartbeatTimeout is
+	// how long a step's or a tool call's worker may go unheard before the
+	// step is tried elsewhere (the call left to the next step): zero, 10s.
 	StepTimeout      Duration `yaml:"step_timeout,omitempty"`
 	HeartbeatTimeout Duration `yaml:"heartbeat_timeout,omitempty"`
 }

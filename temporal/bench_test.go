@@ -60,7 +60,14 @@ type benchDeployment struct {
 	tc    client.Client
 }
 
-func newBenchDeployment(b *testing.B, onTemporal bool) *benchDeployment {
+// engines are the benchmarks' engines: local; temporal, two workers as
+// NewWorker makes them (a session kept on its worker between steps, a
+// queue of each worker's own); temporal-letgo, two workers registered
+// without a queue of their own (Register): each step takes the session
+// from the store and lets it go, as before workers had their own queue.
+var engines = []string{"local", "temporal", "temporal-letgo"}
+
+func newBenchDeployment(b *testing.B, engine string) *benchDeployment {
 	b.Helper()
 	dsn, _ := pgtest.Schema(b)
 	ctx := context.Background()
@@ -75,7 +82,7 @@ func newBenchDeployment(b *testing.B, onTemporal bool) *benchDeployment {
 	agents := []*agentrt.Agent{{Name: "assistant", Model: okModel{}}}
 	d := &benchDeployment{}
 	cfg := agentrt.Config{Store: open(), Agents: agents, Owner: "serve"}
-	if onTemporal {
+	if engine != "local" {
 		_, tc := devServer(b)
 		d.tc = tc
 		queue := fmt.Sprintf("bench-%d", time.Now().UnixNano())
@@ -84,8 +91,19 @@ func newBenchDeployment(b *testing.B, onTemporal bool) *benchDeployment {
 			if err != nil {
 				b.Fatal(err)
 			}
-			w := worker.New(tc, queue, worker.Options{})
-			temporal.Register(w, wr, temporal.Options{})
+			var w interface {
+				Start() error
+				Stop()
+			}
+			if engine == "temporal" {
+				if w, err = temporal.NewWorker(tc, queue, wr, temporal.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			} else {
+				sw := worker.New(tc, queue, worker.Options{})
+				temporal.Register(sw, wr, temporal.Options{})
+				w = sw
+			}
 			if err := w.Start(); err != nil {
 				b.Fatal(err)
 			}
@@ -124,9 +142,9 @@ func (d *benchDeployment) turn(ctx context.Context, id string) (*agentrt.Result,
 //
 //	cd temporal && go test -run '^$' -bench BenchmarkTurn -benchtime 200x -count 3 .
 func BenchmarkTurn(b *testing.B) {
-	for _, engine := range []string{"local", "temporal"} {
+	for _, engine := range engines {
 		b.Run("engine="+engine, func(b *testing.B) {
-			d := newBenchDeployment(b, engine == "temporal")
+			d := newBenchDeployment(b, engine)
 			ctx := context.Background()
 			// A session per turn, made before the clock starts.
 			for i := range b.N {
@@ -193,9 +211,9 @@ func BenchmarkTurn(b *testing.B) {
 //	cd temporal && go test -run '^$' -bench BenchmarkConcurrentSessions -benchtime 1x -count 2 .
 func BenchmarkConcurrentSessions(b *testing.B) {
 	const sessions = 1000
-	for _, engine := range []string{"local", "temporal"} {
+	for _, engine := range engines {
 		b.Run("engine="+engine, func(b *testing.B) {
-			d := newBenchDeployment(b, engine == "temporal")
+			d := newBenchDeployment(b, engine)
 			ctx := context.Background()
 			for n := range b.N {
 				for i := range sessions {

@@ -1,20 +1,22 @@
 // Package temporal runs agentrt's runs on a Temporal cluster: a workflow
 // per session, whose activities step the session's run one step (a model
-// call, or a batch of tool calls) at a time on any worker.
+// call, the decision about a batch of tool calls) and one tool call at a
+// time, on the worker that holds the session, and whose child workflows
+// run its sub-agents' turns.
 //
 // The agentrt log stays the record: an activity steps the session
-// through an agentrt.Runner (Runner.StepSession, fenced by the session's
-// lease as any run), and the workflow carries only the session's id, its
-// position and the step's outcome — never the conversation, a model's
-// input or a tool's output. A workflow run holds one turn: it continues
-// as new when the turn ends, so that a history stays small however long
-// the conversation.
+// through an agentrt.Runner (Runner.StepSessionCalls, Runner.RunCall,
+// fenced by the session's lease as any run), and the workflow carries
+// only the session's id, its position and the step's outcome — never the
+// conversation, a model's input or a tool's output. A workflow run holds
+// one turn: it continues as new when the turn ends, so that a history
+// stays small however long the conversation.
 //
 // Engine is the agentrt.Engine of the runner that starts and continues
 // runs (agentrt serve with engine: temporal): it signals the session's
-// workflow, starting it if need be (SignalWithStart). Worker registers the
-// workflow and its activities for the runner that steps them (agentrt
-// worker).
+// workflow, starting it if need be (SignalWithStart). NewWorker makes the
+// worker that runs the workflow and its activities for the runner that
+// steps them (agentrt worker).
 package temporal
 
 import (

@@ -61,8 +61,8 @@ type StepResult struct {
 // Options are the activities' timeouts and retries, which a worker and
 // the workflow agree on.
 type Options struct {
-	// StepTimeout bounds one step (a model call, a batch of tool calls,
-	// a sub-agent's run); zero: an hour.
+	// StepTimeout bounds one step or tool call (a model call, a tool's
+	// run, a batch of tool calls run whole); zero: an hour.
 	StepTimeout time.Duration
 	// Heartbeat is how often a step reports that its worker lives; a step
 	// not heard from for HeartbeatTimeout is tried again elsewhere. Zero:
