@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/session/memstore"
 	"github.com/agentrt/agentrt/temporal"
 	"github.com/agentrt/agentrt/tool"
+	temporalsdk "go.temporal.io/sdk/temporal"
 )
 
 // A waiting run canceled by a person stays canceled when its request's
@@ -127,5 +128,46 @@ func TestStepOnExpiredRequests(t *testing.T) {
 	}())
 	if st.Status == session.StatusWaiting && len(st.Requests) == 0 && res.Deadline == nil {
 		t.Errorf("stranded: waiting with no request, and the workflow is told no deadline")
+	}
+}
+
+// A tool call's activity for a call its worker does not hold — an unknown
+// session, an unknown call, a call run already — fails at once with an
+// error of type agentrt.not_held that Temporal does not try again.
+func TestToolActivityNotHeld(t *testing.T) {
+	g := newRig(t, 0,
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("lookup", `{"order":"42"}`)}},
+		scripted.Reply{Text: "done"})
+	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "where is 42?"}); err != nil {
+		t.Fatal(err)
+	}
+	d := g.drives.next(t)
+	a := &temporal.Activities{Runner: g.worker, Options: temporal.Options{Queue: "worker-1"}}
+	ctx := context.Background()
+	in := temporal.StepInput{Tenant: d.Tenant, SessionID: d.SessionID, RunID: d.RunID, Calls: true}
+	if _, err := a.Step(ctx, in); err != nil { // the model call
+		t.Fatal(err)
+	}
+	res, err := a.Step(ctx, in) // the batch, left to run
+	if err != nil || len(res.Calls) != 1 || res.Queue != "worker-1" {
+		t.Fatalf("the batch's step: %+v %v", res, err)
+	}
+	call := temporal.CallInput{Tenant: d.Tenant, SessionID: d.SessionID, RunID: d.RunID, CallID: res.Calls[0].ID, Name: "lookup"}
+	for _, bad := range []temporal.CallInput{
+		{Tenant: d.Tenant, SessionID: "nope", CallID: res.Calls[0].ID, Name: "lookup"},
+		{Tenant: d.Tenant, SessionID: d.SessionID, CallID: "call_nope", Name: "lookup"},
+		{Tenant: "other", SessionID: d.SessionID, CallID: res.Calls[0].ID, Name: "lookup"},
+	} {
+		_, err := a.Tool(ctx, bad)
+		var ae *temporalsdk.ApplicationError
+		if !errors.As(err, &ae) || ae.Type() != "agentrt.not_held" || !ae.NonRetryable() {
+			t.Errorf("Tool(%+v): %v, want a non-retryable agentrt.not_held", bad, err)
+		}
+	}
+	if out, err := a.Tool(ctx, call); err != nil || !out.Ran || !out.OK {
+		t.Fatalf("the call: %+v %v", out, err)
+	}
+	if _, err := a.Tool(ctx, call); err == nil {
+		t.Error("the call ran twice")
 	}
 }
