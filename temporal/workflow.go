@@ -95,6 +95,10 @@ func (o Options) heartbeatTimeout() time.Duration {
 // workflow gives the step to any worker: that worker died, or stopped.
 const stickyWait = 5 * time.Second
 
+// settle is how long a workflow run whose turn ended waits for the
+// session's next run before it continues as new without one.
+const settle = time.Second
+
 // expiryRetry is the least a workflow waits for a deadline: one that
 // passed by Temporal's clock and not yet by the store's is asked about
 // again after it, not in a loop.
@@ -228,11 +232,25 @@ func sessionWorkflow(ctx workflow.Context, in SessionInput, o Options) error {
 		return nil // the sub-agent's turn is over: its parent collects it
 	}
 	// The turn is over: the next one begins a workflow run of its own —
-	// with a run already handed over, if one came meanwhile.
+	// with a run already handed over, if one came meanwhile, or comes
+	// within settle: a client that sends its next message the moment it
+	// has the answer would otherwise signal this run as it continues as
+	// new, which Temporal refuses (the workflow task fails, and is tried
+	// again seconds later).
 	var waiting *agentrt.Drive
 	var nd agentrt.Drive
 	if drives.ReceiveAsync(&nd) {
 		waiting = &nd
+	} else if workflow.GetVersion(ctx, "agentrt.settle", workflow.DefaultVersion, 1) == 1 {
+		tctx, cancel := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(drives, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, &nd)
+			waiting = &nd
+		})
+		sel.AddFuture(workflow.NewTimer(tctx, settle), func(workflow.Future) {})
+		sel.Select(ctx)
+		cancel()
 	}
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, SessionInput{Tenant: in.Tenant, SessionID: in.SessionID,
 		Agent: in.Agent, Next: waiting, Turns: in.Turns + 1})

@@ -444,3 +444,22 @@ func TestSubagentChildWorkflow(t *testing.T) {
 	default:
 	}
 }
+
+// A run handed over within a second of the turn's end (a client that
+// sends its next message the moment it has the answer) is received by the
+// ending workflow run and carried into the next (SessionInput.Next): it
+// does not signal a run as it continues as new.
+func TestNextTurnWithinSettle(t *testing.T) {
+	g := newRig(t, 0, scripted.Reply{Text: "one"})
+	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	d := g.drives.next(t)
+	next := agentrt.Drive{Tenant: d.Tenant, SessionID: d.SessionID, RunID: "run-2", Why: "start"}
+	g.env.RegisterDelayedCallback(func() { g.env.SignalWorkflow(temporal.SignalDrive, next) }, 500*time.Millisecond)
+	g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	in := continuedAsNew(t, g.env)
+	if in.Next == nil || in.Next.RunID != "run-2" || in.Turns != 1 {
+		t.Fatalf("the next workflow run's input: %+v", in)
+	}
+}
