@@ -342,26 +342,14 @@ func TestRunCallCollectsChild(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			store := memstore.New()
 			deploy := tool.WithMeta(tool.Must(tool.New("deploy", "deploys", func(context.Context, struct{}) (string, error) { return "ok", nil })),
 				tool.Meta{Approval: tool.ApprovalAsk})
 			boss, calc := delegation(t, scripted.New("boss", delegate("compute 6*7"),
 				scripted.Reply{Text: "It is 42.", Expect: &scripted.Expect{LastToolResultContains: "42"}}),
 				scripted.New("calc-model", tc.calc...), deploy)
-			r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "worker"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = r.Close(ctx) })
-			if _, err := r.Begin(ctx, "p", agentrt.Input{Agent: "boss", Text: "6*7?"}); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := r.StepSessionCalls(ctx, "p"); err != nil {
-				t.Fatal(err)
-			}
-			_, calls, err := r.StepSessionCalls(ctx, "p")
-			if err != nil || len(calls) != 1 || calls[0].Child == nil || calls[0].Child.Agent != "calc" || calls[0].Child.RunID == "" {
-				t.Fatalf("the calls left: %+v %v", calls, err)
+			r, store, calls := delegatingBatch(t, boss, calc)
+			if calls[0].Child.Agent != "calc" || calls[0].Child.RunID == "" {
+				t.Fatalf("the calls left: %+v", calls)
 			}
 			child := calls[0].Child.SessionID
 			// The child's turn is begun and let go of: any process steps it.
@@ -423,23 +411,8 @@ func TestRunCallCollectsChild(t *testing.T) {
 // the step, for an engine) passes the cancellation on to the child's run.
 func TestRunCallChildCanceledWithParent(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.New()
 	boss, calc := delegation(t, scripted.New("boss", delegate("compute 6*7")), scripted.New("calc-model", scripted.Reply{Text: "42"}))
-	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "worker"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(ctx) })
-	if _, err := r.Begin(ctx, "p", agentrt.Input{Agent: "boss", Text: "6*7?"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := r.StepSessionCalls(ctx, "p"); err != nil {
-		t.Fatal(err)
-	}
-	_, calls, err := r.StepSessionCalls(ctx, "p")
-	if err != nil || len(calls) != 1 || calls[0].Child == nil {
-		t.Fatalf("the calls left: %+v %v", calls, err)
-	}
+	r, store, calls := delegatingBatch(t, boss, calc)
 	out, err := r.Cancel(ctx, "p", "never mind")
 	if err != nil || !out.Acted || out.Status != session.StatusCanceled {
 		t.Fatalf("Cancel: %+v %v", out, err)
@@ -456,4 +429,29 @@ func TestRunCallChildCanceledWithParent(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // passed on by a goroutine of the parent's runner
 	}
+}
+
+// delegatingBatch begins a turn of boss in session "p" and steps it to
+// its batch, one delegation to calc, which it returns (with the runner
+// and its store).
+func delegatingBatch(t *testing.T, boss, calc *agentrt.Agent) (*agentrt.Runner, *memstore.Store, []agentrt.DeferredCall) {
+	t.Helper()
+	ctx := context.Background()
+	store := memstore.New()
+	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	if _, err := r.Begin(ctx, "p", agentrt.Input{Agent: "boss", Text: "6*7?"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.StepSessionCalls(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	_, calls, err := r.StepSessionCalls(ctx, "p")
+	if err != nil || len(calls) != 1 || calls[0].Child == nil {
+		t.Fatalf("the calls left: %+v %v", calls, err)
+	}
+	return r, store, calls
 }

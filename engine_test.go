@@ -99,11 +99,21 @@ func engineEnv(t *testing.T, replies ...scripted.Reply) (*agentrt.Runner, *stepE
 		t.Fatal(err)
 	}
 	agents := []*agentrt.Agent{{Name: "assistant", Model: scripted.New("m", replies...), Tools: reg}}
-	worker, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "worker"})
+	r, eng := newEngine(t, store, agents, agentrt.Config{}, false)
+	return r, eng, store
+}
+
+// newEngine is a runner of agents over store handing its runs to a
+// stepEngine, whose worker is a runner of wcfg (with the store, the
+// agents and owner "worker"), keeping sessions between steps if keep.
+func newEngine(t *testing.T, store session.Store, agents []*agentrt.Agent, wcfg agentrt.Config, keep bool) (*agentrt.Runner, *stepEngine) {
+	t.Helper()
+	wcfg.Store, wcfg.Agents, wcfg.Owner = store, agents, "worker"
+	worker, err := agentrt.NewRunner(wcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := &stepEngine{worker: worker, handed: make(chan agentrt.Drive, 16)}
+	eng := &stepEngine{worker: worker, handed: make(chan agentrt.Drive, 16), keep: keep}
 	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: eng})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +123,7 @@ func engineEnv(t *testing.T, replies ...scripted.Reply) (*agentrt.Runner, *stepE
 		eng.wg.Wait()
 		_ = worker.Close(context.Background())
 	})
-	return r, eng, store
+	return r, eng
 }
 
 // A runner with an engine commits a turn's start and hands the run over:
@@ -429,20 +439,7 @@ func steerEnv(t *testing.T, keep bool, gate chan struct{}, replies ...scripted.R
 		t.Fatal(err)
 	}
 	agents := []*agentrt.Agent{{Name: "assistant", Model: scripted.New("m", replies...), Tools: reg}}
-	worker, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "worker", ControlPoll: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := &stepEngine{worker: worker, handed: make(chan agentrt.Drive, 16), keep: keep}
-	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: eng})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = r.Close(context.Background())
-		eng.wg.Wait()
-		_ = worker.Close(context.Background())
-	})
+	r, eng := newEngine(t, store, agents, agentrt.Config{ControlPoll: 5 * time.Millisecond}, keep)
 	return r, eng, store
 }
 

@@ -126,13 +126,8 @@ func (r *Runner) deliverSteer(ctx context.Context, h *Run) {
 				continue
 			}
 			from = e.Seq
-			if e.RunID != runID {
-				continue
-			}
-			switch d := e.Data.(type) {
-			case *session.InputSteered:
-				out = slices.DeleteFunc(out, func(s session.Steered) bool { return s.ID == d.Steer })
-			case *session.RunFinished:
+			var ended bool
+			if out, ended = steerDelivered(e, runID, out); ended {
 				cancel()
 				return // the run ended: what it did not take waits for the next turn
 			}
@@ -153,17 +148,27 @@ func (r *Runner) steerSeen(ctx context.Context, id, runID string, out []session.
 			return out, from, false, err
 		}
 		from = e.Seq
-		if e.RunID != runID {
-			continue
-		}
-		switch d := e.Data.(type) {
-		case *session.InputSteered:
-			out = slices.DeleteFunc(out, func(s session.Steered) bool { return s.ID == d.Steer })
-		case *session.RunFinished:
+		var ended bool
+		if out, ended = steerDelivered(e, runID, out); ended {
 			return out, from, true, nil
 		}
 	}
 	return out, from, false, nil
+}
+
+// steerDelivered drops from out the input e, an event of the log,
+// delivered to run runID, and says whether e ended that run.
+func steerDelivered(e *session.Event, runID string, out []session.Steered) ([]session.Steered, bool) {
+	if e.RunID != runID {
+		return out, false
+	}
+	switch d := e.Data.(type) {
+	case *session.InputSteered:
+		return slices.DeleteFunc(out, func(s session.Steered) bool { return s.ID == d.Steer }), false
+	case *session.RunFinished:
+		return out, true
+	}
+	return out, false
 }
 
 // steerHere records out, input steered into run runID of session id,

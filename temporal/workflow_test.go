@@ -363,16 +363,8 @@ func stepRetried(t *testing.T, queue string) {
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
 		attempts = append(attempts, info.Attempt)
 	})
-	h, err := serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "charge me"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := dr.next(t)
-	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
-	continuedAsNew(t, env)
-	res, err := h.Wait(context.Background())
-	if err != nil || res.Status != session.StatusDone || res.Text != "charged once" {
-		t.Fatalf("the run: %+v %v", res, err)
+	if res := turnOn(t, env, serve, dr, "s1", agentrt.Input{Agent: "assistant", Text: "charge me"}); res.Text != "charged once" {
+		t.Fatalf("the run: %+v", res)
 	}
 	if len(keys) != 2 || keys[0] != keys[1] || keys[0] == "" {
 		t.Errorf("the tool ran with keys %q, want twice with one key", keys)
@@ -424,16 +416,8 @@ func TestSubagentChildWorkflow(t *testing.T) {
 		_ = args.Get(&in)
 		children = append(children, info.WorkflowExecution.ID+" "+fmt.Sprint(in.Child))
 	})
-	h, err := serve.Start(context.Background(), "p1", agentrt.Input{Agent: "boss", Text: "what is 6*7?"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := dr.next(t)
-	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
-	continuedAsNew(t, env)
-	res, err := h.Wait(context.Background())
-	if err != nil || res.Status != session.StatusDone || res.Text != "It is 42." {
-		t.Fatalf("the run: %+v %v", res, err)
+	if res := turnOn(t, env, serve, dr, "p1", agentrt.Input{Agent: "boss", Text: "what is 6*7?"}); res.Text != "It is 42." {
+		t.Fatalf("the run: %+v", res)
 	}
 	if len(children) != 1 || !strings.HasPrefix(children[0], temporal.WorkflowID(session.DefaultTenant, "p1.")) || !strings.HasSuffix(children[0], " true") {
 		t.Errorf("the child workflows: %v", children)
@@ -462,4 +446,23 @@ func TestNextTurnWithinSettle(t *testing.T) {
 	if in.Next == nil || in.Next.RunID != "run-2" || in.Turns != 1 {
 		t.Fatalf("the next workflow run's input: %+v", in)
 	}
+}
+
+// turnOn starts a turn of session id through serve, runs its workflow in
+// env with the run dr was handed, and returns the turn's result, which
+// must be done.
+func turnOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, serve *agentrt.Runner, dr drives, id string, in agentrt.Input) *agentrt.Result {
+	t.Helper()
+	h, err := serve.Start(context.Background(), id, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dr.next(t)
+	env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	continuedAsNew(t, env)
+	res, err := h.Wait(context.Background())
+	if err != nil || res.Status != session.StatusDone {
+		t.Fatalf("the run: %+v %v", res, err)
+	}
+	return res
 }
