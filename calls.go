@@ -87,7 +87,8 @@ type callBatch struct {
 	// id of the child's run begun for it ("": it could not begin).
 	dels    []*delegation
 	child   []string
-	ended   []bool        // the child's turn was over at the last tick
+	ended   []bool        // the child's turn was over, or idle, at the last tick
+	seen    []int64       // the child's last seq at the last tick
 	ttl     time.Duration // between ticks
 	stopped bool          // the children were asked to stop
 	running int
@@ -162,6 +163,9 @@ func (r *Runner) RunCall(ctx context.Context, id, callID string) (CallOutcome, e
 	if b == nil {
 		return CallOutcome{}, notHeld
 	}
+	if err := ctx.Err(); err != nil {
+		return CallOutcome{}, err // the call stays for another RunCall, or is given up
+	}
 	b.mu.Lock()
 	i := -1
 	for n, j := range b.jobs {
@@ -173,7 +177,7 @@ func (r *Runner) RunCall(ctx context.Context, id, callID string) (CallOutcome, e
 		b.mu.Unlock()
 		return CallOutcome{}, notHeld
 	}
-	if b.err != nil || b.ctx.Err() != nil {
+	if b.err != nil || b.ctx.Err() != nil || b.hd.h.interrupted() != "" && b.dels[i] == nil {
 		// The run stops (or its store failed): the call is not begun.
 		b.state[i] = callGivenUp
 		b.end()
@@ -191,7 +195,9 @@ func (r *Runner) RunCall(ctx context.Context, id, callID string) (CallOutcome, e
 		tc.Attempt = j.attempt
 	}
 	emit(x, tc)
-	err := x.Commit(ctx)
+	cctx, ccancel := afterEnd(ctx) // the announcement is the run's, not the caller's
+	err := x.Commit(cctx)
+	ccancel()
 	if err == nil {
 		// The calls are side effects: only the session's owner may make them.
 		err = x.lease.check(ctx)
@@ -215,6 +221,11 @@ func (r *Runner) RunCall(ctx context.Context, id, callID string) (CallOutcome, e
 	defer b.mu.Unlock()
 	out := CallOutcome{}
 	switch {
+	case o.canceled && b.ctx.Err() == nil:
+		// Canceled by the caller's context, not with the run: nothing to
+		// store, and the caller is told (the session's next step runs
+		// the call again, by the usual rules).
+		err = context.Cause(ctx)
 	case o.canceled:
 		// Canceled with the run before it had an outcome: nothing to
 		// store; the run stops.
@@ -246,6 +257,7 @@ func (b *callBatch) add(j toolJob, d *delegation) {
 	b.dels = append(b.dels, d)
 	b.child = append(b.child, "")
 	b.ended = append(b.ended, false)
+	b.seen = append(b.seen, -1)
 }
 
 // beginChild begins the turn of delegation d's child (run_started,
@@ -357,26 +369,29 @@ func (b *callBatch) stopChildren(r *Runner) {
 func (r *Runner) holdBatch(hd *hold, x *Exec, b *callBatch) {
 	b.hd, b.x = hd, x
 	b.ctx, b.stop = context.WithCancelCause(hd.ctx)
-	r.stepping.mu.Lock()
-	hd.batch = b
-	r.stepping.mu.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	// Calls nobody claims are given up after a lease TTL, or at once when
-	// the run stops (a cancellation, Close).
+	// the run stops (a cancellation, Close). (Set before the batch is
+	// found: LetGoAll may give it up at once.)
 	b.ttl = r.leaseTTL
 	b.timer = time.AfterFunc(b.ttl, b.tick)
 	b.give = context.AfterFunc(b.ctx, func() {
 		b.stopChildren(r) // a cancellation: passed on to the children first
 		b.giveUp()
 	})
+	r.stepping.mu.Lock()
+	hd.batch = b
+	r.stepping.mu.Unlock()
 	b.end() // nothing left to run (the children that could not begin)
 }
 
 // tick gives up, a lease TTL after the step, the calls nobody claimed —
-// and a delegation's once its child's turn was over at two ticks in a
-// row without being collected (the engine's workflow stopped): while the
-// child's turn goes on, the parent's batch waits for it.
+// and a delegation's once its child's turn was over, or made no progress
+// with nobody holding it, at two ticks in a row (the engine's workflow
+// stopped, or never began it): while the child's turn goes on, the
+// parent's batch waits for it. The parent's next step follows a child
+// given up in its step.
 func (b *callBatch) tick() {
 	b.mu.Lock()
 	var kids []int
@@ -396,20 +411,30 @@ func (b *callBatch) tick() {
 	}
 	x := b.x
 	b.mu.Unlock()
-	over := make([]bool, len(kids))
+	// A child's turn that is over, or that nobody runs (no lease, no new
+	// event since the last tick: the engine never began it), counts.
+	idle := make([]bool, len(kids))
+	seqs := make([]int64, len(kids))
 	for n, i := range kids {
 		sess, err := x.r.store.GetSession(b.ctx, b.dels[i].childID)
-		over[n] = err != nil || sess.Status != session.StatusRunning
+		if err != nil {
+			idle[n] = true
+			continue
+		}
+		l := sess.Lease
+		leased := l != nil && l.Owner != "" && time.Now().Before(l.Expires)
+		seqs[n] = sess.LastSeq
+		idle[n] = sess.Status != session.StatusRunning || !leased && sess.LastSeq == b.seen[i]
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for n, i := range kids {
 		switch {
 		case b.state[i] != callWaiting:
-		case over[n] && b.ended[i]:
+		case idle[n] && b.ended[i]:
 			b.state[i] = callGivenUp
 		default:
-			b.ended[i] = over[n]
+			b.ended[i], b.seen[i] = idle[n], seqs[n]
 		}
 	}
 	b.end()
@@ -419,15 +444,21 @@ func (b *callBatch) tick() {
 }
 
 // giveUp gives up the calls not claimed yet.
-func (b *callBatch) giveUp() {
+func (b *callBatch) giveUp() { b.giveUpWaiting(true) }
+
+// giveUpWaiting gives up the calls not claimed yet: all, or those that
+// are not a delegation whose child's turn was begun.
+func (b *callBatch) giveUpWaiting(all bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i := range b.state {
-		if b.state[i] == callWaiting {
+		if b.state[i] == callWaiting && (all || b.dels[i] == nil || b.child[i] == "") {
 			b.state[i] = callGivenUp
 		}
 	}
-	b.end()
+	if b.x != nil {
+		b.end()
+	}
 }
 
 // fail records a failed commit: the calls still running are canceled.

@@ -414,8 +414,8 @@ func (x *Exec) endInterrupted(reason string) { x.endInterruptedBy(reason, nil) }
 // the run's handle was given (Run.InterruptFor).
 func (x *Exec) endInterruptedBy(reason string, inputs []string) {
 	x.withdrawRequests("the turn was interrupted (" + reason + ")")
-	for i := range x.st.Calls {
-		c := x.st.Calls[i]
+	// (Over a copy: the batch's last result clears the state's calls.)
+	for _, c := range slices.Clone(x.st.Calls) {
 		if c.Done {
 			continue
 		}

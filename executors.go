@@ -53,6 +53,9 @@ func CallModel(ctx context.Context, x *Exec, _ Instruction) error {
 		x.steerAsked(ctx)
 	}
 	for _, s := range x.handle.takeSteer() {
+		if s.Steer != "" && slices.Contains(x.st.Steered, s.Steer) {
+			continue // taken already, by the session's last owner
+		}
 		// Input that came while the turn ran: the model's next message,
 		// answered by this run's turn.
 		s.TurnID = x.st.TurnID

@@ -73,6 +73,10 @@ type State struct {
 	Usage           model.Usage    `json:"usage"`
 	RunUsage        model.Usage    `json:"run_usage"`
 	Final           string         `json:"final,omitempty"`
+	// Steered are the ids of the input steered into the current run from
+	// another process that it took (input_steered's steer): a steering
+	// request still kept for a new owner of the session is not taken twice.
+	Steered []string `json:"steered,omitempty"`
 	// LastError is the last error event of the current run.
 	LastError *session.Error `json:"last_error,omitempty"`
 	// Recoveries counts the times the run was resumed after its process
@@ -268,6 +272,7 @@ func (s *State) Apply(e *session.Event) error {
 		s.Round, s.RoundBase, s.Attempt, s.InModel = 0, 0, 0, false
 		s.RunUsage = model.Usage{}
 		s.Final = ""
+		s.Steered = nil
 		s.LastError = nil
 		s.Recoveries = 0
 		s.Calls = nil
@@ -429,6 +434,9 @@ func (s *State) Apply(e *session.Event) error {
 		s.Messages = append(s.Messages, d.Messages...)
 	case *session.InputSteered:
 		s.Messages = append(s.Messages, model.TextMessage(model.RoleUser, d.Text))
+		if d.Steer != "" {
+			s.Steered = append(s.Steered, d.Steer)
+		}
 	case *session.RuleRevoked:
 		s.Rules = slices.DeleteFunc(s.Rules, func(r session.Rule) bool { return r.ID == d.RuleID })
 	case *session.Compaction:

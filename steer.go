@@ -53,8 +53,17 @@ func (r *Runner) deliverSteer(ctx context.Context, h *Run) {
 	)
 	defer func() {
 		h.mu.Lock()
-		h.steering, h.remoteSteer, h.steerUntil = false, nil, nil
+		h.steerUntil = nil
+		again := len(h.remoteSteer) > 0 && !h.finished && ctx.Err() == nil
+		if !again {
+			h.steering, h.remoteSteer = false, nil
+		}
 		h.mu.Unlock()
+		if again {
+			// Steered as this delivery ended (it saw the steering under
+			// way): delivered by the next.
+			r.steerRemote(h)
+		}
 	}()
 	runID := h.ID()
 	for ctx.Err() == nil {

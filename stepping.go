@@ -185,7 +185,11 @@ func (r *Runner) holdFor(ctx context.Context, id string, st *State) (*hold, erro
 	hd := r.keep(x, rctx)
 	hd2, err := r.stepping.take(k, nil)
 	if hd2 != hd {
-		return nil, err // let go of meanwhile (a control request, Close)
+		if err == nil {
+			// Let go of meanwhile (a control request, LetGoAll, Close).
+			err = &Error{Kind: FailState, Code: CodeNotRunning, Msg: fmt.Sprintf("session %s was stopped or let go of as its step began", id)}
+		}
+		return nil, err
 	}
 	return hd, nil
 }
@@ -252,6 +256,11 @@ func (s *stepping) stopIdle(r *Runner, hd *hold) {
 	s.mu.Unlock()
 	if b != nil {
 		b.stopChildren(r) // the engine runs its sub-agents' turns
+		if hd.h.interrupted() != "" {
+			// Calls not begun are not begun now: the interruption answers
+			// them "not run" once the calls in flight end.
+			b.giveUpWaiting(false)
+		}
 	}
 	s.letGo(r, hd, true)
 }
