@@ -32,9 +32,10 @@ type Activities struct {
 // Step steps the session once (a model call; a batch of tool calls,
 // decided here and left to run one ActivityTool each when the workflow
 // asks so; a batch with a sub-agent's run inside it), fenced by the
-// session's lease. The session is then held here for its next step —
-// its lease and state kept, StepResult.Queue naming this worker's queue —
-// or let go of: the next step may run on any worker. It heartbeats while
+// session's lease. A step that left tool calls keeps the session here —
+// its lease and state, StepResult.Queue naming this worker's queue, where
+// the calls must run; any other lets go of it: the next step may run on
+// any worker. It heartbeats while
 // the step runs; a step whose worker dies is tried again elsewhere, which
 // takes the session over once the dead worker's lease lapses, and goes on
 // from the log (a tool call that finished is not run again; one in flight
@@ -63,7 +64,13 @@ func (a *Activities) Step(ctx context.Context, in StepInput) (StepResult, error)
 	} else {
 		events, err = a.Runner.StepSession(sctx, in.SessionID)
 	}
-	if !own {
+	// Held here only while its tool calls wait to run (they must run
+	// here); else let go of, so that any worker takes its next step — a
+	// session kept on its worker between all its steps was measured
+	// slower under load (its steps could not go to an idle worker), and
+	// no faster alone.
+	held := own && len(calls) > 0
+	if !held {
 		a.Runner.LetGo(sctx, in.SessionID)
 	}
 	stop()
@@ -71,7 +78,7 @@ func (a *Activities) Step(ctx context.Context, in StepInput) (StepResult, error)
 		return a.stepError(sctx, in, err)
 	}
 	res, err := a.result(sctx, in, events)
-	if err == nil && own && res.Status == session.StatusRunning {
+	if err == nil && held && res.Status == session.StatusRunning {
 		res.Calls, res.Queue = calls, a.Options.Queue
 	}
 	return res, err

@@ -51,10 +51,10 @@ type StepResult struct {
 	// each, on Queue.
 	Calls []agentrt.DeferredCall `json:"calls,omitempty"`
 	// Queue is the task queue of the worker that holds the session after
-	// the step (its lease and state kept for the next step, and the calls
-	// left): the next activities go there, and to the workflow's queue if
-	// that worker does not take them in time. Empty: the session was let
-	// go of; any worker steps it.
+	// the step, for the calls it left: their activities and the next step
+	// go there (the next step to the workflow's queue if that worker does
+	// not take them in time). Empty: the session was let go of; any
+	// worker steps it.
 	Queue string `json:"queue,omitempty"`
 }
 
@@ -69,10 +69,10 @@ type Options struct {
 	// 2 s and 10 s.
 	Heartbeat, HeartbeatTimeout time.Duration
 	// Queue is the worker's own task queue (NewWorker's), polled by it
-	// alone: a session stays held by the worker that stepped it (its
-	// lease and state kept), its next steps and its batches' tool calls —
-	// one activity each — sent there. Empty (Register's): each step lets
-	// go of its session, and runs a batch of tool calls whole.
+	// alone: a step that leaves tool calls keeps its session (its lease
+	// and state), and the calls — one activity each — and the step after
+	// them are sent there. Empty (Register's): each step lets go of its
+	// session, and runs a batch of tool calls whole.
 	Queue string
 }
 
