@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/gateway"
+	"github.com/agentrt/agentrt/model"
 	"github.com/agentrt/agentrt/model/scripted"
 	"github.com/agentrt/agentrt/session"
 	"github.com/agentrt/agentrt/session/memstore"
@@ -465,4 +468,73 @@ func turnOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, serve *agentrt
 		t.Fatalf("the run: %+v %v", res, err)
 	}
 	return res
+}
+
+// The gateway's interrupt policy on Temporal: newer input from the
+// source while the turn's model call runs in an activity interrupts the
+// run there (a control request the worker acts on); the workflow's turn
+// ends interrupted; the gateway restarts the turn, which a workflow run
+// steps with both messages in its history.
+func TestInterruptAndRestartMergedInput(t *testing.T) {
+	g := newRig(t, 0,
+		scripted.Reply{Text: "about 42", Delay: 3 * time.Second},
+		scripted.Reply{Text: "about both", Expect: &scripted.Expect{LastUserContains: "sorry, 43"}})
+	gw, err := gateway.New(gateway.Config{Runner: g.serve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = gw.Run(gctx) })
+	defer func() { cancel(); wg.Wait() }()
+	ctx := context.Background()
+	if _, err := gw.Submit(ctx, gateway.Input{Source: "chat", Agent: "assistant", Text: "order 42"}); err != nil {
+		t.Fatal(err)
+	}
+	d := g.drives.next(t)
+	var once sync.Once
+	g.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
+		once.Do(func() { // the first step: the model call, 3 s
+			if _, err := gw.Submit(ctx, gateway.Input{Source: "chat", Agent: "assistant", Text: "sorry, 43"}); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	continuedAsNew(t, g.env)
+	// The restart: handed over again, stepped by the session's next
+	// workflow run.
+	d2 := g.drives.next(t)
+	if d2.RunID == d.RunID {
+		t.Fatalf("the restart is the same run: %+v", d2)
+	}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env2 := s.NewTestWorkflowEnvironment()
+	temporal.Register(env2, g.worker, temporal.Options{Queue: "worker-1"})
+	env2.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d2.Tenant, SessionID: d2.SessionID, Next: &d2})
+	continuedAsNew(t, env2)
+	st, err := g.serve.Load(ctx, d.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, m := range st.Messages {
+		if m.Role == model.RoleUser {
+			users = append(users, m.Text())
+		}
+	}
+	var statuses []session.Status
+	for e, err := range g.store.Events(session.WithTenant(ctx, session.DefaultTenant), d.SessionID, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, ok := e.Data.(*session.RunFinished); ok {
+			statuses = append(statuses, f.Status)
+		}
+	}
+	if diff := cmp.Diff([]string{"order 42", "sorry, 43"}, users); diff != "" || st.Final != "about both" ||
+		!slices.Equal(statuses, []session.Status{session.StatusInterrupted, session.StatusDone}) {
+		t.Errorf("the history's user messages (-want +got):\n%s\nthe answer %q, the runs %v", diff, st.Final, statuses)
+	}
 }
