@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -73,6 +74,12 @@ func newRig(t *testing.T, expires time.Duration, replies ...scripted.Reply) *rig
 // step lets go of its session and runs a batch whole).
 func newRigOn(t *testing.T, queue string, expires time.Duration, replies ...scripted.Reply) *rig {
 	t.Helper()
+	return newRigWith(t, queue, expires, scripted.New("m", replies...))
+}
+
+// newRigWith is newRigOn with the agent's model m.
+func newRigWith(t *testing.T, queue string, expires time.Duration, m model.Model) *rig {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	g := &rig{store: memstore.New(), env: s.NewTestWorkflowEnvironment(), drives: make(drives, 8)}
@@ -91,7 +98,7 @@ func newRigOn(t *testing.T, queue string, expires time.Duration, replies ...scri
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agentrt.Agent{Name: "assistant", Model: scripted.New("m", replies...), Tools: reg}
+	a := &agentrt.Agent{Name: "assistant", Model: m, Tools: reg}
 	if expires > 0 {
 		a.Approval = agentrt.ApprovalPolicy{Expires: expires}
 	}
@@ -476,9 +483,18 @@ func turnOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, serve *agentrt
 // ends interrupted; the gateway restarts the turn, which a workflow run
 // steps with both messages in its history.
 func TestInterruptAndRestartMergedInput(t *testing.T) {
-	g := newRig(t, 0,
-		scripted.Reply{Text: "about 42", Delay: 3 * time.Second},
-		scripted.Reply{Text: "about both", Expect: &scripted.Expect{LastUserContains: "sorry, 43"}})
+	// The model answers what the last message says, slowly for the first.
+	g := newRigWith(t, "worker-1", 0, modelFunc(func(ctx context.Context, req *model.Request) (string, error) {
+		last := req.Messages[len(req.Messages)-1].Text()
+		if last == "order 42" {
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(3 * time.Second):
+			}
+		}
+		return "about " + last, nil
+	}))
 	gw, err := gateway.New(gateway.Config{Runner: g.serve})
 	if err != nil {
 		t.Fatal(err)
@@ -492,6 +508,7 @@ func TestInterruptAndRestartMergedInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := g.drives.next(t)
+	g.env.SetTestTimeout(time.Minute) // the model call runs, for real, until the interruption reaches it
 	var once sync.Once
 	g.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		once.Do(func() { // the first step: the model call, 3 s
@@ -511,6 +528,7 @@ func TestInterruptAndRestartMergedInput(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env2 := s.NewTestWorkflowEnvironment()
+	env2.SetTestTimeout(time.Minute)
 	temporal.Register(env2, g.worker, temporal.Options{Queue: "worker-1"})
 	env2.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d2.Tenant, SessionID: d2.SessionID, Next: &d2})
 	continuedAsNew(t, env2)
@@ -533,8 +551,24 @@ func TestInterruptAndRestartMergedInput(t *testing.T) {
 			statuses = append(statuses, f.Status)
 		}
 	}
-	if diff := cmp.Diff([]string{"order 42", "sorry, 43"}, users); diff != "" || st.Final != "about both" ||
+	if diff := cmp.Diff([]string{"order 42", "sorry, 43"}, users); diff != "" || st.Final != "about sorry, 43" ||
 		!slices.Equal(statuses, []session.Status{session.StatusInterrupted, session.StatusDone}) {
 		t.Errorf("the history's user messages (-want +got):\n%s\nthe answer %q, the runs %v", diff, st.Final, statuses)
+	}
+}
+
+// modelFunc is a model that answers with what its function returns.
+type modelFunc func(context.Context, *model.Request) (string, error)
+
+func (modelFunc) Name() string { return "func" }
+
+func (f modelFunc) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) {
+		text, err := f(ctx, req)
+		if err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
+		yield(model.Chunk{Text: text, FinishReason: model.FinishStop}, nil)
 	}
 }
