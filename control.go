@@ -325,6 +325,7 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 			return nil, err
 		}
 	}
+	waiting := x.st.Status == session.StatusWaiting
 	emit(x, c)
 	why := string(c.Kind)
 	if c.By != "" {
@@ -342,9 +343,18 @@ func (r *Runner) controlHere(ctx context.Context, x *Exec, c session.Control, fr
 		x.End(session.StatusCanceled, CodeCanceled)
 	}
 	err := x.Commit(ctx)
+	var d *Drive
+	if err == nil && waiting && r.engine != nil && x.st.Engine == r.engineName {
+		// The engine waits for the run's answer (a workflow waiting on
+		// a signal): it is told the run stopped, and its turn ends.
+		d = &Drive{Tenant: x.key.tenant, SessionID: id, Agent: x.st.Agent, RunID: x.st.RunID, Seq: x.st.Seq, Why: string(c.Kind)}
+	}
 	r.finish(x)
 	if err != nil {
 		return nil, err
+	}
+	if d != nil {
+		_ = r.engine.Drive(context.WithoutCancel(ctx), *d) // unreachable: it wakes at its deadline or the next turn
 	}
 	out, _, err := r.controlOutcome(ctx, id, c, from)
 	return out, err

@@ -36,8 +36,10 @@ type Drive struct {
 	RunID     string `json:"run_id"`
 	// Seq is the session's last event when the run was handed over.
 	Seq int64 `json:"seq"`
-	// Why is what the run does: "start" (a turn), or run_resumed's reason
-	// (ResumeApproval, ResumePause, ...).
+	// Why is what the run does: "start" (a turn), run_resumed's reason
+	// (ResumeApproval, ResumePause, ...), or, for a run that waited for a
+	// person and was stopped meanwhile, "cancel" or "interrupt": the
+	// engine's wait for its answer is over.
 	Why string `json:"why"`
 }
 

@@ -171,3 +171,35 @@ func TestToolActivityNotHeld(t *testing.T) {
 		t.Error("the call ran twice")
 	}
 }
+
+// A run waiting for a person with no deadline, canceled by a person: the
+// runner that recorded the cancellation tells the engine (a drive, why
+// cancel), and the workflow's turn ends — it does not wait for the
+// session's next turn.
+func TestCanceledWhileWaitingEndsTheTurn(t *testing.T) {
+	g := newRig(t, 0,
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
+		scripted.Reply{Text: "never"})
+	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "deploy"}); err != nil {
+		t.Fatal(err)
+	}
+	d := g.drives.next(t)
+	g.env.RegisterDelayedCallback(func() {
+		if _, err := g.serve.Cancel(context.Background(), "s1", "the person left"); err != nil {
+			t.Error(err)
+			return
+		}
+		dc := g.drives.next(t)
+		if dc.Why != "cancel" || dc.RunID != d.RunID {
+			t.Errorf("the engine was handed %+v", dc)
+		}
+		g.env.SignalWorkflow(temporal.SignalDrive, dc)
+	}, time.Hour)
+	g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
+	if in := continuedAsNew(t, g.env); in.Next != nil {
+		t.Errorf("the next workflow run was handed %+v", in.Next)
+	}
+	if st, _ := g.worker.Load(context.Background(), "s1"); st.Status != session.StatusCanceled {
+		t.Errorf("the run ended %s", st.Status)
+	}
+}
