@@ -115,17 +115,7 @@ func TestReviewParentCanceledDuringDeferringStep(t *testing.T) {
 	inner := memstore.New()
 	store := &commitGate{Store: inner, begun: make(chan string, 1)}
 	boss, calc := delegation(t, scripted.New("boss", delegate("compute 6*7")), scripted.New("calc-model", scripted.Reply{Text: "42"}))
-	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "worker"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(ctx) })
-	if _, err := r.Begin(ctx, "p", agentrt.Input{Agent: "boss", Text: "6*7?"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := r.StepSessionCalls(ctx, "p"); err != nil {
-		t.Fatal(err)
-	}
+	r := delegatingRunner(t, store, boss, calc)
 	store.arm("p.")
 	stepped := make(chan error, 1)
 	go func() {

@@ -80,6 +80,18 @@ func newCallsRig(t *testing.T, ttl time.Duration) *callsRig {
 	return g
 }
 
+// runSlow runs slow's call id on a goroutine of its own, once the tool
+// has begun: its outcome comes on the channel.
+func (g *callsRig) runSlow(id string) <-chan agentrt.CallOutcome {
+	done := make(chan agentrt.CallOutcome, 1)
+	go func() {
+		o, _ := g.r.RunCall(context.Background(), "s", id)
+		done <- o
+	}()
+	<-g.started
+	return done
+}
+
 // begin starts a turn and steps it to its batch: the calls it left.
 func (g *callsRig) begin(t *testing.T) []agentrt.DeferredCall {
 	t.Helper()
@@ -201,12 +213,7 @@ func TestRunCallCanceled(t *testing.T) {
 	g := newCallsRig(t, 0)
 	calls := g.begin(t)
 	ctx := context.Background()
-	done := make(chan agentrt.CallOutcome, 1)
-	go func() {
-		o, _ := g.r.RunCall(ctx, "s", calls[0].ID)
-		done <- o
-	}()
-	<-g.started
+	done := g.runSlow(calls[0].ID)
 	out, err := g.other.Cancel(ctx, "s", "stop it")
 	if err != nil || !out.Acted || out.Status != session.StatusCanceled {
 		t.Fatalf("Cancel: %+v %v", out, err)
@@ -241,12 +248,7 @@ func TestRunCallInterrupted(t *testing.T) {
 	g := newCallsRig(t, 0)
 	calls := g.begin(t)
 	ctx := context.Background()
-	done := make(chan agentrt.CallOutcome, 1)
-	go func() {
-		o, _ := g.r.RunCall(ctx, "s", calls[0].ID)
-		done <- o
-	}()
-	<-g.started
+	done := g.runSlow(calls[0].ID)
 	if _, err := g.r.RunCall(ctx, "s", calls[1].ID); err != nil {
 		t.Fatal(err)
 	}
@@ -436,8 +438,20 @@ func TestRunCallChildCanceledWithParent(t *testing.T) {
 // and its store).
 func delegatingBatch(t *testing.T, boss, calc *agentrt.Agent) (*agentrt.Runner, *memstore.Store, []agentrt.DeferredCall) {
 	t.Helper()
-	ctx := context.Background()
 	store := memstore.New()
+	r := delegatingRunner(t, store, boss, calc)
+	_, calls, err := r.StepSessionCalls(context.Background(), "p")
+	if err != nil || len(calls) != 1 || calls[0].Child == nil {
+		t.Fatalf("the calls left: %+v %v", calls, err)
+	}
+	return r, store, calls
+}
+
+// delegatingRunner is a runner over store that has begun a turn of boss
+// in session "p" and made its model call: its next step is the batch.
+func delegatingRunner(t *testing.T, store session.Store, boss, calc *agentrt.Agent) *agentrt.Runner {
+	t.Helper()
+	ctx := context.Background()
 	r, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: []*agentrt.Agent{boss, calc}, Owner: "worker"})
 	if err != nil {
 		t.Fatal(err)
@@ -449,9 +463,5 @@ func delegatingBatch(t *testing.T, boss, calc *agentrt.Agent) (*agentrt.Runner, 
 	if _, _, err := r.StepSessionCalls(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
-	_, calls, err := r.StepSessionCalls(ctx, "p")
-	if err != nil || len(calls) != 1 || calls[0].Child == nil {
-		t.Fatalf("the calls left: %+v %v", calls, err)
-	}
-	return r, store, calls
+	return r
 }

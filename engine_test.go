@@ -315,14 +315,7 @@ func TestEngineInterruptAndRestart(t *testing.T) {
 	ctx := context.Background()
 	r, eng, store := engineEnv(t, scripted.Reply{Text: "about both", Expect: &scripted.Expect{LastUserContains: "sorry, 43"}})
 	eng.hold = make(chan struct{})
-	g, err := gateway.New(gateway.Config{Runner: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = g.Run(gctx) })
-	defer func() { cancel(); wg.Wait() }()
+	g := runGateway(t, gateway.Config{Runner: r})
 	if _, err := g.Submit(ctx, gateway.Input{Source: "chat", Agent: "assistant", Text: "order 42"}); err != nil {
 		t.Fatal(err)
 	}
@@ -598,14 +591,7 @@ func TestEngineGatewaySteer(t *testing.T) {
 	r, _, store := steerEnv(t, true, gate,
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("wait", `{}`)}},
 		scripted.Reply{Text: "red and blue", Expect: &scripted.Expect{LastUserContains: "and the blue one"}})
-	g, err := gateway.New(gateway.Config{Runner: r, Policy: gateway.Steer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = g.Run(gctx) })
-	defer func() { cancel(); wg.Wait() }()
+	g := runGateway(t, gateway.Config{Runner: r, Policy: gateway.Steer})
 	if _, err := g.Submit(ctx, gateway.Input{Source: "chat", Agent: "assistant", Text: "paint it red"}); err != nil {
 		t.Fatal(err)
 	}
@@ -638,4 +624,18 @@ func TestEngineGatewaySteer(t *testing.T) {
 	if runs != 1 || len(steers) != 1 || !slices.Equal(steers[0].Inputs, []string{in.ID}) || steers[0].TurnID == "" {
 		t.Fatalf("%d runs, input_steered %+v (input %s)", runs, steers, in.ID)
 	}
+}
+
+// runGateway runs a gateway of cfg until the test ends.
+func runGateway(t *testing.T, cfg gateway.Config) *gateway.Gateway {
+	t.Helper()
+	g, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = g.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return g
 }

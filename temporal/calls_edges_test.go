@@ -51,22 +51,7 @@ func TestReviewParentCanceledWhileChildWorkflowRuns(t *testing.T) {
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("wait", `{}`)}},
 		scripted.Reply{Text: "never said either"})}
 	agents := []*agentrt.Agent{boss, calc}
-	now := func() time.Time { return env.Now() }
-	dr := make(drives, 4)
-	worker, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "worker", Engine: dr,
-		EngineName: temporal.EngineName, Now: now, ControlPoll: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: dr, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = serve.Close(context.Background())
-		_ = worker.Close(context.Background())
-	})
-	temporal.Register(env, worker, temporal.Options{Queue: "worker-1"})
+	serve, dr := engineRunners(t, env, store, agents, agentrt.Config{ControlPoll: 5 * time.Millisecond})
 	var child string
 	canceled := make(chan error, 1)
 	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
@@ -110,15 +95,7 @@ func TestReviewParentCanceledWhileChildWorkflowRuns(t *testing.T) {
 // workflow retries its step for ever (lease_held).
 func TestReviewLostDelegationDoesNotHoldTheSession(t *testing.T) {
 	store := memstore.New()
-	reg, err := tool.NewRegistry(agentrt.SubAgent("calc", "computes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boss := &agentrt.Agent{Name: "boss", Tools: reg, Model: scripted.New("boss",
-		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calc", `{"task":"compute 6*7"}`)}},
-		scripted.Reply{Text: "It is 42.", Expect: &scripted.Expect{LastToolResultContains: "42"}})}
-	calc := &agentrt.Agent{Name: "calc", Model: scripted.New("calc", scripted.Reply{Text: "42"})}
-	agents := []*agentrt.Agent{boss, calc}
+	agents := bossAndCalc(t)
 	const ttl = 100 * time.Millisecond
 	dr := make(drives, 4)
 	mk := func(owner string) *agentrt.Runner {

@@ -22,10 +22,7 @@ func TestCanceledWhileWaitingStaysCanceled(t *testing.T) {
 	g := newRig(t, time.Hour,
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
 		scripted.Reply{Text: "revived after the cancel"})
-	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "deploy"}); err != nil {
-		t.Fatal(err)
-	}
-	d := g.drives.next(t)
+	d := g.start(t, "deploy")
 	g.env.RegisterDelayedCallback(func() {
 		if _, err := g.serve.Cancel(context.Background(), "s1", "the person left"); err != nil {
 			t.Error(err)
@@ -44,10 +41,7 @@ func TestCanceledWhileWaitingStaysCanceled(t *testing.T) {
 // meanwhile) records nothing (it recorded a resumption "recovered").
 func TestResumeOnARunningRun(t *testing.T) {
 	g := newRig(t, 0, scripted.Reply{Text: "hi"})
-	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "hello"}); err != nil {
-		t.Fatal(err)
-	}
-	d := g.drives.next(t)
+	d := g.start(t, "hello")
 	a := &temporal.Activities{Runner: g.worker}
 	res, err := a.Resume(context.Background(), temporal.StepInput{Tenant: d.Tenant, SessionID: d.SessionID, RunID: d.RunID})
 	t.Logf("resume: %+v %v; log %v", res, err, g.events(t, "s1"))
@@ -62,10 +56,7 @@ func TestResumeOnARunningRun(t *testing.T) {
 // heartbeat) finishes: the run is not canceled with it.
 func TestStepOutlivesItsActivity(t *testing.T) {
 	g := newRig(t, 0, scripted.Reply{Text: "slow", Delay: 5 * time.Second})
-	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "hello"}); err != nil {
-		t.Fatal(err)
-	}
-	d := g.drives.next(t)
+	d := g.start(t, "hello")
 	a := &temporal.Activities{Runner: g.worker}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(200*time.Millisecond, func() { cancel(errors.New("worker is now shutdown")) })
@@ -138,10 +129,7 @@ func TestToolActivityNotHeld(t *testing.T) {
 	g := newRig(t, 0,
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("lookup", `{"order":"42"}`)}},
 		scripted.Reply{Text: "done"})
-	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "where is 42?"}); err != nil {
-		t.Fatal(err)
-	}
-	d := g.drives.next(t)
+	d := g.start(t, "where is 42?")
 	a := &temporal.Activities{Runner: g.worker, Options: temporal.Options{Queue: "worker-1"}}
 	ctx := context.Background()
 	in := temporal.StepInput{Tenant: d.Tenant, SessionID: d.SessionID, RunID: d.RunID, Calls: true}
@@ -180,10 +168,7 @@ func TestCanceledWhileWaitingEndsTheTurn(t *testing.T) {
 	g := newRig(t, 0,
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
 		scripted.Reply{Text: "never"})
-	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "deploy"}); err != nil {
-		t.Fatal(err)
-	}
-	d := g.drives.next(t)
+	d := g.start(t, "deploy")
 	g.env.RegisterDelayedCallback(func() {
 		if _, err := g.serve.Cancel(context.Background(), "s1", "the person left"); err != nil {
 			t.Error(err)

@@ -121,6 +121,16 @@ func newRigWith(t *testing.T, queue string, expires time.Duration, m model.Model
 	return g
 }
 
+// start starts a turn of the assistant in session s1 with text, and
+// returns the run handed to the engine.
+func (g *rig) start(t *testing.T, text string) agentrt.Drive {
+	t.Helper()
+	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	return g.drives.next(t)
+}
+
 // events are the types of session id's log.
 func (g *rig) events(t *testing.T, id string) []session.Type {
 	t.Helper()
@@ -221,10 +231,7 @@ func TestApprovalDaysLater(t *testing.T) {
 	g := newRig(t, 0,
 		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("deploy", `{"env":"prod"}`)}},
 		scripted.Reply{Text: "deployed", Expect: &scripted.Expect{LastToolResultContains: "deployed to prod"}})
-	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "deploy"}); err != nil {
-		t.Fatal(err)
-	}
-	d := g.drives.next(t)
+	d := g.start(t, "deploy")
 	var out *agentrt.Resolved
 	g.env.RegisterDelayedCallback(func() {
 		st, err := g.serve.Load(context.Background(), "s1")
@@ -396,30 +403,8 @@ func TestSubagentChildWorkflow(t *testing.T) {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	store := memstore.New()
-	reg, err := tool.NewRegistry(agentrt.SubAgent("calc", "computes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boss := &agentrt.Agent{Name: "boss", Tools: reg, Model: scripted.New("boss",
-		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calc", `{"task":"compute 6*7"}`)}},
-		scripted.Reply{Text: "It is 42.", Expect: &scripted.Expect{LastToolResultContains: "42"}})}
-	calc := &agentrt.Agent{Name: "calc", Model: scripted.New("calc", scripted.Reply{Text: "42"})}
-	agents := []*agentrt.Agent{boss, calc}
-	now := func() time.Time { return env.Now() }
-	dr := make(drives, 4)
-	worker, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "worker", Engine: dr, EngineName: temporal.EngineName, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: dr, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = serve.Close(context.Background())
-		_ = worker.Close(context.Background())
-	})
-	temporal.Register(env, worker, temporal.Options{Queue: "worker-1"})
+	agents := bossAndCalc(t)
+	serve, dr := engineRunners(t, env, store, agents, agentrt.Config{})
 	var children []string
 	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
 		var in temporal.SessionInput
@@ -445,10 +430,7 @@ func TestSubagentChildWorkflow(t *testing.T) {
 // does not signal a run as it continues as new.
 func TestNextTurnWithinSettle(t *testing.T) {
 	g := newRig(t, 0, scripted.Reply{Text: "one"})
-	if _, err := g.serve.Start(context.Background(), "s1", agentrt.Input{Agent: "assistant", Text: "hi"}); err != nil {
-		t.Fatal(err)
-	}
-	d := g.drives.next(t)
+	d := g.start(t, "hi")
 	next := agentrt.Drive{Tenant: d.Tenant, SessionID: d.SessionID, RunID: "run-2", Why: "start"}
 	g.env.RegisterDelayedCallback(func() { g.env.SignalWorkflow(temporal.SignalDrive, next) }, 500*time.Millisecond)
 	g.env.ExecuteWorkflow(temporal.WorkflowName, temporal.SessionInput{Tenant: d.Tenant, SessionID: d.SessionID, Next: &d})
@@ -571,4 +553,44 @@ func (f modelFunc) Stream(ctx context.Context, req *model.Request) iter.Seq2[mod
 		}
 		yield(model.Chunk{Text: text, FinishReason: model.FinishStop}, nil)
 	}
+}
+
+// engineRunners are a "serve" runner of agents over store handing its
+// runs to dr, and a "worker" runner (wcfg, with an engine of its own for
+// its sub-agents) whose activities env runs, on queue worker-1; both read
+// env's clock.
+func engineRunners(t *testing.T, env *testsuite.TestWorkflowEnvironment, store session.Store, agents []*agentrt.Agent, wcfg agentrt.Config) (*agentrt.Runner, drives) {
+	t.Helper()
+	now := func() time.Time { return env.Now() }
+	dr := make(drives, 4)
+	wcfg.Store, wcfg.Agents, wcfg.Owner, wcfg.Engine, wcfg.EngineName, wcfg.Now = store, agents, "worker", dr, temporal.EngineName, now
+	worker, err := agentrt.NewRunner(wcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve, err := agentrt.NewRunner(agentrt.Config{Store: store, Agents: agents, Owner: "serve", Engine: dr, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = serve.Close(context.Background())
+		_ = worker.Close(context.Background())
+	})
+	temporal.Register(env, worker, temporal.Options{Queue: "worker-1"})
+	return serve, dr
+}
+
+// bossAndCalc are an agent that delegates "compute 6*7" to its sub-agent
+// calc, then says the answer, and calc, which answers 42.
+func bossAndCalc(t *testing.T) []*agentrt.Agent {
+	t.Helper()
+	reg, err := tool.NewRegistry(agentrt.SubAgent("calc", "computes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boss := &agentrt.Agent{Name: "boss", Tools: reg, Model: scripted.New("boss",
+		scripted.Reply{ToolCalls: []scripted.Call{scripted.ToolCall("calc", `{"task":"compute 6*7"}`)}},
+		scripted.Reply{Text: "It is 42.", Expect: &scripted.Expect{LastToolResultContains: "42"}})}
+	calc := &agentrt.Agent{Name: "calc", Model: scripted.New("calc", scripted.Reply{Text: "42"})}
+	return []*agentrt.Agent{boss, calc}
 }
